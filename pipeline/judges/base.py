@@ -1,0 +1,65 @@
+"""The judge interface: what every judge (openai, local, lexical, cascade) answers.
+
+A judge handles one prompt's worth of work per call; the pipeline stages decide batching
+(16 sentences a pronoun prompt, 8 texts a refusal prompt, all hypotheses of a pair or one each)
+and premise splitting. Every method returns the value and the calls it cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+from schemas.results import HypothesisResult, JudgeCall
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Premise:
+    text: str
+    document: str | None = None  # document name(s), given to the judge when known
+
+
+@dataclass
+class JudgeOutput(Generic[T]):
+    value: T
+    calls: list[JudgeCall] = field(default_factory=list)
+
+
+@dataclass
+class NliOutput:
+    """Verdicts for the hypotheses of one prompt, in order, and, when asked, refusal flags."""
+
+    hypotheses: list[HypothesisResult]
+    refusal: bool | None = None  # "same" mode: is the hypotheses' text a refusal
+
+
+class JudgeError(Exception):
+    """The judge could not produce a verdict (after its retries); the message says why."""
+
+
+@runtime_checkable
+class Judge(Protocol):
+    name: str
+    model: str
+
+    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+        """Return exactly one sentence per sentence given, pronouns replaced by their nouns.
+
+        A judge that cannot keep the count returns the originals.
+        """
+        ...
+
+    async def entail(
+        self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False
+    ) -> JudgeOutput[NliOutput]:
+        """Split each hypothesis into statements and judge each against the premise."""
+        ...
+
+    async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
+        """One flag per text: True when the text is an answer refusal."""
+        ...
+
+    async def aclose(self) -> None: ...

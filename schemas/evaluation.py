@@ -1,0 +1,47 @@
+"""The per-interaction output of groundwatch."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from schemas.results import JudgeCall, PairResult
+
+
+class Evaluation(BaseModel):
+    interaction_id: str
+    timestamp: datetime  # the interaction's own time (windows use it)
+    evaluated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    app: str
+    model: str
+    conversation_id: str | None = None
+    judge: str
+
+    # seed 000 outputs
+    context_entailment: float | None = None  # answer entailed by the contexts
+    ground_truth_entails_answer: float | None = None  # answer entailed by question end + ground truth
+    answer_entails_ground_truth: float | None = None  # ground truth entailed by question end + answer
+    answer_refusal: bool | None = None
+    ground_truth_refusal: bool | None = None
+
+    # seeds 002 and 004
+    grounded_precision: float | None = None  # weighted share of answer statements the contexts support
+    unsupported_claims: list[str] = Field(default_factory=list)
+    hallucination: bool | None = None  # answered, not a refusal, context entailment under the threshold
+    relevance: float | None = None  # cosine(last user message, answer)
+
+    pairs: list[PairResult] = Field(default_factory=list)  # statement-level detail
+
+    # cost and time
+    calls: list[JudgeCall] = Field(default_factory=list)
+    judge_calls: int = 0  # calls that reached the judge's model (cache hits excluded)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    judge_latency_ms: float = 0.0  # summed latency of this interaction's judge calls
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+
+    complete: bool = True
+    missing: list[str] = Field(default_factory=list)  # parts absent when the join timed out
+    labels: dict[str, int] | None = None  # passed through from the input, for accuracy reports

@@ -1,0 +1,85 @@
+"""Intermediate results of each pipeline stage, as they travel between stream processors."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from schemas.interaction import Interaction
+
+Verdict = Literal["entailed", "contradicted", "not_stated"]
+PairName = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
+Stage = Literal["convert", "pronouns", "nli", "refusal", "relevance", "join", "sink", "validate"]
+
+#: the score a verdict contributes to its hypothesis (seed 000: mean over statements)
+VERDICT_SCORE: dict[str, float] = {"entailed": 1.0, "contradicted": 0.0, "not_stated": 0.0}
+
+
+class JudgeCall(BaseModel):
+    """One call to a judge (an LLM request, or a cache hit, or a lexical decision)."""
+
+    stage: Stage
+    judge: str  # "openai", "lexical", ...
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+    cached: bool = False
+    attempts: int = 1
+    items: int = 1  # hypotheses / sentences / texts handled by this call
+
+
+class StatementVerdict(BaseModel):
+    """One statement (a substring of a hypothesis) and whether the premise entails it."""
+
+    statement: str
+    verdict: Verdict
+    reason: str = ""
+    tag: str = ""  # e.g. "number", "entity", "claim"
+    score: float = Field(ge=0.0, le=1.0)  # 1/0 for an LLM verdict; partial credit where the judge has it
+
+
+class HypothesisResult(BaseModel):
+    hypothesis: str
+    statements: list[StatementVerdict]
+    score: float = Field(ge=0.0, le=1.0)  # mean of its statements' scores
+
+
+class PairResult(BaseModel):
+    """(premise, hypotheses) of seed 000; score = mean of its hypotheses, None when it has none."""
+
+    pair: PairName
+    hypotheses: list[HypothesisResult] = Field(default_factory=list)
+    score: float | None = None
+    premise_parts: int = 1  # >1 when the premise was split to fit the judge's window
+
+
+class Converted(BaseModel):
+    """Output of the sentence-conversion stage (with pronoun replacement)."""
+
+    interaction: Interaction
+    question_sentences: list[str]
+    answer_sentences: list[str]  # after pronoun replacement
+    ground_truth_sentences: list[str]  # after pronoun replacement; [] when there is no ground truth
+    calls: list[JudgeCall] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+class NliResult(BaseModel):
+    interaction_id: str
+    pairs: list[PairResult]
+    calls: list[JudgeCall] = Field(default_factory=list)
+    seconds: float = 0.0
+    # filled only in the "same" refusal mode (refusal asked inside the NLI prompt)
+    answer_refusal: bool | None = None
+    ground_truth_refusal: bool | None = None
+
+
+class RefusalResult(BaseModel):
+    interaction_id: str
+    answer_refusal: bool | None
+    ground_truth_refusal: bool | None  # None when there is no ground truth
+    calls: list[JudgeCall] = Field(default_factory=list)
+    seconds: float = 0.0

@@ -1,0 +1,131 @@
+"""Every setting of groundwatch, read from ``GROUNDWATCH_*`` environment variables.
+
+Nested settings use ``__``: ``GROUNDWATCH_JUDGE__MODEL=gpt-4o-mini``,
+``GROUNDWATCH_PIPELINE__NLI_MODE=per_hypothesis``. The numbers the seeds give (500/20 characters,
+16 sentences a prompt, batches of 8, 32 in flight, first 2 sentences) are the defaults here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+JudgeKind = Literal["openai", "local", "lexical", "cascade"]
+
+
+class Limits(BaseModel):
+    """Size limits on an incoming interaction; a violation names the field and the limit."""
+
+    max_question_chars: int = 20_000
+    max_answer_chars: int = 50_000
+    max_ground_truth_chars: int = 50_000
+    max_contexts: int = 100
+    max_context_chars: int = 400_000  # all passages together
+    max_id_chars: int = 256
+
+
+class SplitSettings(BaseModel):
+    """Sentence conversion (seeds 000/001)."""
+
+    max_sentence_chars: int = Field(500, ge=1)
+    min_sentence_chars: int = Field(20, ge=0)
+    keep_lists: bool = True  # list items stay with the sentence that introduces them
+    keep_tables: bool = True  # markdown table rows carry their header
+
+
+class ModelPrice(BaseModel):
+    input_per_1k: float = 0.0
+    output_per_1k: float = 0.0
+
+
+class JudgeSettings(BaseModel):
+    kind: JudgeKind = "lexical"
+    base_url: str | None = None  # OpenAI-compatible endpoint; None = OpenAI's default
+    model: str = "gpt-4o-mini"
+    api_key: SecretStr | None = None
+    max_in_flight: int = Field(32, ge=1)
+    max_retries: int = Field(4, ge=0)
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 8.0
+    timeout_s: float = 60.0
+    temperature: float = 0.0
+    max_output_tokens: int = 2048
+    structured_output: bool = True  # JSON-schema response_format, plain JSON as the fallback
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=lambda: {
+            "gpt-4o-mini": ModelPrice(input_per_1k=0.00015, output_per_1k=0.0006),
+            "gpt-4o": ModelPrice(input_per_1k=0.0025, output_per_1k=0.01),
+        }
+    )
+    cache_enabled: bool = True
+    cache_path: Path | None = None  # None: in-memory cache for the life of the process
+    context_window_tokens: int = 4096  # the judge model's window; premises longer than it are split
+    # cascade: the lexical verdict is trusted outside [unsure_low, unsure_high]
+    cascade_unsure_low: float = 0.2
+    cascade_unsure_high: float = 0.8
+    # local judge (llama.cpp server started by groundwatch)
+    local_model_dir: Path = Path.home() / ".cache" / "groundwatch" / "models"
+    local_threads: int = 2
+    local_ctx: int = 4096
+    local_port: int = 0  # 0 = a free port on 127.0.0.1
+
+
+class PipelineSettings(BaseModel):
+    pronoun_replacement: bool = True
+    pronoun_batch_size: int = Field(16, ge=1)  # sentences a prompt
+    nli_mode: Literal["batched", "per_hypothesis"] = "batched"
+    refusal_mode: Literal["separate", "same"] = "separate"  # "same": asked inside the NLI prompt (seed 001)
+    refusal_sentences: int = Field(2, ge=1)
+    refusal_batch_size: int = Field(8, ge=1)  # texts a prompt
+    hallucination_threshold: float = 0.5  # context entailment under this = hallucination
+    unsupported_claim_threshold: float = 0.5  # statement score under this = unsupported claim
+    statement_weights: dict[str, float] = Field(default_factory=dict)  # tag -> weight (seed 002)
+    relevance: bool = False  # embedding relevance (seed 004); needs the `embeddings` extra
+
+
+class KafkaSettings(BaseModel):
+    broker: str = "kafka://127.0.0.1:9092"
+    topic_prefix: str = "groundwatch."
+    partitions: int = Field(4, ge=1)
+    replicas: int = Field(1, ge=1)
+    consumer_group: str = "groundwatch"
+    stage_concurrency: int = Field(32, ge=1)  # interactions in flight inside each processor
+    join_timeout_s: float = 120.0
+    session_timeout_s: float = 6.0
+    heartbeat_interval_s: float = 1.0
+    rebalance_timeout_s: float = 4.0
+    web_port: int = 6066
+
+
+class ClickHouseSettings(BaseModel):
+    url: str = "chdb:///" + str(Path.cwd() / ".groundwatch" / "chdb")
+    ttl_days: int = Field(90, ge=1)
+    batch_rows: int = Field(500, ge=1)
+    batch_seconds: float = 1.0
+
+
+class WindowSettings(BaseModel):
+    size_seconds: int = Field(60, ge=1)
+    grace_seconds: int = Field(5, ge=0)
+
+
+class AlertSettings(BaseModel):
+    rules_file: Path | None = None
+    webhook_url: str | None = None
+    webhook_retries: int = 3
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GROUNDWATCH_", env_nested_delimiter="__", extra="ignore")
+
+    limits: Limits = Field(default_factory=Limits)
+    split: SplitSettings = Field(default_factory=SplitSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    clickhouse: ClickHouseSettings = Field(default_factory=ClickHouseSettings)
+    window: WindowSettings = Field(default_factory=WindowSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)

@@ -1,0 +1,29 @@
+"""Tumbling-window aggregate per app and model."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel
+
+
+class WindowAggregate(BaseModel):
+    window_start: datetime
+    window_end: datetime
+    app: str
+    model: str
+    count: int
+    mean_context_entailment: float | None
+    mean_ground_truth_entails_answer: float | None
+    mean_answer_entails_ground_truth: float | None
+    answered: int  # non-refusal interactions with a context entailment
+    hallucinations: int
+    hallucination_rate: float | None
+    answer_refusal_rate: float | None
+    ground_truth_refusal_rate: float | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    judge_latency_p50_ms: float | None
+    judge_latency_p95_ms: float | None
+    incomplete: int
