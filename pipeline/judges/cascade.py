@@ -1,0 +1,97 @@
+"""CascadeJudge (judge kind ``cascade``): the lexical judge first, the LLM only where it is unsure.
+
+Entailment: every hypothesis goes to the lexical judge; those whose lexical score lies within
+``[settings.cascade_unsure_low, settings.cascade_unsure_high]`` (inclusive) are sent, in one batched call
+with one copy of the premise, to the LLM judge, whose verdicts replace the lexical ones. Outside that band
+the lexical verdict is trusted (a clear match, or a clear miss such as an absent number).
+
+Refusals: a text the lexical phrase detector flags is a refusal without asking; the rest go to the LLM
+in one call when ``llm_refusals`` is True (the default), else they are "not a refusal".
+
+Pronouns: the LLM (a lexical judge cannot resolve pronouns).
+
+The calls of both judges are returned, so the Evaluation shows how many reached the LLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
+from schemas.results import HypothesisResult, JudgeCall
+from schemas.settings import JudgeSettings
+
+
+class CascadeJudge:
+    name = "cascade"
+
+    def __init__(
+        self, lexical: Judge, llm: Judge, settings: JudgeSettings, *, llm_refusals: bool = True
+    ) -> None:
+        if settings.cascade_unsure_low > settings.cascade_unsure_high:
+            raise ValueError(
+                f"cascade_unsure_low ({settings.cascade_unsure_low}) is over "
+                f"cascade_unsure_high ({settings.cascade_unsure_high})"
+            )
+        self.lexical = lexical
+        self.llm = llm
+        self.low = settings.cascade_unsure_low
+        self.high = settings.cascade_unsure_high
+        self.llm_refusals = llm_refusals
+        self.model = f"{lexical.model}+{llm.model}"
+
+    def unsure(self, score: float) -> bool:
+        """True when a lexical score is inside the band where the LLM decides."""
+        return self.low <= score <= self.high
+
+    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+        return await self.llm.replace_pronouns(sentences)
+
+    async def entail(
+        self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False
+    ) -> JudgeOutput[NliOutput]:
+        first = await self.lexical.entail(premise, hypotheses, ask_refusal=ask_refusal)
+        calls: list[JudgeCall] = list(first.calls)
+        results: list[HypothesisResult] = list(first.value.hypotheses)
+        refusal = first.value.refusal
+        ask = [i for i, r in enumerate(results) if self.unsure(r.score)]
+        # in "same" mode the LLM is asked about refusal only when the lexical phrases found none
+        ask_llm_refusal = ask_refusal and not refusal and self.llm_refusals
+        if ask:
+            second = await self.llm.entail(premise, [hypotheses[i] for i in ask], ask_refusal=ask_llm_refusal)
+            calls.extend(second.calls)
+            if len(second.value.hypotheses) != len(ask):
+                raise JudgeError(
+                    f"the LLM judge gave {len(second.value.hypotheses)} verdicts for {len(ask)} hypotheses"
+                )
+            for i, result in zip(ask, second.value.hypotheses, strict=True):
+                results[i] = result
+            if ask_llm_refusal:
+                refusal = second.value.refusal
+        elif ask_llm_refusal:
+            flags = await self.llm.classify_refusals([" ".join(hypotheses)])
+            calls.extend(flags.calls)
+            refusal = flags.value[0] if flags.value else None
+        return JudgeOutput(NliOutput(results, refusal), calls)
+
+    async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
+        first = await self.lexical.classify_refusals(texts)
+        calls = list(first.calls)
+        flags = list(first.value)
+        rest = [i for i, flag in enumerate(flags) if not flag]
+        if rest and self.llm_refusals:
+            second = await self.llm.classify_refusals([texts[i] for i in rest])
+            calls.extend(second.calls)
+            if len(second.value) != len(rest):
+                raise JudgeError(
+                    f"the LLM judge returned {len(second.value)} refusal flags for {len(rest)} texts"
+                )
+            for i, flag in zip(rest, second.value, strict=True):
+                flags[i] = flag
+        return JudgeOutput(flags, calls)
+
+    async def aclose(self) -> None:
+        try:
+            await self.llm.aclose()
+        finally:
+            await self.lexical.aclose()

@@ -1,0 +1,238 @@
+"""LexicalJudge: a fast, deterministic judge that needs no LLM (judge kind ``lexical``).
+
+Entailment
+    Each hypothesis is split into statements (clauses, see ``split_statements``). A statement's score is
+    the weighted share of its content tokens (``pipeline.text_normalise.tokens_of``: stemmed words,
+    names, canonical numbers) found in the premise: a number weighs 3, a name (capitalised token) 2, a
+    word 1; a word that shares a 5-letter prefix with a premise word counts half. Numbers match when equal
+    after normalisation ("67 million" = "67,000,000") or within 1 % (rounding: "$181.7 million" vs
+    "181,674,817").
+    A number absent from the premise is strong evidence of a hallucination: the score is capped at
+    ``number_cap`` times the support and the verdict is ``contradicted`` when the premise has other numbers
+    (else ``not_stated``). A missing name caps the score at ``name_cap``.
+    The verdict is ``entailed`` when the score is at least ``entail_threshold`` (0.5), else ``not_stated``
+    (or ``contradicted`` as above). The reason lists the missing tokens; the tag is ``number`` when the
+    statement has a number, ``entity`` when it has a name, else ``claim``.
+    A hypothesis whose content tokens are all in the premise is entailed in full (score 1): this is how a
+    short answer ("Jonathan Stark") that the context contains is judged. A hypothesis written as
+    alternatives ``a | b | c`` (the gold-answer lists of QA sets) takes its best alternative.
+
+Refusals
+    Phrase patterns (``pipeline.refusal_phrases``): "I don't know", "not mentioned in the context",
+    "the passage does not provide", "I'm sorry, but", ...
+
+Pronouns
+    A lexical judge cannot resolve pronouns: ``replace_pronouns`` returns the sentences unchanged.
+
+Every method returns one ``JudgeCall`` with judge "lexical", 0 tokens, 0 cost and the measured latency.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from pipeline.judges.base import JudgeOutput, NliOutput, Premise
+from pipeline.refusal_phrases import refusal_match
+from pipeline.text_normalise import Token, tokens_of
+from schemas.results import HypothesisResult, JudgeCall, Stage, StatementVerdict, Verdict
+
+WEIGHTS: dict[str, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
+
+# clause boundaries: a statement is a clause of the hypothesis
+_CLAUSE_SPLIT = re.compile(
+    r"\s*;\s*|,\s+(?=(?:and|but|while|whereas|which|who|although|though|so|yet)\b)|\s+(?=(?:but|whereas)\s)",
+    re.IGNORECASE,
+)
+_LEADING_CONJ = re.compile(r"^(?:and|but|while|whereas|although|though|so|yet)\s+", re.IGNORECASE)
+_ALTERNATIVES = re.compile(r"\s+\|\s+")
+
+
+@dataclass(frozen=True)
+class LexicalConfig:
+    entail_threshold: float = 0.5  # statement score at or over this: entailed
+    number_cap: float = 0.25  # a statement with a number absent from the premise scores support * this
+    name_cap: float = 0.45  # ... with a name absent from the premise scores at most this
+    prefix_len: int = 5  # a word matching a premise word on this many leading letters counts half
+    min_clause_tokens: int = 2  # a clause with fewer content tokens stays with the previous one
+    sharpness: float = 3.0  # score = support ** sharpness (>1: each missing word costs more)
+
+
+def split_statements(hypothesis: str, min_tokens: int = 2) -> list[str]:
+    """Split a hypothesis into clause statements (";", ", and", ", which", ", while", " but ", ...).
+
+    A clause with fewer than ``min_tokens`` content tokens is joined back to the one before it, so a
+    statement always has something to check. Deterministic; the parts are substrings of the hypothesis.
+    """
+    text = hypothesis.strip()
+    if not text:
+        return []
+    parts = [p.strip(" ,;") for p in _CLAUSE_SPLIT.split(text) if p and p.strip(" ,;")]
+    statements: list[str] = []
+    for part in parts:
+        if statements and len(tokens_of(part)) < min_tokens:
+            statements[-1] = f"{statements[-1]}, {part}"
+        else:
+            statements.append(part)
+    if len(statements) > 1 and len(tokens_of(statements[0])) < min_tokens:
+        statements[1] = f"{statements[0]}, {statements[1]}"
+        statements.pop(0)
+    return statements or [text]
+
+
+class PremiseIndex:
+    """The premise's content tokens, indexed for lookups."""
+
+    def __init__(self, text: str, prefix_len: int = 5) -> None:
+        self.tokens = tokens_of(text)
+        self.norms = {t.norm for t in self.tokens if t.kind != "number"}
+        self.prefix_len = prefix_len
+        self.prefixes = {n[:prefix_len] for n in self.norms if len(n) >= prefix_len}
+        self.numbers = [Decimal(t.norm) for t in self.tokens if t.kind == "number"]
+        self.number_norms = {t.norm for t in self.tokens if t.kind == "number"}
+        self.text_norm = " ".join(t.norm for t in self.tokens)
+
+    def credit(self, token: Token) -> float:
+        """1 if the premise has the token, 0.5 for a prefix match of a word, else 0."""
+        if token.kind == "number":
+            if token.norm in self.number_norms:
+                return 1.0
+            value = Decimal(token.norm)
+            for n in self.numbers:
+                if n != 0 and abs(value - n) <= abs(n) * Decimal("0.01"):
+                    return 1.0
+            # a number written as a word in the premise ("two") is a word there, not a number
+            return 1.0 if token.surface.lower() in self.norms else 0.0
+        if token.norm in self.norms:
+            return 1.0
+        if (
+            token.kind == "word"
+            and len(token.norm) >= self.prefix_len
+            and (token.norm[: self.prefix_len] in self.prefixes)
+        ):
+            return 0.5
+        return 0.0
+
+
+def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) -> StatementVerdict:
+    tokens = tokens_of(statement)
+    has_number = any(t.kind == "number" for t in tokens)
+    has_name = any(t.kind == "name" for t in tokens)
+    tag = "number" if has_number else "entity" if has_name else "claim"
+    if not tokens:
+        return StatementVerdict(
+            statement=statement, verdict="entailed", score=1.0, tag=tag, reason="no content words to check"
+        )
+    total = found = 0.0
+    missing: list[Token] = []
+    for t in tokens:
+        weight = WEIGHTS[t.kind]
+        credit = index.credit(t)
+        total += weight
+        found += weight * credit
+        if credit < 1.0:
+            missing.append(t)
+    support = (found / total) ** config.sharpness
+    missing_numbers = [t for t in missing if t.kind == "number"]
+    missing_names = [t for t in missing if t.kind == "name"]
+    score = support
+    verdict: Verdict
+    if missing_numbers:
+        score = support * config.number_cap
+        verdict = "contradicted" if index.numbers else "not_stated"
+    else:
+        if missing_names:
+            score = min(support, config.name_cap)
+        verdict = "entailed" if score >= config.entail_threshold else "not_stated"
+    if missing:
+        shown = ", ".join(f"{t.surface} ({t.kind})" for t in missing[:8])
+        more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        reason = f"{found:.1f}/{total:.1f} of the weighted content found; not in the premise: {shown}{more}"
+    else:
+        reason = "every content token is in the premise"
+    return StatementVerdict(
+        statement=statement,
+        verdict=verdict,
+        score=round(min(max(score, 0.0), 1.0), 6),
+        tag=tag,
+        reason=reason,
+    )
+
+
+def judge_hypothesis(hypothesis: str, index: PremiseIndex, config: LexicalConfig) -> HypothesisResult:
+    """Judge one hypothesis; alternatives "a | b | c" take the best alternative."""
+    alternatives = [a for a in _ALTERNATIVES.split(hypothesis.strip()) if a.strip()]
+    if len(alternatives) > 1 and not hypothesis.strip().startswith("|"):
+        results = [_judge_single(a, index, config) for a in alternatives]
+        best = max(results, key=lambda r: r.score)
+        return HypothesisResult(hypothesis=hypothesis, statements=best.statements, score=best.score)
+    return _judge_single(hypothesis, index, config)
+
+
+def _judge_single(hypothesis: str, index: PremiseIndex, config: LexicalConfig) -> HypothesisResult:
+    tokens = tokens_of(hypothesis)
+    if tokens and all(index.credit(t) == 1.0 for t in tokens):
+        statement = StatementVerdict(
+            statement=hypothesis.strip(),
+            verdict="entailed",
+            score=1.0,
+            tag="number" if any(t.kind == "number" for t in tokens) else "entity"
+            if any(t.kind == "name" for t in tokens) else "claim",
+            reason="every content token is in the premise",
+        )  # fmt: skip
+        return HypothesisResult(hypothesis=hypothesis, statements=[statement], score=1.0)
+    statements = [
+        judge_statement(s, index, config) for s in split_statements(hypothesis, config.min_clause_tokens)
+    ]
+    if not statements:
+        statements = [judge_statement(hypothesis, index, config)]
+    score = sum(s.score for s in statements) / len(statements)
+    return HypothesisResult(hypothesis=hypothesis, statements=statements, score=round(score, 6))
+
+
+class LexicalJudge:
+    """Deterministic judge from normalised tokens, numbers, names and refusal phrases (no LLM)."""
+
+    name = "lexical"
+    model = "lexical-v1"
+
+    def __init__(self, config: LexicalConfig | None = None) -> None:
+        self.config = config or LexicalConfig()
+
+    def _call(self, stage: Stage, started: float, items: int) -> JudgeCall:
+        return JudgeCall(
+            stage=stage,
+            judge=self.name,
+            model=self.model,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            items=items,
+        )
+
+    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+        """Return the sentences unchanged: a lexical judge cannot resolve pronouns."""
+        started = time.perf_counter()
+        return JudgeOutput(list(sentences), [self._call("pronouns", started, len(sentences))])
+
+    async def entail(
+        self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False
+    ) -> JudgeOutput[NliOutput]:
+        started = time.perf_counter()
+        index = PremiseIndex(premise.text, self.config.prefix_len)
+        results = [judge_hypothesis(h, index, self.config) for h in hypotheses]
+        refusal = self.is_refusal(" ".join(hypotheses)) if ask_refusal else None
+        return JudgeOutput(NliOutput(results, refusal), [self._call("nli", started, len(hypotheses))])
+
+    async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
+        started = time.perf_counter()
+        flags = [self.is_refusal(t) for t in texts]
+        return JudgeOutput(flags, [self._call("refusal", started, len(texts))])
+
+    @staticmethod
+    def is_refusal(text: str) -> bool:
+        return refusal_match(text) is not None
+
+    async def aclose(self) -> None:
+        return None

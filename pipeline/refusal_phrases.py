@@ -1,0 +1,65 @@
+"""Phrase patterns that mark an answer refusal (the lexical judge's refusal detector).
+
+A refusal (seed 000) explicitly says that information is missing or insufficient, or declines to answer.
+The patterns were written from the refusal definition and checked on the DelucionQA dev file
+(``groundwatch eval ../shared/data/refusal_delucionqa.jsonl --judge lexical``); they look only at
+the text given (the pipeline passes the first sentences of an answer).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.text_normalise import fold
+
+_SOURCE = r"(?:given |provided |above |available |following |this |that |the |your |specific )*(?:context|passage|text|information|document|documents|documentation|manual|paragraph|excerpt|article|source|sources|data|snippet|content)s?"  # noqa: E501
+_NEG = r"(?:does not|doesn't|do not|don't|did not|didn't|is not|isn't|are not|aren't|was not|wasn't|cannot|can't|could not|couldn't|fails to|lacks|has no|have no)"  # noqa: E501
+
+REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p)
+    for p in (
+        # "I don't know", "I cannot answer", "we couldn't find", "I am unable to determine"
+        r"\b(?:i|we)(?: really| simply)? (?:do not|don't|cannot|can't|could not|couldn't|am unable to|'m unable to|am not able to|'m not able to|was unable to|was not able to|have no way to) (?:know|find|answer|provide|determine|say|tell|locate|see|confirm|verify|give|offer|assist|help|access|be certain)",  # noqa: E501
+        r"\b(?:i|we) (?:do not|don't) have (?:any |enough |sufficient |specific |the |access to )*(?:information|details|data|context|knowledge|answer)",  # noqa: E501
+        r"\bi (?:am|'m) not (?:sure|certain|aware)\b",
+        r"\bunable to (?:answer|find|provide|determine|locate|identify|confirm|say)",
+        r"\bnot (?:possible|able) to (?:answer|determine|say|tell|know|provide|identify)",
+        # "the given context does not provide/mention ..."
+        _SOURCE
+        + r" (?:\w+ ){0,4}?"
+        + _NEG
+        + r" (?:\w+ )?(?:provide|mention|contain|include|specify|say|state|have|give|cover|address|discuss|describe|explain|offer|refer|relate|talk|answer|indicate|clarify|list|detail|tell|show)",  # noqa: E501
+        # "... is not mentioned in the given context", "not specified in the passage"
+        r"\b(?:is|are|was|were) not (?:explicitly |specifically |directly |clearly )?(?:mentioned|specified|provided|stated|included|covered|addressed|given|listed|described|discussed|defined|found|explained|clear)",  # noqa: E501
+        r"\bnot (?:mentioned|specified|provided|stated|included|covered|addressed|described|discussed|found|given) (?:in|by|within) (?:the |this |your )",  # noqa: E501
+        # "there is no information about ...", "no mention of"
+        r"\b(?:there is|there's|there are|there was|with|contains|has|have|provides|gives|includes) no (?:specific |explicit |relevant |direct |further |additional |such |clear |mention|information|details|data|reference|context|indication|answer)",  # noqa: E501
+        r"\bno (?:specific |relevant |further |additional |explicit )?(?:information|mention|details|data|reference) (?:is |was |are )?(?:provided|given|available|about|on|regarding|related|of|in|that)",  # noqa: E501
+        # apologies and requests to rephrase
+        r"\b(?:i'm sorry|i am sorry|i apologize|i apologise|sorry|unfortunately)\b,? (?:but )?(?:i |the |this |that |there |it |your |without |based )",  # noqa: E501
+        r"\bcould you (?:please )?(?:rephrase|clarify|provide more|provide additional|specify|be more specific)",  # noqa: E501
+        r"\b(?:please|can you|could you) (?:please )?(?:provide|give|share) (?:me )?(?:more|additional|further) (?:context|information|details)",  # noqa: E501
+        r"\b(?:it is|it's|it remains) (?:not clear|unclear|not possible|impossible|difficult) (?:to (?:determine|say|tell|know|answer)|what|whether|which|how|if)",  # noqa: E501
+        r"\bwithout (?:further|additional|more|any|specific|the) (?:\w+ )?(?:context|information|details|data)",  # noqa: E501
+        r"\b(?:is|are|was|seems) (?:not|un)related to (?:the |this |your )?(?:context|topic|passage|question|information)",  # noqa: E501
+        r"\b(?:does not|doesn't) (?:seem to )?(?:relate|pertain) to",
+        r"\bbeyond (?:the scope|my knowledge)",
+        r"\binsufficient (?:information|context|details|data)",
+        r"\bcannot be (?:determined|answered|found|inferred|confirmed)",
+    )
+)
+
+
+def refusal_match(text: str) -> str | None:
+    """The first refusal phrase found in the text (lower-cased, accents folded), or None."""
+    lowered = fold(text).lower()
+    lowered = re.sub(r"\s+", " ", lowered)
+    for pattern in REFUSAL_PATTERNS:
+        m = pattern.search(lowered)
+        if m:
+            return m.group(0)
+    return None
+
+
+def is_refusal(text: str) -> bool:
+    return refusal_match(text) is not None

@@ -1,0 +1,188 @@
+"""Deterministic text normalisation for the lexical judge: content tokens, numbers, names, stems.
+
+Everything here is pure and rule based (no model, no data files):
+
+- words are lower-cased, punctuation stripped, stopwords dropped and suffix-stemmed (``stem``);
+- numbers are turned into one canonical decimal string, so ``"67 million"``, ``"67,000,000"`` and
+  ``"67000000"`` are all ``"67000000"``; ``"1.5k"`` is ``"1500"``; ``"15%"``/``"15 percent"`` are ``"15"``;
+  number words ("two", "twelve", "forty") and the ordinals up to tenth are numbers too ("one" and
+  "second" are not: they are more often a pronoun and a unit of time);
+- a capitalised token that is not a stopword is a *name* (the lexical judge weights names higher).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Literal
+
+TokenKind = Literal["number", "name", "word"]
+
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a an the and or but nor so yet if then than that this these those there here of in on at to for from by
+    with without within into onto over under about above below between among through during before after
+    since until upon as is are was were be been being am do does did doing done have has had having
+    can could may might must shall should will would it its it's itself he him his himself she her hers
+    herself they them their theirs themselves we us our ours ourselves you your yours yourself i me my
+    mine myself who whom whose which what when where why how all any both each few more most other some
+    such no not only own same too very just also still even however therefore thus hence although though
+    while whereas because whether either neither one's s t d ll re ve m o y ain aren couldn didn doesn hadn
+    hasn haven isn mightn mustn needn shan shouldn wasn weren won't wouldn don don't can't cannot
+    overall additionally furthermore moreover indeed yes ok okay well
+    """.split()
+)
+
+NUMBER_WORDS: dict[str, int] = {
+    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+    "first": 1, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "dozen": 12,
+}  # fmt: skip
+
+SCALES: dict[str, int] = {
+    "thousand": 10**3, "k": 10**3, "million": 10**6, "mln": 10**6, "m": 10**6, "mn": 10**6,
+    "billion": 10**9, "bn": 10**9, "b": 10**9, "trillion": 10**12, "tn": 10**12,
+}  # fmt: skip
+# single-letter scales only count when glued to the number ("1.5k", "$3m"), never as a separate word
+_GLUED_ONLY = {"k", "m", "b"}
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<glued>[kKmMbB]n?\b|%)?   # 1,234.5  12.5k  15%
+    | (?P<word>[^\W\d_]+(?:['’][^\W\d_]+)?)                                       # words, o'clock, don't
+    """,
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: TokenKind
+    norm: str  # canonical form: stem for words and names, decimal string for numbers
+    surface: str  # as written (for reasons)
+
+
+def fold(text: str) -> str:
+    """Unicode-fold: accents removed (Müller -> Muller), curly quotes and dashes made plain."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    return text.replace("’", "'").replace("‘", "'").replace("–", "-").replace("—", "-")
+
+
+def canonical_number(value: Decimal) -> str:
+    """A decimal as its shortest exact string: 67000000, 1.5, 0.25 (no exponent, no trailing zeros)."""
+    normalised = value.normalize()
+    exponent = normalised.as_tuple().exponent
+    if isinstance(exponent, int) and exponent > 0:
+        normalised = normalised.quantize(Decimal(1))
+    text = format(normalised, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def parse_number(text: str) -> Decimal | None:
+    """Parse "67,000,000", "67 million", "1.5k", "15%", "twelve" into a Decimal (None if not a number)."""
+    tokens = tokens_of(text)
+    numbers = [t for t in tokens if t.kind == "number"]
+    if len(numbers) != 1:
+        return None
+    return Decimal(numbers[0].norm)
+
+
+def stem(word: str) -> str:
+    """A small deterministic suffix stemmer (lower-case input): cities->city, played->play, running->run."""
+    w = word.lower().replace("'", "")
+    if len(w) <= 3:
+        return w
+    for suffix, repl, min_len in (
+        ("ies", "y", 5),
+        ("sses", "ss", 5),
+        ("ness", "", 6),
+        ("ment", "", 7),
+        ("ingly", "", 7),
+        ("edly", "", 7),
+        ("ing", "", 6),
+        ("ed", "", 5),
+        ("ly", "", 5),
+        ("es", "", 5),
+        ("s", "", 4),
+    ):
+        if w.endswith(suffix) and len(w) >= min_len:
+            if suffix == "s" and w.endswith(("ss", "us", "is")):
+                return w
+            if suffix == "es" and not w.endswith(("ches", "shes", "xes", "sses", "zes", "oes")):
+                return w[:-1]  # "titles" -> "title", not "titl"
+            w = w[: len(w) - len(suffix)] + repl
+            break
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]  # running -> runn -> run
+    if len(w) > 4 and w.endswith("e"):
+        w = w[:-1]  # "title" and "titled" meet at "titl"
+    return w
+
+
+def _is_capitalised(surface: str) -> bool:
+    return surface[:1].isupper()
+
+
+def tokens_of(text: str) -> list[Token]:
+    """Content tokens of a text, in order: numbers (scaled, canonical), names, stemmed words.
+
+    Stopwords are dropped; a number word followed by a scale word ("two million") is one number;
+    a scale word after a number multiplies it ("67 million" = 67000000).
+    """
+    text = fold(text)
+    raw = list(_TOKEN_RE.finditer(text))
+    out: list[Token] = []
+    i = 0
+    while i < len(raw):
+        m = raw[i]
+        surface = m.group(0)
+        value: Decimal | None = None
+        if m.group("num") is not None:
+            try:
+                value = Decimal(m.group("num").replace(",", ""))
+            except InvalidOperation:  # pragma: no cover - the regex only admits digits
+                value = None
+            glued = (m.group("glued") or "").lower()
+            if glued and glued != "%":
+                value = value * SCALES.get(glued, SCALES.get(glued[:1], 1)) if value is not None else None
+        else:
+            word = m.group("word")
+            lower = word.lower()
+            if lower in NUMBER_WORDS:
+                value = Decimal(NUMBER_WORDS[lower])
+        if value is not None:
+            # a following scale word multiplies ("67 million", "two billion", "1.2 bn")
+            if i + 1 < len(raw) and raw[i + 1].group("word"):
+                nxt = raw[i + 1].group("word").lower()
+                if nxt in SCALES and nxt not in _GLUED_ONLY:
+                    value = value * SCALES[nxt]
+                    surface = f"{surface} {raw[i + 1].group(0)}"
+                    i += 1
+            out.append(Token("number", canonical_number(value), surface))
+            i += 1
+            continue
+        word = m.group("word")
+        lower = word.lower()
+        if lower in STOPWORDS or lower.replace("'", "") in STOPWORDS or len(lower) == 1:
+            i += 1
+            continue
+        if lower in ("percent", "per", "cent", "%"):
+            i += 1
+            continue
+        kind: TokenKind = "name" if _is_capitalised(word) else "word"
+        out.append(Token(kind, stem(lower), word))
+        i += 1
+    return out
+
+
+def normalise_text(text: str) -> str:
+    """Canonical string of a text's content tokens (for exact/normalised matching of short answers)."""
+    return " ".join(t.norm for t in tokens_of(text))
