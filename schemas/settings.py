@@ -84,6 +84,12 @@ class PipelineSettings(BaseModel):
     unsupported_claim_threshold: float = 0.5  # statement score under this = unsupported claim
     statement_weights: dict[str, float] = Field(default_factory=dict)  # tag -> weight (seed 002)
     relevance: bool = False  # embedding relevance (seed 004); needs the `embeddings` extra
+    nli_batch_size: int = Field(16, ge=1)  # hypotheses a prompt in the "batched" NLI mode
+    refusal_linger_ms: float = Field(10.0, ge=0)  # a partly full refusal batch waits this long for more texts
+    chars_per_token: float = Field(3.5, gt=0)  # premise budget: characters per token of the judge's window
+    nli_prompt_overhead_tokens: int = Field(600, ge=0)  # instructions and fences of an NLI prompt
+    nli_output_tokens_per_hypothesis: int = Field(150, ge=0)  # room kept for the verdicts' output
+    min_premise_chars: int = Field(1000, ge=1)  # a premise part is never made smaller than this
 
 
 class KafkaSettings(BaseModel):
