@@ -1,0 +1,71 @@
+"""Sentence conversion stage (seeds 000/001): split, then replace pronouns with the judge.
+
+The question, answer and ground truth are split by ``pipeline.sentences.split_sentences``. When
+``settings.pipeline.pronoun_replacement`` is on, the answer's and the ground truth's sentences go to
+``judge.replace_pronouns`` in batches of ``pronoun_batch_size`` consecutive sentences of one text
+(a batch never mixes the answer with the ground truth); all batches run concurrently (the judge
+client bounds the calls in flight). A batch for which the judge returns a different number of
+sentences keeps its originals, and so does any single sentence the judge returns empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from pipeline.judges.base import Judge
+from pipeline.sentences import split_sentences
+from schemas.interaction import Interaction
+from schemas.results import Converted, JudgeCall
+from schemas.settings import Settings
+
+
+def batches(items: Sequence[str], size: int) -> list[list[str]]:
+    """Consecutive slices of at most ``size`` items."""
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+async def _replace_batch(judge: Judge, batch: list[str]) -> tuple[list[str], list[JudgeCall]]:
+    out = await judge.replace_pronouns(batch)
+    replaced = out.value
+    if len(replaced) != len(batch):
+        return batch, out.calls
+    return [new if new and new.strip() else old for old, new in zip(batch, replaced, strict=True)], out.calls
+
+
+async def replace_pronouns(
+    texts: Sequence[list[str]], judge: Judge, batch_size: int
+) -> tuple[list[list[str]], list[JudgeCall]]:
+    """Pronoun replacement for each text's sentences; returns the new sentences and the calls."""
+    jobs: list[tuple[int, list[str]]] = [
+        (index, batch) for index, sentences in enumerate(texts) for batch in batches(sentences, batch_size)
+    ]
+    results = await asyncio.gather(*(_replace_batch(judge, batch) for _, batch in jobs))
+    out: list[list[str]] = [[] for _ in texts]
+    calls: list[JudgeCall] = []
+    for (index, _), (sentences, batch_calls) in zip(jobs, results, strict=True):
+        out[index].extend(sentences)
+        calls.extend(batch_calls)
+    return out, calls
+
+
+async def convert(interaction: Interaction, judge: Judge, settings: Settings) -> Converted:
+    """Split the interaction's texts into sentences and replace pronouns (see the module docstring)."""
+    started = time.perf_counter()
+    question = split_sentences(interaction.question, settings.split)
+    answer = split_sentences(interaction.answer, settings.split)
+    ground_truth = split_sentences(interaction.ground_truth, settings.split)
+    calls: list[JudgeCall] = []
+    if settings.pipeline.pronoun_replacement and (answer or ground_truth):
+        (answer, ground_truth), calls = await replace_pronouns(
+            [answer, ground_truth], judge, settings.pipeline.pronoun_batch_size
+        )
+    return Converted(
+        interaction=interaction,
+        question_sentences=question,
+        answer_sentences=answer,
+        ground_truth_sentences=ground_truth,
+        calls=calls,
+        seconds=time.perf_counter() - started,
+    )

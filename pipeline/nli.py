@@ -1,0 +1,249 @@
+"""NLI stage (seed 000): three (premise, hypotheses) pairs judged by the judge.
+
+Pairs (``schemas.results.PairName``):
+
+1. ``context_answer``: premise = the context passages joined by a blank line (``Premise.document``
+   = their document names, comma-separated, when given); hypotheses = the answer's sentences.
+2. ``ground_truth_answer``: premise = the question's last sentence, a newline, the ground truth (the
+   original text: pronoun replacement only makes single sentences stand alone); hypotheses = the
+   answer's sentences.
+3. ``answer_ground_truth``: premise = the question's last sentence, a newline, the answer (original
+   text); hypotheses = the ground truth's sentences.
+
+A pair without hypotheses, without contexts (pair 1) or without ground truth (pairs 2, 3) is not
+judged: its score is None. ``nli_mode`` "batched" sends up to ``nli_batch_size`` hypotheses with one
+copy of the premise per call; "per_hypothesis" (the seed's way) sends one hypothesis a call.
+
+A premise longer than ``max_premise_chars`` (derived from the judge's window) is split into parts:
+passages are packed whole while they fit, a passage too long on its own is split on sentence
+boundaries (``split_sentences``) and packed by sentences. Each hypothesis is judged against every
+part; the parts are combined per hypothesis: when every part returned the same number of statements,
+each statement takes its best verdict across the parts (highest score; ties: entailed, then
+contradicted, then not_stated, then the earlier part) and the hypothesis score is the mean of those;
+otherwise the part whose hypothesis score is highest (earlier part on ties) is taken whole.
+
+Hypothesis score = the judge's mean of its statements (recomputed when parts are combined); pair
+score = mean of its hypotheses' scores. In ``refusal_mode`` "same" the refusal question is asked in
+the first call of the answer's hypotheses (pair 1, or pair 2 when there is no context) and in the
+first call of pair 3 (ground truth), and the flags fill ``NliResult.answer_refusal`` /
+``ground_truth_refusal``. All calls run concurrently; the judge client bounds the calls in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.convert import batches
+from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.sentences import split_sentences
+from schemas.interaction import Passage
+from schemas.results import (
+    Converted,
+    HypothesisResult,
+    JudgeCall,
+    NliResult,
+    PairName,
+    PairResult,
+    StatementVerdict,
+)
+from schemas.settings import Settings
+
+_VERDICT_RANK = {"entailed": 2, "contradicted": 1, "not_stated": 0}
+
+
+def max_premise_chars(settings: Settings, hypotheses: Sequence[str] = ()) -> int:
+    """Characters of premise that fit one NLI prompt with these hypotheses.
+
+    ``(window - prompt overhead - output room) * chars_per_token - hypotheses' characters``, where the
+    output room is ``nli_output_tokens_per_hypothesis`` per hypothesis (at most ``max_output_tokens``);
+    never less than ``min_premise_chars``.
+    """
+    pipe = settings.pipeline
+    output_room = pipe.nli_output_tokens_per_hypothesis * len(hypotheses)
+    output_tokens = min(settings.judge.max_output_tokens, output_room)
+    tokens = settings.judge.context_window_tokens - pipe.nli_prompt_overhead_tokens - output_tokens
+    chars = int(tokens * pipe.chars_per_token) - sum(len(h) for h in hypotheses)
+    return max(chars, pipe.min_premise_chars)
+
+
+def _document_names(passages: Sequence[Passage]) -> str | None:
+    names = list(dict.fromkeys(p.document for p in passages if p.document))
+    return ", ".join(names) if names else None
+
+
+def split_premise(passages: Sequence[Passage], max_chars: int, settings: Settings) -> list[Premise]:
+    """Pack passages (joined by a blank line) into premises of at most ``max_chars`` characters.
+
+    A passage longer than ``max_chars`` is split into sentences, packed with single spaces; a sentence
+    longer than ``max_chars`` (only when ``max_sentence_chars`` exceeds it) is cut in chunks.
+    """
+    parts: list[Premise] = []
+    texts: list[str] = []
+    docs: list[Passage] = []
+
+    def flush() -> None:
+        if texts:
+            parts.append(Premise(text="\n\n".join(texts), document=_document_names(docs)))
+        texts.clear()
+        docs.clear()
+
+    for passage in passages:
+        text = passage.text.strip()
+        if not text:
+            continue
+        if len(text) > max_chars:
+            flush()
+            current = ""
+            for sentence in split_sentences(text, settings.split):
+                pieces = [sentence[i : i + max_chars] for i in range(0, len(sentence), max_chars)]
+                for piece in pieces:
+                    if current and len(current) + 1 + len(piece) > max_chars:
+                        parts.append(Premise(text=current, document=passage.document))
+                        current = ""
+                    current = f"{current} {piece}" if current else piece
+            if current:
+                parts.append(Premise(text=current, document=passage.document))
+            continue
+        if texts and len("\n\n".join([*texts, text])) > max_chars:
+            flush()
+        texts.append(text)
+        docs.append(passage)
+    flush()
+    return parts
+
+
+@dataclass(frozen=True)
+class _Job:
+    pair: PairName
+    part: int
+    first: int  # index of the first hypothesis of this call within the pair
+    hypotheses: list[str]
+    ask_refusal: bool
+
+
+def _best_statement(candidates: list[StatementVerdict]) -> StatementVerdict:
+    best = candidates[0]
+    for candidate in candidates[1:]:
+        if (candidate.score, _VERDICT_RANK[candidate.verdict]) > (best.score, _VERDICT_RANK[best.verdict]):
+            best = candidate
+    return best
+
+
+def combine_parts(results: list[HypothesisResult]) -> HypothesisResult:
+    """One hypothesis judged against several premise parts -> its best support (module docstring)."""
+    if len(results) == 1:
+        return results[0]
+    counts = {len(r.statements) for r in results}
+    if len(counts) == 1 and counts != {0}:
+        groups = zip(*(r.statements for r in results), strict=True)
+        statements = [_best_statement(list(group)) for group in groups]
+        score = sum(s.score for s in statements) / len(statements)
+        return HypothesisResult(hypothesis=results[0].hypothesis, statements=statements, score=score)
+    best = results[0]
+    for result in results[1:]:
+        if result.score > best.score:
+            best = result
+    return best
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def build_pairs(converted: Converted) -> list[tuple[PairName, list[Passage], list[str]]]:
+    """The three pairs as (name, premise passages, hypotheses); empty passages = not judged."""
+    interaction = converted.interaction
+    question_end = converted.question_sentences[-1] if converted.question_sentences else ""
+    contexts = [p for p in interaction.contexts if p.text.strip()]
+    answer = converted.answer_sentences
+    gt_premise: list[Passage] = []
+    answer_premise: list[Passage] = []
+    if interaction.ground_truth is not None and interaction.ground_truth.strip():
+        gt_text = "\n".join(t for t in (question_end, interaction.ground_truth.strip()) if t)
+        answer_text = "\n".join(t for t in (question_end, interaction.answer.strip()) if t)
+        gt_premise = [Passage(text=gt_text)]
+        answer_premise = [Passage(text=answer_text)]
+    return [
+        ("context_answer", contexts, answer),
+        ("ground_truth_answer", gt_premise, answer),
+        ("answer_ground_truth", answer_premise, converted.ground_truth_sentences),
+    ]
+
+
+async def run_nli(converted: Converted, judge: Judge, settings: Settings) -> NliResult:
+    """Judge the three pairs (see the module docstring)."""
+    started = time.perf_counter()
+    pipe = settings.pipeline
+    size = pipe.nli_batch_size if pipe.nli_mode == "batched" else 1
+    same = pipe.refusal_mode == "same"
+    pairs = build_pairs(converted)
+    answer_refusal_pair: PairName | None = None
+    if same:
+        answer_refusal_pair = next((name for name, prem, hyps in pairs[:2] if prem and hyps), None)
+    jobs: list[_Job] = []
+    premises: dict[tuple[PairName, int], Premise] = {}
+    part_counts: dict[PairName, int] = {}
+    for name, passages, hypotheses in pairs:
+        if not passages or not hypotheses:
+            continue
+        chunks = batches(hypotheses, size)
+        budget = min(max_premise_chars(settings, chunk) for chunk in chunks)
+        parts = split_premise(passages, budget, settings)
+        part_counts[name] = len(parts)
+        asks = same and (name == answer_refusal_pair or name == "answer_ground_truth")
+        for p, premise in enumerate(parts):
+            premises[(name, p)] = premise
+            for c, chunk in enumerate(chunks):
+                jobs.append(_Job(name, p, c * size, chunk, asks and p == 0 and c == 0))
+
+    async def run(job: _Job) -> JudgeOutput[NliOutput]:
+        out = await judge.entail(premises[(job.pair, job.part)], job.hypotheses, ask_refusal=job.ask_refusal)
+        got = out.value.hypotheses
+        if len(got) != len(job.hypotheses):
+            raise JudgeError(
+                f"judge {judge.name} returned {len(got)} verdicts for {len(job.hypotheses)} hypotheses"
+            )
+        return out
+
+    outputs = await asyncio.gather(*(run(job) for job in jobs))
+
+    per_part: dict[tuple[PairName, int], list[HypothesisResult]] = {}
+    calls: list[JudgeCall] = []
+    answer_refusal: bool | None = None
+    gt_refusal: bool | None = None
+    for job, out in zip(jobs, outputs, strict=True):
+        calls.extend(out.calls)
+        output = out.value
+        for offset, result in enumerate(output.hypotheses):
+            per_part.setdefault((job.pair, job.first + offset), []).append(result)
+        if job.ask_refusal:
+            if job.pair == "answer_ground_truth":
+                gt_refusal = output.refusal
+            else:
+                answer_refusal = output.refusal
+
+    results: list[PairResult] = []
+    for name, _passages, hypotheses in pairs:
+        if name not in part_counts:
+            results.append(PairResult(pair=name))
+            continue
+        judged = [combine_parts(per_part[(name, i)]) for i in range(len(hypotheses))]
+        results.append(
+            PairResult(
+                pair=name,
+                hypotheses=judged,
+                score=_mean([h.score for h in judged]),
+                premise_parts=part_counts[name],
+            )
+        )
+    return NliResult(
+        interaction_id=converted.interaction.interaction_id,
+        pairs=results,
+        calls=calls,
+        seconds=time.perf_counter() - started,
+        answer_refusal=answer_refusal,
+        ground_truth_refusal=gt_refusal,
+    )

@@ -1,0 +1,254 @@
+"""NLI stage: pair construction, batched vs per-hypothesis calls, premise splitting, aggregation."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.judges.base import JudgeError, Premise
+from pipeline.nli import combine_parts, max_premise_chars, run_nli, split_premise
+from schemas.interaction import Interaction, Passage
+from schemas.results import Converted, HypothesisResult, StatementVerdict
+from schemas.settings import Settings
+from tests.unit.scripted_judge import ScriptedJudge
+
+
+def converted(
+    answer: list[str],
+    ground_truth: list[str] | None = None,
+    contexts: list[dict[str, str]] | None = None,
+    answer_text: str | None = None,
+) -> Converted:
+    gt_text = " ".join(ground_truth) if ground_truth is not None else None
+    item = Interaction(
+        interaction_id="n1",
+        question="I have a router. What does the reset button do?",
+        contexts=contexts
+        if contexts is not None
+        else [{"text": "The reset button restores factory settings."}],
+        answer=answer_text if answer_text is not None else " ".join(answer),
+        ground_truth=gt_text,
+    )
+    return Converted(
+        interaction=item,
+        question_sentences=["I have a router.", "What does the reset button do?"],
+        answer_sentences=answer,
+        ground_truth_sentences=ground_truth or [],
+    )
+
+
+def settings(**pipeline: object) -> Settings:
+    s = Settings()
+    for key, value in pipeline.items():
+        setattr(s.pipeline, key, value)
+    return s
+
+
+async def test_three_pairs_exact_premises_and_hypotheses() -> None:
+    judge = ScriptedJudge()
+    conv = converted(
+        ["The reset button restores factory settings.", "The button is red."],
+        ["The reset button restores the factory settings."],
+        contexts=[
+            {"text": "The reset button restores factory settings.", "document": "manual.pdf"},
+            {"text": "Hold it for ten seconds.", "document": "faq.md"},
+        ],
+    )
+    result = await run_nli(conv, judge, settings())
+    premises = {tuple(h): p for p, h, _ in judge.entail_calls}
+    answer = ("The reset button restores factory settings.", "The button is red.")
+    gt = ("The reset button restores the factory settings.",)
+    assert len(judge.entail_calls) == 3
+    context_premise = Premise(
+        text="The reset button restores factory settings.\n\nHold it for ten seconds.",
+        document="manual.pdf, faq.md",
+    )
+    gt_premise = Premise(
+        text="What does the reset button do?\nThe reset button restores the factory settings."
+    )
+    answer_premise = Premise(
+        text="What does the reset button do?\nThe reset button restores factory settings. The button is red."
+    )
+    calls = {(p, tuple(h)) for p, h, _ in judge.entail_calls}
+    assert calls == {(context_premise, answer), (gt_premise, answer), (answer_premise, gt)}
+    assert premises[gt] == answer_premise
+    by_name = {p.pair: p for p in result.pairs}
+    assert [p.pair for p in result.pairs] == ["context_answer", "ground_truth_answer", "answer_ground_truth"]
+    assert by_name["context_answer"].score == pytest.approx(0.5)  # 1 and 0
+    assert by_name["answer_ground_truth"].score == pytest.approx(1.0)
+    assert len(result.calls) == 3
+    assert result.answer_refusal is None and result.ground_truth_refusal is None
+
+
+async def test_no_ground_truth_and_no_context_give_none() -> None:
+    judge = ScriptedJudge()
+    result = await run_nli(
+        converted(["The reset button restores factory settings."], contexts=[]), judge, settings()
+    )
+    assert [p.score for p in result.pairs] == [None, None, None]
+    assert judge.entail_calls == []
+
+
+async def test_empty_answer_gives_none_for_answer_pairs() -> None:
+    judge = ScriptedJudge()
+    conv = converted([], ["The reset button restores factory settings."], answer_text="")
+    result = await run_nli(conv, judge, settings())
+    scores = {p.pair: p.score for p in result.pairs}
+    assert scores["context_answer"] is None and scores["ground_truth_answer"] is None
+    assert scores["answer_ground_truth"] == 0.0  # premise is only the question's end
+    assert judge.entail_calls[0][0].text == "What does the reset button do?"
+
+
+async def test_statement_and_hypothesis_means() -> None:
+    judge = ScriptedJudge(partial={"it has lights": 0.5})
+    conv = converted(
+        ["The reset button restores factory settings and it has lights and it is blue.", "The reset button."]
+    )
+    result = await run_nli(conv, judge, settings())
+    pair = result.pairs[0]
+    first = pair.hypotheses[0]
+    assert [s.score for s in first.statements] == [1.0, 0.5, 0.0]
+    assert first.score == pytest.approx(0.5)
+    assert pair.hypotheses[1].score == 1.0
+    assert pair.score == pytest.approx(0.75)
+
+
+def sentence(i: int) -> str:
+    return f"The reset button number {i} restores factory settings."
+
+
+async def test_batched_mode_chunks_hypotheses() -> None:
+    judge = ScriptedJudge()
+    conv = converted([sentence(i) for i in range(20)])
+    result = await run_nli(conv, judge, settings(nli_batch_size=16))
+    assert sorted(len(h) for _, h, _ in judge.entail_calls) == [4, 16]
+    assert len(result.pairs[0].hypotheses) == 20
+    assert [h.hypothesis for h in result.pairs[0].hypotheses] == [sentence(i) for i in range(20)]
+
+
+async def test_per_hypothesis_mode_one_call_each() -> None:
+    judge = ScriptedJudge()
+    conv = converted([sentence(i) for i in range(5)], ["The reset button restores factory settings."])
+    result = await run_nli(conv, judge, settings(nli_mode="per_hypothesis"))
+    assert len(judge.entail_calls) == 5 + 5 + 1
+    assert all(len(h) == 1 for _, h, _ in judge.entail_calls)
+    assert len(result.calls) == 11
+    batched = ScriptedJudge()
+    batched_result = await run_nli(conv, batched, settings())
+    assert len(batched.entail_calls) == 3
+    assert [p.score for p in batched_result.pairs] == [p.score for p in result.pairs]
+
+
+def test_max_premise_chars_from_the_window() -> None:
+    s = Settings()
+    s.judge.context_window_tokens = 4096
+    hyps = ["x" * 100] * 4
+    expected = int((4096 - s.pipeline.nli_prompt_overhead_tokens - 4 * 150) * 3.5) - 400
+    assert max_premise_chars(s, hyps) == expected
+    s.judge.context_window_tokens = 1000
+    assert max_premise_chars(s, hyps) == s.pipeline.min_premise_chars
+
+
+def test_split_premise_packs_passages_then_sentences() -> None:
+    s = Settings()
+    passages = [
+        Passage(text="a" * 400 + ".", document="A"),
+        Passage(text="b" * 400 + ".", document="B"),
+        Passage(
+            text=" ".join(f"Sentence number {i} is in the long passage here." for i in range(30)),
+            document="C",
+        ),
+    ]
+    parts = split_premise(passages, 1000, s)
+    assert parts[0] == Premise(text="a" * 400 + ".\n\n" + "b" * 400 + ".", document="A, B")
+    assert all(len(p.text) <= 1000 for p in parts)
+    assert all(p.document == "C" for p in parts[1:])
+    assert " ".join(p.text for p in parts[1:]) == passages[2].text
+    assert split_premise(passages[:2], 10_000, s) == [Premise(text=parts[0].text, document="A, B")]
+
+
+async def test_long_premise_is_split_and_each_statement_takes_its_best_support() -> None:
+    judge = ScriptedJudge()
+    s = settings(min_premise_chars=200)
+    s.judge.context_window_tokens = 700  # budget: (700-600-2*150)*3.5 < 200 -> 200 characters
+    filler = " ".join(["Filler words fill this passage."] * 6)
+    contexts = [
+        {"text": "Alpha owns the red house. " + filler},
+        {"text": "Beta owns the blue car. " + filler},
+    ]
+    conv = converted(
+        ["Alpha owns the red house and Beta owns the blue car.", "Gamma owns a boat."], contexts=contexts
+    )
+    result = await run_nli(conv, judge, s)
+    pair = result.pairs[0]
+    assert pair.premise_parts >= 2
+    assert all(len(p.text) <= 200 for p, _, _ in judge.entail_calls)
+    first = pair.hypotheses[0]
+    assert [st.verdict for st in first.statements] == ["entailed", "entailed"]
+    assert first.score == 1.0  # no single part supports both statements
+    assert pair.hypotheses[1].score == 0.0
+    assert pair.score == pytest.approx(0.5)
+
+
+def hyp(*scores: float) -> HypothesisResult:
+    verdicts = [
+        StatementVerdict(statement=f"s{i}", verdict="entailed" if x == 1 else "not_stated", score=x)
+        for i, x in enumerate(scores)
+    ]
+    return HypothesisResult(hypothesis="h", statements=verdicts, score=sum(scores) / len(scores))
+
+
+def test_combine_parts_statement_wise_max_or_best_part() -> None:
+    combined = combine_parts([hyp(1, 0, 0), hyp(0, 0, 1), hyp(0, 0.5, 0)])
+    assert [st.score for st in combined.statements] == [1, 0.5, 1]
+    assert combined.score == pytest.approx(2.5 / 3)
+    # different statement counts: the part with the best hypothesis score
+    best = combine_parts([hyp(1, 0, 0), hyp(1, 1), hyp(0)])
+    assert best.score == 1.0 and len(best.statements) == 2
+    assert combine_parts([hyp(0.5)]).score == 0.5
+
+
+def test_combine_prefers_contradiction_over_not_stated_on_ties() -> None:
+    a = HypothesisResult(
+        hypothesis="h", statements=[StatementVerdict(statement="s", verdict="not_stated", score=0)], score=0
+    )
+    b = HypothesisResult(
+        hypothesis="h", statements=[StatementVerdict(statement="s", verdict="contradicted", score=0)], score=0
+    )
+    assert combine_parts([a, b]).statements[0].verdict == "contradicted"
+
+
+async def test_same_refusal_mode_asks_in_the_answer_and_ground_truth_calls() -> None:
+    judge = ScriptedJudge()
+    conv = converted(
+        ["I don't know what the reset button does.", sentence(1)],
+        ["The reset button restores factory settings."],
+    )
+    result = await run_nli(conv, judge, settings(refusal_mode="same", nli_batch_size=1))
+    asked = [(p.text[:20], h) for p, h, ask in judge.entail_calls if ask]
+    assert len(asked) == 2
+    assert (conv.interaction.contexts[0].text[:20], ["I don't know what the reset button does."]) in asked
+    assert any(h == ["The reset button restores factory settings."] for _, h in asked)
+    assert result.answer_refusal is True
+    assert result.ground_truth_refusal is False
+
+
+async def test_separate_refusal_mode_never_asks() -> None:
+    judge = ScriptedJudge()
+    conv = converted(
+        ["I don't know what the reset button does."], ["The reset button restores factory settings."]
+    )
+    result = await run_nli(conv, judge, settings())
+    assert not any(ask for _, _, ask in judge.entail_calls)
+    assert result.answer_refusal is None
+
+
+async def test_wrong_verdict_count_is_a_judge_error() -> None:
+    judge = ScriptedJudge(wrong_counts={"entail"})
+    with pytest.raises(JudgeError, match="returned 1 verdicts for 2 hypotheses"):
+        await run_nli(converted([sentence(1), sentence(2)]), judge, settings())
+
+
+async def test_judge_error_propagates() -> None:
+    judge = ScriptedJudge(fail={"entail"})
+    with pytest.raises(JudgeError):
+        await run_nli(converted([sentence(1)]), judge, settings())
