@@ -1,0 +1,188 @@
+"""Refusal stage (seed 001): is the answer (and the ground truth) an answer refusal?
+
+Each interaction contributes up to two texts: the first ``refusal_sentences`` converted sentences of
+the *original* answer and of the original ground truth (when there is one), joined by a space.
+Texts from all concurrent callers of one ``RefusalClassifier`` are micro-batched into prompts of
+``refusal_batch_size`` texts: a batch is sent as soon as it is full, or ``refusal_linger_ms`` after
+its first text arrived. Every caller gets its own flags.
+
+Accounting of a shared call: each caller receives, for every call record the judge returned for the
+batch, its own ``JudgeCall`` with ``items`` = its number of texts in the batch, input/output tokens
+apportioned by that share (largest remainder, so the callers' tokens add up exactly to the call's),
+``cost_usd`` proportional, and the full ``latency_ms`` (the time that caller waited). Only the caller
+owning the batch's first text keeps the call's ``attempts``; the others get ``attempts=0`` (they
+made no request of their own), and ``Evaluation.judge_calls`` counts only records with attempts, so
+summing ``judge_calls`` over interactions counts each request once.
+
+An error of a batch (a ``JudgeError``, or any other exception, wrapped in ``JudgeError``) is raised
+in every caller with a text in that batch, as is a judge returning the wrong number of flags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pipeline.judges.base import Judge, JudgeError
+from pipeline.sentences import first_sentences
+from schemas.results import Converted, JudgeCall, RefusalResult
+from schemas.settings import Settings
+
+
+@dataclass
+class _Ticket:
+    """One caller's texts waiting for a batch, and where its flags and calls go."""
+
+    count: int
+    future: asyncio.Future[tuple[list[bool], list[JudgeCall]]]
+    flags: list[bool] = field(default_factory=list)
+    calls: list[JudgeCall] = field(default_factory=list)
+    remaining: int = 0
+
+
+def apportion(total: int, weights: Sequence[int]) -> list[int]:
+    """Split ``total`` by ``weights`` into integers that add up to ``total`` (largest remainder)."""
+    whole = sum(weights)
+    if whole <= 0:
+        return [0 for _ in weights]
+    exact = [total * w / whole for w in weights]
+    shares = [int(x) for x in exact]
+    left = total - sum(shares)
+    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - shares[i]), i))
+    for i in order[:left]:
+        shares[i] += 1
+    return shares
+
+
+def share_calls(calls: Sequence[JudgeCall], counts: Sequence[int]) -> list[list[JudgeCall]]:
+    """The records each owner of ``counts[i]`` texts of a batch receives (module docstring)."""
+    total = sum(counts)
+    out: list[list[JudgeCall]] = [[] for _ in counts]
+    for call in calls:
+        inputs = apportion(call.input_tokens, counts)
+        outputs = apportion(call.output_tokens, counts)
+        for i, count in enumerate(counts):
+            out[i].append(
+                call.model_copy(
+                    update={
+                        "items": count,
+                        "input_tokens": inputs[i],
+                        "output_tokens": outputs[i],
+                        "cost_usd": call.cost_usd * count / total if total else 0.0,
+                        "attempts": call.attempts if i == 0 else 0,
+                    }
+                )
+            )
+    return out
+
+
+class RefusalClassifier:
+    """Classify refusals, batching the texts of concurrent callers (see the module docstring).
+
+    One instance serves one event loop; create it inside the loop that calls ``classify``.
+    """
+
+    def __init__(self, judge: Judge, settings: Settings) -> None:
+        self._judge = judge
+        self._settings = settings
+        self._pending: list[tuple[str, _Ticket, int]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def texts(self, converted: Converted) -> list[str]:
+        """The texts classified for an interaction: answer first, then the ground truth if any."""
+        interaction = converted.interaction
+        count, split = self._settings.pipeline.refusal_sentences, self._settings.split
+        texts = [first_sentences(interaction.answer, count, split)]
+        if interaction.ground_truth is not None:
+            texts.append(first_sentences(interaction.ground_truth, count, split))
+        return texts
+
+    async def classify(self, converted: Converted) -> RefusalResult:
+        started = time.perf_counter()
+        texts = self.texts(converted)
+        flags, calls = await self.classify_texts(texts)
+        return RefusalResult(
+            interaction_id=converted.interaction.interaction_id,
+            answer_refusal=flags[0],
+            ground_truth_refusal=flags[1] if len(flags) > 1 else None,
+            calls=calls,
+            seconds=time.perf_counter() - started,
+        )
+
+    async def classify_texts(self, texts: Sequence[str]) -> tuple[list[bool], list[JudgeCall]]:
+        """Flags for ``texts`` (one per text) and this caller's share of the calls."""
+        if not texts:
+            return [], []
+        loop = asyncio.get_running_loop()
+        ticket = _Ticket(count=len(texts), future=loop.create_future(), remaining=len(texts))
+        ticket.flags = [False] * len(texts)
+        for index, text in enumerate(texts):
+            self._pending.append((text, ticket, index))
+        size = self._settings.pipeline.refusal_batch_size
+        while len(self._pending) >= size:
+            self._send(self._pending[:size])
+            del self._pending[:size]
+        if self._pending and self._timer is None:
+            linger = self._settings.pipeline.refusal_linger_ms / 1000.0
+            self._timer = loop.call_later(linger, self._flush)
+        elif not self._pending and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        return await ticket.future
+
+    def _flush(self) -> None:
+        self._timer = None
+        size = self._settings.pipeline.refusal_batch_size
+        while self._pending:
+            self._send(self._pending[:size])
+            del self._pending[:size]
+
+    def _send(self, batch: list[tuple[str, _Ticket, int]]) -> None:
+        batch = [entry for entry in batch if not entry[1].future.done()]  # a cancelled caller's texts
+        if not batch:
+            return
+        task = asyncio.get_running_loop().create_task(self._run(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, batch: list[tuple[str, _Ticket, int]]) -> None:
+        texts = [text for text, _, _ in batch]
+        owners: list[_Ticket] = []
+        for _, ticket, _ in batch:
+            if ticket not in owners:
+                owners.append(ticket)
+        try:
+            out = await self._judge.classify_refusals(texts)
+            if len(out.value) != len(texts):
+                raise JudgeError(
+                    f"judge {self._judge.name} returned {len(out.value)} refusal flags for {len(texts)} texts"
+                )
+        except Exception as exc:  # every caller in the batch gets the error
+            error = exc if isinstance(exc, JudgeError) else JudgeError(f"refusal batch failed: {exc!r}")
+            if error is not exc:
+                error.__cause__ = exc
+            for ticket in owners:
+                if not ticket.future.done():
+                    ticket.future.set_exception(error)
+            return
+        counts = [sum(1 for _, t, _ in batch if t is ticket) for ticket in owners]
+        shares = share_calls(out.calls, counts)
+        for (_, ticket, index), flag in zip(batch, out.value, strict=True):
+            ticket.flags[index] = bool(flag)
+            ticket.remaining -= 1
+        for ticket, calls in zip(owners, shares, strict=True):
+            ticket.calls.extend(calls)
+            if ticket.remaining == 0 and not ticket.future.done():
+                ticket.future.set_result((ticket.flags, ticket.calls))
+
+    async def aclose(self) -> None:
+        """Send what is pending and wait for the batches in flight."""
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._pending:
+            self._flush()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
