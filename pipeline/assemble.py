@@ -1,0 +1,116 @@
+"""Assemble one interaction's stage results into its ``Evaluation``.
+
+- Scores: the three pair scores of ``NliResult`` (None when the pair was not judged).
+- Refusal flags: from ``RefusalResult``; in ``refusal_mode`` "same", from ``NliResult`` when the
+  refusal result is None (the question was asked inside the NLI prompt).
+- ``hallucination``: ``context_entailment < hallucination_threshold`` when the answer was given (it
+  has at least one sentence), is known not to be a refusal, and the context pair was judged;
+  otherwise None (no context, a refusal, or an unknown refusal flag).
+- ``grounded_precision`` and ``unsupported_claims`` from the context pair (``metrics.grounded``).
+- Cost and time: every call of every stage; ``judge_calls`` counts the records that reached the
+  judge's model (not cached, ``attempts > 0``: shares of a refusal batch led by another interaction
+  have ``attempts=0``, see ``pipeline.refusal``); tokens, cost and latency are summed over all records.
+- ``complete`` is False when a stage result is missing (``nli``; ``refusal`` in the "separate" mode)
+  or ``missing`` names parts; ``missing`` lists them (``"nli"``, ``"refusal"`` and those given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from pipeline.metrics.grounded import grounded_precision, unsupported_claims
+from schemas.evaluation import Evaluation
+from schemas.results import Converted, JudgeCall, NliResult, PairName, PairResult, RefusalResult
+from schemas.settings import Settings
+
+
+def _pair(nli: NliResult | None, name: PairName) -> PairResult | None:
+    if nli is None:
+        return None
+    return next((p for p in nli.pairs if p.pair == name), None)
+
+
+def _score(nli: NliResult | None, name: PairName) -> float | None:
+    pair = _pair(nli, name)
+    return pair.score if pair is not None else None
+
+
+def count_judge_calls(calls: Iterable[JudgeCall]) -> int:
+    """Records that reached the judge's model: not cache hits, and with requests of their own."""
+    return sum(1 for call in calls if not call.cached and call.attempts > 0)
+
+
+def assemble(
+    converted: Converted,
+    nli: NliResult | None,
+    refusal: RefusalResult | None,
+    settings: Settings,
+    *,
+    relevance: float | None = None,
+    missing: Iterable[str] = (),
+    extra_seconds: Mapping[str, float] | None = None,
+) -> Evaluation:
+    """The Evaluation of one interaction (see the module docstring)."""
+    interaction = converted.interaction
+    pipe = settings.pipeline
+    same = pipe.refusal_mode == "same"
+
+    answer_refusal: bool | None = None
+    gt_refusal: bool | None = None
+    if refusal is not None:
+        answer_refusal, gt_refusal = refusal.answer_refusal, refusal.ground_truth_refusal
+    elif same and nli is not None:
+        answer_refusal, gt_refusal = nli.answer_refusal, nli.ground_truth_refusal
+
+    context_pair = _pair(nli, "context_answer")
+    context_entailment = context_pair.score if context_pair is not None else None
+    answered = bool(converted.answer_sentences)
+    hallucination: bool | None = None
+    if answered and answer_refusal is False and context_entailment is not None:
+        hallucination = context_entailment < pipe.hallucination_threshold
+
+    absent = list(dict.fromkeys(missing))
+    if nli is None and "nli" not in absent:
+        absent.append("nli")
+    if refusal is None and not same and "refusal" not in absent:
+        absent.append("refusal")
+
+    calls: list[JudgeCall] = list(converted.calls)
+    stage_seconds: dict[str, float] = {"convert": converted.seconds}
+    if nli is not None:
+        calls.extend(nli.calls)
+        stage_seconds["nli"] = nli.seconds
+    if refusal is not None:
+        calls.extend(refusal.calls)
+        stage_seconds["refusal"] = refusal.seconds
+    stage_seconds.update(extra_seconds or {})
+
+    scored = context_pair if context_pair is not None and context_pair.score is not None else None
+    return Evaluation(
+        interaction_id=interaction.interaction_id,
+        timestamp=interaction.timestamp,
+        app=interaction.app,
+        model=interaction.model,
+        conversation_id=interaction.conversation_id,
+        judge=settings.judge.kind,
+        context_entailment=context_entailment,
+        ground_truth_entails_answer=_score(nli, "ground_truth_answer"),
+        answer_entails_ground_truth=_score(nli, "answer_ground_truth"),
+        answer_refusal=answer_refusal,
+        ground_truth_refusal=gt_refusal,
+        grounded_precision=grounded_precision(scored, pipe.statement_weights),
+        unsupported_claims=unsupported_claims(scored, pipe.unsupported_claim_threshold),
+        hallucination=hallucination,
+        relevance=relevance,
+        pairs=list(nli.pairs) if nli is not None else [],
+        calls=calls,
+        judge_calls=count_judge_calls(calls),
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        cost_usd=sum(c.cost_usd for c in calls),
+        judge_latency_ms=sum(c.latency_ms for c in calls),
+        stage_seconds=stage_seconds,
+        complete=not absent,
+        missing=absent,
+        labels=interaction.labels,
+    )

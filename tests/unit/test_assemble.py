@@ -1,0 +1,186 @@
+"""Assembling an Evaluation from the stage results."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from pipeline.assemble import assemble, count_judge_calls
+from schemas.interaction import Interaction
+from schemas.results import (
+    Converted,
+    HypothesisResult,
+    JudgeCall,
+    NliResult,
+    PairResult,
+    RefusalResult,
+    StatementVerdict,
+)
+from schemas.settings import Settings
+
+WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def call(stage: str, tokens: int, *, cached: bool = False, attempts: int = 1) -> JudgeCall:
+    return JudgeCall(
+        stage=stage,
+        judge="j",
+        model="m",
+        input_tokens=tokens,
+        output_tokens=tokens // 10,
+        latency_ms=tokens / 10,
+        cost_usd=tokens / 1000,
+        cached=cached,
+        attempts=attempts,
+    )
+
+
+def converted(answer: str = "The button resets the router.", contexts: bool = True) -> Converted:
+    item = Interaction(
+        interaction_id="a1",
+        timestamp=WHEN,
+        app="shop",
+        model="bot-7",
+        conversation_id="c9",
+        question="What does the button do?",
+        contexts=[{"text": "The button resets the router."}] if contexts else [],
+        answer=answer,
+        ground_truth="It resets the router.",
+        labels={"grounded": 1},
+    )
+    return Converted(
+        interaction=item,
+        question_sentences=["What does the button do?"],
+        answer_sentences=[answer] if answer else [],
+        ground_truth_sentences=["The button resets the router."],
+        calls=[call("pronouns", 100)],
+        seconds=0.25,
+    )
+
+
+def pair(name: str, scores: list[float] | None) -> PairResult:
+    if scores is None:
+        return PairResult(pair=name)
+    hyps = [
+        HypothesisResult(
+            hypothesis=f"h{i}",
+            statements=[
+                StatementVerdict(
+                    statement=f"s{i}", verdict="entailed" if s == 1 else "not_stated", score=s, tag="claim"
+                )
+            ],
+            score=s,
+        )
+        for i, s in enumerate(scores)
+    ]
+    return PairResult(pair=name, hypotheses=hyps, score=sum(scores) / len(scores))
+
+
+def nli(context: list[float] | None = (1.0, 0.0), **refusal: bool | None) -> NliResult:  # type: ignore[assignment]
+    return NliResult(
+        interaction_id="a1",
+        pairs=[
+            pair("context_answer", list(context) if context is not None else None),
+            pair("ground_truth_answer", [1.0]),
+            pair("answer_ground_truth", [0.5, 1.0]),
+        ],
+        calls=[call("nli", 1000), call("nli", 500, cached=True)],
+        seconds=1.5,
+        **refusal,
+    )
+
+
+def refusal(answer: bool | None = False) -> RefusalResult:
+    return RefusalResult(
+        interaction_id="a1",
+        answer_refusal=answer,
+        ground_truth_refusal=False,
+        calls=[call("refusal", 50), call("refusal", 30, attempts=0)],
+        seconds=0.5,
+    )
+
+
+def test_all_fields() -> None:
+    settings = Settings()
+    settings.judge.kind = "cascade"
+    ev = assemble(converted(), nli(), refusal(), settings, relevance=0.8)
+    assert (ev.interaction_id, ev.timestamp, ev.app, ev.model, ev.conversation_id) == (
+        "a1",
+        WHEN,
+        "shop",
+        "bot-7",
+        "c9",
+    )
+    assert ev.judge == "cascade"
+    assert ev.context_entailment == 0.5
+    assert ev.ground_truth_entails_answer == 1.0
+    assert ev.answer_entails_ground_truth == 0.75
+    assert ev.answer_refusal is False and ev.ground_truth_refusal is False
+    assert ev.grounded_precision == 0.5
+    assert ev.unsupported_claims == ["s1"]
+    assert ev.hallucination is False  # 0.5 is not under the 0.5 threshold
+    assert ev.relevance == 0.8
+    assert [p.pair for p in ev.pairs] == ["context_answer", "ground_truth_answer", "answer_ground_truth"]
+    assert len(ev.calls) == 5
+    assert ev.judge_calls == 3  # the cache hit and the refusal share without attempts are not counted
+    assert ev.input_tokens == 100 + 1000 + 500 + 50 + 30
+    assert ev.output_tokens == 10 + 100 + 50 + 5 + 3
+    assert ev.cost_usd == pytest.approx(1.68)
+    assert ev.judge_latency_ms == pytest.approx(168.0)
+    assert ev.stage_seconds == {"convert": 0.25, "nli": 1.5, "refusal": 0.5}
+    assert ev.complete is True and ev.missing == []
+    assert ev.labels == {"grounded": 1}
+
+
+@pytest.mark.parametrize(
+    ("scores", "threshold", "expected"),
+    [([0.0, 0.0], 0.5, True), ([1.0, 0.0], 0.5, False), ([1.0, 0.0], 0.6, True), ([1.0, 1.0], 0.5, False)],
+)
+def test_hallucination_threshold(scores: list[float], threshold: float, expected: bool) -> None:
+    settings = Settings()
+    settings.pipeline.hallucination_threshold = threshold
+    assert assemble(converted(), nli(scores), refusal(), settings).hallucination is expected
+
+
+def test_hallucination_none_for_refusal_no_context_unknown_refusal_or_no_answer() -> None:
+    s = Settings()
+    assert assemble(converted(), nli([0.0]), refusal(True), s).hallucination is None
+    assert assemble(converted(contexts=False), nli(None), refusal(), s).hallucination is None
+    assert assemble(converted(), nli([0.0]), refusal(None), s).hallucination is None
+    assert assemble(converted(answer=""), nli([0.0]), refusal(), s).hallucination is None
+
+
+def test_missing_parts() -> None:
+    s = Settings()
+    ev = assemble(converted(), None, refusal(), s, missing=["relevance"])
+    assert ev.complete is False
+    assert ev.missing == ["relevance", "nli"]
+    assert ev.context_entailment is None and ev.pairs == [] and ev.grounded_precision is None
+    ev = assemble(converted(), nli(), None, s)
+    assert ev.missing == ["refusal"] and ev.answer_refusal is None and ev.hallucination is None
+    assert ev.stage_seconds == {"convert": 0.25, "nli": 1.5}
+
+
+def test_same_mode_takes_refusal_from_nli() -> None:
+    s = Settings()
+    s.pipeline.refusal_mode = "same"
+    ev = assemble(converted(), nli([0.0], answer_refusal=False, ground_truth_refusal=True), None, s)
+    assert ev.complete is True
+    assert (ev.answer_refusal, ev.ground_truth_refusal) == (False, True)
+    assert ev.hallucination is True
+
+
+def test_weights_and_unsupported_threshold_come_from_settings() -> None:
+    s = Settings()
+    s.pipeline.statement_weights = {"claim": 2.0}
+    s.pipeline.unsupported_claim_threshold = 0.0
+    ev = assemble(converted(), nli([1.0, 0.0]), refusal(), s)
+    assert ev.grounded_precision == 0.5
+    assert ev.unsupported_claims == []
+
+
+def test_count_judge_calls() -> None:
+    assert (
+        count_judge_calls([call("nli", 1), call("nli", 1, cached=True), call("refusal", 1, attempts=0)]) == 1
+    )
