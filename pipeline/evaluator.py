@@ -1,0 +1,89 @@
+"""All stages for one interaction: convert, then NLI and refusal (and relevance) concurrently, assemble.
+
+The stream runs the stages as separate processors; this class is the same pipeline in one call, for
+the batch CLI, benchmarks and tests. One ``Evaluator`` serves many concurrent ``evaluate`` calls
+(refusal texts of concurrent calls share prompts); create it inside the event loop that uses it.
+A stage failure is raised as ``StageError`` (a ``JudgeError``) naming the stage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+from pipeline.assemble import assemble
+from pipeline.convert import convert
+from pipeline.judges.base import Judge, JudgeError
+from pipeline.nli import run_nli
+from pipeline.refusal import RefusalClassifier
+from schemas.evaluation import Evaluation
+from schemas.interaction import Interaction
+from schemas.results import Converted, NliResult, RefusalResult, Stage
+from schemas.settings import Settings
+
+
+class RelevanceScorerLike(Protocol):
+    """What the evaluator needs of a relevance scorer (``pipeline.metrics.relevance``)."""
+
+    async def score(self, question: str, answer: str) -> float: ...
+
+
+class StageError(JudgeError):
+    """A stage of the evaluation failed; ``stage`` names it, the message says why."""
+
+    def __init__(self, stage: Stage, message: str) -> None:
+        super().__init__(f"{stage}: {message}")
+        self.stage: Stage = stage
+
+
+class Evaluator:
+    def __init__(
+        self, judge: Judge, settings: Settings, relevance_scorer: RelevanceScorerLike | None = None
+    ) -> None:
+        self.judge = judge
+        self.settings = settings
+        self.relevance_scorer = relevance_scorer
+        self.refusals = RefusalClassifier(judge, settings)
+
+    async def _convert(self, interaction: Interaction) -> Converted:
+        try:
+            return await convert(interaction, self.judge, self.settings)
+        except Exception as exc:
+            raise StageError("convert", str(exc) or repr(exc)) from exc
+
+    async def _nli(self, converted: Converted) -> NliResult:
+        try:
+            return await run_nli(converted, self.judge, self.settings)
+        except Exception as exc:
+            raise StageError("nli", str(exc) or repr(exc)) from exc
+
+    async def _refusal(self, converted: Converted) -> RefusalResult | None:
+        if self.settings.pipeline.refusal_mode == "same":
+            return None
+        try:
+            return await self.refusals.classify(converted)
+        except Exception as exc:
+            raise StageError("refusal", str(exc) or repr(exc)) from exc
+
+    async def _relevance(self, interaction: Interaction) -> tuple[float | None, float]:
+        if self.relevance_scorer is None:
+            return None, 0.0
+        started = time.perf_counter()
+        try:
+            value = await self.relevance_scorer.score(interaction.question, interaction.answer)
+        except Exception as exc:
+            raise StageError("relevance", str(exc) or repr(exc)) from exc
+        return value, time.perf_counter() - started
+
+    async def evaluate(self, interaction: Interaction) -> Evaluation:
+        converted = await self._convert(interaction)
+        nli, refusal, (relevance, relevance_s) = await asyncio.gather(
+            self._nli(converted), self._refusal(converted), self._relevance(interaction)
+        )
+        extra = {"relevance": relevance_s} if self.relevance_scorer is not None else None
+        return assemble(converted, nli, refusal, self.settings, relevance=relevance, extra_seconds=extra)
+
+    async def aclose(self) -> None:
+        """Finish refusal batches still in flight (the judge is closed by whoever opened it)."""
+        await self.refusals.aclose()

@@ -1,0 +1,117 @@
+"""The whole pipeline for one interaction: stages, concurrency, modes, stage errors."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from pipeline.evaluator import Evaluator, StageError
+from pipeline.judges.base import JudgeError
+from pipeline.judges.lexical import LexicalJudge
+from schemas.interaction import Interaction
+from schemas.settings import Settings
+from tests.unit.scripted_judge import ScriptedJudge
+
+CONTEXT = "The reset button restores factory settings. The router has four ports."
+
+
+def interaction(i: int, answer: str, ground_truth: str | None = None) -> Interaction:
+    return Interaction(
+        interaction_id=f"e{i}",
+        question="I own the router. What does the reset button do?",
+        contexts=[{"text": CONTEXT, "document": "manual.pdf"}],
+        answer=answer,
+        ground_truth=ground_truth,
+    )
+
+
+class OverlapScorer:
+    """Relevance by word overlap (Jaccard), standing in for the embedding scorer."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    async def score(self, question: str, answer: str) -> float:
+        self.seen.append((question, answer))
+        q, a = set(re.findall(r"\w+", question.lower())), set(re.findall(r"\w+", answer.lower()))
+        return len(q & a) / len(q | a)
+
+
+async def test_evaluate_runs_every_stage() -> None:
+    judge = ScriptedJudge(pronouns={"It": "The reset button"})
+    scorer = OverlapScorer()
+    evaluator = Evaluator(judge, Settings(), relevance_scorer=scorer)
+    ev = await evaluator.evaluate(
+        interaction(
+            1, "It restores factory settings. The router has nine ports.", "It restores factory settings."
+        )
+    )
+    assert judge.pronoun_calls and judge.entail_calls and judge.refusal_calls
+    assert ev.pairs[0].hypotheses[0].hypothesis == "The reset button restores factory settings."
+    assert ev.context_entailment == pytest.approx(0.5)
+    assert ev.hallucination is False
+    assert ev.answer_refusal is False and ev.ground_truth_refusal is False
+    assert ev.unsupported_claims == ["The router has nine ports."]
+    assert ev.relevance is not None and 0 < ev.relevance < 1
+    assert scorer.seen == [
+        (
+            "I own the router. What does the reset button do?",
+            "It restores factory settings. The router has nine ports.",
+        )
+    ]
+    assert set(ev.stage_seconds) == {"convert", "nli", "refusal", "relevance"}
+    assert ev.judge_calls == len(ev.calls) == 2 + 3 + 1
+    assert ev.complete
+
+
+async def test_concurrent_evaluations_share_refusal_prompts() -> None:
+    judge = ScriptedJudge()
+    evaluator = Evaluator(judge, Settings())
+    answers = [f"The reset button restores factory settings number {i}." for i in range(5)]
+    evs = await asyncio.gather(
+        *(evaluator.evaluate(interaction(i, a, "Factory settings.")) for i, a in enumerate(answers))
+    )
+    assert sorted(len(c) for c in judge.refusal_calls) == [2, 8]
+    refusal_records = [c for ev in evs for c in ev.calls if c.stage == "refusal"]
+    assert sum(1 for c in refusal_records if c.attempts > 0) == 2
+    assert [ev.interaction_id for ev in evs] == [f"e{i}" for i in range(5)]
+    await evaluator.aclose()
+
+
+async def test_same_mode_makes_no_refusal_calls() -> None:
+    judge = ScriptedJudge()
+    settings = Settings()
+    settings.pipeline.refusal_mode = "same"
+    ev = await Evaluator(judge, settings).evaluate(interaction(1, "I don't know what the button does."))
+    assert judge.refusal_calls == []
+    assert ev.answer_refusal is True
+    assert ev.hallucination is None
+    assert ev.complete and "refusal" not in ev.stage_seconds
+
+
+@pytest.mark.parametrize(
+    ("method", "stage"),
+    [("replace_pronouns", "convert"), ("entail", "nli"), ("classify_refusals", "refusal")],
+)
+async def test_stage_errors_name_the_stage(method: str, stage: str) -> None:
+    judge = ScriptedJudge(fail={method})
+    with pytest.raises(StageError) as info:
+        await Evaluator(judge, Settings()).evaluate(
+            interaction(1, "The reset button restores factory settings.")
+        )
+    assert info.value.stage == stage
+    assert isinstance(info.value, JudgeError)
+    assert str(info.value).startswith(f"{stage}: ")
+
+
+async def test_with_the_lexical_judge() -> None:
+    evaluator = Evaluator(LexicalJudge(), Settings())
+    grounded = await evaluator.evaluate(interaction(1, "The reset button restores factory settings."))
+    made_up = await evaluator.evaluate(
+        interaction(2, "Pressing it orders a pizza from Napoli in 30 minutes.")
+    )
+    assert grounded.context_entailment is not None and made_up.context_entailment is not None
+    assert grounded.context_entailment > made_up.context_entailment
+    assert grounded.judge == "lexical"
