@@ -14,8 +14,9 @@ Entailment
     (or ``contradicted`` as above). The reason lists the missing tokens; the tag is ``number`` when the
     statement has a number, ``entity`` when it has a name, else ``claim``.
     A hypothesis whose content tokens are all in the premise is entailed in full (score 1): this is how a
-    short answer ("Jonathan Stark") that the context contains is judged. A hypothesis written as
-    alternatives ``a | b | c`` (the gold-answer lists of QA sets) takes its best alternative.
+    short answer ("Jonathan Stark") that the context contains is judged. Gold-answer lists of QA sets
+    (``a | b | c``): a hypothesis written so takes its best alternative, and when the premise's last line
+    is such a list, a hypothesis that contains any alternative (normalised tokens, in order) is entailed.
 
 Refusals
     Phrase patterns (``pipeline.refusal_phrases``): "I don't know", "not mentioned in the context",
@@ -83,6 +84,19 @@ def split_statements(hypothesis: str, min_tokens: int = 2) -> list[str]:
     return statements or [text]
 
 
+def gold_alternatives(premise: str) -> list[tuple[str, ...]]:
+    """Gold short answers when the premise ends in a line of alternatives ``a | b | c`` (QA sets)."""
+    last = premise.strip().rsplit("\n", 1)[-1]
+    if " | " not in last or last.lstrip().startswith("|"):
+        return []
+    out = []
+    for part in _ALTERNATIVES.split(last):
+        norms = tuple(t.norm for t in tokens_of(part))
+        if norms and norms not in out:
+            out.append(norms)
+    return out
+
+
 class PremiseIndex:
     """The premise's content tokens, indexed for lookups."""
 
@@ -93,7 +107,16 @@ class PremiseIndex:
         self.prefixes = {n[:prefix_len] for n in self.norms if len(n) >= prefix_len}
         self.numbers = [Decimal(t.norm) for t in self.tokens if t.kind == "number"]
         self.number_norms = {t.norm for t in self.tokens if t.kind == "number"}
-        self.text_norm = " ".join(t.norm for t in self.tokens)
+        self.alternatives = gold_alternatives(text)
+
+    def contains_alternative(self, hypothesis_tokens: Sequence[Token]) -> str | None:
+        """The gold alternative whose tokens appear, in order and adjacent, in the hypothesis."""
+        norms = [t.norm for t in hypothesis_tokens]
+        for alternative in self.alternatives:
+            n = len(alternative)
+            if n and any(tuple(norms[i : i + n]) == alternative for i in range(len(norms) - n + 1)):
+                return " ".join(alternative)
+        return None
 
     def credit(self, token: Token) -> float:
         """1 if the premise has the token, 0.5 for a prefix match of a word, else 0."""
@@ -174,6 +197,16 @@ def judge_hypothesis(hypothesis: str, index: PremiseIndex, config: LexicalConfig
 
 def _judge_single(hypothesis: str, index: PremiseIndex, config: LexicalConfig) -> HypothesisResult:
     tokens = tokens_of(hypothesis)
+    gold = index.contains_alternative(tokens) if index.alternatives else None
+    if gold is not None:
+        statement = StatementVerdict(
+            statement=hypothesis.strip(),
+            verdict="entailed",
+            score=1.0,
+            tag="claim",
+            reason=f"contains the gold answer {gold!r}",
+        )
+        return HypothesisResult(hypothesis=hypothesis, statements=[statement], score=1.0)
     if tokens and all(index.credit(t) == 1.0 for t in tokens):
         statement = StatementVerdict(
             statement=hypothesis.strip(),

@@ -1,0 +1,195 @@
+"""`groundwatch eval INPUT.jsonl --judge KIND --out report.json`: evaluate a JSONL file offline.
+
+Every valid line is evaluated by the full pipeline (``pipeline.evaluator.Evaluator``) with the judge
+``--judge`` names; the per-interaction Evaluations go to a JSONL file beside the report (default
+``<out stem>.evaluations.jsonl``), in input order; the report (``pipeline.report.EvalReport``) holds
+counts, score distributions, calls, tokens, cost, time per stage and, for lines with ``labels``,
+ROC AUC and balanced accuracy per label. A bad line or a failed evaluation is listed in the report's
+``errors`` with its line number and reason, never dropped silently. Other settings come from the
+``GROUNDWATCH_*`` environment (``schemas.settings.Settings``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import get_args
+
+from tqdm import tqdm
+
+from pipeline.dataset import DatasetLine, LineError, read_dataset
+from pipeline.evaluator import Evaluator, RelevanceScorerLike, StageError
+from pipeline.judges.factory import open_judge
+from pipeline.report import EvalReport, build_report
+from schemas.evaluation import Evaluation
+from schemas.settings import JudgeKind, Settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", type=Path, help="JSONL file, one interaction a line")
+    parser.add_argument(
+        "--judge", choices=get_args(JudgeKind), default=None, help="judge kind (default: settings)"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N non-blank lines")
+    parser.add_argument(
+        "--evaluations",
+        type=Path,
+        default=None,
+        help="Evaluations JSONL (default: <out stem>.evaluations.jsonl)",
+    )
+    parser.add_argument("--concurrency", type=int, default=None, help="interactions in flight (default: 32)")
+    parser.add_argument(
+        "--relevance",
+        action="store_true",
+        help="also score embedding relevance (needs the `embeddings` extra)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def evaluations_path(out: Path, explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    return out.with_name(f"{out.stem}.evaluations.jsonl")
+
+
+async def evaluate_all(
+    lines: list[DatasetLine],
+    evaluator: Evaluator,
+    concurrency: int,
+    progress: tqdm | None = None,
+) -> tuple[list[tuple[DatasetLine, Evaluation]], list[LineError]]:
+    """Evaluate every line with at most ``concurrency`` in flight; failures become LineErrors."""
+    semaphore = asyncio.Semaphore(concurrency)
+    results: list[tuple[DatasetLine, Evaluation] | LineError | None] = [None] * len(lines)
+
+    async def one(index: int, line: DatasetLine) -> None:
+        async with semaphore:
+            try:
+                evaluation = await evaluator.evaluate(line.interaction)
+                if line.interaction.labels is not None and evaluation.labels is None:
+                    evaluation = evaluation.model_copy(update={"labels": line.interaction.labels})
+                results[index] = (line, evaluation)
+            except Exception as exc:  # every failure is reported with its line, nothing is lost
+                stage = exc.stage if isinstance(exc, StageError) else "evaluate"
+                results[index] = LineError(
+                    line=line.line,
+                    interaction_id=line.interaction.interaction_id,
+                    stage=stage,
+                    reason=f"{type(exc).__name__}: {exc}",
+                )
+            finally:
+                if progress is not None:
+                    progress.update(1)
+
+    await asyncio.gather(*(one(i, line) for i, line in enumerate(lines)))
+    done = [r for r in results if isinstance(r, tuple)]
+    failed = [r for r in results if isinstance(r, LineError)]
+    return done, failed
+
+
+async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
+    settings = settings or Settings()
+    if args.judge:
+        settings = settings.model_copy(
+            update={"judge": settings.judge.model_copy(update={"kind": args.judge})}, deep=True
+        )
+    if args.relevance:
+        settings = settings.model_copy(
+            update={"pipeline": settings.pipeline.model_copy(update={"relevance": True})}, deep=True
+        )
+    concurrency = args.concurrency or settings.kafka.stage_concurrency
+    if concurrency < 1:
+        raise ValueError("--concurrency must be at least 1")
+    dataset = read_dataset(args.input, settings.limits, args.limit)
+    scorer: RelevanceScorerLike | None = None
+    if settings.pipeline.relevance:
+        from pipeline.metrics.relevance import RelevanceScorer
+
+        scorer = RelevanceScorer()
+    started = time.perf_counter()
+    async with open_judge(settings) as judge:
+        evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
+        bar = tqdm(
+            total=len(dataset.lines),
+            desc=f"eval {args.input.name} ({judge.name})",
+            unit="it",
+            disable=args.quiet,
+        )
+        try:
+            rows, failures = await evaluate_all(dataset.lines, evaluator, concurrency, bar)
+        finally:
+            bar.close()
+            await evaluator.aclose()
+        wall = time.perf_counter() - started
+        report = await build_report(
+            input_path=str(args.input),
+            rows=rows,
+            errors=[*dataset.errors, *failures],
+            lines_read=dataset.read_lines,
+            blank_lines=dataset.blank_lines,
+            judge_name=judge.name,
+            judge_model=judge.model,
+            settings=settings,
+            wall_seconds=wall,
+            judge=judge,
+        )
+    out_evals = evaluations_path(args.out, args.evaluations)
+    out_evals.parent.mkdir(parents=True, exist_ok=True)
+    with out_evals.open("w", encoding="utf-8") as handle:
+        for _, evaluation in rows:
+            handle.write(evaluation.model_dump_json() + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def summary(report: EvalReport) -> str:
+    lines = [
+        f"{report.evaluated} evaluated, {report.failed} errors, {report.wall_seconds:.1f}s, "
+        f"judge {report.judge} ({report.judge_model}), {report.calls.judge_calls} judge calls, "
+        f"{report.calls.input_tokens}+{report.calls.output_tokens} tokens, ${report.calls.cost_usd:.4f}"
+    ]
+    for label, block in report.labels.items():
+        for item in [block.primary, *block.others]:
+            best = item.best
+            lines.append(
+                f"  {label} vs {item.score}: n={item.n} AUC={_fmt(item.roc_auc)} "
+                f"bacc@{item.threshold:g}={_fmt(item.balanced_accuracy)}"
+                + (f" best bacc={best.balanced_accuracy:.3f}@{best.threshold:.3g}" if best else "")
+            )
+        if block.peers:
+            peers = ", ".join(f"{k}={_fmt(v)}" for k, v in block.peers.peers.items())
+            lines.append(
+                f"  peers on {block.peers.n} cases: ours={_fmt(block.peers.ours_balanced_accuracy)}; {peers}"
+            )
+    for error in report.errors[:5]:
+        lines.append(f"  line {error.line}: [{error.stage}] {error.reason}")
+    if len(report.errors) > 5:
+        lines.append(f"  ... {len(report.errors) - 5} more errors in the report")
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.input.is_file():
+        print(f"groundwatch eval: no such file: {args.input}", file=sys.stderr)
+        return 2
+    if args.limit is not None and args.limit < 0:
+        print("groundwatch eval: --limit must be 0 or more", file=sys.stderr)
+        return 2
+    report = asyncio.run(run_eval(args))
+    print(summary(report), file=sys.stderr)
+    print(
+        json.dumps(
+            {"report": str(args.out), "evaluations": str(evaluations_path(args.out, args.evaluations))}
+        )
+    )
+    return 0 if report.evaluated or not report.lines_read else 1
