@@ -117,8 +117,9 @@ def stem(word: str) -> str:
             if suffix == "s" and w.endswith(("ss", "us", "is")):
                 return w
             if suffix == "es" and not w.endswith(("ches", "shes", "xes", "sses", "zes", "oes")):
-                return w[:-1]  # "titles" -> "title", not "titl"
-            w = w[: len(w) - len(suffix)] + repl
+                w = w[:-1]  # "titles" -> "title" (-> "titl" below, like "title")
+            else:
+                w = w[: len(w) - len(suffix)] + repl
             break
     if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
         w = w[:-1]  # running -> runn -> run

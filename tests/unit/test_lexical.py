@@ -1,0 +1,197 @@
+"""Lexical judge: number/name normalisation, statement splitting and support, refusal phrases."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.judges.base import Judge, Premise
+from pipeline.judges.lexical import (
+    LexicalConfig,
+    LexicalJudge,
+    PremiseIndex,
+    judge_hypothesis,
+    judge_statement,
+    split_statements,
+)
+from pipeline.refusal_phrases import is_refusal, refusal_match
+from pipeline.text_normalise import normalise_text, parse_number, stem, tokens_of
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("67 million", "67000000"),
+        ("67,000,000", "67000000"),
+        ("67000000", "67000000"),
+        ("1.5k", "1500"),
+        ("$3m", "3000000"),
+        ("2.5 billion", "2500000000"),
+        ("15%", "15"),
+        ("15 percent", "15"),
+        ("twelve", "12"),
+        ("3.50", "3.5"),
+        ("1994", "1994"),
+    ],
+)
+def test_numbers_are_canonical(text: str, expected: str) -> None:
+    value = parse_number(text)
+    assert value is not None
+    assert normalise_text(text) == expected
+
+
+def test_67_million_equals_67_000_000() -> None:
+    assert parse_number("67 million") == parse_number("67,000,000") == parse_number("67000000")
+    assert parse_number("67 million") != parse_number("76 million")
+
+
+def test_not_a_single_number() -> None:
+    assert parse_number("no digits here") is None
+    assert parse_number("1 and 2") is None
+
+
+def test_token_kinds_names_words_stopwords() -> None:
+    tokens = tokens_of("The Eiffel Tower was built in 1889 by the engineers.")
+    kinds = {t.surface: t.kind for t in tokens}
+    assert kinds == {
+        "Eiffel": "name",
+        "Tower": "name",
+        "built": "word",
+        "1889": "number",
+        "engineers": "word",
+    }
+    assert "the" not in {t.norm for t in tokens}
+
+
+def test_stemming_and_accents() -> None:
+    assert stem("cities") == stem("city")
+    assert stem("played") == stem("play")
+    assert stem("titles") == stem("title")
+    assert normalise_text("Müller") == normalise_text("Muller")
+
+
+def test_split_statements_on_clauses() -> None:
+    hypothesis = "Paris is the capital of France, which has a population of 67 million"
+    assert split_statements(hypothesis) == [
+        "Paris is the capital of France",
+        "which has a population of 67 million",
+    ]
+    assert split_statements("The storm hit the coast; the match was cancelled") == [
+        "The storm hit the coast",
+        "the match was cancelled",
+    ]
+    # a clause with too little content stays with the one before it
+    assert split_statements("He won the title, and more") == ["He won the title, and more"]
+    assert split_statements("") == []
+
+
+def test_seed_002_example_partial_support() -> None:
+    """Seed 002: the documents confirm the capital but lack the population: one of two claims holds."""
+    premise = "Paris is the capital and most populous city of France."
+    hypothesis = "Paris is the capital of France, which has a population of 67 million"
+    out = judge_hypothesis(hypothesis, PremiseIndex(premise), LexicalConfig())
+    capital, population = out.statements
+    assert capital.verdict == "entailed" and capital.score == 1.0
+    assert population.verdict == "not_stated" and population.tag == "number"
+    assert population.score < 0.25
+    assert "67 million" in population.reason
+    assert out.score == pytest.approx((capital.score + population.score) / 2)
+
+
+def test_number_written_differently_is_supported() -> None:
+    index = PremiseIndex("France has a population of 67,000,000 people.")
+    verdict = judge_statement("The population of France is 67 million", index, LexicalConfig())
+    assert verdict.verdict == "entailed" and verdict.score == 1.0 and verdict.tag == "number"
+
+
+def test_wrong_number_is_contradicted() -> None:
+    index = PremiseIndex("Poseidon grossed $181,674,817 on a budget of $160 million.")
+    ok = judge_statement("Poseidon grossed $181.7 million", index, LexicalConfig())  # rounding is fine
+    bad = judge_statement("Poseidon had a budget of $150 million", index, LexicalConfig())
+    assert ok.verdict == "entailed"
+    assert bad.verdict == "contradicted" and bad.score < 0.25 and "150 million" in bad.reason
+
+
+def test_missing_name_caps_the_score() -> None:
+    index = PremiseIndex("Jonathan Stark won two Grand Slam doubles titles.")
+    verdict = judge_statement("Henri Leconte won two Grand Slam doubles titles", index, LexicalConfig())
+    assert verdict.verdict == "not_stated" and verdict.tag == "number"
+    assert verdict.score <= LexicalConfig().name_cap
+    assert "Henri (name)" in verdict.reason
+
+
+def test_partial_credit_is_monotone() -> None:
+    index = PremiseIndex("The committee approved the new budget for schools.")
+    full = judge_statement("The committee approved the budget", index, LexicalConfig())
+    half = judge_statement("The committee rejected the proposal", index, LexicalConfig())
+    none = judge_statement("Bananas grow quickly", index, LexicalConfig())
+    assert full.score == 1.0 > half.score > none.score == 0.0
+
+
+async def test_entail_short_answer_and_gold_alternatives() -> None:
+    judge = LexicalJudge()
+    assert isinstance(judge, Judge)
+    context = Premise("Jonathan Stark (born 1971) won two Grand Slam doubles titles.")
+    out = await judge.entail(context, ["Jonathan Stark", "Henri Leconte won more titles."])
+    right, wrong = out.value.hypotheses
+    assert right.score == 1.0 and right.statements[0].verdict == "entailed"
+    assert wrong.score < 0.5
+    gold = Premise(
+        "what is the definition of the word hosanna\nsavior | save, rescue, savior | save | rescue"
+    )
+    out = await judge.entail(gold, ["It means to save or rescue.", "special honor"])
+    contains, other = out.value.hypotheses
+    assert contains.score == 1.0 and "gold answer" in contains.statements[0].reason
+    assert other.score == 0.0
+    # a hypothesis written as alternatives takes its best one
+    out = await judge.entail(Premise("what is hosanna\nit is a cry to save us"), ["savior | save | rescue"])
+    assert out.value.hypotheses[0].score == 1.0
+
+
+async def test_calls_are_recorded_without_tokens() -> None:
+    judge = LexicalJudge()
+    out = await judge.entail(Premise("a b c"), ["x", "y"], ask_refusal=True)
+    assert out.value.refusal is False
+    (call,) = out.calls
+    assert (call.judge, call.model, call.stage, call.items) == ("lexical", "lexical-v1", "nli", 2)
+    assert call.input_tokens == call.output_tokens == 0 and call.cost_usd == 0.0 and call.latency_ms >= 0.0
+    pron = await judge.replace_pronouns(["He went home.", "She stayed."])
+    assert pron.value == ["He went home.", "She stayed."] and pron.calls[0].stage == "pronouns"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't know.",
+        "I cannot answer that question based on the context.",
+        "The price is not mentioned in the given context.",
+        "The given context does not provide information about the warranty.",
+        "I'm sorry, but the passage does not mention jacking.",
+        "There is no information about gelling in the manual.",
+        "I couldn't find any details on that.",
+        "Could you please rephrase your question?",
+        "Unfortunately, the provided text does not include the torque value.",
+        "Without further context, it is unclear which light you mean.",
+    ],
+)
+def test_refusal_phrases(text: str) -> None:
+    assert is_refusal(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Apply the parking brake fully to guard against vehicle movement.",
+        "The tire pressure should be 35 psi when cold.",
+        "Press the button twice; the light will turn off.",
+        "No, the seats cannot be heated in this trim.",
+        "Paris is the capital of France.",
+    ],
+)
+def test_not_refusals(text: str) -> None:
+    assert refusal_match(text) is None, refusal_match(text)
+
+
+async def test_classify_refusals_one_flag_each() -> None:
+    out = await LexicalJudge().classify_refusals(["I don't know.", "It is 5 km away.", ""])
+    assert out.value == [True, False, False]
+    assert out.calls[0].stage == "refusal" and out.calls[0].items == 3
