@@ -121,7 +121,7 @@ def split_cited_statements(answer: str) -> list[tuple[str, list[int]]]:
         if not sentence.strip():
             continue
         cited = [int(n) for n in _CITATION.findall(sentence)]
-        text = _CITATION.sub("", sentence).strip()
+        text = re.sub(r"\s+([.!?,;:])", r"\1", _CITATION.sub("", sentence)).strip()
         if text:
             out.append((text, list(dict.fromkeys(cited))))
         elif out and cited:  # markers after the full stop belong to the sentence before

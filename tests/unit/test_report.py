@@ -1,0 +1,158 @@
+"""Eval report: distributions, per-label accuracy, peers, Trust-Eval inputs, call sums (hand-computed)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from pipeline.dataset import DatasetLine, LineError, parse_line
+from pipeline.report import build_report, distribution, gold_answers, label_reports, trust_eval_case
+from schemas.evaluation import Evaluation
+from schemas.results import JudgeCall
+from schemas.settings import Limits, Settings
+
+
+def _line(n: int, **fields: object) -> DatasetLine:
+    data = {"id": f"i{n}", "question": "q?", "answer": "a", **fields}
+    parsed = parse_line(json.dumps(data), n, Limits())
+    assert isinstance(parsed, DatasetLine), parsed
+    return parsed
+
+
+def _evaluation(n: int, **fields: object) -> Evaluation:
+    base: dict[str, object] = {
+        "interaction_id": f"i{n}",
+        "timestamp": datetime(2026, 1, 1, tzinfo=UTC),
+        "app": "a",
+        "model": "m",
+        "judge": "lexical",
+    }
+    return Evaluation.model_validate({**base, **fields})
+
+
+def test_distribution() -> None:
+    d = distribution([0.0, 0.25, 0.5, 1.0])
+    assert d.n == 4 and d.mean == pytest.approx(0.4375) and d.min == 0.0 and d.max == 1.0
+    assert d.quantiles["p50"] == pytest.approx(0.375)
+    assert d.histogram is not None and sum(d.histogram.counts) == 4 and len(d.histogram.edges) == 11
+    assert d.histogram.counts[0] == 1 and d.histogram.counts[-1] == 1
+    assert distribution([]).n == 0 and distribution([]).mean is None
+
+
+def test_grounded_label_auc_balanced_accuracy_and_peers() -> None:
+    labels = [1, 1, 0, 0, 1]
+    scores = [0.9, 0.4, 0.6, 0.1, None]  # the last has no context: unscored
+    peers = [{"p": 1}, {"p": 1}, {"p": 1}, {"p": 0}, {"p": 1}]
+    rows = [
+        (
+            _line(i, contexts=["c"], labels={"grounded": y}, peers=peer),
+            _evaluation(i, context_entailment=s, grounded_precision=s),
+        )
+        for i, (y, s, peer) in enumerate(zip(labels, scores, peers, strict=True))
+    ]
+    report = label_reports(rows, Settings())["grounded"]
+    assert report.cases == 5
+    p = report.primary
+    assert (p.score, p.n, p.positives, p.unscored) == ("context_entailment", 4, 2, 1)
+    assert p.roc_auc == pytest.approx(3 / 4)  # 0.9>0.6, 0.9>0.1, 0.4<0.6, 0.4>0.1
+    assert p.threshold == 0.5 and p.balanced_accuracy == pytest.approx(0.5)
+    assert p.best is not None and p.best.balanced_accuracy == pytest.approx(0.75)
+    assert [o.score for o in report.others] == ["grounded_precision"]
+    assert report.peers is not None and report.peers.n == 4
+    # peer on the same 4 scored cases: TPR 2/2, TNR 1/2 -> 0.75
+    assert report.peers.peers == {"p": pytest.approx(0.75)} and report.peers.peer_cases == {"p": 4}
+    assert report.peers.ours_balanced_accuracy == pytest.approx(0.5)
+
+
+def test_correct_and_refusal_labels() -> None:
+    rows = [
+        (
+            _line(1, ground_truth="x", labels={"correct": 1, "answer_refusal": 0}),
+            _evaluation(
+                1, ground_truth_entails_answer=1.0, answer_entails_ground_truth=0.5, answer_refusal=False
+            ),
+        ),
+        (
+            _line(2, ground_truth="x", labels={"correct": 0, "answer_refusal": 1}),
+            _evaluation(
+                2, ground_truth_entails_answer=0.0, answer_entails_ground_truth=0.0, answer_refusal=True
+            ),
+        ),
+    ]
+    reports = label_reports(rows, Settings())
+    assert reports["correct"].primary.score == "ground_truth_entails_answer"
+    assert reports["correct"].primary.roc_auc == 1.0
+    agreement = next(o for o in reports["correct"].others if o.score == "agreement")
+    assert agreement.n == 2 and agreement.roc_auc == 1.0
+    refusal = reports["answer_refusal"].primary
+    assert refusal.roc_auc == 1.0 and refusal.balanced_accuracy == 1.0
+    assert "grounded" not in reports
+
+
+def test_gold_answers_and_trust_eval_case() -> None:
+    nq = _line(1, ground_truth="savior | save", gold_answers=["savior", "save"])
+    assert gold_answers(nq) == ["savior", "save"]
+    assert gold_answers(_line(2, ground_truth="a | b")) == ["a", "b"]
+    assert gold_answers(_line(3, ground_truth="A long sentence.")) == []
+    case = trust_eval_case(nq, _evaluation(1, answer_refusal=False, ground_truth_refusal=False))
+    assert case is not None and case.answerable is True and case.refused is False
+    assert trust_eval_case(nq, _evaluation(1)) is None  # no refusal decision: not a Trust-Eval case
+    labeled = _line(4, labels={"answerable": 0})
+    case = trust_eval_case(labeled, _evaluation(4, answer_refusal=True))
+    assert case is not None and case.answerable is False
+
+
+async def test_build_report_sums_and_errors() -> None:
+    call = JudgeCall(stage="nli", judge="j", model="m", input_tokens=100, output_tokens=10, cost_usd=0.01)
+    rows = [
+        (
+            _line(1, ground_truth="Paris | City of Light", labels={"correct": 1}),
+            _evaluation(
+                1,
+                ground_truth_entails_answer=1.0,
+                answer_refusal=False,
+                ground_truth_refusal=False,
+                calls=[call, call.model_copy(update={"stage": "refusal", "cached": True})],
+                judge_calls=1,
+                input_tokens=100,
+                output_tokens=10,
+                cost_usd=0.01,
+                stage_seconds={"nli": 0.5, "convert": 0.1},
+                hallucination=True,
+            ),
+        ),
+        (
+            _line(2, answer="I don't know", ground_truth="Rome | Roma", labels={"correct": 0}),
+            _evaluation(2, ground_truth_entails_answer=0.0, answer_refusal=True, ground_truth_refusal=False),
+        ),
+    ]
+    errors = [LineError(line=7, reason="not valid JSON"), LineError(line=3, stage="nli", reason="boom")]
+    report = await build_report(
+        input_path="x.jsonl",
+        rows=rows,
+        errors=errors,
+        lines_read=4,
+        blank_lines=1,
+        judge_name="lexical",
+        judge_model="lexical-v1",
+        settings=Settings(),
+        wall_seconds=2.0,
+    )
+    assert report.evaluated == 2 and report.failed == 2 and [e.line for e in report.errors] == [3, 7]
+    assert report.interactions_per_second == pytest.approx(1.0)
+    assert report.counts["answer_refusals"] == 1 and report.counts["hallucinations"] == 1
+    assert (
+        report.calls.calls == 2
+        and report.calls.cached == 1
+        and report.calls.by_stage == {"nli": 1, "refusal": 1}
+    )
+    assert report.calls.input_tokens == 100 and report.calls.per_interaction["input_tokens"] == 50
+    assert report.stage_seconds["nli"].total_seconds == 0.5 and report.stage_seconds["nli"].n == 1
+    assert report.scores["ground_truth_entails_answer"].n == 2
+    assert report.trust_eval is not None
+    # case 1 answered, answerable, "a" does not contain Paris -> EM 0; case 2 refused but answerable
+    assert report.trust_eval.answerable_rec == pytest.approx(1 / 2)
+    assert report.trust_eval.regular_em == 0.0
+    json.loads(report.model_dump_json())  # serialisable (no NaN/inf)
