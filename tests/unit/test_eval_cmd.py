@@ -1,0 +1,140 @@
+"""`groundwatch eval` end to end on a small JSONL with bad lines, with the lexical judge (no mocks)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from groundwatch.commands import eval_cmd
+
+LINES = [
+    # 1: grounded, short answer the context contains
+    {
+        "id": "g1",
+        "question": "Who won more Grand Slam titles?",
+        "contexts": ["Jonathan Stark won two Grand Slam doubles titles in 1994 and 1995."],
+        "answer": "Jonathan Stark",
+        "labels": {"grounded": 1},
+        "peers": {"detector": 1},
+    },
+    # 2: not grounded, a wrong number and a name the context lacks
+    {
+        "id": "g2",
+        "question": "Who won more Grand Slam titles?",
+        "contexts": ["Jonathan Stark won two Grand Slam doubles titles in 1994 and 1995."],
+        "answer": "Henri Leconte won 7 Grand Slam titles in 1988.",
+        "labels": {"grounded": 0},
+        "peers": {"detector": 1},
+    },
+    "this line is not JSON",
+    # 4: correctness with gold answers
+    {
+        "id": "c1",
+        "question": "what is the definition of the word hosanna",
+        "contexts": [],
+        "ground_truth": "savior | save | rescue",
+        "gold_answers": ["savior", "save", "rescue"],
+        "answer": "It is a cry to save us.",
+        "labels": {"correct": 1},
+    },
+    {"id": "bad", "question": "no answer field"},
+    "",
+    # 7: duplicate of line 1
+    {"id": "g1", "question": "q", "answer": "a"},
+    # 8: a refusal
+    {
+        "id": "r1",
+        "question": "Where is the spare tire?",
+        "contexts": ["The jack is under the rear seat."],
+        "answer": "The given context does not provide information about the spare tire.",
+        "labels": {"answer_refusal": 1},
+    },
+]
+
+
+def _write(path: Path) -> Path:
+    path.write_text(
+        "\n".join(line if isinstance(line, str) else json.dumps(line) for line in LINES) + "\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    eval_cmd.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_eval_lexical_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _write(tmp_path / "in.jsonl")
+    out = tmp_path / "out" / "report.json"
+    code = eval_cmd.run(
+        _args(str(data), "--judge", "lexical", "--out", str(out), "--quiet", "--concurrency", "2")
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["judge"] == "lexical" and report["judge_model"] == "lexical-v1"
+    assert report["lines_read"] == 7 and report["blank_lines"] == 1
+    assert report["evaluated"] == 4 and report["failed"] == 3
+    errors = {e["line"]: e for e in report["errors"]}
+    assert sorted(errors) == [3, 5, 7]
+    assert "not valid JSON" in errors[3]["reason"]
+    assert errors[5]["interaction_id"] == "bad" and "answer" in errors[5]["reason"]
+    assert "duplicate" in errors[7]["reason"] and "line 1" in errors[7]["reason"]
+
+    evaluations = [
+        json.loads(x) for x in (tmp_path / "out" / "report.evaluations.jsonl").read_text().splitlines()
+    ]
+    assert [e["interaction_id"] for e in evaluations] == ["g1", "g2", "c1", "r1"]  # input order
+    by_id = {e["interaction_id"]: e for e in evaluations}
+    assert by_id["g1"]["context_entailment"] == 1.0 and by_id["g1"]["hallucination"] is False
+    assert by_id["g2"]["context_entailment"] < 0.5 and by_id["g2"]["hallucination"] is True
+    assert by_id["c1"]["ground_truth_entails_answer"] == 1.0 and by_id["c1"]["context_entailment"] is None
+    assert by_id["r1"]["answer_refusal"] is True
+    assert all(e["judge"] == "lexical" and e["labels"] for e in evaluations)
+
+    grounded = report["labels"]["grounded"]
+    assert grounded["primary"]["n"] == 2 and grounded["primary"]["roc_auc"] == 1.0
+    assert grounded["primary"]["balanced_accuracy"] == 1.0
+    assert grounded["peers"]["peers"] == {"detector": 0.5}
+    assert report["labels"]["answer_refusal"]["primary"]["balanced_accuracy"] == 1.0
+    assert report["counts"]["interactions"] == 4 and report["counts"]["answer_refusals"] == 1
+    assert report["calls"]["input_tokens"] == 0 and report["calls"]["by_stage"]["nli"] >= 4
+    assert report["trust_eval"]["em_cases"] == 1 and report["trust_eval"]["regular_em"] == 1.0
+    assert report["scores"]["context_entailment"]["n"] == 3
+    printed = capsys.readouterr()
+    assert "4 evaluated, 3 errors" in printed.err and "line 3" in printed.err
+
+
+def test_eval_limit_and_explicit_evaluations_path(tmp_path: Path) -> None:
+    data = _write(tmp_path / "in.jsonl")
+    out = tmp_path / "r.json"
+    evals = tmp_path / "evals.jsonl"
+    args = _args(
+        str(data), "--judge", "lexical", "--out", str(out), "--limit", "2", "--evaluations", str(evals)
+    )
+    assert eval_cmd.run(args) == 0
+    report = json.loads(out.read_text())
+    assert report["lines_read"] == 2 and report["evaluated"] == 2 and report["errors"] == []
+    assert len(evals.read_text().splitlines()) == 2
+
+
+def test_eval_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = eval_cmd.run(
+        _args(str(tmp_path / "nope.jsonl"), "--judge", "lexical", "--out", str(tmp_path / "r.json"))
+    )
+    assert code == 2 and "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_all_lines_bad_exits_non_zero(tmp_path: Path) -> None:
+    data = tmp_path / "bad.jsonl"
+    data.write_text("[1, 2]\n{}\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 1
+    report = json.loads(out.read_text())
+    assert report["failed"] == 2 and "JSON object" in report["errors"][0]["reason"]
