@@ -104,6 +104,8 @@ class KafkaSettings(BaseModel):
     heartbeat_interval_s: float = 1.0
     rebalance_timeout_s: float = 4.0
     web_port: int = 6066
+    commit_interval_s: float = Field(1.0, gt=0)
+    datadir: Path | None = None  # faust's data directory; None: a temporary directory per worker
 
 
 class ClickHouseSettings(BaseModel):
@@ -111,17 +113,27 @@ class ClickHouseSettings(BaseModel):
     ttl_days: int = Field(90, ge=1)
     batch_rows: int = Field(500, ge=1)
     batch_seconds: float = 1.0
+    database: str = "groundwatch"  # used when the URL names none (chdb:///path, http://host:8123)
+    # the worker writes its table counts here after each flush (JSON): how a demo or a test follows an
+    # embedded chDB that only the worker's process may open
+    status_file: Path | None = None
 
 
 class WindowSettings(BaseModel):
     size_seconds: int = Field(60, ge=1)
     grace_seconds: int = Field(5, ge=0)
+    # a window also closes when no row has landed in it for this long (wall clock), so the last window of
+    # a stream that goes quiet is written; later rows reopen and recompute it
+    idle_close_seconds: float = Field(10.0, ge=0)
+    tick_seconds: float = Field(1.0, gt=0)  # how often due windows are looked for
 
 
 class AlertSettings(BaseModel):
     rules_file: Path | None = None
     webhook_url: str | None = None
     webhook_retries: int = 3
+    webhook_backoff_s: float = 0.5
+    webhook_timeout_s: float = 5.0
 
 
 class Settings(BaseSettings):

@@ -1,0 +1,56 @@
+"""`groundwatch report`: trend tables per app/model from ClickHouse (window_aggregates + alerts)."""
+
+from __future__ import annotations
+
+import argparse
+
+from schemas.settings import Settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--since", help="only windows since: 30m, 2h, 7d or an ISO time (default: all)")
+    parser.add_argument("--app", help="only this app")
+    parser.add_argument("--model", help="only this model")
+    parser.add_argument("--json", action="store_true", help="print JSON (counts, windows, alerts)")
+    parser.add_argument("--clickhouse", help="override GROUNDWATCH_CLICKHOUSE__URL")
+
+
+def run(args: argparse.Namespace) -> int:
+    from streams.clickhouse.store import ClickHouseStore
+    from streams.report import Report, parse_since, render
+
+    settings = Settings()
+    if args.clickhouse:
+        settings.clickhouse.url = args.clickhouse
+    since = parse_since(args.since)
+    try:
+        store = ClickHouseStore.open_sync(settings.clickhouse)
+    except Exception as exc:
+        print(f"cannot open ClickHouse at {settings.clickhouse.url}: {exc}")
+        if settings.clickhouse.url.startswith("chdb:"):
+            print("(an embedded chDB path can be opened by one process at a time: stop the worker first)")
+        return 2
+    try:
+        windows = [
+            w
+            for w in store.windows_sync(since)
+            if (args.app is None or w.app == args.app) and (args.model is None or w.model == args.model)
+        ]
+        alerts = [
+            a
+            for a in store.alerts_sync(since)
+            if (args.app is None or a.app == args.app) and (args.model is None or a.model == args.model)
+        ]
+        report = Report(counts=store.counts_sync(), windows=windows, alerts=alerts)
+    finally:
+        store.close()
+    print(report.model_dump_json(indent=2) if args.json else render(report))
+    return 0
+
+
+if __name__ == "__main__":  # `python -m groundwatch.commands.report_cmd`: this command alone
+    import sys
+
+    _parser = argparse.ArgumentParser(prog="groundwatch report", description=__doc__)
+    add_arguments(_parser)
+    sys.exit(run(_parser.parse_args()))

@@ -1,0 +1,1 @@
+"""Alert rules over closed windows: pure evaluation (rules.py), wiring (engine.py), webhook (webhook.py)."""

@@ -1,0 +1,76 @@
+"""The faust app: built by a factory from Settings (the faust app is the only global the brief allows,
+and we do not even keep one: ``create_app`` returns a fresh app and its resources service).
+
+Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same partition count):
+
+    interactions -> [convert] -> converted -> [nli]     -> nli      -+
+                                          \\-> [refusal] -> refusals -+-> [join] -> evaluations
+    evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
+    any stage: invalid message / judge error -> deadletter
+
+Delivery is at-least-once: no exactly_once / transactions / idempotent producer (the test broker has
+none); every ClickHouse write is idempotent (ReplacingMergeTree), events are acked in offset order after
+their outputs are sent or written (streams.acks, streams.join).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import faust
+
+from schemas.settings import Settings
+from streams import join
+from streams.context import Resources, StreamContext, new_context
+from streams.processors import convert, nli, refusal, sink
+
+
+@dataclass
+class StreamApp:
+    app: faust.App
+    ctx: StreamContext
+    resources: Resources
+
+
+def faust_app(settings: Settings) -> faust.App:
+    k = settings.kafka
+    datadir = k.datadir or Path(tempfile.mkdtemp(prefix="groundwatch-faust-"))
+    return faust.App(
+        k.consumer_group,
+        broker=k.broker,
+        autodiscover=False,
+        datadir=str(datadir),
+        store="memory://",
+        key_serializer="raw",
+        value_serializer="raw",
+        processing_guarantee="at_least_once",
+        topic_partitions=k.partitions,
+        topic_replication_factor=k.replicas,
+        topic_allow_declare=True,
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=k.session_timeout_s,
+        broker_heartbeat_interval=k.heartbeat_interval_s,
+        broker_rebalance_timeout=k.rebalance_timeout_s,
+        broker_commit_interval=k.commit_interval_s,
+        web_enabled=True,
+        web_bind="127.0.0.1",
+        web_port=k.web_port,
+        web_host="127.0.0.1",
+        producer_acks=-1,
+    )
+
+
+def create_app(settings: Settings) -> StreamApp:
+    app = faust_app(settings)
+    ctx = new_context(settings, app)
+    resources = Resources(ctx)
+    ctx.resources = resources
+    convert.register(ctx)
+    nli.register(ctx)
+    if settings.pipeline.refusal_mode != "same":
+        refusal.register(ctx)
+    join.register(ctx)
+    sink.register(ctx)
+    return StreamApp(app=app, ctx=ctx, resources=resources)

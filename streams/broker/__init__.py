@@ -1,0 +1,1 @@
+"""Local Kafka-protocol brokers for tests and the demo."""

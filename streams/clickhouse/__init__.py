@@ -1,0 +1,1 @@
+"""ClickHouse through clickhouse-connect: one client from one URL, versioned DDL, idempotent writes."""

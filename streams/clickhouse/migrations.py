@@ -1,0 +1,89 @@
+"""Versioned DDL from deploy/clickhouse (NNN_name.sql), applied once each, recorded in schema_migrations.
+
+Retention is applied (or altered) at every start from the TTL setting: ``ALTER TABLE ... MODIFY TTL``
+takes no query parameters, so the day count (an int from validated settings) and the database name (a
+checked identifier) are the only values formatted into SQL text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streams.clickhouse.client import check_identifier
+
+log = logging.getLogger(__name__)
+
+_FILE = re.compile(r"^(\d{3})_([A-Za-z0-9_]+)\.sql$")
+
+#: table -> the ingestion-time column its TTL counts from (ingestion time, not event time: a replay of
+#: old traffic must not be deleted on arrival)
+TTL_COLUMNS: dict[str, str] = {
+    "evaluations": "evaluated_at",
+    "evaluation_statements": "evaluated_at",
+    "window_aggregates": "computed_at",
+    "alerts": "fired_at",
+}
+
+
+def ddl_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "deploy" / "clickhouse"
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: list[str]
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+
+
+def load_migrations(directory: Path, database: str) -> list[Migration]:
+    check_identifier(database)
+    out = []
+    for path in sorted(directory.iterdir()):
+        m = _FILE.match(path.name)
+        if not m:
+            continue
+        sql = _strip_comments(path.read_text(encoding="utf-8")).replace("${database}", database)
+        statements = [s.strip() for s in sql.split(";") if s.strip()]
+        out.append(Migration(version=int(m.group(1)), name=m.group(2), statements=statements))
+    versions = [m.version for m in out]
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"duplicate migration versions in {directory}: {versions}")
+    if not out:
+        raise FileNotFoundError(f"no NNN_name.sql migrations in {directory}")
+    return out
+
+
+def apply_migrations(client: Any, database: str, ttl_days: int, directory: Path | None = None) -> list[int]:
+    """Create the database, apply new migrations in order, set the TTLs; return the versions applied."""
+    db = check_identifier(database)
+    client.command(f"CREATE DATABASE IF NOT EXISTS {db}")
+    client.command(
+        f"CREATE TABLE IF NOT EXISTS {db}.schema_migrations "
+        "(version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
+        "ENGINE = MergeTree ORDER BY version"
+    )
+    done = {int(r[0]) for r in client.query(f"SELECT version FROM {db}.schema_migrations").result_rows}
+    applied = []
+    for mig in load_migrations(directory or ddl_dir(), db):
+        if mig.version in done:
+            continue
+        for statement in mig.statements:
+            client.command(statement)
+        client.insert(f"{db}.schema_migrations", [[mig.version, mig.name]], column_names=["version", "name"])
+        applied.append(mig.version)
+        log.info("applied ClickHouse migration %03d_%s", mig.version, mig.name)
+    days = int(ttl_days)
+    if days < 1:
+        raise ValueError("ttl_days must be >= 1")
+    for table, column in TTL_COLUMNS.items():
+        client.command(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({days})")
+    return applied

@@ -1,0 +1,149 @@
+"""Evaluations, windows and alerts as ClickHouse rows (column lists beside the values)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from schemas.alert import Alert
+from schemas.evaluation import Evaluation
+from schemas.window import WindowAggregate
+
+EVALUATION_COLUMNS = [
+    "interaction_id",
+    "timestamp",
+    "evaluated_at",
+    "app",
+    "model",
+    "conversation_id",
+    "judge",
+    "context_entailment",
+    "ground_truth_entails_answer",
+    "answer_entails_ground_truth",
+    "answer_refusal",
+    "ground_truth_refusal",
+    "grounded_precision",
+    "hallucination",
+    "relevance",
+    "unsupported_claims",
+    "judge_calls",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "judge_latency_ms",
+    "complete",
+    "missing",
+    "version",
+    "payload",
+]
+
+STATEMENT_COLUMNS = [
+    "interaction_id",
+    "timestamp",
+    "evaluated_at",
+    "app",
+    "model",
+    "pair",
+    "hypothesis_index",
+    "statement_index",
+    "hypothesis",
+    "statement",
+    "verdict",
+    "score",
+    "tag",
+    "reason",
+    "version",
+]
+
+WINDOW_COLUMNS = [*WindowAggregate.model_fields, "computed_at", "version"]
+ALERT_COLUMNS = list(Alert.model_fields)
+
+
+def utc(ts: datetime) -> datetime:
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def evaluation_version(e: Evaluation) -> int:
+    """A complete evaluation always wins over an incomplete one; among equals the latest wins."""
+    ms = int(utc(e.evaluated_at).timestamp() * 1000)
+    return (int(e.complete) << 50) | ms
+
+
+def evaluation_row(e: Evaluation) -> list[Any]:
+    return [
+        e.interaction_id,
+        utc(e.timestamp),
+        utc(e.evaluated_at),
+        e.app,
+        e.model,
+        e.conversation_id,
+        e.judge,
+        e.context_entailment,
+        e.ground_truth_entails_answer,
+        e.answer_entails_ground_truth,
+        _flag(e.answer_refusal),
+        _flag(e.ground_truth_refusal),
+        e.grounded_precision,
+        _flag(e.hallucination),
+        e.relevance,
+        list(e.unsupported_claims),
+        e.judge_calls,
+        e.input_tokens,
+        e.output_tokens,
+        e.cost_usd,
+        e.judge_latency_ms,
+        int(e.complete),
+        list(e.missing),
+        evaluation_version(e),
+        e.model_dump_json(),
+    ]
+
+
+def statement_rows(e: Evaluation) -> list[list[Any]]:
+    rows = []
+    version = evaluation_version(e)
+    for pair in e.pairs:
+        for hi, hyp in enumerate(pair.hypotheses):
+            for si, st in enumerate(hyp.statements):
+                rows.append(
+                    [
+                        e.interaction_id,
+                        utc(e.timestamp),
+                        utc(e.evaluated_at),
+                        e.app,
+                        e.model,
+                        pair.pair,
+                        hi,
+                        si,
+                        hyp.hypothesis,
+                        st.statement,
+                        st.verdict,
+                        st.score,
+                        st.tag,
+                        st.reason,
+                        version,
+                    ]
+                )
+    return rows
+
+
+def window_row(w: WindowAggregate, computed_at: datetime) -> list[Any]:
+    values = w.model_dump()
+    values["window_start"] = utc(w.window_start)
+    values["window_end"] = utc(w.window_end)
+    computed = utc(computed_at)
+    return [values[c] for c in WindowAggregate.model_fields] + [
+        computed,
+        int(computed.timestamp() * 1_000_000),
+    ]
+
+
+def alert_row(a: Alert) -> list[Any]:
+    values = a.model_dump()
+    for key in ("window_start", "window_end", "fired_at"):
+        values[key] = utc(values[key])
+    return [values[c] for c in ALERT_COLUMNS]

@@ -1,0 +1,201 @@
+"""All groundwatch reads and writes of ClickHouse, async on top of the synchronous client.
+
+chDB has no async client and one engine per process: one store (one client) per process, every call run
+in a worker thread under a lock. Only ``{name:Type}`` query parameters carry values; the database name is
+a checked identifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from schemas.alert import Alert
+from schemas.evaluation import Evaluation
+from schemas.settings import ClickHouseSettings
+from schemas.window import WindowAggregate
+from streams.clickhouse.client import Target, connect, parse_url
+from streams.clickhouse.migrations import apply_migrations
+from streams.clickhouse.rows import (
+    ALERT_COLUMNS,
+    EVALUATION_COLUMNS,
+    STATEMENT_COLUMNS,
+    WINDOW_COLUMNS,
+    alert_row,
+    evaluation_row,
+    statement_rows,
+    utc,
+    window_row,
+)
+from streams.windows.aggregator import EvalRow
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_ROW_FIELDS = list(EvalRow.model_fields)
+
+
+class ClickHouseStore:
+    def __init__(self, client: Any, target: Target) -> None:
+        self.client = client
+        self.target = target
+        self.db = target.database
+        self._lock = threading.Lock()
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    @classmethod
+    def open_sync(cls, settings: ClickHouseSettings, migrate: bool = True) -> ClickHouseStore:
+        target = parse_url(settings.url, settings.database)
+        client = connect(target)
+        if migrate:
+            apply_migrations(client, target.database, settings.ttl_days)
+        return cls(client, target)
+
+    @classmethod
+    async def open(cls, settings: ClickHouseSettings, migrate: bool = True) -> ClickHouseStore:
+        return await asyncio.to_thread(cls.open_sync, settings, migrate)
+
+    def describe(self) -> str:
+        return self.target.describe()
+
+    def close(self) -> None:
+        if self.target.kind != "chdb":  # the embedded engine lives as long as the process
+            self.client.close()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def _locked(self, fn: Callable[[], T]) -> T:
+        with self._lock:
+            return fn()
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.to_thread(self._locked, fn)
+
+    # ---- writes ---------------------------------------------------------------------------------
+    def insert_evaluations_sync(self, evaluations: Sequence[Evaluation]) -> None:
+        if not evaluations:
+            return
+        self._locked(
+            lambda: self.client.insert(
+                f"{self.db}.evaluations",
+                [evaluation_row(e) for e in evaluations],
+                column_names=EVALUATION_COLUMNS,
+            )
+        )
+        statements = [row for e in evaluations for row in statement_rows(e)]
+        if statements:
+            self._locked(
+                lambda: self.client.insert(
+                    f"{self.db}.evaluation_statements", statements, column_names=STATEMENT_COLUMNS
+                )
+            )
+
+    async def insert_evaluations(self, evaluations: Sequence[Evaluation]) -> None:
+        await asyncio.to_thread(self.insert_evaluations_sync, evaluations)
+
+    async def insert_window(self, window: WindowAggregate, computed_at: datetime) -> None:
+        row = window_row(window, computed_at)
+        await self._run(
+            lambda: self.client.insert(f"{self.db}.window_aggregates", [row], column_names=WINDOW_COLUMNS)
+        )
+
+    async def insert_alert(self, alert: Alert) -> None:
+        row = alert_row(alert)
+        await self._run(lambda: self.client.insert(f"{self.db}.alerts", [row], column_names=ALERT_COLUMNS))
+
+    # ---- reads ----------------------------------------------------------------------------------
+    def query_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        def go() -> list[dict[str, Any]]:
+            result = self.client.query(sql, parameters=parameters or {})
+            names = list(result.column_names)
+            return [dict(zip(names, row, strict=True)) for row in result.result_rows]
+
+        return self._locked(go)
+
+    async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.query_sync, sql, parameters)
+
+    def rows_between_sync(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
+        """Deduplicated evaluation rows of one app/model with start <= timestamp < end."""
+        cols = ", ".join(_ROW_FIELDS)
+        rows = self.query_sync(
+            f"SELECT {cols} FROM {self.db}.evaluations FINAL "
+            "WHERE app = {app:String} AND model = {model:String} "
+            "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
+            {"app": app, "model": model, "start": utc(start), "end": utc(end)},
+        )
+        return [EvalRow.model_validate(r) for r in rows]
+
+    async def rows_between(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
+        return await asyncio.to_thread(self.rows_between_sync, app, model, start, end)
+
+    async def has_complete(self, interaction_id: str) -> bool:
+        rows = await self.query(
+            f"SELECT count() AS n FROM {self.db}.evaluations FINAL "
+            "WHERE interaction_id = {iid:String} AND complete = 1",
+            {"iid": interaction_id},
+        )
+        return bool(rows and rows[0]["n"])
+
+    async def alert_exists(self, alert_id: str) -> bool:
+        rows = await self.query(
+            f"SELECT count() AS n FROM {self.db}.alerts WHERE alert_id = {{aid:String}}", {"aid": alert_id}
+        )
+        return bool(rows and rows[0]["n"])
+
+    async def last_alert_end(self, rule: str, app: str, model: str) -> datetime | None:
+        rows = await self.query(
+            f"SELECT max(window_end) AS last, count() AS n FROM {self.db}.alerts "
+            "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String}",
+            {"rule": rule, "app": app, "model": model},
+        )
+        if not rows or not rows[0]["n"]:
+            return None
+        return utc(rows[0]["last"])
+
+    def counts_sync(self) -> dict[str, int]:
+        """Rows per table, deduplicated (FINAL): what a replay or a restart must not inflate."""
+        out: dict[str, int] = {}
+        for table in ("evaluations", "evaluation_statements", "window_aggregates", "alerts"):
+            rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{table} FINAL")
+            out[table] = int(rows[0]["n"]) if rows else 0
+        return out
+
+    async def counts(self) -> dict[str, int]:
+        return await asyncio.to_thread(self.counts_sync)
+
+    def windows_sync(self, since: datetime | None = None) -> list[WindowAggregate]:
+        rows = self.query_sync(
+            "SELECT " + ", ".join(WindowAggregate.model_fields) + f" FROM {self.db}.window_aggregates FINAL "
+            "WHERE window_start >= {since:DateTime64(3, 'UTC')} ORDER BY app, model, window_start",
+            {"since": utc(since) if since else datetime(1970, 1, 1)},
+        )
+        return [WindowAggregate.model_validate(r) for r in rows]
+
+    def alerts_sync(self, since: datetime | None = None) -> list[Alert]:
+        rows = self.query_sync(
+            "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
+            "WHERE window_end >= {since:DateTime64(3, 'UTC')} ORDER BY fired_at",
+            {"since": utc(since) if since else datetime(1970, 1, 1)},
+        )
+        return [Alert.model_validate(r) for r in rows]
+
+    def evaluation_rows_sync(self) -> list[EvalRow]:
+        cols = ", ".join(_ROW_FIELDS)
+        rows = self.query_sync(f"SELECT {cols} FROM {self.db}.evaluations FINAL ORDER BY timestamp")
+        return [EvalRow.model_validate(r) for r in rows]
+
+
+def count_evaluations(settings: ClickHouseSettings) -> int:
+    """Rows in ``evaluations`` (one per interaction). Opens its own client: with chDB, call it only from a
+    process that is not running the worker on the same path (the worker writes ``status_file`` for that)."""
+    store = ClickHouseStore.open_sync(settings)
+    try:
+        return store.counts_sync()["evaluations"]
+    finally:
+        store.close()

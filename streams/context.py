@@ -1,0 +1,151 @@
+"""What the processors share: settings, topics, the judge and the ClickHouse side, opened on worker start."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import faust
+from mode import Service
+from pydantic import BaseModel
+
+from pipeline.judges.base import Judge
+from schemas.deadletter import DeadLetter
+from schemas.settings import Settings
+from streams.codec import encode
+from streams.topics import TopicNames, topic_names
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StreamContext:
+    settings: Settings
+    app: faust.App
+    names: TopicNames
+    topics: dict[str, Any] = field(default_factory=dict)  # topic name -> faust Topic
+    resources: Resources | None = None
+
+    def topic(self, name: str) -> Any:
+        if name not in self.topics:
+            self.topics[name] = self.app.topic(
+                name,
+                key_type=bytes,
+                value_type=bytes,
+                key_serializer="raw",
+                value_serializer="raw",
+                partitions=self.settings.kafka.partitions,
+            )
+        return self.topics[name]
+
+    async def send(self, name: str, key: str | None, value: BaseModel) -> None:
+        await self.topic(name).send(key=key.encode("utf-8") if key else None, value=encode(value))
+
+    async def send_dead(self, letter: DeadLetter) -> None:
+        log.warning(
+            "dead letter: stage=%s id=%s %s: %s",
+            letter.stage,
+            letter.interaction_id,
+            letter.error_type,
+            letter.error[:300],
+        )
+        await self.send(self.names.deadletter, letter.interaction_id, letter)
+
+    @property
+    def res(self) -> Resources:
+        if self.resources is None:
+            raise RuntimeError("stream resources are not attached")
+        return self.resources
+
+
+class Resources(Service):
+    """Opens the judge (and what hangs on it) and the ClickHouse sink when the worker starts; closes them."""
+
+    def __init__(self, ctx: StreamContext, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self._stack = contextlib.AsyncExitStack()
+        self._ready = asyncio.Event()
+        self._judge: Judge | None = None
+        self.refusals: Any = None  # pipeline.refusal.RefusalClassifier
+        self.store: Any = None  # streams.clickhouse.store.ClickHouseStore
+        self.sink: Any = None  # streams.clickhouse.sink.EvaluationSink
+        self.windows: Any = None  # streams.windows.tracker.WindowCloser
+        self._alerts: Any = None  # streams.alerts.engine.AlertEngine
+
+    async def on_start(self) -> None:
+        from pipeline.judges.factory import open_judge
+        from pipeline.refusal import RefusalClassifier
+        from streams.alerts.engine import AlertEngine
+        from streams.clickhouse.sink import EvaluationSink
+        from streams.clickhouse.store import ClickHouseStore
+        from streams.windows.tracker import WindowCloser
+
+        settings = self.ctx.settings
+        self.store = await ClickHouseStore.open(settings.clickhouse)
+        self._judge = await self._stack.enter_async_context(open_judge(settings))
+        self.refusals = RefusalClassifier(self.judge, settings)
+        alerts = self._alerts = AlertEngine.from_settings(settings, self.store, self._publish_alert)
+        self._stack.push_async_callback(alerts.aclose)
+        self.windows = WindowCloser(settings.window, self.store, alerts)
+        self.sink = EvaluationSink(settings.clickhouse, self.store, on_flushed=self._after_flush)
+        self._ready.set()
+        await self.write_status()
+        log.info(
+            "groundwatch resources ready (judge=%s, clickhouse=%s)", self.judge.name, self.store.describe()
+        )
+
+    @property
+    def judge(self) -> Judge:
+        if self._judge is None:
+            raise RuntimeError("the judge is not open yet")
+        return self._judge
+
+    async def _after_flush(self, rows: Sequence[Any]) -> None:
+        await self.windows.touch(rows)
+        await self.write_status()
+
+    async def write_status(self) -> None:
+        """Table counts to ``clickhouse.status_file`` (when set), for followers that cannot open chDB."""
+        path = self.ctx.settings.clickhouse.status_file
+        if path is None or self.store is None:
+            return
+        from streams.status import WorkerStatus, write_status
+
+        counts = await self.store.counts()
+        status = WorkerStatus(
+            counts=counts,
+            windows_written=self.windows.written if self.windows else 0,
+            alerts_fired=self._alerts.fired if self._alerts else 0,
+        )
+        await asyncio.to_thread(write_status, path, status)
+
+    async def _publish_alert(self, alert: BaseModel, key: str) -> None:
+        await self.ctx.send(self.ctx.names.alerts, key, alert)
+
+    async def wait_ready(self) -> Resources:
+        await self._ready.wait()
+        return self
+
+    async def on_stop(self) -> None:
+        if self.sink is not None:
+            try:
+                await self.sink.flush()
+            except Exception:  # the rows stay unacked and come back after a restart
+                log.exception("final flush failed")
+        if self.windows is not None:
+            with contextlib.suppress(Exception):
+                await self.windows.close_due(final=False)
+            with contextlib.suppress(Exception):
+                await self.write_status()
+        await self._stack.aclose()
+        if self.store is not None:
+            await self.store.aclose()
+
+
+def new_context(settings: Settings, app: faust.App) -> StreamContext:
+    return StreamContext(settings=settings, app=app, names=topic_names(settings.kafka))

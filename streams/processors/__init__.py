@@ -1,0 +1,1 @@
+"""One module per stream processor; each has ``register(ctx)`` that defines its faust agent."""

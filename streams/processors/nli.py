@@ -1,0 +1,45 @@
+"""converted -> nli: the three seed-000 pairs judged by the NLI judge (pipeline.nli)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.judges.base import JudgeError
+from schemas.results import Converted
+from streams.codec import DecodeError, dead_letter, decode
+from streams.context import StreamContext
+from streams.runner import run_bounded
+
+
+def register(ctx: StreamContext) -> Any:
+    source = ctx.topic(ctx.names.converted)
+    settings = ctx.settings
+
+    async def handle(event: Any) -> None:
+        from pipeline.nli import run_nli
+
+        raw = event.value
+        try:
+            converted = decode(raw, Converted, settings.limits)
+        except DecodeError as exc:
+            await ctx.send_dead(
+                dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.converted)
+            )
+            return
+        iid = converted.interaction.interaction_id
+        res = await ctx.res.wait_ready()
+        try:
+            result = await run_nli(converted, res.judge, settings)
+        except JudgeError as exc:
+            await ctx.send_dead(
+                dead_letter(
+                    stage="nli", error=exc, payload=raw, source_topic=ctx.names.converted, interaction_id=iid
+                )
+            )
+            return
+        await ctx.send(ctx.names.nli, iid, result)
+
+    async def nli_agent(stream: Any) -> None:
+        await run_bounded(stream, handle, settings.kafka.stage_concurrency)
+
+    return ctx.app.agent(source, name="groundwatch.nli")(nli_agent)

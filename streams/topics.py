@@ -1,0 +1,89 @@
+"""Topic names under the configured prefix and their creation (co-partitioned, keyed by interaction_id)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from schemas.settings import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    interactions: str
+    converted: str
+    nli: str
+    refusals: str
+    evaluations: str
+    alerts: str
+    deadletter: str
+
+    def all(self) -> list[str]:
+        return [
+            self.interactions,
+            self.converted,
+            self.nli,
+            self.refusals,
+            self.evaluations,
+            self.alerts,
+            self.deadletter,
+        ]
+
+
+def topic_names(kafka: KafkaSettings) -> TopicNames:
+    p = kafka.topic_prefix
+    return TopicNames(
+        interactions=f"{p}interactions",
+        converted=f"{p}converted",
+        nli=f"{p}nli",
+        refusals=f"{p}refusals",
+        evaluations=f"{p}evaluations",
+        alerts=f"{p}alerts",
+        deadletter=f"{p}deadletter",
+    )
+
+
+def bootstrap_servers(broker: str) -> str:
+    """``kafka://h1:9092;kafka://h2:9092`` (faust style) -> ``h1:9092,h2:9092`` (aiokafka style)."""
+    hosts = []
+    for part in broker.replace(";", ",").split(","):
+        part = part.strip()
+        if "://" in part:
+            part = part.split("://", 1)[1]
+        if part:
+            hosts.append(part.rstrip("/"))
+    if not hosts:
+        raise ValueError(f"no broker address in {broker!r}")
+    return ",".join(hosts)
+
+
+async def ensure_topics(kafka: KafkaSettings) -> list[str]:
+    """Create the missing topics with the configured partitions; return the names created.
+
+    Every topic gets the same partition count, so a key (interaction_id) lands on the same partition
+    number everywhere and the join's inputs are co-partitioned.
+    """
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers(kafka.broker))
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [n for n in topic_names(kafka).all() if n not in existing]
+        if missing:
+            try:
+                await admin.create_topics(
+                    [
+                        NewTopic(name=n, num_partitions=kafka.partitions, replication_factor=kafka.replicas)
+                        for n in missing
+                    ]
+                )
+            except TopicAlreadyExistsError:  # another worker won the race
+                pass
+            log.info("created topics %s", missing)
+        return missing
+    finally:
+        await admin.close()

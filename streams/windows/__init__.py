@@ -1,0 +1,1 @@
+"""Windowed aggregates: one module per window kind, small aggregator classes."""

@@ -1,0 +1,100 @@
+"""Closes tumbling windows and writes their aggregates, computed from deduplicated ClickHouse rows.
+
+The sink tells the closer which (app, model, window) got rows (``touch``) after each flush. A window is
+due when the event-time watermark (the latest timestamp seen) has passed its end plus the grace period,
+or when no row has landed in it for ``idle_close_seconds`` (so a stream that goes quiet still gets its
+last window written). Its aggregate is then recomputed from the ``evaluations`` table with FINAL, so
+redelivered or replayed rows never count twice, and written to ``window_aggregates`` (a rewrite
+replaces). Rows that arrive after a window closed touch it again and it is recomputed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from schemas.evaluation import Evaluation
+from schemas.settings import WindowSettings
+from schemas.window import WindowAggregate
+from streams.clickhouse.rows import utc
+from streams.clickhouse.store import ClickHouseStore
+from streams.windows.aggregator import WindowStats
+from streams.windows.tumbling import TumblingWindows
+
+log = logging.getLogger(__name__)
+
+WindowKey = tuple[str, str, datetime]  # app, model, window start
+
+
+class WindowListener(Protocol):
+    async def on_window(self, window: WindowAggregate) -> object: ...
+
+
+class WindowCloser:
+    def __init__(
+        self, settings: WindowSettings, store: ClickHouseStore, listener: WindowListener | None = None
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.listener = listener
+        self.windows = TumblingWindows(settings.size_seconds)
+        self._dirty: dict[WindowKey, float] = {}  # -> monotonic time of the last row
+        self.watermark: datetime | None = None
+        self.written = 0
+
+    async def touch(self, evaluations: Sequence[Evaluation]) -> None:
+        now = time.monotonic()
+        for e in evaluations:
+            ts = utc(e.timestamp)
+            self._dirty[(e.app, e.model, self.windows.start_of(ts))] = now
+            if self.watermark is None or ts > self.watermark:
+                self.watermark = ts
+
+    def pending(self) -> list[WindowKey]:
+        return sorted(self._dirty, key=lambda k: (k[2], k[0], k[1]))
+
+    def due(self, now: float | None = None, final: bool = False) -> list[WindowKey]:
+        now = time.monotonic() if now is None else now
+        grace = timedelta(seconds=self.settings.grace_seconds)
+        out = []
+        for key, touched in self._dirty.items():
+            end = self.windows.end_of(key[2])
+            by_watermark = self.watermark is not None and self.watermark >= end + grace
+            idle = now - touched >= self.settings.idle_close_seconds
+            if final or by_watermark or idle:
+                out.append(key)
+        return sorted(out, key=lambda k: (k[2], k[0], k[1]))
+
+    async def compute(self, app: str, model: str, start: datetime) -> WindowAggregate:
+        end = self.windows.end_of(start)
+        rows = await self.store.rows_between(app, model, start, end)
+        return WindowStats().extend(rows).result(window_start=start, window_end=end, app=app, model=model)
+
+    async def close_due(self, final: bool = False) -> list[WindowAggregate]:
+        out = []
+        for key in self.due(final=final):
+            touched = self._dirty.get(key)
+            app, model, start = key
+            aggregate = await self.compute(app, model, start)
+            await self.store.insert_window(aggregate, datetime.now(UTC))
+            self.written += 1
+            if self._dirty.get(key) == touched:  # not touched again meanwhile
+                self._dirty.pop(key, None)
+            out.append(aggregate)
+            log.info(
+                "window %s %s/%s closed: %d interactions, hallucination rate %s",
+                start.isoformat(),
+                app,
+                model,
+                aggregate.count,
+                aggregate.hallucination_rate,
+            )
+            if self.listener is not None:
+                try:
+                    await self.listener.on_window(aggregate)
+                except Exception:
+                    log.exception("alert evaluation failed for window %s %s/%s", start, app, model)
+        return out
