@@ -1,0 +1,190 @@
+"""Integration helpers: a worker subprocess with GROUNDWATCH_* env, topic readers, the report as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+
+from schemas.settings import Settings
+from streams.broker.tansu import free_port
+from streams.report import Report
+from streams.status import WorkerStatus, read_status
+from streams.topics import bootstrap_servers
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+@dataclass
+class Deployment:
+    """One isolated groundwatch deployment on the shared broker: its own topics, group and chDB path."""
+
+    broker_url: str
+    workdir: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    prefix: str = field(default_factory=lambda: f"t{uuid.uuid4().hex[:8]}.")
+
+    @property
+    def status_file(self) -> Path:
+        return self.workdir / "status.json"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDWATCH_")}
+        env.update(
+            {
+                "GROUNDWATCH_KAFKA__BROKER": self.broker_url,
+                "GROUNDWATCH_KAFKA__TOPIC_PREFIX": self.prefix,
+                "GROUNDWATCH_KAFKA__CONSUMER_GROUP": f"{self.prefix}group",
+                "GROUNDWATCH_KAFKA__PARTITIONS": "2",
+                "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "30",
+                "GROUNDWATCH_KAFKA__DATADIR": str(self.workdir / "faust"),
+                "GROUNDWATCH_CLICKHOUSE__URL": f"chdb://{self.workdir / 'chdb'}",
+                "GROUNDWATCH_CLICKHOUSE__STATUS_FILE": str(self.status_file),
+                "GROUNDWATCH_CLICKHOUSE__BATCH_SECONDS": "0.5",
+                "GROUNDWATCH_JUDGE__KIND": "lexical",
+                "GROUNDWATCH_WINDOW__SIZE_SECONDS": "2",
+                "GROUNDWATCH_WINDOW__GRACE_SECONDS": "1",
+                "GROUNDWATCH_WINDOW__IDLE_CLOSE_SECONDS": "2",
+                "GROUNDWATCH_WINDOW__TICK_SECONDS": "0.5",
+                "PYTHONPATH": str(REPO),
+            }
+        )
+        env.update(self.extra_env)
+        return env
+
+    def settings(self) -> Settings:
+        saved = dict(os.environ)
+        try:
+            os.environ.clear()
+            os.environ.update(self.env())
+            return Settings()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def start_worker(self, name: str = "worker") -> WorkerProcess:
+        env = self.env()
+        env["GROUNDWATCH_KAFKA__WEB_PORT"] = str(free_port())
+        log = self.workdir / f"{name}.log"
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "groundwatch.commands.worker_cmd", "--loglevel", "info"],
+                env=env,
+                cwd=self.workdir,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        return WorkerProcess(proc, log, self.status_file)
+
+    def status(self) -> WorkerStatus | None:
+        return read_status(self.status_file)
+
+    def evaluations_in_clickhouse(self) -> int:
+        status = self.status()
+        return status.counts.get("evaluations", 0) if status else 0
+
+    def report(self) -> Report:
+        """`groundwatch report --json` in a subprocess (after the worker stopped: chDB is single-process)."""
+        out = subprocess.run(
+            [sys.executable, "-m", "groundwatch.commands.report_cmd", "--json"],
+            env=self.env(),
+            cwd=self.workdir,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return Report.model_validate_json(out.stdout)
+
+    def read_topic(self, name: str, *, expect: int | None = None, idle_s: float = 3.0) -> list[Any]:
+        return asyncio.run(read_topic(self.broker_url, self.prefix + name, expect=expect, idle_s=idle_s))
+
+
+@dataclass
+class WorkerProcess:
+    proc: subprocess.Popen[bytes]
+    log: Path
+    status_file: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Ready = resources open (the status file appears) and the consumer has partitions."""
+
+        def ready() -> bool:
+            if not self.alive():
+                raise RuntimeError(f"worker exited with {self.proc.returncode}:\n{self.tail()}")
+            return read_status(self.status_file) is not None and "Worker ready" in self.log.read_text(
+                errors="replace"
+            )
+
+        wait_for(ready, timeout, "the worker to start")
+
+    def stop(self, timeout: float = 60.0) -> int:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+
+async def read_topic(broker_url: str, topic: str, *, expect: int | None, idle_s: float) -> list[Any]:
+    """Every message on the topic from the start (JSON values), until ``expect`` arrived and nothing more
+    came for ``idle_s``, or nothing came at all for ``idle_s`` (reading more would find duplicates too)."""
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap_servers(broker_url),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    await consumer.start()
+    out: list[Any] = []
+    try:
+        last = time.monotonic()
+        while True:
+            batch = await consumer.getmany(timeout_ms=500)
+            got = [json.loads(m.value) for msgs in batch.values() for m in msgs if m.value is not None]
+            if got:
+                out.extend(got)
+                last = time.monotonic()
+            elif time.monotonic() - last >= idle_s and (expect is None or len(out) >= expect):
+                break
+            elif time.monotonic() - last >= max(idle_s, 30.0):
+                break
+    finally:
+        await consumer.stop()
+    return out
+
+
+def jsonl(records: Iterable[dict[str, Any]]) -> list[str]:
+    return [json.dumps(r) for r in records]
