@@ -243,3 +243,20 @@ def test_tables_off_treats_the_table_as_text() -> None:
 def test_horizontal_rule_is_not_a_table() -> None:
     text = "Some text line that is long.\n---\nMore text that is also long."
     assert split_sentences(text) == split_sentences(text, SEED)
+
+
+def test_list_right_after_a_table_has_no_intro() -> None:
+    text = "A | B\n--- | ---\n1 | 2\n- the first item is long enough\n- the second item is long enough"
+    assert split_sentences(text) == [
+        "A: 1; B: 2",
+        "- the first item is long enough",
+        "- the second item is long enough",
+    ]
+
+
+def test_list_intro_is_only_the_last_sentence_before_it() -> None:
+    text = "The router has four ports and a switch. The switch has two positions:\n- on\n- off"
+    assert split_sentences(text) == [
+        "The router has four ports and a switch.",
+        "The switch has two positions:\n- on\n- off",
+    ]
