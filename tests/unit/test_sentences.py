@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import nltk
 import pytest
 
-from pipeline.punkt import ensure_punkt, punkt_data_dir
+import pipeline.punkt
+from pipeline.punkt import PunktMissingError, ensure_punkt, punkt_data_dir
 from pipeline.sentences import first_sentences, join_short, last_sentence, split_long, split_sentences
 from schemas.settings import SplitSettings
 
@@ -28,6 +31,15 @@ def test_punkt_comes_from_the_installed_wheel_and_is_added_once() -> None:
     ensure_punkt.cache_clear()
     ensure_punkt()
     assert nltk.data.path.count(str(path)) == 1
+
+
+def test_missing_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> importlib.metadata.Distribution:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(pipeline.punkt.importlib.metadata, "distribution", missing)
+    with pytest.raises(PunktMissingError, match=r"install llama-index-core==0\.14\.25 --no-deps"):
+        punkt_data_dir()
 
 
 def test_trained_punkt_keeps_abbreviations() -> None:
