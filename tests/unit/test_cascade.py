@@ -9,7 +9,7 @@ import pytest
 from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
 from pipeline.judges.cascade import CascadeJudge
 from pipeline.judges.lexical import LexicalJudge
-from schemas.results import HypothesisResult, JudgeCall, StatementVerdict
+from schemas.results import HypothesisResult, JudgeCall, Stage, StatementVerdict
 from schemas.settings import JudgeSettings
 
 
@@ -28,8 +28,8 @@ class ScriptedLLM:
         self.pronouns_asked: list[list[str]] = []
         self.closed = False
 
-    def _call(self, stage: str, items: int) -> JudgeCall:
-        return JudgeCall(stage=stage, judge=self.name, model=self.model, input_tokens=10, items=items)  # type: ignore[arg-type]
+    def _call(self, stage: Stage, items: int) -> JudgeCall:
+        return JudgeCall(stage=stage, judge=self.name, model=self.model, input_tokens=10, items=items)
 
     async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
         self.pronouns_asked.append(list(sentences))
