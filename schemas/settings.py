@@ -71,6 +71,11 @@ class JudgeSettings(BaseModel):
     local_threads: int = 2
     local_ctx: int = 4096
     local_port: int = 0  # 0 = a free port on 127.0.0.1
+    local_start_timeout_s: float = 180.0  # model load + first answer of /v1/models
+    local_timeout_s: float = 900.0  # one request to the local server (2 CPU cores: minutes under load)
+    local_max_in_flight: int = Field(1, ge=1)  # llama.cpp's server answers one request at a time
+    cache_max_entries: int = Field(100_000, ge=1)  # in-memory verdict cache (LRU)
+    cascade_llm: Literal["openai", "local"] = "local"  # the LLM behind the cascade's unsure cases
 
 
 class PipelineSettings(BaseModel):
