@@ -1,0 +1,222 @@
+"""Prompt templates (one file per prompt), their typed output models, and rendering.
+
+Each ``*.md`` file here starts with a small header (``name``, ``version``, ``output``: the pydantic
+model of its answer) and holds its text in sections: ``<!-- system -->`` (instructions and few-shot
+examples), ``<!-- user -->`` (the data, as ``${placeholders}``) and optional named sections.
+
+Untrusted text (premise, hypotheses, texts to classify) is always fenced in tags, and any fence tag
+inside it is neutralised (its ``<`` becomes ``‹``), so a text can never close its fence and pose as
+instructions; the system text says that fenced content is data, never instructions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from string import Template
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from prompts.models import (
+    OUTPUT_MODELS,
+    HypothesisAnswer,
+    NliAnswer,
+    NliRefusalAnswer,
+    PronounsAnswer,
+    PronounSentence,
+    RefusalAnswer,
+    RefusalItem,
+    StatementAnswer,
+)
+
+__all__ = [
+    "FENCE_TAGS",
+    "HypothesisAnswer",
+    "NliAnswer",
+    "NliRefusalAnswer",
+    "PromptTemplate",
+    "Prompts",
+    "PronounSentence",
+    "PronounsAnswer",
+    "RefusalAnswer",
+    "RefusalItem",
+    "RenderedPrompt",
+    "StatementAnswer",
+    "fence",
+    "load_template",
+    "neutralise",
+    "strict_json_schema",
+]
+
+OutT = TypeVar("OutT", bound=BaseModel)
+
+#: tag names used as fences; any of them inside untrusted text is neutralised
+FENCE_TAGS = (
+    "premise",
+    "document",
+    "hypotheses",
+    "hypothesis",
+    "sentences",
+    "sentence",
+    "texts",
+    "text",
+    "refusal_question",
+)
+_FENCE_RE = re.compile(r"<(\s*/?\s*)(" + "|".join(FENCE_TAGS) + r")\b", re.IGNORECASE)
+_HEADER_RE = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
+_SECTION_RE = re.compile(r"^<!-- (\w+) -->\n", re.MULTILINE)
+
+
+def neutralise(text: str) -> str:
+    """Make any fence tag inside untrusted text inert: ``</premise>`` -> ``‹/premise>``."""
+    return _FENCE_RE.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
+
+
+def fence(tag: str, text: str, item_id: int | None = None) -> str:
+    """``<tag id="N">text</tag>`` with the text neutralised."""
+    attr = f' id="{item_id}"' if item_id is not None else ""
+    return f"<{tag}{attr}>{neutralise(text)}</{tag}>"
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    name: str
+    version: str
+    output: str  # the name of its output model in prompts.models
+    sections: dict[str, str]
+    fingerprint: str  # sha256 of the file, so an edit without a version bump never reuses cached verdicts
+
+    def section(self, key: str, **values: str) -> str:
+        return Template(self.sections[key]).substitute(values)
+
+
+@dataclass(frozen=True)
+class RenderedPrompt(Generic[OutT]):
+    """A prompt ready to send: chat messages and the model its answer must validate against."""
+
+    name: str
+    version: str
+    messages: list[dict[str, str]]
+    output_model: type[OutT]
+
+    def json_schema(self) -> dict[str, Any]:
+        return strict_json_schema(self.output_model)
+
+
+def load_template(name: str) -> PromptTemplate:
+    """Read ``prompts/<name>.md`` (package data) and parse its header and sections."""
+    raw = resources.files("prompts").joinpath(f"{name}.md").read_text(encoding="utf-8")
+    m = _HEADER_RE.match(raw)
+    if m is None:
+        raise ValueError(f"prompt {name}.md has no '---' header")
+    header: dict[str, str] = {}
+    for line in m.group(1).splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise ValueError(f"prompt {name}.md: bad header line {line!r}")
+        header[key.strip()] = value.strip()
+    for key in ("name", "version", "output"):
+        if key not in header:
+            raise ValueError(f"prompt {name}.md: header lacks {key!r}")
+    if header["output"] not in OUTPUT_MODELS:
+        raise ValueError(f"prompt {name}.md: unknown output model {header['output']!r}")
+    body = raw[m.end() :]
+    parts = _SECTION_RE.split(body)
+    sections = {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
+    for key in ("system", "user"):
+        if key not in sections:
+            raise ValueError(f"prompt {name}.md lacks the <!-- {key} --> section")
+    return PromptTemplate(
+        name=header["name"],
+        version=header["version"],
+        output=header["output"],
+        sections=sections,
+        fingerprint=hashlib.sha256(raw.encode()).hexdigest()[:16],
+    )
+
+
+class Prompts:
+    """The three prompts, loaded once, each rendered with typed input and a typed output model."""
+
+    def __init__(self) -> None:
+        self.pronouns_t = load_template("pronouns")
+        self.nli_t = load_template("nli")
+        self.refusal_t = load_template("refusal")
+
+    @staticmethod
+    def _messages(t: PromptTemplate, **values: str) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": t.section("system")},
+            {"role": "user", "content": t.section("user", **values)},
+        ]
+
+    @staticmethod
+    def _version(t: PromptTemplate) -> str:
+        return f"{t.version}+{t.fingerprint}"
+
+    def pronouns(self, sentences: Sequence[str]) -> RenderedPrompt[PronounsAnswer]:
+        t = self.pronouns_t
+        items = "\n".join(fence("sentence", s, i) for i, s in enumerate(sentences, 1))
+        return RenderedPrompt(
+            t.name,
+            self._version(t),
+            self._messages(t, sentences=items, count=str(len(sentences))),
+            PronounsAnswer,
+        )
+
+    def nli(
+        self,
+        premise: str,
+        hypotheses: Sequence[str],
+        *,
+        document: str | None = None,
+        ask_refusal: bool = False,
+    ) -> RenderedPrompt[NliAnswer]:
+        t = self.nli_t
+        values = {
+            "document": fence("document", document) + "\n" if document else "",
+            "premise": neutralise(premise),
+            "hypotheses": "\n".join(fence("hypothesis", h, i) for i, h in enumerate(hypotheses, 1)),
+            "refusal": t.section("refusal") + "\n" if ask_refusal else "",
+            "count": str(len(hypotheses)),
+        }
+        model: type[NliAnswer] = NliRefusalAnswer if ask_refusal else NliAnswer
+        return RenderedPrompt(t.name, self._version(t), self._messages(t, **values), model)
+
+    def refusal(self, texts: Sequence[str]) -> RenderedPrompt[RefusalAnswer]:
+        t = self.refusal_t
+        items = "\n".join(fence("text", s, i) for i, s in enumerate(texts, 1))
+        return RenderedPrompt(
+            t.name, self._version(t), self._messages(t, texts=items, count=str(len(texts))), RefusalAnswer
+        )
+
+    def versions(self) -> dict[str, str]:
+        return {t.name: self._version(t) for t in (self.pronouns_t, self.nli_t, self.refusal_t)}
+
+
+def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema in OpenAI's strict form: refs inlined, every property required, no extras."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return fix(defs[node["$ref"].rsplit("/", 1)[-1]])
+            out = {k: fix(v) for k, v in node.items() if k not in ("default", "title", "description")}
+            if isinstance(node.get("properties"), dict):
+                out["properties"] = {k: fix(v) for k, v in node["properties"].items()}
+            if out.get("type") == "object" and "properties" in out:
+                out["required"] = list(out["properties"])
+                out["additionalProperties"] = False
+            return out
+        if isinstance(node, list):
+            return [fix(v) for v in node]
+        return node
+
+    fixed: dict[str, Any] = fix(schema)
+    return fixed

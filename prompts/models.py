@@ -1,0 +1,62 @@
+"""Typed output of each prompt (ragas style: one pydantic model per prompt's answer)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PronounSentence(_Strict):
+    id: int
+    text: str
+
+
+class PronounsAnswer(_Strict):
+    """pronouns.md: one rewritten sentence per input sentence, by id."""
+
+    sentences: list[PronounSentence]
+
+
+class StatementAnswer(_Strict):
+    statement: str
+    reason: str = Field(description="short reason, at most 15 words")
+    verdict: Literal["entailed", "contradicted", "not_stated"]
+    tag: str
+
+
+class HypothesisAnswer(_Strict):
+    id: int
+    statements: list[StatementAnswer]
+
+
+class NliAnswer(_Strict):
+    """nli.md: the statements of each hypothesis, by id."""
+
+    hypotheses: list[HypothesisAnswer]
+
+
+class NliRefusalAnswer(NliAnswer):
+    """nli.md with the refusal question (seed 001's "same" mode)."""
+
+    refusal: bool
+
+
+class RefusalItem(_Strict):
+    id: int
+    refusal: bool
+
+
+class RefusalAnswer(_Strict):
+    """refusal.md: one flag per text, by id."""
+
+    texts: list[RefusalItem]
+
+
+OUTPUT_MODELS: dict[str, type[BaseModel]] = {
+    m.__name__: m for m in (PronounsAnswer, NliAnswer, NliRefusalAnswer, RefusalAnswer)
+}
