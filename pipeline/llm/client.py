@@ -1,0 +1,308 @@
+"""JudgeClient: one prompt in, one validated answer out, over any OpenAI-compatible endpoint.
+
+- at most ``max_in_flight`` requests at once (an asyncio.Semaphore held per attempt, not during backoff);
+- bounded retries with exponential backoff and jitter on 429, 5xx, timeouts, connection errors and on
+  output that does not parse or validate (truncated output included); the SDK's own retries are off;
+- structured output: ``response_format`` json_schema (strict); when the server rejects it, json_object,
+  then no response_format at all with the first JSON object extracted from the text (remembered per client);
+- every call becomes a JudgeCall with tokens from ``usage``, latency, attempts and cost from
+  ``settings.prices`` (per model, per 1K tokens).
+
+The API key is a SecretStr; it is handed to the SDK and never appears in this object's repr or in a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import openai
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from pipeline.judges.base import JudgeError
+from prompts import RenderedPrompt
+from schemas.results import JudgeCall, Stage
+from schemas.settings import JudgeSettings
+
+log = logging.getLogger(__name__)
+
+OutT = TypeVar("OutT", bound=BaseModel)
+#: json_schema: OpenAI's strict structured output; json_object_schema: {"type": "json_object", "schema": ...}
+#: (llama-cpp-python's server turns that schema into a grammar); json_object; none: JSON asked in the prompt
+FormatMode = Literal["json_schema", "json_object_schema", "json_object", "none"]
+_DOWNGRADE: dict[FormatMode, FormatMode] = {
+    "json_schema": "json_object_schema",
+    "json_object_schema": "json_object",
+    "json_object": "none",
+}
+LOCAL_DUMMY_KEY = "sk-local-no-key"
+JSON_ONLY_HINT = "Answer with one JSON object only, no other text."
+
+
+class ParseFailure(Exception):
+    """The model's output is not a valid answer (bad JSON, wrong shape, truncated, wrong ids)."""
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def extract_json_object(text: str) -> Any:
+    """The first JSON object in ``text`` (tolerates prose and ``` fences around it)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    raise ParseFailure(f"no JSON object in the output ({len(text)} chars): {text[:120]!r}")
+
+
+def price(settings: JudgeSettings, model: str, input_tokens: int, output_tokens: int) -> float:
+    """Cost in USD from the per-model price per 1K tokens; 0 for a model without a price."""
+    p = settings.prices.get(model)
+    if p is None:
+        return 0.0
+    return input_tokens / 1000.0 * p.input_per_1k + output_tokens / 1000.0 * p.output_per_1k
+
+
+class JudgeClient:
+    """Sends rendered prompts; returns (validated answer, JudgeCall) or raises JudgeError."""
+
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        *,
+        judge_name: str = "openai",
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: SecretStr | None = None,
+        format_mode: FormatMode | None = None,
+    ) -> None:
+        self.settings = settings
+        self.judge_name = judge_name
+        self.base_url = base_url if base_url is not None else settings.base_url
+        self.model = model if model is not None else settings.model
+        key = api_key if api_key is not None else settings.api_key
+        if key is None:
+            if self.base_url is None:
+                raise JudgeError(
+                    "the openai judge needs an API key: set GROUNDWATCH_JUDGE__API_KEY "
+                    "(or GROUNDWATCH_JUDGE__BASE_URL for a local OpenAI-compatible server)"
+                )
+            key = SecretStr(LOCAL_DUMMY_KEY)
+        self._key = key
+        self._sdk = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=key.get_secret_value(),
+            max_retries=0,
+            timeout=settings.timeout_s,
+        )
+        self._sem = asyncio.Semaphore(settings.max_in_flight)
+        self._rng = random.Random()
+        self.format_mode: FormatMode = format_mode or (
+            "json_schema" if settings.structured_output else "json_object"
+        )
+
+    def __repr__(self) -> str:
+        return f"JudgeClient(judge={self.judge_name!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+    __str__ = __repr__
+
+    async def aclose(self) -> None:
+        await self._sdk.close()
+
+    # ------------------------------------------------------------------ one call, with its retries
+    async def complete(
+        self,
+        prompt: RenderedPrompt[OutT],
+        *,
+        stage: Stage,
+        items: int = 1,
+        check: Callable[[OutT], None] | None = None,
+    ) -> tuple[OutT, JudgeCall]:
+        """Send ``prompt`` until its answer validates against ``prompt.output_model`` (and ``check``).
+
+        ``check`` raises ValueError when a parsed answer is still unusable (wrong ids, wrong count):
+        that is retried like malformed output.
+        """
+        usage = Usage()
+        start = time.perf_counter()
+        attempts = 0
+        failures = 0
+        last_error = "no attempt made"
+        while True:
+            attempts += 1
+            try:
+                async with self._sem:
+                    answer = await self._attempt(prompt, usage)
+                if check is not None:
+                    try:
+                        check(answer)
+                    except ValueError as exc:
+                        raise ParseFailure(f"answer rejected: {exc}") from exc
+                call = JudgeCall(
+                    stage=stage,
+                    judge=self.judge_name,
+                    model=self.model,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    latency_ms=(time.perf_counter() - start) * 1000.0,
+                    cost_usd=price(self.settings, self.model, usage.input_tokens, usage.output_tokens),
+                    attempts=attempts,
+                    items=items,
+                )
+                return answer, call
+            except _FormatRejected as exc:
+                # not the model's fault: switch to a plainer output mode and go again (not counted)
+                nxt = _DOWNGRADE.get(self.format_mode)
+                if nxt is None:
+                    raise JudgeError(f"{self._where(prompt)}: request rejected: {exc}") from exc
+                log.warning(
+                    "%s: server rejected response_format %s (%s); using %s from now on",
+                    self._where(prompt),
+                    self.format_mode,
+                    exc.status,
+                    nxt,
+                )
+                self.format_mode = nxt
+                attempts -= 1
+                continue
+            except (ParseFailure, _Retryable) as exc:
+                failures += 1
+                last_error = str(exc)
+                if failures > self.settings.max_retries:
+                    raise JudgeError(
+                        f"{self._where(prompt)}: gave up after {attempts} attempts; last error: {last_error}"
+                    ) from exc
+                delay = self._backoff(failures, getattr(exc, "retry_after", None))
+                log.info(
+                    "%s: attempt %d failed (%s); retrying in %.2fs",
+                    self._where(prompt),
+                    attempts,
+                    last_error,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+
+    def _where(self, prompt: RenderedPrompt[Any]) -> str:
+        return f"judge {self.judge_name} ({self.model}) prompt {prompt.name}"
+
+    def _backoff(self, failures: int, retry_after: float | None) -> float:
+        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (failures - 1))
+        delay = cap / 2 + self._rng.uniform(0, cap / 2)  # "equal jitter"
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.settings.backoff_max_s))
+        return delay
+
+    # ------------------------------------------------------------------ one HTTP request
+    async def _attempt(self, prompt: RenderedPrompt[OutT], usage: Usage) -> OutT:
+        mode = self.format_mode
+        messages: list[dict[str, str]] = [dict(m) for m in prompt.messages]
+        kwargs: dict[str, Any] = {}
+        if mode == "json_schema":
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": prompt.name, "strict": True, "schema": prompt.json_schema()},
+            }
+        elif mode == "json_object_schema":
+            kwargs["response_format"] = {"type": "json_object", "schema": prompt.json_schema()}
+        elif mode == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+        if mode in ("json_object", "none"):
+            messages[-1]["content"] += "\n" + JSON_ONLY_HINT
+        try:
+            resp = await self._sdk.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                temperature=self.settings.temperature,
+                max_tokens=self.settings.max_output_tokens,
+                **kwargs,
+            )
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            # a server that does not know a response_format answers 400/422, or (llama-cpp-python) 500
+            # with a validation error naming response_format
+            if status in (400, 422, 500) and mode != "none" and _about_format(_short(exc), status):
+                raise _FormatRejected(status, _short(exc)) from exc
+            if status == 429 or status >= 500 or status == 408:
+                raise _Retryable(f"HTTP {status}: {_short(exc)}", _retry_after(exc)) from exc
+            raise JudgeError(f"{self._where(prompt)}: HTTP {status}: {_short(exc)}") from exc
+        except openai.APITimeoutError as exc:
+            raise _Retryable(f"timeout after {self.settings.timeout_s}s") from exc
+        except openai.APIConnectionError as exc:
+            raise _Retryable(f"connection error: {exc}") from exc
+
+        if resp.usage is not None:
+            usage.input_tokens += resp.usage.prompt_tokens or 0
+            usage.output_tokens += resp.usage.completion_tokens or 0
+        if not resp.choices:
+            raise ParseFailure("the response has no choices")
+        choice = resp.choices[0]
+        text = choice.message.content or ""
+        if choice.finish_reason == "length":
+            raise ParseFailure(f"output truncated (finish_reason=length) after {len(text)} chars")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = extract_json_object(text)  # prose or ``` around the object; ParseFailure if none
+        try:
+            return prompt.output_model.model_validate(data)
+        except ValidationError as exc:
+            raise ParseFailure(
+                f"output does not match {prompt.output_model.__name__}: "
+                f"{exc.error_count()} errors, first: {exc.errors()[0]['msg']}"
+            ) from exc
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _FormatRejected(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+def _short(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and "message" in err:
+            return str(err["message"])[:300]
+    return str(exc.message)[:300]
+
+
+def _about_format(message: str, status: int) -> bool:
+    m = message.lower()
+    if status >= 500:
+        return "response_format" in m
+    return any(
+        w in m for w in ("response_format", "json_schema", "json_object", "schema", "grammar", "format")
+    )
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None

@@ -1,0 +1,16 @@
+"""Shared fixtures: the fake OpenAI-compatible server (real HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A fresh fake server per test; tweak ``fake_openai.config`` / ``.faults``; read ``.stats``."""
+    with FakeOpenAIServer() as server:
+        yield server

@@ -1,0 +1,379 @@
+"""A fake OpenAI-compatible server on 127.0.0.1 for protocol, retry, fault and cost tests.
+
+A test double, never offered as a judge. It speaks real HTTP (aiohttp, in a thread of its own so
+that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's three
+prompts from their fences, and answers with scripted verdicts:
+
+- pronouns: the sentences unchanged;
+- nli: one statement per hypothesis, entailed when at least half of its content words appear in the
+  premise, else not_stated; with the refusal question, the refusal flag of the joined hypotheses;
+- refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...).
+
+Any of the three can be overridden with a ``Script``. Faults: latency, a rate of 429/500 errors, a
+rate of malformed output (broken JSON, truncated with finish_reason "length", wrong shape), a queue of
+scripted faults for deterministic tests, and rejection of ``response_format`` json_schema.
+
+CLI: ``python -m tests.fakes.openai_server --port 8000 --latency-ms 300 --error-rate 0.1
+--malformed-rate 0.1 [--reject-json-schema] [--seed N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+_STOP = frozenset(
+    "a an the and or but of to in on at by for with from as is are was were be been being it its this that "
+    "these those there their they he she his her we you i not no do does did has have had which who whom "
+    "what when where why how than then so such into over under about after before".split()
+)
+REFUSAL_PHRASES = (
+    "i don't know",
+    "i do not know",
+    "cannot",
+    "can't",
+    "not in the context",
+    "no information",
+    "unable to",
+    "not provided",
+    "does not contain",
+    "doesn't contain",
+    "not mentioned",
+    "i'm sorry",
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and (len(w) > 2 or w.isdigit())}
+
+
+def default_statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
+    words = content_words(hypothesis)
+    supported = words & content_words(premise)
+    entailed = bool(words) and len(supported) * 2 >= len(words)
+    return [
+        {
+            "statement": hypothesis,
+            "reason": f"{len(supported)} of {len(words)} content words in the premise",
+            "verdict": "entailed" if entailed else "not_stated",
+            "tag": "claim",
+        }
+    ]
+
+
+def default_refusal(text: str) -> bool:
+    low = text.lower().replace("’", "'")
+    return any(p in low for p in REFUSAL_PHRASES)
+
+
+@dataclass
+class Script:
+    """What the fake answers; each callable can be replaced by a test."""
+
+    pronouns: Callable[[list[str]], list[str]] = field(default=lambda sentences: list(sentences))
+    statements: Callable[[str, str], list[dict[str, str]]] = default_statements
+    refusal: Callable[[str], bool] = default_refusal
+
+
+@dataclass
+class FakeConfig:
+    latency_ms: float = 0.0
+    error_rate: float = 0.0  # share of requests answered 429 or 500
+    malformed_rate: float = 0.0  # share answered with broken / truncated / wrong-shape output
+    # response_format kinds answered 400: "json_schema", "json_object_schema" ({"type": "json_object",
+    # "schema": ...}, llama.cpp style), "json_object"
+    reject_formats: tuple[str, ...] = ()
+    prose_around_json: bool = True  # without any response_format, wrap the JSON in prose and a ``` fence
+    seed: int = 0
+    script: Script = field(default_factory=Script)
+
+
+@dataclass
+class Stats:
+    requests: int = 0  # chat completion requests received (including failed ones)
+    ok: int = 0
+    errors: int = 0
+    malformed: int = 0
+    rejected_format: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    by_prompt: dict[str, int] = field(default_factory=dict)
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    auth: list[str] = field(default_factory=list)
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / 4))
+
+
+_ITEM = {
+    "sentence": re.compile(r'<sentence id="(\d+)">(.*?)</sentence>', re.DOTALL),
+    "hypothesis": re.compile(r'<hypothesis id="(\d+)">(.*?)</hypothesis>', re.DOTALL),
+    "text": re.compile(r'<text id="(\d+)">(.*?)</text>', re.DOTALL),
+}
+_PREMISE = re.compile(r"<premise>\n?(.*?)\n?</premise>", re.DOTALL)
+
+
+def _items(kind: str, text: str) -> list[str]:
+    return [m.group(2) for m in _ITEM[kind].finditer(text)]
+
+
+class FakeOpenAIServer:
+    """Start with ``start()`` (or ``with FakeOpenAIServer() as fake:``); ``base_url`` ends in /v1."""
+
+    def __init__(self, config: FakeConfig | None = None, *, port: int = 0) -> None:
+        self.config = config or FakeConfig()
+        self.stats = Stats()
+        self.faults: list[int | str] = []  # scripted faults, one per request: 429, 500, "malformed"...
+        self._port = port
+        self._lock = threading.Lock()
+        self._rng = random.Random(self.config.seed)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.port = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        self._thread = threading.Thread(target=self._run, name="fake-openai", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("fake OpenAI server did not start in 10 s")
+        if self._error is not None:
+            raise RuntimeError(f"fake OpenAI server failed to start: {self._error}") from self._error
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self.stats = Stats()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._serve())
+        except BaseException as exc:  # reported to start()
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            if self._runner is not None:
+                loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+    async def _serve(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    # ------------------------------------------------------------------ handlers
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "test"}]}
+        )
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        with self._lock:
+            self.stats.requests += 1
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            self.stats.bodies.append(body)
+            self.stats.auth.append(request.headers.get("Authorization", ""))
+            fault: int | str | None = self.faults.pop(0) if self.faults else None
+            if fault is None and self._rng.random() < self.config.error_rate:
+                fault = self._rng.choice([429, 500])
+            if fault is None and self._rng.random() < self.config.malformed_rate:
+                fault = self._rng.choice(["broken", "truncated", "shape"])
+        try:
+            if self.config.latency_ms:
+                await asyncio.sleep(self.config.latency_ms / 1000.0)
+            return self._answer(body, fault)
+        finally:
+            with self._lock:
+                self.stats.in_flight -= 1
+
+    def _answer(self, body: dict[str, Any], fault: int | str | None) -> web.Response:
+        rf = body.get("response_format") or {}
+        fmt = rf.get("type")
+        if fmt == "json_object" and "schema" in rf:
+            fmt = "json_object_schema"
+        if fmt in self.config.reject_formats:
+            with self._lock:
+                self.stats.rejected_format += 1
+            return _error(400, f"response_format {fmt} is not supported by this server", "response_format")
+        if isinstance(fault, int):
+            with self._lock:
+                self.stats.errors += 1
+            return _error(
+                fault,
+                "rate limited" if fault == 429 else "internal error",
+                None,
+                {"Retry-After": "0"} if fault == 429 else None,
+            )
+        messages = body.get("messages") or []
+        user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+        prompt_text = "".join(str(m.get("content", "")) for m in messages)
+        kind, answer = self._scripted(user)
+        content = json.dumps(answer)
+        finish = "stop"
+        if fault is not None:
+            with self._lock:
+                self.stats.malformed += 1
+            if fault == "truncated":
+                content, finish = content[: max(1, len(content) // 2)], "length"
+            elif fault == "shape":
+                content = json.dumps({"result": "entailed"})
+            else:  # "broken"/"malformed": cut JSON that says it stopped normally
+                content = content[: max(1, len(content) // 2)]
+        elif fmt is None and self.config.prose_around_json:
+            content = f"Here is my answer:\n```json\n{content}\n```"
+        usage_in, usage_out = estimate_tokens(prompt_text), estimate_tokens(content)
+        with self._lock:
+            self.stats.ok += 1
+            self.stats.prompt_tokens += usage_in
+            self.stats.completion_tokens += usage_out
+            self.stats.by_prompt[kind] = self.stats.by_prompt.get(kind, 0) + 1
+        return web.json_response(
+            {
+                "id": f"chatcmpl-fake-{self.stats.requests}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": finish,
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": usage_in,
+                    "completion_tokens": usage_out,
+                    "total_tokens": usage_in + usage_out,
+                },
+            }
+        )
+
+    def _scripted(self, user: str) -> tuple[str, dict[str, Any]]:
+        script = self.config.script
+        if "<premise>" in user:
+            m = _PREMISE.search(user)
+            premise = m.group(1) if m else ""
+            hyps = _items("hypothesis", user)
+            out: dict[str, Any] = {
+                "hypotheses": [
+                    {"id": i, "statements": script.statements(premise, h)} for i, h in enumerate(hyps, 1)
+                ]
+            }
+            if "<refusal_question>" in user:
+                out["refusal"] = script.refusal(" ".join(hyps))
+            return "nli", out
+        if '<sentence id="' in user:
+            sentences = script.pronouns(_items("sentence", user))
+            return "pronouns", {"sentences": [{"id": i, "text": s} for i, s in enumerate(sentences, 1)]}
+        if '<text id="' in user:
+            texts = _items("text", user)
+            return "refusal", {
+                "texts": [{"id": i, "refusal": script.refusal(t)} for i, t in enumerate(texts, 1)]
+            }
+        return "unknown", {"error": "prompt not recognised"}
+
+
+def _error(
+    status: int, message: str, param: str | None, headers: dict[str, str] | None = None
+) -> web.Response:
+    kind = "invalid_request_error" if status < 500 and status != 429 else "server_error"
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "param": param, "code": None}},
+        status=status,
+        headers=headers,
+    )
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.fakes.openai_server", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--latency-ms", type=float, default=0.0)
+    ap.add_argument("--error-rate", type=float, default=0.0)
+    ap.add_argument("--malformed-rate", type=float, default=0.0)
+    ap.add_argument(
+        "--reject-json-schema", action="store_true", help="answer 400 to json_schema response_format"
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    config = FakeConfig(
+        latency_ms=args.latency_ms,
+        error_rate=args.error_rate,
+        malformed_rate=args.malformed_rate,
+        reject_formats=("json_schema",) if args.reject_json_schema else (),
+        seed=args.seed,
+    )
+    server = FakeOpenAIServer(config, port=args.port).start()
+    signal.signal(signal.SIGTERM, _interrupt)
+    print(f"fake OpenAI server on {server.base_url} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        s = server.stats
+        print(
+            f"requests={s.requests} ok={s.ok} errors={s.errors} malformed={s.malformed} "
+            f"prompt_tokens={s.prompt_tokens} completion_tokens={s.completion_tokens}"
+        )
+
+
+if __name__ == "__main__":
+    main()
