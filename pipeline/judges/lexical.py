@@ -5,8 +5,8 @@ Entailment
     the weighted share of its content tokens (``pipeline.text_normalise.tokens_of``: stemmed words,
     names, canonical numbers) found in the premise: a number weighs 3, a name (capitalised token) 2, a
     word 1; a word that shares a 5-letter prefix with a premise word counts half. Numbers match when equal
-    after normalisation ("67 million" = "67,000,000") or within 1 % (rounding: "$181.7 million" vs
-    "181,674,817").
+    after normalisation ("67 million" = "67,000,000") or when the statement's number is the premise's
+    rounded to its significant digits ("$181.7 million" for "181,674,817"; 1997 is not 1995).
     A number absent from the premise is strong evidence of a hallucination: the score is capped at
     ``number_cap`` times the support and the verdict is ``contradicted`` when the premise has other numbers
     (else ``not_stated``). A missing name caps the score at ``name_cap``.
@@ -34,7 +34,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.refusal_phrases import refusal_match
@@ -84,6 +84,24 @@ def split_statements(hypothesis: str, min_tokens: int = 2) -> list[str]:
     return statements or [text]
 
 
+def is_rounding_of(value: Decimal, exact: Decimal) -> bool:
+    """True when ``value`` is ``exact`` rounded to ``value``'s significant digits, at least 2 of them.
+
+    "$181.7 million" (1817 x 10^5) is 181,674,817 rounded; 1997 is not 1995, nor 2018 2017.
+    """
+    if value == exact:
+        return True
+    if value == 0 or exact == 0 or (value < 0) != (exact < 0):
+        return False
+    digits = value.normalize().as_tuple()
+    significant = len(digits.digits)
+    exponent = digits.exponent
+    if not isinstance(exponent, int) or significant < 2:
+        return False
+    quantum = Decimal(1).scaleb(exponent)
+    return exact.quantize(quantum, rounding=ROUND_HALF_UP) == value.quantize(quantum)
+
+
 def gold_alternatives(premise: str) -> list[tuple[str, ...]]:
     """Gold short answers when the premise ends in a line of alternatives ``a | b | c`` (QA sets)."""
     last = premise.strip().rsplit("\n", 1)[-1]
@@ -124,9 +142,8 @@ class PremiseIndex:
             if token.norm in self.number_norms:
                 return 1.0
             value = Decimal(token.norm)
-            for n in self.numbers:
-                if n != 0 and abs(value - n) <= abs(n) * Decimal("0.01"):
-                    return 1.0
+            if any(is_rounding_of(value, n) for n in self.numbers):
+                return 1.0
             # a number written as a word in the premise ("two") is a word there, not a number
             return 1.0 if token.surface.lower() in self.norms else 0.0
         if token.norm in self.norms:

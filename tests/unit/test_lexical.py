@@ -195,3 +195,18 @@ async def test_classify_refusals_one_flag_each() -> None:
     out = await LexicalJudge().classify_refusals(["I don't know.", "It is 5 km away.", ""])
     assert out.value == [True, False, False]
     assert out.calls[0].stage == "refusal" and out.calls[0].items == 3
+
+
+def test_rounded_numbers_match_but_near_years_do_not() -> None:
+    from decimal import Decimal
+
+    from pipeline.judges.lexical import is_rounding_of
+
+    assert is_rounding_of(Decimal("181700000"), Decimal("181674817"))
+    assert is_rounding_of(Decimal("182000000"), Decimal("181674817"))
+    assert not is_rounding_of(Decimal("1997"), Decimal("1995"))
+    assert not is_rounding_of(Decimal("2018"), Decimal("2017"))
+    assert not is_rounding_of(Decimal("200000000"), Decimal("181674817"))  # one significant digit: too loose
+    index = PremiseIndex("The hall of fame opened in 1995.")
+    verdict = judge_statement("The hall of fame opened in 1997", index, LexicalConfig())
+    assert verdict.verdict == "contradicted"
