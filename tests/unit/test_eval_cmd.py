@@ -138,3 +138,49 @@ def test_all_lines_bad_exits_non_zero(tmp_path: Path) -> None:
     assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 1
     report = json.loads(out.read_text())
     assert report["failed"] == 2 and "JSON object" in report["errors"][0]["reason"]
+
+
+def test_eval_cascade_sends_only_unsure_hypotheses_to_the_llm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cascade over real HTTP to the fake OpenAI-compatible server (a test double of the LLM)."""
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    data = _write(tmp_path / "in.jsonl")
+    unsure = {
+        "id": "u1",
+        "question": "What did he win?",
+        "contexts": ["Jonathan Stark won two Grand Slam doubles titles in 1994 and 1995 with his partner."],
+        "answer": "Jonathan Stark won several doubles titles.",
+    }
+    with data.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(unsure) + "\n")
+    out = tmp_path / "r.json"
+    with FakeOpenAIServer() as fake:
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__CASCADE_LLM", "openai")
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__BASE_URL", fake.base_url)
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__API_KEY", "test-key")
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__MODEL", "fake-model")
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__CACHE_ENABLED", "false")
+        assert eval_cmd.run(_args(str(data), "--judge", "cascade", "--out", str(out), "--quiet")) == 0
+    report = json.loads(out.read_text())
+    assert report["judge"] == "cascade" and report["evaluated"] == 5 and report["failed"] == 3
+    evaluations = {
+        e["interaction_id"]: e
+        for e in map(json.loads, (tmp_path / "r.evaluations.jsonl").read_text().splitlines())
+    }
+    nli_judges = {
+        iid: sorted({c["judge"] for c in e["calls"] if c["stage"] == "nli"}) for iid, e in evaluations.items()
+    }
+    # the short answer the context holds (1.0) and the one with wrong numbers and names (near 0) are
+    # decided lexically: no NLI call of theirs reaches the LLM
+    assert nli_judges["g1"] == ["lexical"] and nli_judges["g2"] == ["lexical"]
+    # the partly supported answer is inside the unsure band: the LLM decides it
+    assert nli_judges["u1"] == ["lexical", "openai"]
+    # pronouns always go to the LLM, and the refusal phrase of r1 is decided without it
+    assert all(
+        any(c["stage"] == "pronouns" and c["judge"] == "openai" for c in e["calls"])
+        for e in evaluations.values()
+    )
+    assert evaluations["r1"]["answer_refusal"] is True
+    assert report["calls"]["input_tokens"] > 0
