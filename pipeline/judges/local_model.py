@@ -160,6 +160,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec (Linux): SIGTERM it when groundwatch dies, so no server is orphaned."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _open_log(path: Path) -> IO[bytes]:
     path.parent.mkdir(parents=True, exist_ok=True)
     return open(path, "wb")  # closed by LocalModelServer.stop()
@@ -207,7 +217,10 @@ class LocalModelServer:
         ]
         log.info("starting the local judge: %s", " ".join(cmd))
         self._proc = await asyncio.create_subprocess_exec(
-            *cmd, stdout=self._log, stderr=asyncio.subprocess.STDOUT
+            *cmd,
+            stdout=self._log,
+            stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         try:
             await self._wait_ready()

@@ -218,3 +218,22 @@ async def test_factory_openai(fake_openai: FakeOpenAIServer) -> None:
         assert judge.name == "openai" and judge.model == "m"
         out = await judge.classify_refusals(["I don't know."])
         assert out.value == [True]
+
+
+async def test_factory_lexical_needs_no_server() -> None:
+    async with open_judge(Settings(judge={"kind": "lexical"})) as judge:
+        assert judge.name == "lexical"
+        out = await judge.entail(PREMISE, ["The Eiffel Tower is 330 metres tall."])
+        assert len(out.value.hypotheses) == 1
+
+
+async def test_factory_cascade_over_openai(fake_openai: FakeOpenAIServer) -> None:
+    settings = Settings(
+        judge={"kind": "cascade", "cascade_llm": "openai", "base_url": fake_openai.base_url, "model": "m"}
+    )
+    async with open_judge(settings) as judge:
+        assert judge.name == "cascade" and judge.model.endswith("+m")
+        # the lexical judge finds no refusal phrase in a plain answer: the LLM (over HTTP) decides
+        out = await judge.classify_refusals(["The tower opens at nine in the morning."])
+        assert out.value == [False]
+    assert fake_openai.stats.by_prompt.get("refusal") == 1
