@@ -131,6 +131,7 @@ class WindowSettings(BaseModel):
     # a stream that goes quiet is written; later rows reopen and recompute it
     idle_close_seconds: float = Field(10.0, ge=0)
     tick_seconds: float = Field(1.0, gt=0)  # how often due windows are looked for
+    reconcile_hours: float = Field(24.0, gt=0)  # at start, recompute windows left unclosed this far back
 
 
 class AlertSettings(BaseModel):

@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import faust
@@ -92,6 +93,9 @@ class Resources(Service):
         alerts = self._alerts = AlertEngine.from_settings(settings, self.store, self._publish_alert)
         self._stack.push_async_callback(alerts.aclose)
         self.windows = WindowCloser(settings.window, self.store, alerts)
+        stale = await self.windows.reconcile(timedelta(hours=settings.window.reconcile_hours))
+        if stale:
+            log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)
         self.sink = EvaluationSink(settings.clickhouse, self.store, on_flushed=self._after_flush)
         self._ready.set()
         await self.write_status()
@@ -138,8 +142,8 @@ class Resources(Service):
             except Exception:  # the rows stay unacked and come back after a restart
                 log.exception("final flush failed")
         if self.windows is not None:
-            with contextlib.suppress(Exception):
-                await self.windows.close_due(final=False)
+            with contextlib.suppress(Exception):  # rows flushed so far are complete: write their windows
+                await self.windows.close_due(final=True)
             with contextlib.suppress(Exception):
                 await self.write_status()
         await self._stack.aclose()

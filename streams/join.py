@@ -13,9 +13,11 @@ Design (at-least-once without transactions or table recovery):
   crash the parts are redelivered and the buffer rebuilt.
 * All inputs are keyed by interaction_id with the same partition count (co-partitioned), so one worker
   sees every part of an interaction. On a rebalance the buffer forgets the partitions it lost.
-* After ``join_timeout_s`` an entry with its Converted is emitted incomplete (``missing`` names the
-  absent parts), unless ClickHouse already holds a complete Evaluation for it (a part redelivered after
-  its Evaluation went out); an entry without its Converted cannot be assembled and goes to deadletter.
+* After ``join_timeout_s`` an entry is first checked against ClickHouse: when a complete Evaluation is
+  already there, the entry was a part redelivered after its Evaluation went out (the commit of its
+  partition lagged behind the other inputs' at a crash) and is dropped. Otherwise an entry with its
+  Converted is emitted incomplete (``missing`` names the absent parts); one without its Converted cannot
+  be assembled and goes to deadletter (stage "join").
 * Duplicates downstream are harmless: the ``evaluations`` table is a ReplacingMergeTree on interaction_id
   whose version prefers complete rows.
 
@@ -145,6 +147,11 @@ def register(ctx: StreamContext) -> Any:
 
     async def on_expired(entry: Pending) -> None:
         missing = entry.missing(need_refusal)
+        res = await ctx.res.wait_ready()
+        if await res.store.has_complete(entry.interaction_id):
+            # a part redelivered after its Evaluation went out (its partition's commit lagged another's)
+            log.info("join: %s already evaluated; dropping redelivered %s", entry.interaction_id, entry.tps)
+            return
         if entry.converted is None:
             err = JoinTimeout(f"join timed out after {settings.kafka.join_timeout_s}s without {missing}")
             payload = (entry.nli or entry.refusal or entry.converted).model_dump_json()  # type: ignore[union-attr]
@@ -157,10 +164,6 @@ def register(ctx: StreamContext) -> Any:
                     interaction_id=entry.interaction_id,
                 )
             )
-            return
-        res = await ctx.res.wait_ready()
-        if await res.store.has_complete(entry.interaction_id):
-            log.info("join: %s already evaluated; dropping a redelivered part", entry.interaction_id)
             return
         log.warning("join: %s timed out, emitting incomplete (missing %s)", entry.interaction_id, missing)
         await emit(entry)

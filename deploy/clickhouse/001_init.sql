@@ -30,7 +30,9 @@ CREATE TABLE IF NOT EXISTS ${database}.evaluations
     complete UInt8,
     missing Array(String),
     version UInt64,
-    payload String CODEC(ZSTD(3))
+    payload String CODEC(ZSTD(3)),
+    -- when this copy was written: windows computed before it are stale (reconciled at worker start)
+    inserted_at DateTime64(3, 'UTC') DEFAULT now64(3)
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY interaction_id;

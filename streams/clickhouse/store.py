@@ -11,7 +11,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from schemas.alert import Alert
@@ -157,6 +157,35 @@ class ClickHouseStore:
         if not rows or not rows[0]["n"]:
             return None
         return utc(rows[0]["last"])
+
+    def stale_windows_sync(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        """(app, model, window start) of windows whose rows were written after their aggregate (or that
+        have none), among rows written since ``since``: what a crashed worker left unclosed."""
+        size_ms = int(size_seconds) * 1000
+        params = {"size_ms": size_ms, "since": utc(since)}
+        rows = self.query_sync(
+            "SELECT app, model, intDiv(toUnixTimestamp64Milli(timestamp), {size_ms:Int64}) AS bucket, "
+            f"max(inserted_at) AS last_insert FROM {self.db}.evaluations "
+            "WHERE inserted_at >= {since:DateTime64(3, 'UTC')} GROUP BY app, model, bucket",
+            params,
+        )
+        computed = self.query_sync(
+            "SELECT app, model, intDiv(toUnixTimestamp64Milli(window_start), {size_ms:Int64}) AS bucket, "
+            f"max(computed_at) AS computed FROM {self.db}.window_aggregates "
+            "WHERE computed_at >= {since:DateTime64(3, 'UTC')} GROUP BY app, model, bucket",
+            params,
+        )
+        done = {(r["app"], r["model"], int(r["bucket"])): utc(r["computed"]) for r in computed}
+        out = []
+        for r in rows:
+            key = (r["app"], r["model"], int(r["bucket"]))
+            if key not in done or utc(r["last_insert"]) >= done[key]:
+                start = datetime.fromtimestamp(key[2] * size_ms / 1000, tz=UTC)
+                out.append((key[0], key[1], start))
+        return out
+
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        return await asyncio.to_thread(self.stale_windows_sync, size_seconds, since)
 
     def counts_sync(self) -> dict[str, int]:
         """Rows per table, deduplicated (FINAL): what a replay or a restart must not inflate."""

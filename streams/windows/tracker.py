@@ -53,6 +53,15 @@ class WindowCloser:
             if self.watermark is None or ts > self.watermark:
                 self.watermark = ts
 
+    async def reconcile(self, lookback: timedelta) -> int:
+        """Mark the windows a crashed worker left unclosed (rows written after their aggregate): their
+        in-memory marks died with it; ClickHouse still knows. Returns how many were marked."""
+        since = datetime.now(UTC) - lookback
+        stale = await self.store.stale_windows(self.settings.size_seconds, since)
+        for key in stale:
+            self._dirty.setdefault(key, float("-inf"))
+        return len(stale)
+
     def pending(self) -> list[WindowKey]:
         return sorted(self._dirty, key=lambda k: (k[2], k[0], k[1]))
 

@@ -1,0 +1,123 @@
+"""The ClickHouse store on embedded chDB: versioned DDL, idempotent writes, batching, stale windows."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from schemas.alert import Alert
+from schemas.evaluation import Evaluation
+from schemas.results import HypothesisResult, PairResult, StatementVerdict
+from schemas.settings import ClickHouseSettings
+from streams.clickhouse.migrations import apply_migrations
+from streams.clickhouse.sink import EvaluationSink
+from streams.clickhouse.store import ClickHouseStore
+from streams.windows.aggregator import WindowStats
+from tests.integration.chdb import fresh_chdb_url
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)  # event time; retention (TTL) counts from write time
+NOW = datetime.now(UTC)
+
+
+def evaluation(iid: str, *, complete: bool = True, at: datetime = NOW, ctx: float = 0.8) -> Evaluation:
+    pair = PairResult(
+        pair="context_answer",
+        score=ctx,
+        hypotheses=[
+            HypothesisResult(
+                hypothesis="h",
+                score=ctx,
+                statements=[StatementVerdict(statement="s", verdict="entailed", score=ctx)],
+            )
+        ],
+    )
+    return Evaluation(
+        interaction_id=iid, timestamp=T0, evaluated_at=at, app="a", model="m", judge="lexical",
+        context_entailment=ctx, hallucination=ctx < 0.5, answer_refusal=False, pairs=[pair],
+        complete=complete, missing=[] if complete else ["refusal"], judge_latency_ms=5.0,
+    )  # fmt: skip
+
+
+@pytest.fixture()
+def settings() -> ClickHouseSettings:
+    return ClickHouseSettings(url=fresh_chdb_url(), batch_rows=3, batch_seconds=0.2, ttl_days=7)
+
+
+@pytest.fixture()
+def store(settings: ClickHouseSettings) -> Iterator[ClickHouseStore]:
+    s = ClickHouseStore.open_sync(settings)
+    yield s
+    s.close()
+
+
+def test_migrations_apply_once_and_set_ttl(store: ClickHouseStore) -> None:
+    assert apply_migrations(store.client, store.db, ttl_days=30) == []  # already applied at open
+    versions = store.query_sync(f"SELECT version FROM {store.db}.schema_migrations")
+    assert [r["version"] for r in versions] == [1]
+    ddl = store.client.command(f"SHOW CREATE TABLE {store.db}.evaluations")
+    assert "TTL" in ddl and "toIntervalDay(30)" in ddl
+
+
+async def test_replayed_evaluations_count_once_and_complete_wins(store: ClickHouseStore) -> None:
+    await store.insert_evaluations([evaluation("x"), evaluation("y")])
+    await store.insert_evaluations([evaluation("x", at=NOW + timedelta(seconds=1))])  # a replay
+    late_incomplete = evaluation("y", complete=False, at=NOW + timedelta(minutes=5))
+    await store.insert_evaluations([late_incomplete, evaluation("z", complete=False)])
+    await store.insert_evaluations([evaluation("z", at=NOW - timedelta(minutes=1))])
+    counts = await store.counts()
+    assert counts["evaluations"] == 3 and counts["evaluation_statements"] == 3
+    assert await store.has_complete("y") and await store.has_complete("z")
+    rows = await store.rows_between("a", "m", T0, T0 + timedelta(seconds=1))
+    assert sorted(r.interaction_id for r in rows) == ["x", "y", "z"] and all(r.complete for r in rows)
+
+
+async def test_window_rewrite_replaces_and_alerts_dedupe(store: ClickHouseStore) -> None:
+    first = WindowStats().result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="a", model="m")
+    await store.insert_window(first, NOW)
+    second = first.model_copy(update={"count": 7})
+    await store.insert_window(second, NOW + timedelta(seconds=1))
+    windows = store.windows_sync()
+    assert [w.count for w in windows] == [7]
+    alert = Alert(
+        alert_id="r|a|m|t", rule="r", metric="hallucination_rate", app="a", model="m", value=0.9,
+        threshold=0.5, op=">", windows=1, interactions=10, window_start=T0, window_end=T0, message="m",
+        fired_at=NOW,
+    )  # fmt: skip
+    await store.insert_alert(alert)
+    await store.insert_alert(alert)
+    assert len(store.alerts_sync()) == 1 and await store.alert_exists("r|a|m|t")
+    assert await store.last_alert_end("r", "a", "m") == T0
+    assert await store.last_alert_end("r", "a", "other") is None
+
+
+async def test_stale_windows_are_those_written_after_their_aggregate(store: ClickHouseStore) -> None:
+    since = datetime.now(UTC) - timedelta(hours=1)
+    await store.insert_evaluations([evaluation("x")])
+    stale = await store.stale_windows(60, since)
+    assert stale == [("a", "m", T0)]
+    agg = WindowStats().result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="a", model="m")
+    await store.insert_window(agg, datetime.now(UTC) + timedelta(seconds=1))
+    assert await store.stale_windows(60, since) == []
+
+
+async def test_sink_batches_by_size_and_age_and_acks_after_write(store: ClickHouseStore) -> None:
+    written: list[str] = []
+    flushed: list[int] = []
+
+    async def on_flushed(rows: object) -> None:
+        flushed.append(len(rows))  # type: ignore[arg-type]
+
+    sink = EvaluationSink(ClickHouseSettings(batch_rows=3, batch_seconds=0.2), store, on_flushed=on_flushed)
+    for i in range(4):
+        await sink.add(evaluation(f"e{i}"), functools.partial(written.append, f"e{i}"))
+    assert written == ["e0", "e1", "e2"] and flushed == [3] and len(sink) == 1  # size flush
+    assert not sink.due(now=0.0)
+    await sink.flush_if_due()
+    assert len(sink) == 1  # not old enough yet (0.2 s)
+    sink._oldest = (sink._oldest or 0) - 1.0  # as if a second had passed
+    await sink.flush_if_due()
+    assert written == ["e0", "e1", "e2", "e3"] and flushed == [3, 1]
+    assert (await store.counts())["evaluations"] == 4

@@ -1,0 +1,23 @@
+"""The faust app from settings: local-only web server, at-least-once, our topics and processors."""
+
+from __future__ import annotations
+
+from schemas.settings import KafkaSettings, Settings
+from streams.app import create_app
+
+
+def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
+    settings = Settings(kafka=KafkaSettings(topic_prefix="x.", partitions=3, datadir=tmp_path, web_port=6070))
+    stream_app = create_app(settings)
+    conf = stream_app.app.conf
+    assert conf.web_bind == "127.0.0.1" and conf.web_port == 6070
+    assert conf.processing_guarantee.value == "at_least_once"
+    assert conf.topic_partitions == 3 and conf.broker_session_timeout == 6.0
+    agents = set(stream_app.app.agents)
+    assert agents == {f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink")}
+
+
+def test_same_refusal_mode_has_no_refusal_processor(tmp_path) -> None:
+    settings = Settings(kafka=KafkaSettings(datadir=tmp_path))
+    settings.pipeline.refusal_mode = "same"
+    assert "groundwatch.refusal" not in create_app(settings).app.agents

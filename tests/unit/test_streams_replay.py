@@ -1,0 +1,33 @@
+"""Replay input lines: key = interaction id, overrides, a produce-time stamp; bad lines pass to the worker."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from schemas.settings import KafkaSettings
+from streams.replay import prepare
+from streams.topics import bootstrap_servers, topic_names
+
+
+def test_prepare_keys_overrides_and_stamps() -> None:
+    key, value = prepare(json.dumps({"id": 7, "question": "Q", "answer": "A"}), app="x", model="y")
+    data = json.loads(value)
+    assert key == "7" and data["app"] == "x" and data["model"] == "y"
+    assert datetime.fromisoformat(data["timestamp"]).tzinfo is not None
+    _, kept = prepare(json.dumps({"interaction_id": "a", "timestamp": "2024-05-01T00:00:00Z"}))
+    assert json.loads(kept)["timestamp"] == "2024-05-01T00:00:00Z"
+
+
+def test_malformed_lines_are_sent_untouched_for_the_dead_letter_topic() -> None:
+    assert prepare("not json") == (None, b"not json")
+    assert prepare("[1, 2]") == (None, b"[1, 2]")
+
+
+def test_topic_names_and_bootstrap() -> None:
+    names = topic_names(KafkaSettings(topic_prefix="p."))
+    assert names.all() == [
+        "p.interactions", "p.converted", "p.nli", "p.refusals", "p.evaluations", "p.alerts", "p.deadletter"
+    ]  # fmt: skip
+    assert bootstrap_servers("kafka://h1:9092;kafka://h2:9093") == "h1:9092,h2:9093"
+    assert bootstrap_servers("h:1") == "h:1"

@@ -1,0 +1,39 @@
+"""`groundwatch report` pieces: --since parsing and the trend table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from streams.report import Report, parse_since, render
+from streams.windows.aggregator import EvalRow, WindowStats
+
+NOW = datetime(2026, 1, 2, 0, 0, tzinfo=UTC)
+
+
+def test_parse_since() -> None:
+    assert parse_since(None) is None
+    assert parse_since("30m", NOW) == NOW - timedelta(minutes=30)
+    assert parse_since("7d", NOW) == NOW - timedelta(days=7)
+    assert parse_since("2026-01-01T10:00:00", NOW) == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    with pytest.raises(ValueError, match="--since"):
+        parse_since("yesterday", NOW)
+
+
+def test_render_groups_by_app_and_model() -> None:
+    rows = [
+        EvalRow(
+            interaction_id=str(i),
+            timestamp=NOW,
+            app="shop",
+            model="m1",
+            context_entailment=c,
+            hallucination=h,
+        )
+        for i, (c, h) in enumerate([(0.2, True), (0.9, False)])
+    ]
+    w = WindowStats().extend(rows).result(window_start=NOW, window_end=NOW, app="shop", model="m1")
+    text = render(Report(counts={"evaluations": 2}, windows=[w], alerts=[]))
+    assert "== shop / m1: 2 interactions in 1 windows, hallucination rate 50.0% ==" in text
+    assert "0.550" in text and "alerts: 0" in text

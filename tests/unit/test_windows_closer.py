@@ -1,0 +1,86 @@
+"""Closing windows from ClickHouse rows (so duplicates never count twice) and the alert rules on them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from schemas.alert import Alert, AlertRule, AlertRules
+from schemas.settings import AlertSettings, ClickHouseSettings, WindowSettings
+from streams.alerts.engine import AlertEngine
+from streams.clickhouse.store import ClickHouseStore
+from streams.windows.tracker import WindowCloser
+from streams.windows.tumbling import TumblingWindows
+from tests.integration.chdb import fresh_chdb_url
+from tests.unit.test_clickhouse_store import evaluation
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture()
+def store() -> Iterator[ClickHouseStore]:
+    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    yield s
+    s.close()
+
+
+def at(iid: str, seconds: float, ctx: float) -> object:
+    e = evaluation(iid, ctx=ctx)
+    return e.model_copy(update={"timestamp": T0 + timedelta(seconds=seconds)})
+
+
+async def test_windows_close_by_watermark_and_count_replays_once(store: ClickHouseStore) -> None:
+    closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=1000), store)
+    first = [at("a", 1, 0.9), at("b", 5, 0.2), at("c", 11, 0.9)]
+    await store.insert_evaluations(first)  # type: ignore[arg-type]
+    await store.insert_evaluations(first[:2])  # type: ignore[arg-type]  # redelivered
+    await closer.touch(first)  # type: ignore[arg-type]
+    await closer.touch(first[:2])  # type: ignore[arg-type]
+    assert closer.due() == []  # watermark 11 s < end 10 s + grace 2 s
+    await closer.touch([at("d", 12.5, 0.9)])  # type: ignore[list-item]
+    await store.insert_evaluations([at("d", 12.5, 0.9)])  # type: ignore[list-item]
+    closed = await closer.close_due()
+    assert [(w.window_start, w.count, w.hallucinations) for w in closed] == [(T0, 2, 1)]
+    # a late row for the closed window: it is recomputed, and the rewrite replaces the old row
+    await store.insert_evaluations([at("late", 9, 0.1)])  # type: ignore[list-item]
+    await closer.touch([at("late", 9, 0.1)])  # type: ignore[list-item]
+    closed = await closer.close_due()
+    assert [(w.count, w.hallucinations) for w in closed] == [(3, 2)]
+    first_window = [w for w in store.windows_sync() if w.window_start.replace(tzinfo=UTC) == T0]
+    assert [w.count for w in first_window] == [3]
+    assert [k[2] for k in closer.pending()] == [T0 + timedelta(seconds=10)]
+    assert [w.count for w in await closer.close_due(final=True)] == [2]
+
+
+async def test_idle_windows_close_on_the_wall_clock(store: ClickHouseStore) -> None:
+    closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5), store)
+    await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
+    touched = closer._dirty[("a", "m", T0)]
+    assert closer.due(now=touched + 4.9) == [] and closer.due(now=touched + 5) == [("a", "m", T0)]
+
+
+async def test_alert_engine_pools_last_k_windows_and_fires_once(store: ClickHouseStore) -> None:
+    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=2, min_interactions=4,
+                     cooldown_seconds=0)  # fmt: skip
+    published: list[Alert] = []
+
+    async def publish(alert: Alert, key: str) -> None:
+        published.append(alert)
+
+    engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), store, publish)
+    closer = WindowCloser(
+        WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store, engine
+    )
+    # window 1: 2 of 2 hallucinate (under min_interactions alone); window 2: 1 of 3 -> pooled 3/5 = 0.6
+    rows = [at("a", 1, 0.1), at("b", 2, 0.2), at("c", 11, 0.1), at("d", 12, 0.9), at("e", 13, 0.9)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    await closer.touch(rows)  # type: ignore[arg-type]
+    await closer.close_due(final=True)
+    assert [(a.value, a.interactions, a.window_start) for a in published] == [(0.6, 5, T0)]
+    assert len(store.alerts_sync()) == 1
+    await closer.touch(rows[-1:])  # type: ignore[arg-type]  # recomputed: the same alert is not sent again
+    await closer.close_due(final=True)
+    assert len(published) == 1
+    await engine.aclose()
