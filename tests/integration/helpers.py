@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,18 +20,10 @@ from schemas.settings import Settings
 from streams.broker.tansu import free_port
 from streams.report import Report
 from streams.status import WorkerStatus, read_status
+from streams.supervise import WorkerProcess, spawn_worker
 from streams.topics import bootstrap_servers
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
 
 
 @dataclass
@@ -85,16 +76,7 @@ class Deployment:
     def start_worker(self, name: str = "worker") -> WorkerProcess:
         env = self.env()
         env["GROUNDWATCH_KAFKA__WEB_PORT"] = str(free_port())
-        log = self.workdir / f"{name}.log"
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "groundwatch.commands.worker_cmd", "--loglevel", "info"],
-                env=env,
-                cwd=self.workdir,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        return WorkerProcess(proc, log, self.status_file)
+        return spawn_worker(env, self.workdir / f"{name}.log", self.status_file, cwd=self.workdir)
 
     def status(self) -> WorkerStatus | None:
         return read_status(self.status_file)
@@ -118,43 +100,6 @@ class Deployment:
 
     def read_topic(self, name: str, *, expect: int | None = None, idle_s: float = 3.0) -> list[Any]:
         return asyncio.run(read_topic(self.broker_url, self.prefix + name, expect=expect, idle_s=idle_s))
-
-
-@dataclass
-class WorkerProcess:
-    proc: subprocess.Popen[bytes]
-    log: Path
-    status_file: Path
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        """Ready = resources open (the status file appears) and the consumer has partitions."""
-
-        def ready() -> bool:
-            if not self.alive():
-                raise RuntimeError(f"worker exited with {self.proc.returncode}:\n{self.tail()}")
-            return read_status(self.status_file) is not None and "Worker ready" in self.log.read_text(
-                errors="replace"
-            )
-
-        wait_for(ready, timeout, "the worker to start")
-
-    def stop(self, timeout: float = 60.0) -> int:
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=timeout)
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=30)
-
-    def tail(self, n: int = 60) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
-        except FileNotFoundError:
-            return ""
 
 
 async def read_topic(broker_url: str, topic: str, *, expect: int | None, idle_s: float) -> list[Any]:

@@ -23,7 +23,8 @@ from schemas.window import WindowAggregate
 from streams.broker.tansu import TansuBroker
 from streams.replay import replay
 from streams.report import Report
-from tests.integration.helpers import REPO, Deployment, jsonl, wait_for
+from streams.supervise import wait_for
+from tests.integration.helpers import REPO, Deployment, jsonl
 
 SAMPLE = REPO / "groundwatch" / "data" / "sample_interactions.jsonl"
 N_SAMPLE = 40

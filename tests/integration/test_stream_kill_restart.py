@@ -10,7 +10,8 @@ import pytest
 
 from streams.broker.tansu import TansuBroker
 from streams.replay import replay
-from tests.integration.helpers import Deployment, jsonl, wait_for
+from streams.supervise import wait_for
+from tests.integration.helpers import Deployment, jsonl
 from tests.integration.test_stream_end_to_end import GROUNDED, HALLUCINATED, synthetic
 
 N = 150

@@ -1,0 +1,78 @@
+"""A judge that keeps failing (after its retries) sends the message to deadletter with stage and error;
+the join then times out and emits the interaction incomplete. The OpenAI path runs over real HTTP to
+the fake OpenAI-compatible server (tests/fakes), whose NLI answers fail for one interaction."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from schemas.deadletter import DeadLetter
+from schemas.evaluation import Evaluation
+from streams.broker.tansu import TansuBroker
+from streams.replay import replay
+from streams.supervise import wait_for
+from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script, default_statements
+from tests.integration.helpers import Deployment, jsonl
+
+POISON = "zebra-poison"
+CONTEXT = "The library opens at 9 am and closes at 5 pm on weekdays."
+
+
+def statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
+    if POISON in hypothesis:
+        raise RuntimeError("scripted NLI failure")  # the fake answers 500 for this hypothesis
+    return default_statements(premise, hypothesis)
+
+
+@pytest.fixture()
+def fake() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(FakeConfig(script=Script(statements=statements))) as server:
+        yield server
+
+
+def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
+    broker: TansuBroker, fake: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    env = {
+        "GROUNDWATCH_JUDGE__KIND": "openai",
+        "GROUNDWATCH_JUDGE__BASE_URL": fake.base_url,
+        "GROUNDWATCH_JUDGE__API_KEY": "test-key",
+        "GROUNDWATCH_JUDGE__MODEL": "fake-model",
+        "GROUNDWATCH_JUDGE__MAX_RETRIES": "1",
+        "GROUNDWATCH_JUDGE__BACKOFF_BASE_S": "0.01",
+        "GROUNDWATCH_JUDGE__BACKOFF_MAX_S": "0.05",
+        "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
+        "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
+    }
+    dep = Deployment(broker.url, tmp_path_factory.mktemp("judge-errors"), extra_env=env)
+    records = [
+        {"interaction_id": "ok-1", "question": "When does the library open?", "contexts": [CONTEXT],
+         "answer": "The library opens at 9 am."},
+        {"interaction_id": "bad-1", "question": "When does the library close?", "contexts": [CONTEXT],
+         "answer": f"The library closes at 5 pm {POISON}."},
+    ]  # fmt: skip
+    worker = dep.start_worker()
+    try:
+        worker.wait_ready()
+        asyncio.run(replay(dep.settings(), jsonl(records)))
+        wait_for(lambda: dep.evaluations_in_clickhouse() >= 2, 90, "both interactions in ClickHouse")
+    finally:
+        assert worker.stop() == 0, worker.tail()
+
+    letters = [DeadLetter.model_validate(d) for d in dep.read_topic("deadletter", expect=1)]
+    assert [(d.stage, d.interaction_id) for d in letters] == [("nli", "bad-1")]
+    assert letters[0].error_type == "JudgeError" and letters[0].error
+    assert '"interaction"' in letters[0].payload  # the Converted that could not be judged
+
+    evaluations = {
+        e["interaction_id"]: Evaluation.model_validate(e) for e in dep.read_topic("evaluations", expect=2)
+    }
+    assert evaluations["ok-1"].complete and evaluations["ok-1"].judge_calls > 0
+    bad = evaluations["bad-1"]
+    assert not bad.complete and bad.missing == ["nli"] and bad.context_entailment is None
+    report = dep.report()
+    assert report.counts["evaluations"] == 2
+    assert sum(w.incomplete for w in report.windows) == 1
