@@ -122,6 +122,7 @@ class ClickHouseSettings(BaseModel):
     # the worker writes its table counts here after each flush (JSON): how a demo or a test follows an
     # embedded chDB that only the worker's process may open
     status_file: Path | None = None
+    migrations_dir: Path | None = None  # versioned DDL (NNN_name.sql); None: the repository's deploy/clickhouse
 
 
 class WindowSettings(BaseModel):

@@ -45,7 +45,9 @@ async def run_bounded(stream: Any, handler: Handler, limit: int, acks: OrderedAc
             task = asyncio.create_task(one(event))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-    finally:
+        if tasks:  # the stream ended (not cancelled): let the started events finish
+            await asyncio.gather(*tasks, return_exceptions=True)
+    finally:  # cancelled (worker stopping): unfinished events stay unacked and come back
         for task in list(tasks):
             task.cancel()
         if tasks:

@@ -29,8 +29,20 @@ TTL_COLUMNS: dict[str, str] = {
 }
 
 
-def ddl_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "deploy" / "clickhouse"
+def ddl_dir(configured: Path | None = None) -> Path:
+    """The DDL directory: the configured one, else the repository's (a source checkout or an editable
+    install), else ./deploy/clickhouse (a container whose working directory is the repository)."""
+    candidates = [configured] if configured else []
+    candidates += [
+        Path(__file__).resolve().parents[2] / "deploy" / "clickhouse",
+        Path.cwd() / "deploy" / "clickhouse",
+    ]
+    for path in candidates:
+        if path.is_dir():
+            return path
+    raise FileNotFoundError(
+        "no ClickHouse DDL directory (deploy/clickhouse); set GROUNDWATCH_CLICKHOUSE__MIGRATIONS_DIR"
+    )
 
 
 @dataclass(frozen=True)

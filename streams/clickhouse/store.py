@@ -19,7 +19,7 @@ from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
-from streams.clickhouse.migrations import apply_migrations
+from streams.clickhouse.migrations import apply_migrations, ddl_dir
 from streams.clickhouse.rows import (
     ALERT_COLUMNS,
     EVALUATION_COLUMNS,
@@ -52,7 +52,7 @@ class ClickHouseStore:
         target = parse_url(settings.url, settings.database)
         client = connect(target)
         if migrate:
-            apply_migrations(client, target.database, settings.ttl_days)
+            apply_migrations(client, target.database, settings.ttl_days, ddl_dir(settings.migrations_dir))
         return cls(client, target)
 
     @classmethod

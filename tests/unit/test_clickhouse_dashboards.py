@@ -1,0 +1,43 @@
+"""Every dashboard query in deploy/dashboards runs on the real schema (embedded chDB)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from schemas.evaluation import Evaluation
+from schemas.settings import ClickHouseSettings
+from streams.clickhouse.store import ClickHouseStore
+from tests.integration.chdb import fresh_chdb_url
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "dashboards" / "groundwatch.sql"
+
+
+def statements(sql: str) -> list[str]:
+    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+def test_dashboard_queries_run() -> None:
+    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    try:
+        now = datetime.now(UTC)
+        store.insert_evaluations_sync(
+            [
+                Evaluation(interaction_id="a", timestamp=now, app="x", model="m", judge="lexical",
+                           context_entailment=0.2, hallucination=True, answer_refusal=False,
+                           unsupported_claims=["The moon is cheese."], judge_latency_ms=3.0),
+            ]
+        )  # fmt: skip
+        queries = statements(DASHBOARD.read_text())
+        assert len(queries) >= 6
+        for q in queries:
+            q = re.sub(r"\$__timeFilter\(([^)]*)\)", "1", q).replace("groundwatch.", f"{store.db}.")
+            store.query_sync(q)
+        claims = store.query_sync(re.sub(r"\$__timeFilter\(([^)]*)\)", "1", queries[3]).replace(
+            "groundwatch.", f"{store.db}."
+        ))  # fmt: skip
+        assert claims == [{"app": "x", "claim": "The moon is cheese.", "times": 1}]
+    finally:
+        store.close()
