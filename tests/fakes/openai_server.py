@@ -96,6 +96,7 @@ class FakeConfig:
     # response_format kinds answered 400: "json_schema", "json_object_schema" ({"type": "json_object",
     # "schema": ...}, llama.cpp style), "json_object"
     reject_formats: tuple[str, ...] = ()
+    reject_status: int = 400  # llama-cpp-python's server answers 500, a validation error naming it
     prose_around_json: bool = True  # without any response_format, wrap the JSON in prose and a ``` fence
     seed: int = 0
     script: Script = field(default_factory=Script)
@@ -243,7 +244,11 @@ class FakeOpenAIServer:
         if fmt in self.config.reject_formats:
             with self._lock:
                 self.stats.rejected_format += 1
-            return _error(400, f"response_format {fmt} is not supported by this server", "response_format")
+            return _error(
+                self.config.reject_status,
+                f"response_format {fmt} is not supported by this server",
+                "response_format",
+            )
         if isinstance(fault, int):
             with self._lock:
                 self.stats.errors += 1

