@@ -109,6 +109,7 @@ class KafkaSettings(BaseModel):
     heartbeat_interval_s: float = 1.0
     rebalance_timeout_s: float = 4.0
     web_port: int = 6066
+    web_enabled: bool = False  # faust's HTTP server (127.0.0.1:web_port); groundwatch does not need it
     commit_interval_s: float = Field(1.0, gt=0)
     datadir: Path | None = None  # faust's data directory; None: a temporary directory per worker
 

@@ -54,7 +54,7 @@ def faust_app(settings: Settings) -> faust.App:
         broker_heartbeat_interval=k.heartbeat_interval_s,
         broker_rebalance_timeout=k.rebalance_timeout_s,
         broker_commit_interval=k.commit_interval_s,
-        web_enabled=True,
+        web_enabled=k.web_enabled,
         web_bind="127.0.0.1",
         web_port=k.web_port,
         web_host="127.0.0.1",

@@ -32,7 +32,10 @@ CREATE TABLE IF NOT EXISTS ${database}.evaluations
     version UInt64,
     payload String CODEC(ZSTD(3)),
     -- when this copy was written: windows computed before it are stale (reconciled at worker start)
-    inserted_at DateTime64(3, 'UTC') DEFAULT now64(3)
+    inserted_at DateTime64(3, 'UTC') DEFAULT now64(3),
+    -- windows read by event time, reconciliation by write time: skip granules outside the range
+    INDEX timestamp_minmax timestamp TYPE minmax GRANULARITY 1,
+    INDEX inserted_minmax inserted_at TYPE minmax GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY interaction_id;
@@ -54,7 +57,8 @@ CREATE TABLE IF NOT EXISTS ${database}.evaluation_statements
     score Float64,
     tag LowCardinality(String),
     reason String,
-    version UInt64
+    version UInt64,
+    INDEX timestamp_minmax timestamp TYPE minmax GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (interaction_id, pair, hypothesis_index, statement_index);

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -79,6 +81,32 @@ MALFORMED = [
 ]
 
 
+class WebhookReceiver:
+    """A Slack-style webhook on 127.0.0.1 that records what it is sent; its first answer is a 503."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.codes = [503]
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                receiver.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(receiver.codes.pop(0) if receiver.codes else 200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @dataclass
 class Run:
     deployment: Deployment
@@ -88,6 +116,7 @@ class Run:
     alerts_topic: list[dict[str, Any]]
     report: Report
     log: str
+    webhook: list[dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +124,13 @@ def run(broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Run:
     workdir = tmp_path_factory.mktemp("e2e")
     rules = workdir / "rules.yaml"
     rules.write_text(RULES)
-    dep = Deployment(broker.url, workdir, extra_env={"GROUNDWATCH_ALERTS__RULES_FILE": str(rules)})
+    hook = WebhookReceiver()
+    env = {
+        "GROUNDWATCH_ALERTS__RULES_FILE": str(rules),
+        "GROUNDWATCH_ALERTS__WEBHOOK_URL": hook.url,
+        "GROUNDWATCH_ALERTS__WEBHOOK_BACKOFF_S": "0.05",
+    }
+    dep = Deployment(broker.url, workdir, extra_env=env)
     sample = [line for line in SAMPLE.read_text().splitlines() if line.strip()][:N_SAMPLE]
     good = synthetic("grounded-app", GROUNDED, 12)
     bad = synthetic("hallucinating-app", HALLUCINATED, 12)
@@ -124,9 +159,11 @@ def run(broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Run:
         time.sleep(4)
     finally:
         code = worker.stop()
+        hook.close()
     assert code == 0, worker.tail()
     alerts_topic = dep.read_topic("alerts", idle_s=2)
-    return Run(dep, expected, evaluations, deadletters, alerts_topic, dep.report(), worker.log.read_text())
+    log = worker.log.read_text()
+    return Run(dep, expected, evaluations, deadletters, alerts_topic, dep.report(), log, hook.bodies)
 
 
 def test_one_row_and_one_evaluation_per_interaction(run: Run) -> None:
@@ -201,6 +238,10 @@ def test_alert_fires_on_the_hallucinating_stream_only(run: Run) -> None:
     for alert in run.report.alerts:
         assert alert.value > 0.5 and alert.interactions >= 4
         assert alert.window_end - alert.window_start == timedelta(seconds=4)  # 2 windows of 2 s
+    # the webhook got each alert as Slack-style JSON, after a retry of its first (503) answer
+    texts = [b["text"] for b in run.webhook]
+    assert len(texts) == len(run.report.alerts) + 1 and texts[0] == texts[1]
+    assert {a.message for a in run.report.alerts} == set(texts)
 
 
 def test_malformed_messages_land_in_deadletter_with_their_reason(run: Run) -> None:
