@@ -225,7 +225,7 @@ class LocalModelServer:
         try:
             await self._wait_ready()
         except BaseException:
-            await self.stop()
+            await self.stop(keep_log=True)  # the error names the log
             raise
         return self
 
@@ -257,7 +257,8 @@ class LocalModelServer:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
-    async def stop(self) -> None:
+    async def stop(self, *, keep_log: bool = False) -> None:
+        """Terminate the server (kill after 10 s); its log is removed unless start-up failed."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             proc.terminate()
@@ -269,6 +270,8 @@ class LocalModelServer:
         if self._log is not None:
             self._log.close()
             self._log = None
+            if not keep_log and self.log_path is not None:
+                await asyncio.to_thread(self.log_path.unlink, missing_ok=True)
 
     async def __aenter__(self) -> LocalModelServer:
         return await self.start()

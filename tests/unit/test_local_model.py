@@ -129,3 +129,16 @@ async def test_local_judge_entails() -> None:
     assert first.score == 1.0
     (call,) = out.calls
     assert call.judge == "local" and call.input_tokens > 0 and call.output_tokens > 0 and call.cost_usd == 0.0
+
+
+async def test_server_that_cannot_load_its_model_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    bad = tmp_path / "not-a-model.gguf"
+    bad.write_bytes(b"this is not a GGUF file")
+    server = LocalModelServer(
+        JudgeSettings(local_model_dir=tmp_path, local_start_timeout_s=120), model_path=bad
+    )
+    with pytest.raises(LocalModelError, match="exited with code") as err:
+        await server.start()
+    assert server.log_path is not None and server.log_path.is_file()  # kept, and named in the error
+    assert str(server.log_path) in str(err.value)
