@@ -111,6 +111,7 @@ class KafkaSettings(BaseModel):
     web_port: int = 6066
     web_enabled: bool = False  # faust's HTTP server (127.0.0.1:web_port); groundwatch does not need it
     commit_interval_s: float = Field(1.0, gt=0)
+    producer_linger_s: float = Field(0.005, ge=0)  # batch a stage's outputs this long before sending
     datadir: Path | None = None  # faust's data directory; None: a temporary directory per worker
 
 

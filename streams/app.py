@@ -59,6 +59,7 @@ def faust_app(settings: Settings) -> faust.App:
         web_port=k.web_port,
         web_host="127.0.0.1",
         producer_acks=-1,
+        producer_linger=k.producer_linger_s,
         # held events (the join, unflushed sink rows) are redelivered after a stop or rebalance by design:
         # do not wait for them to be acked before letting partitions go
         stream_wait_empty=False,

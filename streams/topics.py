@@ -62,6 +62,17 @@ def bootstrap_servers(broker: str) -> str:
     return ",".join(hosts)
 
 
+def check_copartitioned(partitions: dict[str, int]) -> None:
+    """The join needs its inputs (and the stages feeding them) on the same number of partitions."""
+    counts = {name: n for name, n in partitions.items() if n > 0}
+    if len(set(counts.values())) > 1:
+        listing = ", ".join(f"{name}={n}" for name, n in sorted(counts.items()))
+        raise RuntimeError(
+            "groundwatch topics must all have the same partition count (they are joined by "
+            f"interaction_id): {listing}. Recreate them or use a new topic prefix."
+        )
+
+
 async def ensure_topics(kafka: KafkaSettings) -> list[str]:
     """Create the missing topics with the configured partitions; return the names created.
 
@@ -84,6 +95,13 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
             except TopicAlreadyExistsError:  # another worker won the race
                 pass
             log.info("created topics %s", missing)
+        described = await admin.describe_topics(topic_names(kafka).all())
+        counts = {t["topic"]: len(t.get("partitions") or []) for t in described}
+        check_copartitioned(counts)
+        if any(n and n != kafka.partitions for n in counts.values()):
+            log.warning(
+                "topics have %s partitions, not the configured %d", set(counts.values()), kafka.partitions
+            )
         return missing
     finally:
         await admin.close()

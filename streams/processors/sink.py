@@ -5,15 +5,33 @@ A timer flushes batches by age and closes due windows (which evaluates the alert
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from typing import Any, cast
 
 from schemas.evaluation import Evaluation
 from streams.acks import OrderedAcks
+from streams.clickhouse.sink import EvaluationSink
 from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
 
 log = logging.getLogger(__name__)
+
+
+async def flush_until_written(sink: EvaluationSink, max_delay_s: float = 30.0) -> None:
+    """ClickHouse is failing: stop consuming (backpressure) and retry with backoff until the buffered
+    rows are written. They stay unacked meanwhile, so a crash now loses nothing."""
+    delay = 0.5
+    while True:
+        log.exception("sink: insert of %d rows failed; retrying in %.1fs", len(sink), delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, max_delay_s)
+        try:
+            await sink.flush()
+            return
+        except Exception:
+            continue
 
 
 def register(ctx: StreamContext) -> Any:
@@ -41,9 +59,9 @@ def register(ctx: StreamContext) -> Any:
                 acks.done(ticket)
                 continue
             try:
-                await res.sink.add(evaluation, lambda t=ticket: acks.done(t))
+                await res.sink.add(evaluation, functools.partial(acks.done, ticket))
             except Exception:
-                log.exception("sink: insert failed; rows stay buffered and unacked")
+                await flush_until_written(res.sink)
 
     interval = min(settings.clickhouse.batch_seconds, settings.window.tick_seconds) / 2
 

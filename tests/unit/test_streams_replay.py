@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import pytest
+
 from schemas.settings import KafkaSettings
 from streams.replay import prepare
-from streams.topics import bootstrap_servers, topic_names
+from streams.topics import bootstrap_servers, check_copartitioned, topic_names
 
 
 def test_prepare_keys_overrides_and_stamps() -> None:
@@ -31,3 +33,9 @@ def test_topic_names_and_bootstrap() -> None:
     ]  # fmt: skip
     assert bootstrap_servers("kafka://h1:9092;kafka://h2:9093") == "h1:9092,h2:9093"
     assert bootstrap_servers("h:1") == "h:1"
+
+
+def test_copartitioning_check_names_the_odd_topic() -> None:
+    check_copartitioned({"p.nli": 4, "p.converted": 4, "p.absent": 0})
+    with pytest.raises(RuntimeError, match=r"p\.nli=2"):
+        check_copartitioned({"p.nli": 2, "p.converted": 4})
