@@ -1,5 +1,7 @@
 """Pydantic models for every message groundwatch reads or writes: the one source of truth."""
 
+from pydantic import BaseModel
+
 from schemas.alert import Alert, AlertMetric, AlertRule, AlertRules
 from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
@@ -20,7 +22,7 @@ from schemas.results import (
 from schemas.settings import Settings
 from schemas.window import WindowAggregate
 
-ALL_MESSAGES = {
+ALL_MESSAGES: dict[str, type[BaseModel]] = {
     "Interaction": Interaction,
     "Converted": Converted,
     "NliResult": NliResult,

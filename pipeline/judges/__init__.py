@@ -1,4 +1,4 @@
-"""Judges: openai (any OpenAI-compatible endpoint), local (llama.cpp server started here), lexical, cascade."""
+"""Judges: openai (any OpenAI-compatible endpoint), local (a llama.cpp server), lexical, cascade."""
 
 from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
 
