@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from pipeline.judges.base import Judge
 from schemas.deadletter import DeadLetter
+from schemas.results import Stage
 from schemas.settings import Settings
 from streams.codec import encode
 from streams.topics import TopicNames, topic_names
@@ -55,6 +56,23 @@ class StreamContext:
             letter.error[:300],
         )
         await self.send(self.names.deadletter, letter.interaction_id, letter)
+
+    def dead_letter_on_error(
+        self, stage: Stage, source_topic: str
+    ) -> Callable[[Any, Exception], Awaitable[None]]:
+        """An ``on_error`` for streams.runner: the message goes to deadletter with the stage and error."""
+
+        async def on_error(event: Any, exc: Exception) -> None:
+            from streams.codec import dead_letter
+
+            key = event.key.decode("utf-8", "replace") if isinstance(event.key, bytes) else None
+            await self.send_dead(
+                dead_letter(
+                    stage=stage, error=exc, payload=event.value, source_topic=source_topic, interaction_id=key
+                )
+            )
+
+        return on_error
 
     @property
     def res(self) -> Resources:

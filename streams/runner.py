@@ -17,9 +17,22 @@ from streams.acks import OrderedAcks
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[None]]
+OnError = Callable[[Any, Exception], Awaitable[None]]
 
 
-async def run_bounded(stream: Any, handler: Handler, limit: int, acks: OrderedAcks | None = None) -> None:
+async def run_bounded(
+    stream: Any,
+    handler: Handler,
+    limit: int,
+    acks: OrderedAcks | None = None,
+    on_error: OnError | None = None,
+) -> None:
+    """Handle each event in a task, at most ``limit`` at once, acking in offset order.
+
+    An unexpected exception from the handler goes to ``on_error`` (which dead-letters the message) and
+    the event is acked: bad input never stalls a partition. Only when there is no ``on_error`` or it
+    fails too (a broken producer) does the event stay unacked, to come back after a restart.
+    """
     acks = acks or OrderedAcks()
     slots = asyncio.Semaphore(limit)
     tasks: set[asyncio.Task[None]] = set()
@@ -30,12 +43,16 @@ async def run_bounded(stream: Any, handler: Handler, limit: int, acks: OrderedAc
             await handler(event)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            # handlers send their own dead letters; reaching here is a bug or a broken producer:
-            # leave the event unacked so it comes back after a restart, and say so
-            log.exception("handler failed on offset %s; not acked", ticket.offset)
-            slots.release()
-            return
+        except Exception as exc:
+            log.exception("handler failed on offset %s", ticket.offset)
+            try:
+                if on_error is None:
+                    raise
+                await on_error(event, exc)
+            except Exception:
+                log.exception("could not dead-letter offset %s; left unacked", ticket.offset)
+                slots.release()
+                return
         acks.done(ticket)
         slots.release()
 

@@ -43,6 +43,11 @@ def register(ctx: StreamContext) -> Any:
         await ctx.send(ctx.names.converted, interaction.interaction_id, converted)
 
     async def convert_agent(stream: Any) -> None:
-        await run_bounded(stream, handle, settings.kafka.stage_concurrency)
+        await run_bounded(
+            stream,
+            handle,
+            settings.kafka.stage_concurrency,
+            on_error=ctx.dead_letter_on_error("convert", ctx.names.interactions),
+        )
 
     return ctx.app.agent(source, name="groundwatch.convert")(convert_agent)

@@ -40,6 +40,11 @@ def register(ctx: StreamContext) -> Any:
         await ctx.send(ctx.names.nli, iid, result)
 
     async def nli_agent(stream: Any) -> None:
-        await run_bounded(stream, handle, settings.kafka.stage_concurrency)
+        await run_bounded(
+            stream,
+            handle,
+            settings.kafka.stage_concurrency,
+            on_error=ctx.dead_letter_on_error("nli", ctx.names.converted),
+        )
 
     return ctx.app.agent(source, name="groundwatch.nli")(nli_agent)

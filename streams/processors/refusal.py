@@ -43,6 +43,11 @@ def register(ctx: StreamContext) -> Any:
         await ctx.send(ctx.names.refusals, iid, result)
 
     async def refusal_agent(stream: Any) -> None:
-        await run_bounded(stream, handle, settings.kafka.stage_concurrency)
+        await run_bounded(
+            stream,
+            handle,
+            settings.kafka.stage_concurrency,
+            on_error=ctx.dead_letter_on_error("refusal", ctx.names.converted),
+        )
 
     return ctx.app.agent(source, name="groundwatch.refusal")(refusal_agent)

@@ -77,13 +77,32 @@ async def test_bounded_concurrency_and_ordered_acks() -> None:
     assert acked == list(range(10)) and peak == 4
 
 
-async def test_a_failing_handler_leaves_its_event_unacked() -> None:
+async def test_a_failing_handler_is_dead_lettered_and_acked() -> None:
+    acked: list[int] = []
+    events = [Event(Msg("p", i), i, acked) for i in range(3)]
+    dead: list[tuple[int, str]] = []
+
+    async def handler(event: Any) -> None:
+        if event.value == 1:
+            raise ValueError("unexpected input")
+
+    async def on_error(event: Any, exc: Exception) -> None:
+        dead.append((event.value, str(exc)))
+
+    await asyncio.wait_for(run_bounded(Stream(events), handler, limit=2, on_error=on_error), 5)
+    assert dead == [(1, "unexpected input")] and acked == [0, 1, 2]  # the partition never stalls
+
+
+async def test_an_event_that_cannot_be_dead_lettered_stays_unacked() -> None:
     acked: list[int] = []
     events = [Event(Msg("p", i), i, acked) for i in range(3)]
 
     async def handler(event: Any) -> None:
         if event.value == 1:
-            raise RuntimeError("broken producer")
+            raise RuntimeError("bad")
 
-    await asyncio.wait_for(run_bounded(Stream(events), handler, limit=2), 5)
-    assert acked == [0]  # 1 failed: it and everything after it in the partition come back after a restart
+    async def on_error(event: Any, exc: Exception) -> None:
+        raise ConnectionError("producer down")
+
+    await asyncio.wait_for(run_bounded(Stream(events), handler, limit=2, on_error=on_error), 5)
+    assert acked == [0]  # 1 and everything after it in the partition come back after a restart
