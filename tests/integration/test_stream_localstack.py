@@ -1,0 +1,31 @@
+"""LocalStack (what the demo uses): broker + worker + replay + report in one object, on sample traffic.
+
+This test starts its own Tansu broker (as the demo does), not the session one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streams.localstack import LocalStack
+from streams.report import render
+
+SAMPLE = Path(__file__).resolve().parents[2] / "groundwatch" / "data" / "sample_interactions.jsonl"
+
+
+def test_local_stack_runs_sample_traffic_end_to_end(tmp_path: Path) -> None:
+    lines = [line for line in SAMPLE.read_text().splitlines() if line.strip()][:25]
+    seen: list[int] = []
+    with LocalStack(
+        tmp_path, {"GROUNDWATCH_JUDGE__KIND": "lexical"}, partitions=2, window_seconds=2
+    ) as stack:
+        assert stack.replay(lines).sent == 25
+        stack.wait_for_evaluations(25, timeout_s=120, on_progress=seen.append)
+        report = stack.finish()
+    assert seen[-1] == 25 and seen == sorted(seen)
+    assert report.counts["evaluations"] == 25
+    assert sum(w.count for w in report.windows) == 25
+    apps = {(json.loads(line).get("app"), json.loads(line).get("model")) for line in lines}
+    assert {(w.app, w.model) for w in report.windows} == apps
+    assert "interactions in" in render(report)
+    assert stack.broker.process is None and not stack.worker.alive()  # type: ignore[union-attr]
