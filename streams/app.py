@@ -15,6 +15,7 @@ their outputs are sent or written (streams.acks, streams.join).
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +33,16 @@ class StreamApp:
     app: faust.App
     ctx: StreamContext
     resources: Resources
+    datadir: Path
+    temporary_datadir: bool  # created for this app: remove it when the worker is done
+
+    def cleanup(self) -> None:
+        if self.temporary_datadir:
+            shutil.rmtree(self.datadir, ignore_errors=True)
 
 
-def faust_app(settings: Settings) -> faust.App:
+def faust_app(settings: Settings, datadir: Path) -> faust.App:
     k = settings.kafka
-    datadir = k.datadir or Path(tempfile.mkdtemp(prefix="groundwatch-faust-"))
     return faust.App(
         k.consumer_group,
         broker=k.broker,
@@ -67,7 +73,9 @@ def faust_app(settings: Settings) -> faust.App:
 
 
 def create_app(settings: Settings) -> StreamApp:
-    app = faust_app(settings)
+    temporary = settings.kafka.datadir is None
+    datadir = settings.kafka.datadir or Path(tempfile.mkdtemp(prefix="groundwatch-faust-"))
+    app = faust_app(settings, datadir)
     ctx = new_context(settings, app)
     resources = Resources(ctx)
     ctx.resources = resources
@@ -77,4 +85,4 @@ def create_app(settings: Settings) -> StreamApp:
         refusal.register(ctx)
     join.register(ctx)
     sink.register(ctx)
-    return StreamApp(app=app, ctx=ctx, resources=resources)
+    return StreamApp(app=app, ctx=ctx, resources=resources, datadir=datadir, temporary_datadir=temporary)

@@ -108,6 +108,7 @@ class Resources(Service):
         self.store = await ClickHouseStore.open(settings.clickhouse)
         self._judge = await self._stack.enter_async_context(open_judge(settings))
         self.refusals = RefusalClassifier(self.judge, settings)
+        self._stack.push_async_callback(self.refusals.aclose)  # closed before the judge (LIFO)
         alerts = self._alerts = AlertEngine.from_settings(settings, self.store, self._publish_alert)
         self._stack.push_async_callback(alerts.aclose)
         self.windows = WindowCloser(settings.window, self.store, alerts)
@@ -148,6 +149,10 @@ class Resources(Service):
 
     async def _publish_alert(self, alert: BaseModel, key: str) -> None:
         await self.ctx.send(self.ctx.names.alerts, key, alert)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
 
     async def wait_ready(self) -> Resources:
         await self._ready.wait()

@@ -44,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
     asyncio.run(ensure_topics(settings.kafka))
     stream_app = create_app(settings)
     worker = faust.Worker(stream_app.app, stream_app.resources, loglevel=args.loglevel)
-    worker.execute_from_commandline()  # returns when the worker stops (SIGINT/SIGTERM)
+    try:
+        worker.execute_from_commandline()  # returns when the worker stops (SIGINT/SIGTERM)
+    finally:
+        stream_app.cleanup()
     return 0
 
 

@@ -66,7 +66,7 @@ def register(ctx: StreamContext) -> Any:
     interval = min(settings.clickhouse.batch_seconds, settings.window.tick_seconds) / 2
 
     async def tick() -> None:
-        if ctx.resources is None or not ctx.resources._ready.is_set():
+        if ctx.resources is None or not ctx.resources.ready:
             return
         res = ctx.resources
         try:
