@@ -2,7 +2,9 @@
 
 Every valid line is evaluated by the full pipeline (``pipeline.evaluator.Evaluator``) with the judge
 ``--judge`` names; the per-interaction Evaluations go to a JSONL file beside the report (default
-``<out stem>.evaluations.jsonl``), in input order; the report (``pipeline.report.EvalReport``) holds
+``<out stem>.evaluations.jsonl``): each is appended (and flushed) as soon as it is done, so a run that
+is stopped early leaves every finished Evaluation behind; when the run completes the file is rewritten
+in input order. The report (``pipeline.report.EvalReport``) holds
 counts, score distributions, calls, tokens, cost, time per stage and, for lines with ``labels``,
 ROC AUC and balanced accuracy per label. A bad line or a failed evaluation is listed in the report's
 ``errors`` with its line number and reason, never dropped silently. Other settings come from the
@@ -16,6 +18,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
 
@@ -62,8 +65,12 @@ async def evaluate_all(
     evaluator: Evaluator,
     concurrency: int,
     progress: tqdm | None = None,
+    on_done: Callable[[Evaluation], None] | None = None,
 ) -> tuple[list[tuple[DatasetLine, Evaluation]], list[LineError]]:
-    """Evaluate every line with at most ``concurrency`` in flight; failures become LineErrors."""
+    """Evaluate every line with at most ``concurrency`` in flight; failures become LineErrors.
+
+    ``on_done`` is called with each Evaluation as soon as it is finished (completion order).
+    """
     semaphore = asyncio.Semaphore(concurrency)
     results: list[tuple[DatasetLine, Evaluation] | LineError | None] = [None] * len(lines)
 
@@ -74,6 +81,8 @@ async def evaluate_all(
                 if line.interaction.labels is not None and evaluation.labels is None:
                     evaluation = evaluation.model_copy(update={"labels": line.interaction.labels})
                 results[index] = (line, evaluation)
+                if on_done is not None:
+                    on_done(evaluation)
             except Exception as exc:  # every failure is reported with its line, nothing is lost
                 stage = exc.stage if isinstance(exc, StageError) else "evaluate"
                 results[index] = LineError(
@@ -111,36 +120,42 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
         from pipeline.metrics.relevance import RelevanceScorer
 
         scorer = RelevanceScorer()
-    started = time.perf_counter()
-    async with open_judge(settings) as judge:
-        evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
-        bar = tqdm(
-            total=len(dataset.lines),
-            desc=f"eval {args.input.name} ({judge.name})",
-            unit="it",
-            disable=args.quiet,
-        )
-        try:
-            rows, failures = await evaluate_all(dataset.lines, evaluator, concurrency, bar)
-        finally:
-            bar.close()
-            await evaluator.aclose()
-        wall = time.perf_counter() - started
-        report = await build_report(
-            input_path=str(args.input),
-            rows=rows,
-            errors=[*dataset.errors, *failures],
-            lines_read=dataset.read_lines,
-            blank_lines=dataset.blank_lines,
-            judge_name=judge.name,
-            judge_model=judge.model,
-            settings=settings,
-            wall_seconds=wall,
-            judge=judge,
-        )
     out_evals = evaluations_path(args.out, args.evaluations)
     out_evals.parent.mkdir(parents=True, exist_ok=True)
-    with out_evals.open("w", encoding="utf-8") as handle:
+    started = time.perf_counter()
+    with out_evals.open("w", encoding="utf-8") as partial:
+
+        def write_one(evaluation: Evaluation) -> None:
+            partial.write(evaluation.model_dump_json() + "\n")
+            partial.flush()
+
+        async with open_judge(settings) as judge:
+            evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
+            bar = tqdm(
+                total=len(dataset.lines),
+                desc=f"eval {args.input.name} ({judge.name})",
+                unit="it",
+                disable=args.quiet,
+            )
+            try:
+                rows, failures = await evaluate_all(dataset.lines, evaluator, concurrency, bar, write_one)
+            finally:
+                bar.close()
+                await evaluator.aclose()
+            wall = time.perf_counter() - started
+            report = await build_report(
+                input_path=str(args.input),
+                rows=rows,
+                errors=[*dataset.errors, *failures],
+                lines_read=dataset.read_lines,
+                blank_lines=dataset.blank_lines,
+                judge_name=judge.name,
+                judge_model=judge.model,
+                settings=settings,
+                wall_seconds=wall,
+                judge=judge,
+            )
+    with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for _, evaluation in rows:
             handle.write(evaluation.model_dump_json() + "\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
