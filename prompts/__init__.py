@@ -96,15 +96,21 @@ class PromptTemplate:
 
 @dataclass(frozen=True)
 class RenderedPrompt(Generic[OutT]):
-    """A prompt ready to send: chat messages and the model its answer must validate against."""
+    """A prompt ready to send: chat messages and the model its answer must validate against.
+
+    ``items`` (when known) is how many items the answer's top-level list must hold: the JSON schema
+    then says so (minItems = maxItems), which a grammar-constrained server (llama.cpp) enforces, so a
+    small model can neither stop early nor invent an extra item.
+    """
 
     name: str
     version: str
     messages: list[dict[str, str]]
     output_model: type[OutT]
+    items: int | None = None
 
     def json_schema(self) -> dict[str, Any]:
-        return strict_json_schema(self.output_model)
+        return strict_json_schema(self.output_model, items=self.items)
 
 
 def load_template(name: str) -> PromptTemplate:
@@ -166,6 +172,7 @@ class Prompts:
             self._version(t),
             self._messages(t, sentences=items, count=str(len(sentences))),
             PronounsAnswer,
+            len(sentences),
         )
 
     def nli(
@@ -185,21 +192,28 @@ class Prompts:
             "count": str(len(hypotheses)),
         }
         model: type[NliAnswer] = NliRefusalAnswer if ask_refusal else NliAnswer
-        return RenderedPrompt(t.name, self._version(t), self._messages(t, **values), model)
+        return RenderedPrompt(t.name, self._version(t), self._messages(t, **values), model, len(hypotheses))
 
     def refusal(self, texts: Sequence[str]) -> RenderedPrompt[RefusalAnswer]:
         t = self.refusal_t
         items = "\n".join(fence("text", s, i) for i, s in enumerate(texts, 1))
         return RenderedPrompt(
-            t.name, self._version(t), self._messages(t, texts=items, count=str(len(texts))), RefusalAnswer
+            t.name,
+            self._version(t),
+            self._messages(t, texts=items, count=str(len(texts))),
+            RefusalAnswer,
+            len(texts),
         )
 
     def versions(self) -> dict[str, str]:
         return {t.name: self._version(t) for t in (self.pronouns_t, self.nli_t, self.refusal_t)}
 
 
-def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema in OpenAI's strict form: refs inlined, every property required, no extras."""
+def strict_json_schema(model: type[BaseModel], *, items: int | None = None) -> dict[str, Any]:
+    """The model's JSON schema in OpenAI's strict form: refs inlined, every property required, no extras.
+
+    With ``items``, each top-level array property must hold exactly that many items.
+    """
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
 
@@ -219,4 +233,8 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
         return node
 
     fixed: dict[str, Any] = fix(schema)
+    if items is not None:
+        for prop in fixed.get("properties", {}).values():
+            if isinstance(prop, dict) and prop.get("type") == "array":
+                prop["minItems"] = prop["maxItems"] = items
     return fixed

@@ -125,3 +125,13 @@ def test_strict_schema_shape() -> None:
     stmt = schema["properties"]["hypotheses"]["items"]["properties"]["statements"]["items"]
     assert stmt["required"] == ["statement", "reason", "verdict", "tag"]
     assert stmt["properties"]["verdict"]["enum"] == ["entailed", "contradicted", "not_stated"]
+
+
+def test_schema_fixes_the_item_count(prompts: Prompts) -> None:
+    nli = prompts.nli("premise", ["a", "b", "c"], ask_refusal=True).json_schema()
+    assert nli["properties"]["hypotheses"]["minItems"] == nli["properties"]["hypotheses"]["maxItems"] == 3
+    assert "minItems" not in nli["properties"]["hypotheses"]["items"]["properties"]["statements"]
+    refusal = prompts.refusal(["x", "y"]).json_schema()
+    assert refusal["properties"]["texts"]["maxItems"] == 2
+    assert prompts.pronouns(["s"]).json_schema()["properties"]["sentences"]["minItems"] == 1
+    assert "maxItems" not in strict_json_schema(NliAnswer)["properties"]["hypotheses"]
