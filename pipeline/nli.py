@@ -10,6 +10,19 @@ Pairs (``schemas.results.PairName``):
 3. ``answer_ground_truth``: premise = the question's last sentence, a newline, the answer (original
    text); hypotheses = the ground truth's sentences.
 
+Ground truths as alternatives (``pipeline.alternatives``, setting ``ground_truth_alternatives``): when
+the ground truth is a list of acceptable short answers (``gold_answers`` metadata, or ``a | b | c``),
+pair 3's hypotheses are the alternatives, judged in one call, and the pair holds ONE hypothesis (the
+ground truth as given) whose score is the best alternative's (any alternative will do).
+
+Exact match (setting ``exact_match``): in pair 3, an alternative (or ground-truth sentence) that the
+answer contains, normalised, is entailed without asking the judge; in pair 2, an answer sentence that
+equals an alternative (or the whole ground truth), normalised, is entailed without asking. Decided
+hypotheses carry one statement tagged ``exact_match``.
+
+The premises of pairs 2 and 3 carry ``Premise.question`` (the question's end they start with), so
+that a judge may tell the question, which frames the claim, from the evidence.
+
 A pair without hypotheses, without contexts (pair 1) or without ground truth (pairs 2, 3) is not
 judged: its score is None. ``nli_mode`` "batched" sends up to ``nli_batch_size`` hypotheses with one
 copy of the premise per call; "per_hypothesis" (the seed's way) sends one hypothesis a call.
@@ -34,8 +47,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
 from pipeline.convert import batches
 from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
 from pipeline.sentences import split_sentences
@@ -119,7 +133,7 @@ def split_premise(passages: Sequence[Passage], max_chars: int, settings: Setting
 class _Job:
     pair: PairName
     part: int
-    first: int  # index of the first hypothesis of this call within the pair
+    indices: list[int]  # the pair's hypotheses judged in this call
     hypotheses: list[str]
     ask_refusal: bool
 
@@ -153,24 +167,76 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def build_pairs(converted: Converted) -> list[tuple[PairName, list[Passage], list[str]]]:
-    """The three pairs as (name, premise passages, hypotheses); empty passages = not judged."""
+def build_pairs(
+    converted: Converted, settings: Settings | None = None
+) -> list[tuple[PairName, list[Passage], list[str]]]:
+    """The three pairs as (name, premise passages, hypotheses); empty passages = not judged.
+
+    With ``ground_truth_alternatives`` on (default) and a ground truth of alternatives, pair 3's
+    hypotheses are the alternatives (see the module docstring).
+    """
     interaction = converted.interaction
     question_end = converted.question_sentences[-1] if converted.question_sentences else ""
     contexts = [p for p in interaction.contexts if p.text.strip()]
     answer = converted.answer_sentences
     gt_premise: list[Passage] = []
     answer_premise: list[Passage] = []
+    gt_hypotheses = converted.ground_truth_sentences
     if interaction.ground_truth is not None and interaction.ground_truth.strip():
         gt_text = "\n".join(t for t in (question_end, interaction.ground_truth.strip()) if t)
         answer_text = "\n".join(t for t in (question_end, interaction.answer.strip()) if t)
         gt_premise = [Passage(text=gt_text)]
         answer_premise = [Passage(text=answer_text)]
+        alternatives = ground_truth_alternatives(interaction)
+        if alternatives and (settings is None or settings.pipeline.ground_truth_alternatives):
+            gt_hypotheses = alternatives
     return [
         ("context_answer", contexts, answer),
         ("ground_truth_answer", gt_premise, answer),
-        ("answer_ground_truth", answer_premise, converted.ground_truth_sentences),
+        ("answer_ground_truth", answer_premise, gt_hypotheses),
     ]
+
+
+def _exact(statement: str, reason: str) -> HypothesisResult:
+    verdict = StatementVerdict(
+        statement=statement, verdict="entailed", score=1.0, tag="exact_match", reason=reason
+    )
+    return HypothesisResult(hypothesis=statement, statements=[verdict], score=1.0)
+
+
+def decided_by_exact_match(
+    converted: Converted, name: PairName, hypotheses: Sequence[str], settings: Settings
+) -> dict[int, HypothesisResult]:
+    """Hypotheses of the ground-truth pairs that exact match decides (entailed), by index."""
+    interaction = converted.interaction
+    if not settings.pipeline.exact_match or not interaction.ground_truth:
+        return {}
+    decided: dict[int, HypothesisResult] = {}
+    if name == "answer_ground_truth":
+        for i, hypothesis in enumerate(hypotheses):
+            if exact_match(interaction.answer, hypothesis):
+                decided[i] = _exact(hypothesis, "the answer contains it (exact match, normalised)")
+    elif name == "ground_truth_answer":
+        golds = ground_truth_alternatives(interaction) if settings.pipeline.ground_truth_alternatives else []
+        golds = golds or [interaction.ground_truth.strip()]
+        for i, hypothesis in enumerate(hypotheses):
+            gold = same_answer(hypothesis, golds)
+            if gold is not None:
+                decided[i] = _exact(hypothesis, f"equals the ground truth {gold!r} (normalised)")
+    return decided
+
+
+def _best_alternative(ground_truth: str, results: Sequence[HypothesisResult]) -> HypothesisResult:
+    """One hypothesis for a ground truth of alternatives: the best-scoring alternative (earlier on ties)."""
+    best = results[0]
+    for result in results[1:]:
+        if result.score > best.score:
+            best = result
+    statements = [
+        s.model_copy(update={"reason": f"alternative {best.hypothesis!r}: {s.reason}".strip()})
+        for s in best.statements
+    ]
+    return HypothesisResult(hypothesis=ground_truth, statements=statements, score=best.score)
 
 
 async def run_nli(converted: Converted, judge: Judge, settings: Settings) -> NliResult:
@@ -179,25 +245,41 @@ async def run_nli(converted: Converted, judge: Judge, settings: Settings) -> Nli
     pipe = settings.pipeline
     size = pipe.nli_batch_size if pipe.nli_mode == "batched" else 1
     same = pipe.refusal_mode == "same"
-    pairs = build_pairs(converted)
+    pairs = build_pairs(converted, settings)
+    question_end = converted.question_sentences[-1] if converted.question_sentences else ""
+    alternatives_pair = (
+        pipe.ground_truth_alternatives and bool(ground_truth_alternatives(converted.interaction))
+    )
     answer_refusal_pair: PairName | None = None
     if same:
         answer_refusal_pair = next((name for name, prem, hyps in pairs[:2] if prem and hyps), None)
     jobs: list[_Job] = []
     premises: dict[tuple[PairName, int], Premise] = {}
     part_counts: dict[PairName, int] = {}
+    decided: dict[PairName, dict[int, HypothesisResult]] = {}
     for name, passages, hypotheses in pairs:
         if not passages or not hypotheses:
             continue
-        chunks = batches(hypotheses, size)
+        decided[name] = decided_by_exact_match(converted, name, hypotheses, settings)
+        asks = same and (name == answer_refusal_pair or name == "answer_ground_truth")
+        todo = [i for i in range(len(hypotheses)) if i not in decided[name]]
+        if name == "answer_ground_truth" and alternatives_pair and decided[name]:
+            todo = []  # one alternative already holds: the best of them cannot score more
+        part_counts[name] = 1
+        if not todo and not asks:
+            continue
+        todo = todo or [0]  # the refusal question still needs a call with a hypothesis
+        chunks = batches([hypotheses[i] for i in todo], size)
+        index_chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         budget = min(max_premise_chars(settings, chunk) for chunk in chunks)
         parts = split_premise(passages, budget, settings)
         part_counts[name] = len(parts)
-        asks = same and (name == answer_refusal_pair or name == "answer_ground_truth")
         for p, premise in enumerate(parts):
+            if name != "context_answer" and question_end and premise.text.startswith(question_end):
+                premise = replace(premise, question=question_end)
             premises[(name, p)] = premise
-            for c, chunk in enumerate(chunks):
-                jobs.append(_Job(name, p, c * size, chunk, asks and p == 0 and c == 0))
+            for c, (chunk, indices) in enumerate(zip(chunks, index_chunks, strict=True)):
+                jobs.append(_Job(name, p, indices, chunk, asks and p == 0 and c == 0))
 
     async def run(job: _Job) -> JudgeOutput[NliOutput]:
         out = await judge.entail(premises[(job.pair, job.part)], job.hypotheses, ask_refusal=job.ask_refusal)
@@ -217,8 +299,8 @@ async def run_nli(converted: Converted, judge: Judge, settings: Settings) -> Nli
     for job, out in zip(jobs, outputs, strict=True):
         calls.extend(out.calls)
         output = out.value
-        for offset, result in enumerate(output.hypotheses):
-            per_part.setdefault((job.pair, job.first + offset), []).append(result)
+        for index, result in zip(job.indices, output.hypotheses, strict=True):
+            per_part.setdefault((job.pair, index), []).append(result)
         if job.ask_refusal:
             if job.pair == "answer_ground_truth":
                 gt_refusal = output.refusal
@@ -230,7 +312,14 @@ async def run_nli(converted: Converted, judge: Judge, settings: Settings) -> Nli
         if name not in part_counts:
             results.append(PairResult(pair=name))
             continue
-        judged = [combine_parts(per_part[(name, i)]) for i in range(len(hypotheses))]
+        judged = [
+            decided[name][i] if i in decided[name] else combine_parts(per_part[(name, i)])
+            for i in range(len(hypotheses))
+            if i in decided[name] or (name, i) in per_part
+        ]
+        if name == "answer_ground_truth" and alternatives_pair:
+            gt = (converted.interaction.ground_truth or "").strip()
+            judged = [_best_alternative(gt, judged)]
         results.append(
             PairResult(
                 pair=name,

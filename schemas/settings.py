@@ -95,6 +95,10 @@ class PipelineSettings(BaseModel):
     nli_prompt_overhead_tokens: int = Field(600, ge=0)  # instructions and fences of an NLI prompt
     nli_output_tokens_per_hypothesis: int = Field(150, ge=0)  # room kept for the verdicts' output
     min_premise_chars: int = Field(1000, ge=1)  # a premise part is never made smaller than this
+    # a ground truth "a | b | c" (or metadata gold_answers) is one hypothesis: any alternative will do
+    ground_truth_alternatives: bool = True
+    # ground-truth pairs: an alternative the answer contains (normalised) is entailed without a judge call
+    exact_match: bool = True
 
 
 class KafkaSettings(BaseModel):
@@ -124,7 +128,8 @@ class ClickHouseSettings(BaseModel):
     # the worker writes its table counts here after each flush (JSON): how a demo or a test follows an
     # embedded chDB that only the worker's process may open
     status_file: Path | None = None
-    migrations_dir: Path | None = None  # versioned DDL (NNN_name.sql); None: the repository's deploy/clickhouse
+    # versioned DDL (NNN_name.sql); None: the repository's deploy/clickhouse
+    migrations_dir: Path | None = None
 
 
 class WindowSettings(BaseModel):

@@ -20,6 +20,9 @@ T = TypeVar("T")
 class Premise:
     text: str
     document: str | None = None  # document name(s), given to the judge when known
+    # the question's end when the premise text starts with it (ground-truth pairs): the question frames
+    # the claim but is not evidence for it; judges that read ``text`` whole may ignore this
+    question: str | None = None
 
 
 @dataclass

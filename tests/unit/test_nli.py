@@ -53,7 +53,7 @@ async def test_three_pairs_exact_premises_and_hypotheses() -> None:
             {"text": "Hold it for ten seconds.", "document": "faq.md"},
         ],
     )
-    result = await run_nli(conv, judge, settings())
+    result = await run_nli(conv, judge, settings(exact_match=False))
     premises = {tuple(h): p for p, h, _ in judge.entail_calls}
     answer = ("The reset button restores factory settings.", "The button is red.")
     gt = ("The reset button restores the factory settings.",)
@@ -63,10 +63,12 @@ async def test_three_pairs_exact_premises_and_hypotheses() -> None:
         document="manual.pdf, faq.md",
     )
     gt_premise = Premise(
-        text="What does the reset button do?\nThe reset button restores the factory settings."
+        text="What does the reset button do?\nThe reset button restores the factory settings.",
+        question="What does the reset button do?",
     )
     answer_premise = Premise(
-        text="What does the reset button do?\nThe reset button restores factory settings. The button is red."
+        text="What does the reset button do?\nThe reset button restores factory settings. The button is red.",
+        question="What does the reset button do?",
     )
     calls = {(p, tuple(h)) for p, h, _ in judge.entail_calls}
     assert calls == {(context_premise, answer), (gt_premise, answer), (answer_premise, gt)}
@@ -252,3 +254,64 @@ async def test_judge_error_propagates() -> None:
     judge = ScriptedJudge(fail={"entail"})
     with pytest.raises(JudgeError):
         await run_nli(converted([sentence(1)]), judge, settings())
+
+
+def qa(answer: str, ground_truth: str, **extra: object) -> Converted:
+    item = Interaction.model_validate(
+        {"id": "q1", "question": "What is hosanna?", "answer": answer, "ground_truth": ground_truth, **extra}
+    )
+    return Converted(
+        interaction=item,
+        question_sentences=["What is hosanna?"],
+        answer_sentences=[answer],
+        ground_truth_sentences=[ground_truth],
+    )
+
+
+async def test_alternatives_are_one_hypothesis_scored_by_the_best() -> None:
+    judge = ScriptedJudge()
+    conv = qa("It is a cry to rescue us", "savior | rescue | praise")
+    result = await run_nli(conv, judge, settings(exact_match=False))
+    (call,) = [c for c in judge.entail_calls if c[0].text.endswith("rescue us")]
+    assert call[1] == ["savior", "rescue", "praise"]  # each alternative, in one call
+    pair = result.pairs[2]
+    assert len(pair.hypotheses) == 1 and pair.hypotheses[0].hypothesis == "savior | rescue | praise"
+    assert pair.score == 1.0  # "rescue" is entailed, the others are not: any one will do
+    assert "alternative 'rescue'" in pair.hypotheses[0].statements[0].reason
+    # switched off: the ground truth's sentence is one hypothesis, judged whole
+    judge = ScriptedJudge()
+    off = await run_nli(conv, judge, settings(exact_match=False, ground_truth_alternatives=False))
+    assert off.pairs[2].score == 0.0
+    assert off.pairs[2].hypotheses[0].hypothesis == "savior | rescue | praise"
+
+
+async def test_alternatives_from_gold_answers_metadata() -> None:
+    judge = ScriptedJudge()
+    conv = qa("Peking", "Peking", gold_answers=["Peking", "Beijing"])
+    result = await run_nli(conv, judge, settings(exact_match=False))
+    assert [c[1] for c in judge.entail_calls if c[0].text.endswith("Peking")][-1] == ["Peking", "Beijing"]
+    assert result.pairs[2].score == 1.0
+
+
+async def test_exact_match_decides_without_a_judge_call() -> None:
+    judge = ScriptedJudge(verdicts={"save": "not_stated", "savior": "not_stated"})
+    conv = qa("Save", "savior | save")
+    result = await run_nli(conv, judge, settings())
+    scores = {p.pair: p for p in result.pairs}
+    # pair 3: the answer contains "save"; pair 2: the answer equals an alternative
+    assert scores["answer_ground_truth"].score == 1.0
+    assert scores["answer_ground_truth"].hypotheses[0].statements[0].tag == "exact_match"
+    assert scores["ground_truth_answer"].score == 1.0
+    assert judge.entail_calls == []  # no context, both ground-truth pairs decided
+    # a longer answer that only contains the alternative: pair 3 decided, pair 2 asks the judge
+    judge = ScriptedJudge(verdicts={"It means save us now": "not_stated"})
+    result = await run_nli(qa("It means save us now", "savior | save"), judge, settings())
+    assert result.pairs[2].score == 1.0 and result.pairs[1].score == 0.0
+    assert [c[1] for c in judge.entail_calls] == [["It means save us now"]]
+
+
+async def test_exact_match_off_asks_the_judge() -> None:
+    judge = ScriptedJudge(verdicts={"save": "not_stated", "savior": "not_stated", "Save": "not_stated"})
+    result = await run_nli(qa("Save", "savior | save"), judge, settings(exact_match=False))
+    assert result.pairs[2].score == 0.0 and result.pairs[1].score == 0.0
+    assert len(judge.entail_calls) == 2

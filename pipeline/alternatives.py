@@ -1,0 +1,81 @@
+"""Ground truths given as alternatives, and exact match of short answers.
+
+Alternatives
+    QA sets often give several acceptable short answers. A ground truth is a list of alternatives when
+    the interaction's ``metadata["gold_answers"]`` is a list of strings (at least one non-blank), or when
+    the ground truth is one line that `` | `` (space, bar, space) splits into two or more non-blank
+    parts (a markdown table row, which starts with ``|``, is not). The hypothesis "the answer agrees with
+    the ground truth" is then ONE hypothesis that holds when ANY alternative holds: its score is the
+    maximum over the alternatives (``pipeline.nli`` judges each alternative and keeps the best).
+
+Exact match (Trust-Eval's EM, SQuAD normalisation)
+    An alternative matches an answer when the normalised alternative occurs in the normalised answer as
+    whole words (lower case, punctuation and the articles a/an/the removed, single spaces), or its
+    content tokens (``pipeline.text_normalise.normalise_text``: stems, canonical numbers, "67 million" =
+    "67,000,000") occur, in order and adjacent, among the answer's. A matched alternative is entailed
+    by the answer without asking the judge. A short answer (one that normalises to the same string as
+    an alternative) is also entailed by it.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+
+from pipeline.text_normalise import normalise_text
+from schemas.interaction import Interaction
+
+ALTERNATIVE_SEPARATOR = " | "
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans({ch: " " for ch in string.punctuation})
+
+
+def split_alternatives(ground_truth: str | None) -> list[str]:
+    """``"a | b | c"`` -> ``["a", "b", "c"]``; [] when the text is not a one-line list of 2+ alternatives."""
+    if ground_truth is None:
+        return []
+    text = ground_truth.strip()
+    if "\n" in text or ALTERNATIVE_SEPARATOR not in text or text.startswith("|") or text.endswith("|"):
+        return []
+    parts = list(dict.fromkeys(p.strip() for p in text.split(ALTERNATIVE_SEPARATOR) if p.strip()))
+    return parts if len(parts) >= 2 else []
+
+
+def ground_truth_alternatives(interaction: Interaction) -> list[str]:
+    """The interaction's ground-truth alternatives (see the module docstring); [] when it has none."""
+    if interaction.ground_truth is None or not interaction.ground_truth.strip():
+        return []
+    meta = interaction.metadata.get("gold_answers")
+    if isinstance(meta, list) and meta and all(isinstance(g, str) for g in meta):
+        golds = list(dict.fromkeys(g.strip() for g in meta if g.strip()))
+        if golds:
+            return golds
+    return split_alternatives(interaction.ground_truth)
+
+
+def squad_normalise(text: str) -> str:
+    """SQuAD normalisation: lower case, punctuation and articles removed, single spaces."""
+    text = text.lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(answer: str, alternative: str) -> bool:
+    """True when the alternative occurs in the answer as whole normalised words or content tokens."""
+    gold = squad_normalise(alternative)
+    if gold and f" {gold} " in f" {squad_normalise(answer)} ":
+        return True
+    gold_tokens = normalise_text(alternative)
+    return bool(gold_tokens) and f" {gold_tokens} " in f" {normalise_text(answer)} "
+
+
+def same_answer(answer: str, alternatives: Sequence[str]) -> str | None:
+    """The alternative a short answer is equal to after normalisation (either normalisation), else None."""
+    plain = squad_normalise(answer)
+    tokens = normalise_text(answer)
+    for alternative in alternatives:
+        if plain and plain == squad_normalise(alternative):
+            return alternative
+        if tokens and tokens == normalise_text(alternative):
+            return alternative
+    return None
