@@ -9,7 +9,8 @@ Entailment
     rounded to its significant digits ("$181.7 million" for "181,674,817"; 1997 is not 1995).
     A number absent from the premise is strong evidence of a hallucination: the score is capped at
     ``number_cap`` times the support and the verdict is ``contradicted`` when the premise has other numbers
-    (else ``not_stated``). A missing name caps the score at ``name_cap``.
+    (else ``not_stated``). A year (a whole number 1000-2099) matches only itself. A missing name caps the
+    score at ``name_cap``.
     The verdict is ``entailed`` when the score is at least ``entail_threshold`` (0.5), else ``not_stated``
     (or ``contradicted`` as above). The reason lists the missing tokens; the tag is ``number`` when the
     statement has a number, ``entity`` when it has a name, else ``claim``.
@@ -17,6 +18,13 @@ Entailment
     short answer ("Jonathan Stark") that the context contains is judged. Gold-answer lists of QA sets
     (``a | b | c``): a hypothesis written so takes its best alternative, and when the premise's last line
     is such a list, a hypothesis that contains any alternative (normalised tokens, in order) is entailed.
+
+Question-framed premises
+    When the premise carries ``Premise.question`` (the ground-truth pairs: question's end + ground truth
+    or answer), the question frames the claim but is not evidence: a hypothesis token that occurs in the
+    question is left out of the check, and the rest must be found in the premise after the question.
+    A hypothesis made only of question words is checked against the premise after the question
+    ("lithium" for "what is the main mineral in lithium batteries" needs "lithium" in the answer).
 
 Refusals
     Phrase patterns (``pipeline.refusal_phrases``): "I don't know", "not mentioned in the context",
@@ -60,6 +68,10 @@ class LexicalConfig:
     prefix_len: int = 5  # a word matching a premise word on this many leading letters counts half
     min_clause_tokens: int = 2  # a clause with fewer content tokens stays with the previous one
     sharpness: float = 3.0  # score = support ** sharpness (>1: each missing word costs more)
+    # question-framed premises (ground-truth pairs: a reference answer vs a candidate answer) are
+    # compared leniently, like SQuAD's token F1: plain weighted recall, a missing name not capped
+    reference_sharpness: float = 1.0
+    reference_name_cap: float = 1.0
 
 
 def split_statements(hypothesis: str, min_tokens: int = 2) -> list[str]:
@@ -84,13 +96,21 @@ def split_statements(hypothesis: str, min_tokens: int = 2) -> list[str]:
     return statements or [text]
 
 
+def is_year(value: Decimal) -> bool:
+    """A whole number from 1000 to 2099: read as a year, which is never a rounding of another number."""
+    return value == value.to_integral_value() and 1000 <= value <= 2099
+
+
 def is_rounding_of(value: Decimal, exact: Decimal) -> bool:
     """True when ``value`` is ``exact`` rounded to ``value``'s significant digits, at least 2 of them.
 
-    "$181.7 million" (1817 x 10^5) is 181,674,817 rounded; 1997 is not 1995, nor 2018 2017.
+    "$181.7 million" (1817 x 10^5) is 181,674,817 rounded; 1997 is not 1995, nor 2018 2017; a year
+    (``is_year``) is no rounding: 1900 is not 1908, nor 2020 2016.
     """
     if value == exact:
         return True
+    if is_year(value):
+        return False
     if value == 0 or exact == 0 or (value < 0) != (exact < 0):
         return False
     digits = value.normalize().as_tuple()
@@ -116,9 +136,14 @@ def gold_alternatives(premise: str) -> list[tuple[str, ...]]:
 
 
 class PremiseIndex:
-    """The premise's content tokens, indexed for lookups."""
+    """The premise's content tokens, indexed for lookups; ``question`` tokens are given, not evidence."""
 
-    def __init__(self, text: str, prefix_len: int = 5) -> None:
+    def __init__(self, text: str, prefix_len: int = 5, question: str | None = None) -> None:
+        self.given: frozenset[str] = frozenset()
+        self.reference = bool(question and text.startswith(question))
+        if question and text.startswith(question):
+            self.given = frozenset(t.norm for t in tokens_of(question))
+            text = text[len(question) :]
         self.tokens = tokens_of(text)
         self.norms = {t.norm for t in self.tokens if t.kind != "number"}
         self.prefix_len = prefix_len
@@ -135,6 +160,13 @@ class PremiseIndex:
             if n and any(tuple(norms[i : i + n]) == alternative for i in range(len(norms) - n + 1)):
                 return " ".join(alternative)
         return None
+
+    def content(self, tokens: Sequence[Token]) -> list[Token]:
+        """The tokens to check: those not given by the question (all of them when every one is)."""
+        if not self.given:
+            return list(tokens)
+        kept = [t for t in tokens if t.norm not in self.given]
+        return kept or list(tokens)
 
     def credit(self, token: Token) -> float:
         """1 if the premise has the token, 0.5 for a prefix match of a word, else 0."""
@@ -158,7 +190,7 @@ class PremiseIndex:
 
 
 def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) -> StatementVerdict:
-    tokens = tokens_of(statement)
+    tokens = index.content(tokens_of(statement))
     has_number = any(t.kind == "number" for t in tokens)
     has_name = any(t.kind == "name" for t in tokens)
     tag = "number" if has_number else "entity" if has_name else "claim"
@@ -175,7 +207,9 @@ def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) 
         found += weight * credit
         if credit < 1.0:
             missing.append(t)
-    support = (found / total) ** config.sharpness
+    sharpness = config.reference_sharpness if index.reference else config.sharpness
+    name_cap = config.reference_name_cap if index.reference else config.name_cap
+    support = (found / total) ** sharpness
     missing_numbers = [t for t in missing if t.kind == "number"]
     missing_names = [t for t in missing if t.kind == "name"]
     score = support
@@ -185,7 +219,7 @@ def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) 
         verdict = "contradicted" if index.numbers else "not_stated"
     else:
         if missing_names:
-            score = min(support, config.name_cap)
+            score = min(support, name_cap)
         verdict = "entailed" if score >= config.entail_threshold else "not_stated"
     if missing:
         shown = ", ".join(f"{t.surface} ({t.kind})" for t in missing[:8])
@@ -213,8 +247,9 @@ def judge_hypothesis(hypothesis: str, index: PremiseIndex, config: LexicalConfig
 
 
 def _judge_single(hypothesis: str, index: PremiseIndex, config: LexicalConfig) -> HypothesisResult:
-    tokens = tokens_of(hypothesis)
-    gold = index.contains_alternative(tokens) if index.alternatives else None
+    written = tokens_of(hypothesis)
+    tokens = index.content(written)
+    gold = index.contains_alternative(written) if index.alternatives else None
     if gold is not None:
         statement = StatementVerdict(
             statement=hypothesis.strip(),
@@ -270,7 +305,7 @@ class LexicalJudge:
         self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False
     ) -> JudgeOutput[NliOutput]:
         started = time.perf_counter()
-        index = PremiseIndex(premise.text, self.config.prefix_len)
+        index = PremiseIndex(premise.text, self.config.prefix_len, premise.question)
         results = [judge_hypothesis(h, index, self.config) for h in hypotheses]
         refusal = self.is_refusal(" ".join(hypotheses)) if ask_refusal else None
         return JudgeOutput(NliOutput(results, refusal), [self._call("nli", started, len(hypotheses))])

@@ -210,3 +210,48 @@ def test_rounded_numbers_match_but_near_years_do_not() -> None:
     index = PremiseIndex("The hall of fame opened in 1995.")
     verdict = judge_statement("The hall of fame opened in 1997", index, LexicalConfig())
     assert verdict.verdict == "contradicted"
+
+
+def test_a_year_is_never_a_rounding() -> None:
+    from decimal import Decimal
+
+    from pipeline.judges.lexical import is_rounding_of, is_year
+
+    assert is_year(Decimal("1900")) and is_year(Decimal("2020")) and not is_year(Decimal("1900.5"))
+    assert not is_rounding_of(Decimal("1900"), Decimal("1908"))  # without the year rule: 19 x 10^2
+    assert not is_rounding_of(Decimal("2020"), Decimal("2016"))
+    assert is_rounding_of(Decimal("1900"), Decimal("1900"))
+    assert is_rounding_of(Decimal("2200"), Decimal("2180"))  # not a year: a rounding
+    index = PremiseIndex("Birth certificates were first issued on July 1, 1908.")
+    assert judge_statement("first issued in 1900", index, LexicalConfig()).verdict == "contradicted"
+
+
+async def test_question_words_are_not_evidence() -> None:
+    judge = LexicalJudge()
+    question = "what is the main mineral in lithium batteries"
+    wrong = Premise(f"{question}\nwater", question=question)
+    right = Premise(f"{question}\nIt is lithium.", question=question)
+    plain = Premise(f"{question}\nwater")  # the same text without the question marked
+    out = {
+        name: (await judge.entail(p, ["Lithium"])).value.hypotheses[0].score
+        for name, p in (("wrong", wrong), ("right", right), ("plain", plain))
+    }
+    assert out == {"wrong": 0.0, "right": 1.0, "plain": 1.0}
+    # question words in a longer hypothesis are left out; the rest must be in the answer
+    q2 = "who began the age of exploration in portugal"
+    short = Premise(f"{q2}\nAfonso IV", question=q2)
+    assert (await judge.entail(short, ["Afonso IV of Portugal"])).value.hypotheses[0].score == 1.0
+    other = Premise(f"{q2}\nKing John II", question=q2)
+    assert (await judge.entail(other, ["Afonso IV of Portugal"])).value.hypotheses[0].score == 0.0
+
+
+async def test_reference_comparison_is_lenient_recall() -> None:
+    judge = LexicalJudge()
+    q = "who was in charge of the revolutionary war"
+    framed = Premise(f"{q}\nGeorge Washington led the army.", question=q)
+    context = Premise("George Washington led the army.")
+    hypothesis = ["General George Washington"]
+    lenient = (await judge.entail(framed, hypothesis)).value.hypotheses[0].score
+    strict = (await judge.entail(context, hypothesis)).value.hypotheses[0].score
+    assert lenient == pytest.approx(4 / 6)  # two of three names found, no cap, no sharpening
+    assert strict < 0.5  # a context pair: a missing name caps the score
