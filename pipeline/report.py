@@ -4,9 +4,10 @@ Accuracy against human labels (an input line's ``labels``), one block per label:
 
 - ``grounded`` (1 = the answer is supported by its context): scored by ``context_entailment``
   (primary) and ``grounded_precision``;
-- ``correct`` (1 = the answer is acceptable against the ground truth): ``ground_truth_entails_answer``
-  (primary: question end + ground truth => answer), ``answer_entails_ground_truth`` and their mean
-  ``agreement``;
+- ``correct`` (1 = the answer is acceptable against the ground truth): ``answer_entails_ground_truth``
+  (primary, issue 2 item 10: question end + answer => ground truth; with a ground truth of alternatives,
+  any alternative will do, see ``pipeline.alternatives``), then ``ground_truth_entails_answer`` (the
+  other direction) and their mean ``agreement`` as secondary lines;
 - ``answer_refusal`` (1 = the answer is a refusal): the ``answer_refusal`` flag as 1/0.
 
 For each: ROC AUC, balanced accuracy at the operating threshold (``hallucination_threshold`` for scores,
@@ -64,7 +65,7 @@ SCORES: dict[str, ScoreGetter] = {
 #: label -> the scores measured against it, the primary first
 LABEL_SCORES: dict[str, list[str]] = {
     "grounded": ["context_entailment", "grounded_precision"],
-    "correct": ["ground_truth_entails_answer", "answer_entails_ground_truth", "agreement"],
+    "correct": ["answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"],
     "answer_refusal": ["answer_refusal"],
 }
 FLAG_SCORES = {"answer_refusal"}

@@ -71,19 +71,21 @@ def test_correct_and_refusal_labels() -> None:
         (
             _line(1, ground_truth="x", labels={"correct": 1, "answer_refusal": 0}),
             _evaluation(
-                1, ground_truth_entails_answer=1.0, answer_entails_ground_truth=0.5, answer_refusal=False
+                1, ground_truth_entails_answer=0.2, answer_entails_ground_truth=0.5, answer_refusal=False
             ),
         ),
         (
             _line(2, ground_truth="x", labels={"correct": 0, "answer_refusal": 1}),
             _evaluation(
-                2, ground_truth_entails_answer=0.0, answer_entails_ground_truth=0.0, answer_refusal=True
+                2, ground_truth_entails_answer=0.4, answer_entails_ground_truth=0.0, answer_refusal=True
             ),
         ),
     ]
     reports = label_reports(rows, Settings())
-    assert reports["correct"].primary.score == "ground_truth_entails_answer"
+    assert reports["correct"].primary.score == "answer_entails_ground_truth"
     assert reports["correct"].primary.roc_auc == 1.0
+    assert [o.score for o in reports["correct"].others] == ["ground_truth_entails_answer", "agreement"]
+    assert reports["correct"].others[0].roc_auc == 0.0  # the other direction ranks these two the wrong way
     agreement = next(o for o in reports["correct"].others if o.score == "agreement")
     assert agreement.n == 2 and agreement.roc_auc == 1.0
     refusal = reports["answer_refusal"].primary
