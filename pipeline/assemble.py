@@ -3,7 +3,9 @@
 - Scores: the three pair scores of ``NliResult`` (None when the pair was not judged).
 - Refusal flags: from ``RefusalResult``; in ``refusal_mode`` "same", from ``NliResult`` when the
   refusal result is None (the question was asked inside the NLI prompt).
-- ``hallucination``: ``context_entailment < hallucination_threshold`` when the answer was given (it
+- ``hallucination``: ``context_entailment`` under the judge's operating threshold
+  (``PipelineSettings.threshold_for``: ``hallucination_threshold`` when set, else the judge kind's
+  calibrated default) when the answer was given (it
   has at least one sentence), is known not to be a refusal, and the context pair was judged;
   otherwise None (no context, a refusal, or an unknown refusal flag).
 - ``grounded_precision`` and ``unsupported_claims`` from the context pair (``metrics.grounded``).
@@ -67,7 +69,7 @@ def assemble(
     answered = bool(converted.answer_sentences)
     hallucination: bool | None = None
     if answered and answer_refusal is False and context_entailment is not None:
-        hallucination = context_entailment < pipe.hallucination_threshold
+        hallucination = context_entailment < pipe.threshold_for("context_entailment", settings.judge.kind)
 
     absent = list(dict.fromkeys(missing))
     if nli is None and "nli" not in absent:

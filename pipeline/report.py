@@ -10,8 +10,9 @@ Accuracy against human labels (an input line's ``labels``), one block per label:
   other direction) and their mean ``agreement`` as secondary lines;
 - ``answer_refusal`` (1 = the answer is a refusal): the ``answer_refusal`` flag as 1/0.
 
-For each: ROC AUC, balanced accuracy at the operating threshold (``hallucination_threshold`` for scores,
-0.5 for flags; positive when ``score >= threshold``), and the best threshold by Youden J with its balanced
+For each: ROC AUC, balanced accuracy at the operating threshold (``PipelineSettings.threshold_for``: the
+judge's calibrated default unless ``hallucination_threshold`` / ``correct_threshold`` is set; 0.5 for
+flags; positive when ``score >= threshold``), and the best threshold by Youden J with its balanced
 accuracy. Cases whose score is None (e.g. no context) are counted as ``unscored`` and left out.
 Lines with ``peers`` (other detectors' 1/0 verdicts, 1 = positive class) get each peer's balanced accuracy
 on the same cases, beside ours on exactly those cases.
@@ -244,7 +245,8 @@ def label_reports(
             continue
         results = []
         for name in score_names:
-            threshold = 0.5 if name in FLAG_SCORES else settings.pipeline.hallucination_threshold
+            kind = settings.judge.kind
+            threshold = 0.5 if name in FLAG_SCORES else settings.pipeline.threshold_for(name, kind)
             getter = SCORES[name]
             pairs = [(line.interaction.labels[label], getter(ev)) for line, ev in labeled]  # type: ignore[index]
             result, _ = score_vs_label(name, pairs, threshold)
@@ -367,8 +369,11 @@ async def build_report(
     cases = [c for c in (trust_eval_case(line, ev) for line, ev in rows) if c is not None]
     trust = None
     if cases and (any(c.answerable is not None for c in cases) or any(c.gold_answers for c in cases)):
-        trust = await trust_eval(cases, judge, settings.pipeline.hallucination_threshold)
+        trust = await trust_eval(
+            cases, judge, settings.pipeline.threshold_for("context_entailment", settings.judge.kind)
+        )
     latency_max = max([e.judge_latency_ms for e in evaluations], default=0.0)
+    kind = settings.judge.kind
     return EvalReport(
         input=input_path,
         judge=judge_name,
@@ -390,7 +395,8 @@ async def build_report(
         settings={
             "judge_kind": settings.judge.kind,
             "judge_model": settings.judge.model,
-            "hallucination_threshold": settings.pipeline.hallucination_threshold,
+            "hallucination_threshold": settings.pipeline.threshold_for("context_entailment", kind),
+            "correct_threshold": settings.pipeline.threshold_for("answer_entails_ground_truth", kind),
             "nli_mode": settings.pipeline.nli_mode,
             "refusal_mode": settings.pipeline.refusal_mode,
             "refusal_sentences": settings.pipeline.refusal_sentences,

@@ -85,7 +85,10 @@ class PipelineSettings(BaseModel):
     refusal_mode: Literal["separate", "same"] = "separate"  # "same": asked inside the NLI prompt (seed 001)
     refusal_sentences: int = Field(2, ge=1)
     refusal_batch_size: int = Field(8, ge=1)  # texts a prompt
-    hallucination_threshold: float = 0.5  # context entailment under this = hallucination
+    # context entailment under this = hallucination. Left unset, each judge kind uses its calibrated
+    # default from ``judge_hallucination_thresholds`` (this value for kinds not listed); set (env or
+    # code), it is used for every judge
+    hallucination_threshold: float = 0.5
     unsupported_claim_threshold: float = 0.5  # statement score under this = unsupported claim
     statement_weights: dict[str, float] = Field(default_factory=dict)  # tag -> weight (seed 002)
     relevance: bool = False  # embedding relevance (seed 004); needs the `embeddings` extra
@@ -99,6 +102,33 @@ class PipelineSettings(BaseModel):
     ground_truth_alternatives: bool = True
     # ground-truth pairs: an alternative the answer contains (normalised) is entailed without a judge call
     exact_match: bool = True
+    # operating thresholds by judge kind, calibrated on the dev sets (docs/accuracy.md has the curves that
+    # chose them); a score at or over the threshold is the positive class (grounded / correct)
+    judge_hallucination_thresholds: dict[str, float] = Field(
+        default_factory=lambda: {"lexical": 0.85, "cascade": 0.85}
+    )
+    # answer_entails_ground_truth at or over this = the answer agrees with the ground truth ("correct");
+    # left unset, each judge kind uses its calibrated default from ``judge_correct_thresholds``
+    correct_threshold: float = 0.5
+    judge_correct_thresholds: dict[str, float] = Field(default_factory=dict)
+
+    def threshold_for(self, score: str, judge_kind: str) -> float:
+        """The operating threshold of a score (``pipeline.report.SCORES`` names) for a judge kind.
+
+        Context scores (``context_entailment``, ``grounded_precision``) use ``hallucination_threshold``
+        when it was set explicitly, else the judge's calibrated default; ground-truth scores
+        (``answer_entails_ground_truth``, ``ground_truth_entails_answer``, ``agreement``) likewise
+        with ``correct_threshold``; anything else 0.5.
+        """
+        if score in ("context_entailment", "grounded_precision"):
+            if "hallucination_threshold" in self.model_fields_set:
+                return self.hallucination_threshold
+            return self.judge_hallucination_thresholds.get(judge_kind, self.hallucination_threshold)
+        if score in ("answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"):
+            if "correct_threshold" in self.model_fields_set:
+                return self.correct_threshold
+            return self.judge_correct_thresholds.get(judge_kind, self.correct_threshold)
+        return 0.5
 
 
 class KafkaSettings(BaseModel):

@@ -119,7 +119,7 @@ def test_all_fields() -> None:
     assert ev.answer_refusal is False and ev.ground_truth_refusal is False
     assert ev.grounded_precision == 0.5
     assert ev.unsupported_claims == ["s1"]
-    assert ev.hallucination is False  # 0.5 is not under the 0.5 threshold
+    assert ev.hallucination is True  # 0.5 is under the cascade judge's calibrated 0.85
     assert ev.relevance == 0.8
     assert [p.pair for p in ev.pairs] == ["context_answer", "ground_truth_answer", "answer_ground_truth"]
     assert len(ev.calls) == 5
@@ -184,3 +184,20 @@ def test_count_judge_calls() -> None:
     assert (
         count_judge_calls([call("nli", 1), call("nli", 1, cached=True), call("refusal", 1, attempts=0)]) == 1
     )
+
+
+def test_threshold_for_judge_defaults_and_explicit_values() -> None:
+    pipe = Settings().pipeline
+    assert pipe.threshold_for("context_entailment", "lexical") == 0.85
+    assert pipe.threshold_for("grounded_precision", "cascade") == 0.85
+    assert pipe.threshold_for("context_entailment", "openai") == 0.5
+    assert pipe.threshold_for("answer_entails_ground_truth", "lexical") == 0.5
+    assert pipe.threshold_for("relevance", "lexical") == 0.5
+    pipe.judge_correct_thresholds = {"local": 0.7}
+    assert pipe.threshold_for("agreement", "local") == 0.7
+    pipe.correct_threshold = 0.6  # set explicitly: every judge
+    assert pipe.threshold_for("agreement", "local") == 0.6
+    settings = Settings()
+    settings.judge.kind = "openai"
+    ev = assemble(converted(), nli(), refusal(), settings)
+    assert ev.hallucination is False  # 0.5 is not under the 0.5 threshold

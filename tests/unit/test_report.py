@@ -52,7 +52,9 @@ def test_grounded_label_auc_balanced_accuracy_and_peers() -> None:
         )
         for i, (y, s, peer) in enumerate(zip(labels, scores, peers, strict=True))
     ]
-    report = label_reports(rows, Settings())["grounded"]
+    settings = Settings()
+    settings.judge.kind = "openai"  # no calibrated default: the 0.5 threshold
+    report = label_reports(rows, settings)["grounded"]
     assert report.cases == 5
     p = report.primary
     assert (p.score, p.n, p.positives, p.unscored) == ("context_entailment", 4, 2, 1)
@@ -64,6 +66,13 @@ def test_grounded_label_auc_balanced_accuracy_and_peers() -> None:
     # peer on the same 4 scored cases: TPR 2/2, TNR 1/2 -> 0.75
     assert report.peers.peers == {"p": pytest.approx(0.75)} and report.peers.peer_cases == {"p": 4}
     assert report.peers.ours_balanced_accuracy == pytest.approx(0.5)
+    # the lexical judge's calibrated threshold (0.85): only 0.9 is grounded -> TPR 1/2, TNR 2/2
+    lexical = label_reports(rows, Settings())["grounded"].primary
+    assert lexical.threshold == 0.85 and lexical.balanced_accuracy == pytest.approx(0.75)
+    # an explicit hallucination_threshold wins over the calibrated default
+    explicit = Settings()
+    explicit.pipeline.hallucination_threshold = 0.5
+    assert label_reports(rows, explicit)["grounded"].primary.threshold == 0.5
 
 
 def test_correct_and_refusal_labels() -> None:
