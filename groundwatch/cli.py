@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "worker": "Run the stream processors against the configured Kafka and ClickHouse.",
     "replay": "Produce interactions from a JSONL file onto the interactions topic.",
     "report": "Print trend tables per app/model from ClickHouse.",
+    "demo": "Start a local broker, worker and judge, replay sample traffic, print figures.",
 }
 
 
