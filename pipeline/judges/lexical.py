@@ -46,7 +46,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.refusal_phrases import refusal_match
-from pipeline.text_normalise import Token, tokens_of
+from pipeline.text_normalise import Token, fold, stem, tokens_of
 from schemas.results import HypothesisResult, JudgeCall, Stage, StatementVerdict, Verdict
 
 WEIGHTS: dict[str, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
@@ -58,6 +58,7 @@ _CLAUSE_SPLIT = re.compile(
 )
 _LEADING_CONJ = re.compile(r"^(?:and|but|while|whereas|although|though|so|yet)\s+", re.IGNORECASE)
 _ALTERNATIVES = re.compile(r"\s+\|\s+")
+_INITIAL = re.compile(r"\b([A-Z])\.")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class LexicalConfig:
     # compared leniently, like SQuAD's token F1: plain weighted recall, a missing name not capped
     reference_sharpness: float = 1.0
     reference_name_cap: float = 1.0
+    # ... unless the premise names another entity beside a shared token (``PremiseIndex.competitor``)
+    competitor_check: bool = True
 
 
 def split_statements(hypothesis: str, min_tokens: int = 2) -> list[str]:
@@ -135,6 +138,26 @@ def gold_alternatives(premise: str) -> list[tuple[str, ...]]:
     return out
 
 
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][a-z]+(?:\s+(?:(?:of|for|the)\s+)?[A-Z][a-z]+)+")
+_ARTICLE_WORDS = frozenset({"The", "A", "An"})
+
+
+def acronyms_of(text: str) -> set[str]:
+    """Acronyms of runs of capitalised words: "Department of Motor Vehicles" -> {"DMV", "DOMV"}."""
+    out: set[str] = set()
+    for run in _CAPITALISED_RUN.finditer(text):
+        segment: list[str] = []
+        for word in [*run.group(0).split(), "The"]:  # an article starts a new run; the sentinel ends it
+            if word in _ARTICLE_WORDS:
+                if len([w for w in segment if w[0].isupper()]) >= 2:
+                    out.add("".join(w[0] for w in segment if w[0].isupper()))
+                    out.add("".join(w[0].upper() for w in segment))
+                segment = []
+            else:
+                segment.append(word)
+    return out
+
+
 class PremiseIndex:
     """The premise's content tokens, indexed for lookups; ``question`` tokens are given, not evidence."""
 
@@ -145,6 +168,8 @@ class PremiseIndex:
             self.given = frozenset(t.norm for t in tokens_of(question))
             text = text[len(question) :]
         self.tokens = tokens_of(text)
+        self.initials = set(_INITIAL.findall(fold(text)))  # "B. R. Ambedkar": B and R
+        self.acronyms = acronyms_of(fold(text))  # "Department of Motor Vehicles": DMV
         self.norms = {t.norm for t in self.tokens if t.kind != "number"}
         self.prefix_len = prefix_len
         self.prefixes = {n[:prefix_len] for n in self.norms if len(n) >= prefix_len}
@@ -168,6 +193,25 @@ class PremiseIndex:
         kept = [t for t in tokens if t.norm not in self.given]
         return kept or list(tokens)
 
+    def competitor(self, hypothesis_tokens: Sequence[Token]) -> Token | None:
+        """A name (number) of the premise beside a name (number) the hypothesis shares with it, itself
+        absent from the hypothesis and the question: "Emmitt Smith" against "Timmy Smith", "May 30, 2017"
+        against "January 2017". None when there is none."""
+        norms = {t.norm for t in hypothesis_tokens}
+        for i, token in enumerate(self.tokens):
+            if token.norm not in norms:
+                continue
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(self.tokens):
+                    other = self.tokens[j]
+                    if (
+                        other.kind == token.kind != "word"
+                        and other.norm not in norms
+                        and other.norm not in self.given
+                    ):
+                        return other
+        return None
+
     def credit(self, token: Token) -> float:
         """1 if the premise has the token, 0.5 for a prefix match of a word, else 0."""
         if token.kind == "number":
@@ -180,6 +224,10 @@ class PremiseIndex:
             return 1.0 if token.surface.lower() in self.norms else 0.0
         if token.norm in self.norms:
             return 1.0
+        if token.kind == "name" and token.surface[:1].upper() in self.initials:
+            return 1.0  # a name the premise abbreviates to its initial ("B. R. Ambedkar")
+        if token.kind == "name" and token.surface.isupper() and token.surface in self.acronyms:
+            return 1.0  # an acronym of capitalised words in the premise
         if (
             token.kind == "word"
             and len(token.norm) >= self.prefix_len
@@ -187,6 +235,26 @@ class PremiseIndex:
         ):
             return 0.5
         return 0.0
+
+
+_MONTHS = frozenset(
+    stem(m)
+    for m in "january february march april may june july august september october november december".split()
+)
+
+
+def _is_day(token: Token) -> bool:
+    return token.kind == "number" and token.norm.isdigit() and 1 <= int(token.norm) <= 31
+
+
+def coarser_date(tokens: Sequence[Token], missing: Sequence[Token], index: PremiseIndex) -> bool:
+    """True when the statement is a date the premise gives at a coarser granularity: its year is in the
+    premise, every missing token is a month or a day number, and the premise names no other month."""
+    has_year = any(t.kind == "number" and is_year(Decimal(t.norm)) and t not in missing for t in tokens)
+    only_details = all(t.norm in _MONTHS or _is_day(t) for t in missing)
+    norms = {t.norm for t in tokens}
+    other_month = any(t.norm in _MONTHS and t.norm not in norms for t in index.tokens)
+    return has_year and only_details and not other_month
 
 
 def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) -> StatementVerdict:
@@ -214,14 +282,27 @@ def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) 
     missing_names = [t for t in missing if t.kind == "name"]
     score = support
     verdict: Verdict
-    if missing_numbers:
+    lenient = index.reference and config.competitor_check and index.competitor(tokens) is None
+    coarser = lenient and bool(missing) and coarser_date(tokens, missing, index)
+    if coarser:
+        # "1965" for "1 August 1965": the same date at a coarser granularity (year, or month and year)
+        missing = missing_numbers = missing_names = []
+        total = found = sum(WEIGHTS[t.kind] for t in tokens if t.norm not in _MONTHS and not _is_day(t))
+        score = support = 1.0
+    if missing_numbers and not lenient:
         score = support * config.number_cap
         verdict = "contradicted" if index.numbers else "not_stated"
+    elif missing_numbers:  # a reference answer's number the candidate leaves out: less specific, not wrong
+        verdict = "entailed" if score >= config.entail_threshold else "not_stated"
     else:
         if missing_names:
             score = min(support, name_cap)
+            if index.reference and config.competitor_check and index.competitor(tokens) is not None:
+                score = min(score, config.name_cap)  # another entity where this one's name is missing
         verdict = "entailed" if score >= config.entail_threshold else "not_stated"
-    if missing:
+    if coarser:
+        reason = "the premise gives this date at a coarser granularity (its year), naming no other month"
+    elif missing:
         shown = ", ".join(f"{t.surface} ({t.kind})" for t in missing[:8])
         more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
         reason = f"{found:.1f}/{total:.1f} of the weighted content found; not in the premise: {shown}{more}"

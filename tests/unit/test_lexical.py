@@ -255,3 +255,45 @@ async def test_reference_comparison_is_lenient_recall() -> None:
     strict = (await judge.entail(context, hypothesis)).value.hypotheses[0].score
     assert lenient == pytest.approx(4 / 6)  # two of three names found, no cap, no sharpening
     assert strict < 0.5  # a context pair: a missing name caps the score
+
+
+async def _ref_score(question: str, answer: str, hypothesis: str) -> float:
+    premise = Premise(f"{question}\n{answer}", question=question)
+    return (await LexicalJudge().entail(premise, [hypothesis])).value.hypotheses[0].score
+
+
+async def test_another_entity_beside_a_shared_name_caps_the_score() -> None:
+    q = "who has the most rushing yards in a super bowl"
+    assert await _ref_score(q, "Emmitt Smith", "Timmy Smith") < 0.5  # Emmitt stands where Timmy would
+    assert await _ref_score(q, "Smith", "Timmy Smith") == pytest.approx(0.5)  # less specific, no rival
+    q2 = "when did the sims 4 toddlers come out"
+    assert await _ref_score(q2, "May 30, 2017", "January 2017") < 0.5  # 30 beside the shared 2017
+    index = PremiseIndex(f"{q}\nEmmitt Smith", question=q)
+    other = index.competitor(tokens_of("Timmy Smith"))
+    assert other is not None and other.surface == "Emmitt"
+    assert index.competitor(tokens_of("Emmitt Smith")) is None
+
+
+async def test_a_date_at_a_coarser_granularity_is_entailed() -> None:
+    q = "when were cigarette ads banned from tv uk"
+    assert await _ref_score(q, "1965", "1 August 1965") == 1.0
+    assert await _ref_score(q, "in August 1965", "1 August 1965") == 1.0
+    assert await _ref_score(q, "1966", "1 August 1965") < 0.5  # another year
+    assert await _ref_score(q, "September 1965", "1 August 1965") < 0.5  # another month
+    # only in reference comparisons: a context premise still needs the day and month
+    context = Premise("Ads were banned in 1965.")
+    out = await LexicalJudge().entail(context, ["Ads were banned on 1 August 1965"])
+    assert out.value.hypotheses[0].score < 0.5
+
+
+async def test_initials_and_acronyms_match_names() -> None:
+    q = "who is known as the father of indian constitution"
+    assert await _ref_score(q, "B. R. Ambedkar", "Bhimrao Ramji Ambedkar") == 1.0
+    assert await _ref_score(q, "Ambedkar", "Bhimrao Ramji Ambedkar") < 1.0
+    q2 = "where can i get a state issued id"
+    assert await _ref_score(q2, "from the Department of Motor Vehicles", "DMV") == 1.0
+    assert await _ref_score(q2, "from the post office", "DMV") == 0.0
+    from pipeline.judges.lexical import acronyms_of
+
+    text = "The Department of Motor Vehicles and The Federal Bureau of Investigation"
+    assert {"DMV", "FBI"} <= acronyms_of(text)
