@@ -59,6 +59,7 @@ _CLAUSE_SPLIT = re.compile(
 _LEADING_CONJ = re.compile(r"^(?:and|but|while|whereas|although|though|so|yet)\s+", re.IGNORECASE)
 _ALTERNATIVES = re.compile(r"\s+\|\s+")
 _INITIAL = re.compile(r"\b([A-Z])\.")
+_LETTER = re.compile(r"\b([A-Za-z])\b")
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,9 @@ class PremiseIndex:
             self.given = frozenset(t.norm for t in tokens_of(question))
             text = text[len(question) :]
         self.tokens = tokens_of(text)
-        self.initials = set(_INITIAL.findall(fold(text)))  # "B. R. Ambedkar": B and R
+        # "B. R. Ambedkar": B and R; not a letter the question names ("what does G stand for")
+        asked = {c.upper() for c in _LETTER.findall(question or "")} if self.reference else set()
+        self.initials = set(_INITIAL.findall(fold(text))) - asked
         self.acronyms = acronyms_of(fold(text))  # "Department of Motor Vehicles": DMV
         self.norms = {t.norm for t in self.tokens if t.kind != "number"}
         self.prefix_len = prefix_len

@@ -297,3 +297,9 @@ async def test_initials_and_acronyms_match_names() -> None:
 
     text = "The Department of Motor Vehicles and The Federal Bureau of Investigation"
     assert {"DMV", "FBI"} <= acronyms_of(text)
+
+
+async def test_an_initial_the_question_asks_about_is_not_evidence() -> None:
+    q = "what does g stand for in ncis los angeles"
+    assert await _ref_score(q, "G. Callen", "Grisha") == 0.0
+    assert await _ref_score("who wrote it", "G. Callen", "Grisha Callen") == 1.0
