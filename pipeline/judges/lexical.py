@@ -60,6 +60,8 @@ _LEADING_CONJ = re.compile(r"^(?:and|but|while|whereas|although|though|so|yet)\s
 _ALTERNATIVES = re.compile(r"\s+\|\s+")
 _INITIAL = re.compile(r"\b([A-Z])\.")
 _LETTER = re.compile(r"\b([A-Za-z])\b")
+_CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[\s-]+century\b(?!\s*(?:BC|B\.C\.|BCE))", re.IGNORECASE)
+_DECADE = re.compile(r"\b(1\d\d|20\d)0'?s\b")
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,9 @@ class PremiseIndex:
         asked = {c.upper() for c in _LETTER.findall(question or "")} if self.reference else set()
         self.initials = set(_INITIAL.findall(fold(text))) - asked
         self.acronyms = acronyms_of(fold(text))  # "Department of Motor Vehicles": DMV
+        # coarser dates a reference comparison accepts for a year: "the 16th century", "the 1960s"
+        self.centuries = {int(n) for n in _CENTURY.findall(text)}
+        self.decades = set(_DECADE.findall(text))
         self.norms = {t.norm for t in self.tokens if t.kind != "number"}
         self.prefix_len = prefix_len
         self.prefixes = {n[:prefix_len] for n in self.norms if len(n) >= prefix_len}
@@ -223,6 +228,10 @@ class PremiseIndex:
             value = Decimal(token.norm)
             if any(is_rounding_of(value, n) for n in self.numbers):
                 return 1.0
+            if self.reference and is_year(value):
+                year = int(value)
+                if year // 100 + 1 in self.centuries or str(year)[:3] in self.decades:
+                    return 1.0  # the year's century or decade: the same date, coarser
             # a number written as a word in the premise ("two") is a word there, not a number
             return 1.0 if token.surface.lower() in self.norms else 0.0
         if token.norm in self.norms:

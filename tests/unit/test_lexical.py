@@ -303,3 +303,13 @@ async def test_an_initial_the_question_asks_about_is_not_evidence() -> None:
     q = "what does g stand for in ncis los angeles"
     assert await _ref_score(q, "G. Callen", "Grisha") == 0.0
     assert await _ref_score("who wrote it", "G. Callen", "Grisha Callen") == 1.0
+
+
+async def test_a_year_within_the_century_or_decade_given() -> None:
+    q = "when was the letter j introduced to the alphabet"
+    assert await _ref_score(q, "the 16th century", "1524") == 1.0
+    assert await _ref_score(q, "in the 1520s", "1524") == 1.0
+    assert await _ref_score(q, "the 17th century", "1524") == 0.0
+    assert await _ref_score(q, "the 16th century BC", "1524") == 0.0
+    context = await LexicalJudge().entail(Premise("It came in the 16th century."), ["It came in 1524."])
+    assert context.value.hypotheses[0].score < 0.5  # a context premise must give the year itself
