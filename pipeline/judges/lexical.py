@@ -141,6 +141,15 @@ def gold_alternatives(premise: str) -> list[tuple[str, ...]]:
     return out
 
 
+#: words with which an answer refers to its source or to itself, not to the world ("The passage
+#: describes...", "Here is a concise summary..."): not checked when the premise lacks them
+FRAMING: frozenset[str] = frozenset(
+    stem(w)
+    for w in """passage passages summary summaries summarize summarise summarizes summarises summarized
+    concise article text document documents context excerpt snippet mention mentions mentioned describe
+    describes described according provided""".split()
+)
+
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][a-z]+(?:\s+(?:(?:of|for|the)\s+)?[A-Z][a-z]+)+")
 _ARTICLE_WORDS = frozenset({"The", "A", "An"})
 
@@ -195,7 +204,10 @@ class PremiseIndex:
         return None
 
     def content(self, tokens: Sequence[Token]) -> list[Token]:
-        """The tokens to check: those not given by the question (all of them when every one is)."""
+        """The tokens to check: those not given by the question (all of them when every one is), less
+        framing words the premise lacks ("the passage mentions X" is checked as "X")."""
+        framed = [t for t in tokens if t.norm not in FRAMING or t.norm in self.norms]
+        tokens = framed or list(tokens)
         if not self.given:
             return list(tokens)
         kept = [t for t in tokens if t.norm not in self.given]

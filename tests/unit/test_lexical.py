@@ -313,3 +313,18 @@ async def test_a_year_within_the_century_or_decade_given() -> None:
     assert await _ref_score(q, "the 16th century BC", "1524") == 0.0
     context = await LexicalJudge().entail(Premise("It came in the 16th century."), ["It came in 1524."])
     assert context.value.hypotheses[0].score < 0.5  # a context premise must give the year itself
+
+
+async def test_framing_words_are_not_claims() -> None:
+    judge = LexicalJudge()
+    context = Premise("Poseidon grossed $181,674,817 worldwide on a budget of $160 million.")
+    framed = "The passage describes that Poseidon grossed $181,674,817 on a budget of $160 million."
+    plain = "Poseidon grossed $181,674,817 on a budget of $160 million."
+    out = await judge.entail(context, [framed, plain, "The passage describes a sequel."])
+    framed_r, plain_r, other_r = out.value.hypotheses
+    assert framed_r.score == plain_r.score == 1.0
+    assert other_r.score < 0.5  # the framing words are dropped, the claim still has to be there
+    # a premise that itself has the word checks it like any other
+    about = Premise("The summary was written by the board.")
+    out = await judge.entail(about, ["The summary was written by the board."])
+    assert out.value.hypotheses[0].score == 1.0
