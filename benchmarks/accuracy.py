@@ -23,6 +23,7 @@ pronoun replacement, and with the refusal question inside the NLI prompt (``refu
 prompt shape, so llama.cpp's prefix cache holds the system prompt) except on sets labeled for
 ``answer_refusal`` (no NLI pair there: the refusal prompt is the only call).
 
+``--timeout S`` stops a run after S seconds (its finished Evaluations count, marked partial);
 ``--reuse`` keeps runs whose report exists; ``--table-only`` runs nothing and tabulates what is in
 ``--work`` (partial runs included, marked).
 """
@@ -113,10 +114,18 @@ def judge_env(judge: str, label: str | None) -> dict[str, str]:
 
 
 def run_one(
-    data: Path, judge: str, limit: int | None, work: Path, label: str | None, nice: int
+    data: Path,
+    judge: str,
+    limit: int | None,
+    work: Path,
+    label: str | None,
+    nice: int,
+    timeout: float | None = None,
 ) -> dict[str, Any]:
     out = work / judge / f"{data.stem}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (out, out.with_name(f"{out.stem}.evaluations.jsonl"), out.with_suffix(".meta.json")):
+        stale.unlink(missing_ok=True)  # a run stopped early must not pass for the previous one
     env = judge_env(judge, label)
     cmd = [sys.executable, "-m", "groundwatch.cli", "eval", str(data), "--judge", judge, "--out", str(out)]
     cmd += ["--quiet"] + (["--limit", str(limit)] if limit is not None else [])
@@ -127,21 +136,32 @@ def run_one(
     shown = " ".join(f"{k}={v}" for k, v in env.items()) + " " + " ".join(cmd)
     print(f"[accuracy] {shown}", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    proc = subprocess.run(cmd, env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True)
+    stopped = False
+    try:
+        proc = subprocess.run(
+            cmd, env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True, timeout=timeout
+        )
+        code, stderr = proc.returncode, proc.stderr
+    except subprocess.TimeoutExpired as exc:  # the child is killed; its finished Evaluations stay
+        stopped = True
+        code = -9
+        raw = exc.stderr or b""
+        stderr = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
     wall = time.perf_counter() - started
     meta = {
         "command": shown.strip(),
         "env": env,
         "wall_seconds": wall,
-        "exit_code": proc.returncode,
+        "exit_code": code,
+        "stopped_after_timeout_s": timeout if stopped else None,
         "limit": limit,
-        "stderr_tail": proc.stderr[-2000:],
+        "stderr_tail": stderr[-2000:],
         "machine": machine(),
     }
     (out.with_suffix(".meta.json")).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    if proc.returncode != 0:
+    if code != 0:
         print(
-            f"[accuracy] {data.name} with {judge}: exit {proc.returncode}\n{proc.stderr[-2000:]}",
+            f"[accuracy] {data.name} with {judge}: exit {code}\n{stderr[-2000:]}",
             file=sys.stderr,
         )
     return meta
@@ -321,6 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="keep runs whose report exists")
     parser.add_argument("--table-only", action="store_true", help="run nothing; tabulate --work")
     parser.add_argument("--nice", type=int, default=0, help="run LLM-backed evals under nice -n N")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="stop a run after this many seconds (partial n counts)"
+    )
     args = parser.parse_args(argv)
 
     if not args.data.is_dir():
@@ -345,7 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = args.work / judge / f"{data.stem}.json"
             if not args.table_only and not (args.reuse and out.is_file()):
                 limit = limits.get(judge, args.limit)
-                run_one(data, judge, limit, args.work, label, args.nice if judge in LLM_JUDGES else 0)
+                nice = args.nice if judge in LLM_JUDGES else 0
+                run_one(data, judge, limit, args.work, label, nice, args.timeout)
             row = tabulate(data, judge, args.work, settings)
             if row is not None:
                 rows.append(row)
