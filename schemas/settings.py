@@ -146,6 +146,10 @@ class KafkaSettings(BaseModel):
     web_enabled: bool = False  # faust's HTTP server (127.0.0.1:web_port); groundwatch does not need it
     commit_interval_s: float = Field(1.0, gt=0)
     producer_linger_s: float = Field(0.005, ge=0)  # batch a stage's outputs this long before sending
+    # "staged": convert -> nli / refusal -> join, one topic a hop (stages scale and fail apart);
+    # "fused": one processor runs every stage of an interaction (interactions -> evaluations), far fewer
+    # Kafka hops; a stage failure dead-letters the interaction instead of an incomplete Evaluation
+    topology: Literal["staged", "fused"] = "staged"
     datadir: Path | None = None  # faust's data directory; None: a temporary directory per worker
 
 

@@ -25,7 +25,7 @@ import faust
 from schemas.settings import Settings
 from streams import join
 from streams.context import Resources, StreamContext, new_context
-from streams.processors import convert, nli, refusal, sink
+from streams.processors import convert, evaluate, nli, refusal, sink
 
 
 @dataclass
@@ -79,10 +79,13 @@ def create_app(settings: Settings) -> StreamApp:
     ctx = new_context(settings, app)
     resources = Resources(ctx)
     ctx.resources = resources
-    convert.register(ctx)
-    nli.register(ctx)
-    if settings.pipeline.refusal_mode != "same":
-        refusal.register(ctx)
-    join.register(ctx)
+    if settings.kafka.topology == "fused":
+        evaluate.register(ctx)
+    else:
+        convert.register(ctx)
+        nli.register(ctx)
+        if settings.pipeline.refusal_mode != "same":
+            refusal.register(ctx)
+        join.register(ctx)
     sink.register(ctx)
     return StreamApp(app=app, ctx=ctx, resources=resources, datadir=datadir, temporary_datadir=temporary)

@@ -91,12 +91,14 @@ class Resources(Service):
         self._ready = asyncio.Event()
         self._judge: Judge | None = None
         self.refusals: Any = None  # pipeline.refusal.RefusalClassifier
+        self.evaluator: Any = None  # pipeline.evaluator.Evaluator (fused topology)
         self.store: Any = None  # streams.clickhouse.store.ClickHouseStore
         self.sink: Any = None  # streams.clickhouse.sink.EvaluationSink
         self.windows: Any = None  # streams.windows.tracker.WindowCloser
         self._alerts: Any = None  # streams.alerts.engine.AlertEngine
 
     async def on_start(self) -> None:
+        from pipeline.evaluator import Evaluator
         from pipeline.judges.factory import open_judge
         from pipeline.refusal import RefusalClassifier
         from streams.alerts.engine import AlertEngine
@@ -109,6 +111,9 @@ class Resources(Service):
         self._judge = await self._stack.enter_async_context(open_judge(settings))
         self.refusals = RefusalClassifier(self.judge, settings)
         self._stack.push_async_callback(self.refusals.aclose)  # closed before the judge (LIFO)
+        if settings.kafka.topology == "fused":
+            self.evaluator = Evaluator(self.judge, settings)
+            self._stack.push_async_callback(self.evaluator.aclose)
         alerts = self._alerts = AlertEngine.from_settings(settings, self.store, self._publish_alert)
         self._stack.push_async_callback(alerts.aclose)
         self.windows = WindowCloser(settings.window, self.store, alerts)

@@ -29,3 +29,17 @@ def test_local_stack_runs_sample_traffic_end_to_end(tmp_path: Path) -> None:
     assert {(w.app, w.model) for w in report.windows} == apps
     assert "interactions in" in render(report)
     assert stack.broker.process is None and not stack.worker.alive()  # type: ignore[union-attr]
+
+
+def test_fused_topology_evaluates_each_interaction_once(tmp_path: Path) -> None:
+    sample = [line for line in SAMPLE.read_text().splitlines() if line.strip()]
+    lines = [*sample[25:45], "{broken"]
+    env = {"GROUNDWATCH_JUDGE__KIND": "lexical", "GROUNDWATCH_KAFKA__TOPOLOGY": "fused"}
+    with LocalStack(tmp_path, env, partitions=2, window_seconds=2) as stack:
+        stack.replay(lines)
+        stack.wait_for_evaluations(20, timeout_s=120)
+        report = stack.finish()
+    assert report.counts["evaluations"] == 20 and sum(w.count for w in report.windows) == 20
+    log = stack.worker_log.read_text()
+    assert "evaluate_agent" in log and "join_agent" not in log  # one processor, no join
+    assert "dead letter: stage=validate" in log and "not valid JSON" in log

@@ -21,3 +21,8 @@ def test_same_refusal_mode_has_no_refusal_processor(tmp_path) -> None:
     settings = Settings(kafka=KafkaSettings(datadir=tmp_path))
     settings.pipeline.refusal_mode = "same"
     assert "groundwatch.refusal" not in create_app(settings).app.agents
+
+
+def test_fused_topology_has_one_processor_and_the_sink(tmp_path) -> None:
+    settings = Settings(kafka=KafkaSettings(datadir=tmp_path, topology="fused"))
+    assert set(create_app(settings).app.agents) == {"groundwatch.evaluate", "groundwatch.sink"}
