@@ -42,7 +42,9 @@ class OverlapScorer:
 async def test_evaluate_runs_every_stage() -> None:
     judge = ScriptedJudge(pronouns={"It": "The reset button"})
     scorer = OverlapScorer()
-    evaluator = Evaluator(judge, Settings(), relevance_scorer=scorer)
+    settings = Settings()
+    settings.pipeline.hallucination_threshold = 0.5  # set: not the lexical kind's calibrated 0.85
+    evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
     ev = await evaluator.evaluate(
         interaction(
             1, "It restores factory settings. The router has nine ports.", "It restores factory settings."
