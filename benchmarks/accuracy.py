@@ -23,7 +23,10 @@ pronoun replacement, and with the refusal question inside the NLI prompt (``refu
 prompt shape, so llama.cpp's prefix cache holds the system prompt) except on sets labeled for
 ``answer_refusal`` (no NLI pair there: the refusal prompt is the only call).
 
-``--timeout S`` stops a run after S seconds (its finished Evaluations count, marked partial);
+``--sample balanced`` (with a limit N) evaluates the first N/2 lines of each label class instead of
+the first N lines (written under ``WORK/JUDGE/samples/``, the classes interleaved so that a run
+stopped early stays balanced); ``--timeout S`` stops a run after S seconds (its finished Evaluations
+count, marked partial);
 ``--reuse`` keeps runs whose report exists; ``--table-only`` runs nothing and tabulates what is in
 ``--work`` (partial runs included, marked).
 """
@@ -39,6 +42,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +117,29 @@ def judge_env(judge: str, label: str | None) -> dict[str, str]:
     return env
 
 
+def balanced_sample(data: Path, n: int, work: Path) -> Path:
+    """The first ``n // 2`` lines of each label class (file order), as a new file under ``work``.
+
+    For sets whose first lines hold one class only (DelucionQA's first 100 answers are no refusals):
+    balanced accuracy does not depend on prevalence, so a class-balanced sample measures the same
+    thing with both classes present.
+    """
+    label = set_label(data)
+    per_class: dict[int, list[str]] = {0: [], 1: []}
+    with data.open(encoding="utf-8") as handle:
+        for text in handle:
+            if not text.strip():
+                continue
+            value = (json.loads(text).get("labels") or {}).get(label)
+            if value in (0, 1) and len(per_class[int(value)]) < n // 2:
+                per_class[int(value)].append(text.rstrip("\n"))
+    out = work / "samples" / f"{data.stem}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = [t for pair in zip_longest(per_class[0], per_class[1]) for t in pair if t is not None]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
 def run_one(
     data: Path,
     judge: str,
@@ -121,13 +148,18 @@ def run_one(
     label: str | None,
     nice: int,
     timeout: float | None = None,
+    sample: str = "first",
 ) -> dict[str, Any]:
     out = work / judge / f"{data.stem}.json"
+    source = data
+    if sample == "balanced" and limit is not None:
+        source = balanced_sample(data, limit, work / judge)
+        limit = None
     out.parent.mkdir(parents=True, exist_ok=True)
     for stale in (out, out.with_name(f"{out.stem}.evaluations.jsonl"), out.with_suffix(".meta.json")):
         stale.unlink(missing_ok=True)  # a run stopped early must not pass for the previous one
     env = judge_env(judge, label)
-    cmd = [sys.executable, "-m", "groundwatch.cli", "eval", str(data), "--judge", judge, "--out", str(out)]
+    cmd = [sys.executable, "-m", "groundwatch.cli", "eval", str(source), "--judge", judge, "--out", str(out)]
     cmd += ["--quiet"] + (["--limit", str(limit)] if limit is not None else [])
     if judge in LLM_JUDGES:
         cmd += ["--concurrency", "2"]  # one request at a time reaches llama.cpp anyway
@@ -155,6 +187,8 @@ def run_one(
         "exit_code": code,
         "stopped_after_timeout_s": timeout if stopped else None,
         "limit": limit,
+        "input": str(source),
+        "sample": sample if source != data else "first",
         "stderr_tail": stderr[-2000:],
         "machine": machine(),
     }
@@ -195,7 +229,8 @@ def tabulate(data: Path, judge: str, work: Path, settings: Settings) -> Row | No
     meta_path = out.with_suffix(".meta.json")
     meta: dict[str, Any] = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     report: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}
-    dataset = read_dataset(data, settings.limits, meta.get("limit"))
+    source = Path(meta["input"]) if meta.get("input") else data
+    dataset = read_dataset(source, settings.limits, meta.get("limit"))
     by_id = {line.interaction.interaction_id: line for line in dataset.lines}
     rows: list[tuple[DatasetLine, Evaluation]] = [
         (by_id[e.interaction_id], e) for e in evaluations if e.interaction_id in by_id
@@ -342,6 +377,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true", help="run nothing; tabulate --work")
     parser.add_argument("--nice", type=int, default=0, help="run LLM-backed evals under nice -n N")
     parser.add_argument(
+        "--sample",
+        choices=["first", "balanced"],
+        default="first",
+        help="with --limit N: the first N lines, or the first N/2 of each label class",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=None, help="stop a run after this many seconds (partial n counts)"
     )
     args = parser.parse_args(argv)
@@ -369,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.table_only and not (args.reuse and out.is_file()):
                 limit = limits.get(judge, args.limit)
                 nice = args.nice if judge in LLM_JUDGES else 0
-                run_one(data, judge, limit, args.work, label, nice, args.timeout)
+                run_one(data, judge, limit, args.work, label, nice, args.timeout, args.sample)
             row = tabulate(data, judge, args.work, settings)
             if row is not None:
                 rows.append(row)

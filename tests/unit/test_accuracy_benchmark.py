@@ -66,3 +66,12 @@ def test_partial_run_counts_what_finished(tmp_path: Path) -> None:
     (work / "lexical" / "tiny_grounding.json").unlink()  # a stopped run writes no report
     row = accuracy.tabulate(data, "lexical", work, accuracy.Settings())
     assert row is not None and row.n == 3 and row.complete is False and row.lines == 4
+
+
+def test_balanced_sample_takes_each_class_in_turn(tmp_path: Path) -> None:
+    data = tmp_path / "tiny_grounding.jsonl"
+    rows = [LINES[1], LINES[3], LINES[0], LINES[2]]  # both negatives first
+    data.write_text("\n".join(json.dumps(x) for x in rows) + "\n")
+    sample = accuracy.balanced_sample(data, 2, tmp_path / "w")
+    ids = [json.loads(t)["id"] for t in sample.read_text().splitlines()]
+    assert ids == ["h1", "r1"]  # the first of each class, interleaved
