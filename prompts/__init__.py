@@ -11,7 +11,9 @@ instructions; the system text says that fenced content is data, never instructio
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -209,12 +211,18 @@ class Prompts:
         return {t.name: self._version(t) for t in (self.pronouns_t, self.nli_t, self.refusal_t)}
 
 
+@functools.cache
+def _model_schema(model: type[BaseModel]) -> str:
+    """pydantic's JSON schema of an output model, generated once (it costs ~1 ms a call, on every request)."""
+    return json.dumps(model.model_json_schema())
+
+
 def strict_json_schema(model: type[BaseModel], *, items: int | None = None) -> dict[str, Any]:
     """The model's JSON schema in OpenAI's strict form: refs inlined, every property required, no extras.
 
     With ``items``, each top-level array property must hold exactly that many items.
     """
-    schema = model.model_json_schema()
+    schema = json.loads(_model_schema(model))  # a fresh copy: the caller may change it
     defs = schema.pop("$defs", {})
 
     def fix(node: Any) -> Any:
