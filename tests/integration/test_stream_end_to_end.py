@@ -194,15 +194,24 @@ def _recompute(rows: list[Evaluation], size_s: int) -> dict[tuple[str, str, date
             return lat[lo] + (lat[hi] - lat[lo]) * (pos - lo)
 
         answered = [e for e in es if e.hallucination is not None]
-        ctx = [e.context_entailment for e in es if e.context_entailment is not None]
-        refusals = [e.answer_refusal for e in es if e.answer_refusal is not None]
+        halluc = sum(1 for e in answered if e.hallucination)
+
+        def mean(values: list[Any]) -> float | None:
+            known = [v for v in values if v is not None]
+            return sum(known) / len(known) if known else None
+
         out[key] = {
             "count": len(es),
             "answered": len(answered),
-            "hallucinations": sum(1 for e in answered if e.hallucination),
-            "mean_context_entailment": sum(ctx) / len(ctx) if ctx else None,
-            "answer_refusal_rate": sum(refusals) / len(refusals) if refusals else None,
+            "hallucinations": halluc,
+            "hallucination_rate": halluc / len(answered) if answered else None,
+            "mean_context_entailment": mean([e.context_entailment for e in es]),
+            "mean_ground_truth_entails_answer": mean([e.ground_truth_entails_answer for e in es]),
+            "mean_answer_entails_ground_truth": mean([e.answer_entails_ground_truth for e in es]),
+            "answer_refusal_rate": mean([e.answer_refusal for e in es]),
+            "ground_truth_refusal_rate": mean([e.ground_truth_refusal for e in es]),
             "input_tokens": sum(e.input_tokens for e in es),
+            "output_tokens": sum(e.output_tokens for e in es),
             "cost_usd": sum(e.cost_usd for e in es),
             "judge_latency_p50_ms": pct(0.5),
             "judge_latency_p95_ms": pct(0.95),
