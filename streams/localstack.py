@@ -41,6 +41,7 @@ class LocalStack:
         partitions: int = 4,
         window_seconds: int = 10,
         loglevel: str = "info",
+        ready_timeout_s: float = 300.0,  # the local judge loads its model before the worker is ready
     ) -> None:
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -48,6 +49,7 @@ class LocalStack:
         self.partitions = partitions
         self.window_seconds = window_seconds
         self.loglevel = loglevel
+        self.ready_timeout_s = ready_timeout_s
         self.prefix = f"gw{uuid.uuid4().hex[:6]}."
         self.broker = TansuBroker(log_path=workdir / "tansu.log")
         self.worker: WorkerProcess | None = None
@@ -98,12 +100,12 @@ class LocalStack:
             os.environ.clear()
             os.environ.update(saved)
 
-    def start(self, timeout_s: float = 120.0) -> LocalStack:
+    def start(self, timeout_s: float | None = None) -> LocalStack:
         self.broker.start()
         self.worker = spawn_worker(
             self.env(), self.worker_log, self.status_file, cwd=self.workdir, loglevel=self.loglevel
         )
-        self.worker.wait_ready(timeout_s)
+        self.worker.wait_ready(timeout_s or self.ready_timeout_s)
         return self
 
     def replay(self, lines: Iterable[str], *, rate: float | None = None) -> ReplayResult:
