@@ -76,6 +76,10 @@ class JudgeSettings(BaseModel):
     local_max_in_flight: int = Field(1, ge=1)  # llama.cpp's server answers one request at a time
     cache_max_entries: int = Field(100_000, ge=1)  # in-memory verdict cache (LRU)
     cascade_llm: Literal["openai", "local"] = "local"  # the LLM behind the cascade's unsure cases
+    # ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the lexical
+    # phrases reach 0.977 balanced accuracy on DelucionQA dev, while the default local 1.5B model called
+    # 40% of plain answers refusals (19 of the first 48, docs/accuracy.md)
+    cascade_llm_refusals: bool = False
 
 
 class PipelineSettings(BaseModel):

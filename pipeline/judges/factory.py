@@ -4,7 +4,8 @@
 - ``local``: starts the llama.cpp server with the registry-packaged GGUF, LLMJudge pointed at it,
   server stopped on exit;
 - ``lexical``: LexicalJudge (no LLM);
-- ``cascade``: CascadeJudge(lexical, the LLM judge named by ``judge.cascade_llm``, judge settings).
+- ``cascade``: CascadeJudge(lexical, the LLM judge named by ``judge.cascade_llm``, judge settings); the
+  LLM is asked about refusals only with ``judge.cascade_llm_refusals``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ async def open_judge(settings: Settings) -> AsyncIterator[Judge]:
             from pipeline.judges.lexical import LexicalJudge
 
             llm = await _llm_judge(js, js.cascade_llm, stack)
-            judge = CascadeJudge(LexicalJudge(), llm, js)
+            judge = CascadeJudge(LexicalJudge(), llm, js, llm_refusals=js.cascade_llm_refusals)
             # CascadeJudge.aclose closes both; the LLM's own close (registered above) runs again, harmlessly
             stack.push_async_callback(judge.aclose)
         else:  # pragma: no cover - JudgeKind is a Literal

@@ -183,4 +183,7 @@ def test_eval_cascade_sends_only_unsure_hypotheses_to_the_llm(
         for e in evaluations.values()
     )
     assert evaluations["r1"]["answer_refusal"] is True
+    # refusals stay with the phrase detector (cascade_llm_refusals is off by default)
+    refusal_judges = {c["judge"] for e in evaluations.values() for c in e["calls"] if c["stage"] == "refusal"}
+    assert refusal_judges == {"lexical"}
     assert report["calls"]["input_tokens"] > 0

@@ -228,9 +228,18 @@ async def test_factory_lexical_needs_no_server() -> None:
 
 
 async def test_factory_cascade_over_openai(fake_openai: FakeOpenAIServer) -> None:
-    settings = Settings(
-        judge={"kind": "cascade", "cascade_llm": "openai", "base_url": fake_openai.base_url, "model": "m"}
-    )
+    judge_settings = {
+        "kind": "cascade",
+        "cascade_llm": "openai",
+        "base_url": fake_openai.base_url,
+        "model": "m",
+    }
+    # by default refusals stay with the lexical phrases: the LLM is not asked
+    async with open_judge(Settings(judge=judge_settings)) as judge:
+        out = await judge.classify_refusals(["The tower opens at nine in the morning."])
+        assert out.value == [False]
+    assert fake_openai.stats.by_prompt.get("refusal") is None
+    settings = Settings(judge={**judge_settings, "cascade_llm_refusals": True})
     async with open_judge(settings) as judge:
         assert judge.name == "cascade" and judge.model.endswith("+m")
         # the lexical judge finds no refusal phrase in a plain answer: the LLM (over HTTP) decides
