@@ -11,6 +11,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Protocol
 
 from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
@@ -18,7 +20,15 @@ from streams.clickhouse.store import ClickHouseStore
 
 log = logging.getLogger(__name__)
 
-OnFlushed = Callable[[Sequence[Evaluation]], Awaitable[None]]
+class Located(Protocol):
+    app: str
+    model: str
+    timestamp: datetime
+
+
+#: called after each written batch with the rows written and, for interactions that were already stored,
+#: where they counted before (a replay with a new timestamp moves a row to another window: both change)
+OnFlushed = Callable[[Sequence[Located]], Awaitable[None]]
 
 
 class EvaluationSink:
@@ -65,6 +75,7 @@ class EvaluationSink:
                 return 0
             self._rows, self._done, self._oldest = [], [], None
             try:
+                before = await self.store.current_rows([e.interaction_id for e in rows])
                 await self.store.insert_evaluations(rows)
             except Exception:
                 # put them back in front; they stay unacked until a later flush succeeds
@@ -75,5 +86,5 @@ class EvaluationSink:
                 callback()
             self.flushed_rows += len(rows)
         if self.on_flushed is not None:
-            await self.on_flushed(rows)
+            await self.on_flushed([*before, *rows])
         return len(rows)

@@ -134,6 +134,20 @@ class ClickHouseStore:
     async def rows_between(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
         return await asyncio.to_thread(self.rows_between_sync, app, model, start, end)
 
+    def current_rows_sync(self, interaction_ids: Sequence[str]) -> list[EvalRow]:
+        """The stored (deduplicated) rows of these interactions: where they count today."""
+        if not interaction_ids:
+            return []
+        cols = ", ".join(_ROW_FIELDS)
+        rows = self.query_sync(
+            f"SELECT {cols} FROM {self.db}.evaluations FINAL WHERE interaction_id IN {{ids:Array(String)}}",
+            {"ids": list(dict.fromkeys(interaction_ids))},
+        )
+        return [EvalRow.model_validate(r) for r in rows]
+
+    async def current_rows(self, interaction_ids: Sequence[str]) -> list[EvalRow]:
+        return await asyncio.to_thread(self.current_rows_sync, interaction_ids)
+
     async def has_complete(self, interaction_id: str) -> bool:
         rows = await self.query(
             f"SELECT count() AS n FROM {self.db}.evaluations FINAL "

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from schemas.evaluation import Evaluation
 from schemas.settings import WindowSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.rows import utc
+from streams.clickhouse.sink import Located
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
 from streams.windows.tumbling import TumblingWindows
@@ -45,7 +45,7 @@ class WindowCloser:
         self.watermark: datetime | None = None
         self.written = 0
 
-    async def touch(self, evaluations: Sequence[Evaluation]) -> None:
+    async def touch(self, evaluations: Sequence[Located]) -> None:
         now = time.monotonic()
         for e in evaluations:
             ts = utc(e.timestamp)

@@ -84,3 +84,19 @@ async def test_alert_engine_pools_last_k_windows_and_fires_once(store: ClickHous
     await closer.close_due(final=True)
     assert len(published) == 1
     await engine.aclose()
+
+
+async def test_a_replay_that_moves_a_row_to_another_window_recomputes_both(store: ClickHouseStore) -> None:
+    from streams.clickhouse.sink import EvaluationSink
+
+    closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store)
+    sink = EvaluationSink(ClickHouseSettings(batch_rows=100), store, on_flushed=closer.touch)
+    await sink.add(at("x", 1, 0.9))  # type: ignore[arg-type]
+    await sink.flush()
+    assert [w.count for w in await closer.close_due(final=True)] == [1]
+    # the same interaction replayed with a new timestamp (replay stamps records that carry none)
+    await sink.add(at("x", 25, 0.9))  # type: ignore[arg-type]
+    await sink.flush()
+    closed = {w.window_start: w.count for w in await closer.close_due(final=True)}
+    assert closed == {T0: 0, T0 + timedelta(seconds=20): 1}
+    assert sum(w.count for w in store.windows_sync()) == 1  # counted once across windows
