@@ -137,6 +137,14 @@ class PipelineSettings(BaseModel):
 
 class KafkaSettings(BaseModel):
     broker: str = "kafka://127.0.0.1:9092"
+    # security (production Kafka, MSK, Redpanda Cloud): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None  # None: the system's CA bundle
+    ssl_certfile: Path | None = None  # client certificate (mutual TLS)
+    ssl_keyfile: Path | None = None
     topic_prefix: str = "groundwatch."
     partitions: int = Field(4, ge=1)
     replicas: int = Field(1, ge=1)

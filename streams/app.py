@@ -25,6 +25,7 @@ import faust
 from schemas.settings import Settings
 from streams import join
 from streams.context import Resources, StreamContext, new_context
+from streams.kafka_auth import faust_credentials
 from streams.processors import convert, evaluate, nli, refusal, sink
 
 
@@ -46,6 +47,7 @@ def faust_app(settings: Settings, datadir: Path) -> faust.App:
     return faust.App(
         k.consumer_group,
         broker=k.broker,
+        broker_credentials=faust_credentials(k),
         autodiscover=False,
         datadir=str(datadir),
         store="memory://",

@@ -15,6 +15,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from schemas.settings import Settings
+from streams.kafka_auth import aiokafka_auth
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,11 @@ async def replay(
     if create_topics:
         await ensure_topics(settings.kafka)
     topic = topic_names(settings.kafka).interactions
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers(settings.kafka.broker), acks="all")
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap_servers(settings.kafka.broker),
+        acks="all",
+        **aiokafka_auth(settings.kafka),
+    )
     await producer.start()
     started = time.monotonic()
     sent = 0

@@ -9,6 +9,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from schemas.settings import KafkaSettings
+from streams.kafka_auth import aiokafka_auth
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
     Every topic gets the same partition count, so a key (interaction_id) lands on the same partition
     number everywhere and the join's inputs are co-partitioned.
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers(kafka.broker))
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers(kafka.broker), **aiokafka_auth(kafka))
     await admin.start()
     try:
         existing = set(await admin.list_topics())
