@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import openai
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from pipeline.judges.base import JudgeError
@@ -224,14 +225,17 @@ class JudgeClient:
             kwargs["response_format"] = {"type": "json_object"}
         if mode in ("json_object", "none"):
             messages[-1]["content"] += "\n" + JSON_ONLY_HINT
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_output_tokens,
+            **kwargs,
+        }
         try:
-            resp = await self._sdk.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=self.settings.temperature,
-                max_tokens=self.settings.max_output_tokens,
-                **kwargs,
-            )
+            # the SDK's generic POST: the same request and errors as chat.completions.create, without
+            # its recursive transform of the (already plain JSON) parameters, ~10% of a worker's CPU
+            resp = await self._sdk.post("/chat/completions", cast_to=ChatCompletion, body=body)
         except openai.APIStatusError as exc:
             status = exc.status_code
             # a server that does not know a response_format answers 400/422, or (llama-cpp-python) 500
