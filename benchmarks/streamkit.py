@@ -100,6 +100,7 @@ class RunResult:
 class Stack:
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
+        cfg.workdir = cfg.workdir.resolve()  # chdb URLs need an absolute path
         cfg.workdir.mkdir(parents=True, exist_ok=True)
         self.prefix = f"bench{uuid.uuid4().hex[:6]}."
         self.broker = TansuBroker(log_path=cfg.workdir / "tansu.log")
@@ -327,7 +328,7 @@ class Sampler(threading.Thread):
 
 
 def py_spy(pid: int, out: Path, seconds: float) -> subprocess.Popen[bytes]:
-    fmt = "speedscope" if out.suffix == ".json" else "flamegraph"
+    fmt = {".json": "speedscope", ".txt": "raw"}.get(out.suffix, "flamegraph")
     return subprocess.Popen(
         [
             str(Path(sys.executable).parent / "py-spy"),
@@ -400,7 +401,7 @@ def run(cfg: RunConfig, machine: Machine, log: Any = print) -> RunResult:
             )
         except Exception as exc:  # the figures from ClickHouse still stand
             log(f"could not count the evaluations topic: {exc!r}")
-        rows = [read_rows(cfg.workdir / f"worker{i}" / "chdb") for i in range(cfg.workers)]
+        rows = [read_rows(stack.cfg.workdir / f"worker{i}" / "chdb") for i in range(cfg.workers)]
         fake_stats = json.loads(stack.fake_stats_file.read_text()) if stack.fake_stats_file.exists() else None
         return RunResult(
             config={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(cfg).items()},
