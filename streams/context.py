@@ -92,6 +92,7 @@ class Resources(Service):
         self._judge: Judge | None = None
         self.refusals: Any = None  # pipeline.refusal.RefusalClassifier
         self.evaluator: Any = None  # pipeline.evaluator.Evaluator (fused topology)
+        self.relevance: Any = None  # pipeline.metrics.relevance.RelevanceScorer (pipeline.relevance=true)
         self.store: Any = None  # streams.clickhouse.store.ClickHouseStore
         self.sink: Any = None  # streams.clickhouse.sink.EvaluationSink
         self.windows: Any = None  # streams.windows.tracker.WindowCloser
@@ -111,8 +112,12 @@ class Resources(Service):
         self._judge = await self._stack.enter_async_context(open_judge(settings))
         self.refusals = RefusalClassifier(self.judge, settings)
         self._stack.push_async_callback(self.refusals.aclose)  # closed before the judge (LIFO)
+        if settings.pipeline.relevance:
+            from pipeline.metrics.relevance import RelevanceScorer
+
+            self.relevance = RelevanceScorer()
         if settings.kafka.topology == "fused":
-            self.evaluator = Evaluator(self.judge, settings)
+            self.evaluator = Evaluator(self.judge, settings, relevance_scorer=self.relevance)
             self._stack.push_async_callback(self.evaluator.aclose)
         alerts = self._alerts = AlertEngine.from_settings(settings, self.store, self._publish_alert)
         self._stack.push_async_callback(alerts.aclose)

@@ -141,8 +141,19 @@ def register(ctx: StreamContext) -> Any:
         from pipeline.assemble import assemble
 
         assert entry.converted is not None
-        missing = entry.missing(need_refusal)
-        evaluation = assemble(entry.converted, entry.nli, entry.refusal, settings, missing=missing)
+        missing = list(entry.missing(need_refusal))
+        relevance = None
+        scorer = ctx.res.relevance
+        if scorer is not None:  # seed 004 relevance; a failure leaves it out, marked missing, never the row
+            interaction = entry.converted.interaction
+            try:
+                relevance = await scorer.score(interaction.question, interaction.answer)
+            except Exception as exc:
+                log.warning("join: relevance of %s failed: %s", entry.interaction_id, exc)
+                missing.append("relevance")
+        evaluation = assemble(
+            entry.converted, entry.nli, entry.refusal, settings, relevance=relevance, missing=missing
+        )
         await ctx.send(names.evaluations, entry.interaction_id, evaluation)
 
     async def on_expired(entry: Pending) -> None:
