@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,11 @@ TTL_COLUMNS: dict[str, str] = {
 
 def ddl_dir(configured: Path | None = None) -> Path:
     """The DDL directory: the configured one, else the repository's (a source checkout or an editable
-    install), else ./deploy/clickhouse (a container whose working directory is the repository)."""
+    install), else <prefix>/share/groundwatch/clickhouse (a wheel install), else ./deploy/clickhouse."""
     candidates = [configured] if configured else []
     candidates += [
         Path(__file__).resolve().parents[2] / "deploy" / "clickhouse",
+        Path(sys.prefix) / "share" / "groundwatch" / "clickhouse",  # a wheel install (pyproject data-files)
         Path.cwd() / "deploy" / "clickhouse",
     ]
     for path in candidates:
