@@ -101,13 +101,18 @@ class RefusalClassifier:
         return texts
 
     async def classify(self, converted: Converted) -> RefusalResult:
+        """A blank text is not judged: its flag is None (an empty answer says nothing, it does not refuse)."""
         started = time.perf_counter()
         texts = self.texts(converted)
-        flags, calls = await self.classify_texts(texts)
+        judged = [i for i, text in enumerate(texts) if text.strip()]
+        flags, calls = await self.classify_texts([texts[i] for i in judged])
+        by_slot: list[bool | None] = [None] * len(texts)
+        for i, flag in zip(judged, flags, strict=True):
+            by_slot[i] = flag
         return RefusalResult(
             interaction_id=converted.interaction.interaction_id,
-            answer_refusal=flags[0],
-            ground_truth_refusal=flags[1] if len(flags) > 1 else None,
+            answer_refusal=by_slot[0],
+            ground_truth_refusal=by_slot[1] if len(by_slot) > 1 else None,
             calls=calls,
             seconds=time.perf_counter() - started,
         )

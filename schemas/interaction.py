@@ -102,8 +102,8 @@ class Interaction(BaseModel):
     @field_validator("ground_truth")
     @classmethod
     def _gt_len(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is None:
-            return None
+        if value is None or not value.strip():
+            return None  # a blank ground truth is no ground truth
         return _check_len(value, _limits(info).max_ground_truth_chars, "ground_truth")
 
     @field_validator("contexts")

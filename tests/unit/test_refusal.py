@@ -75,6 +75,26 @@ async def test_no_ground_truth_gives_none() -> None:
     assert judge.refusal_calls == [["The button resets it."]]
 
 
+async def test_blank_texts_are_not_judged() -> None:
+    judge = ScriptedJudge()
+    result = await RefusalClassifier(judge, Settings()).classify(converted(0, "   ", "It resets the device."))
+    assert result.answer_refusal is None
+    assert result.ground_truth_refusal is False
+    assert judge.refusal_calls == [["It resets the device."]]
+
+
+async def test_blank_everything_costs_no_call() -> None:
+    judge = ScriptedJudge()
+    result = await RefusalClassifier(judge, Settings()).classify(converted(0, "", None))
+    assert result.answer_refusal is None and result.ground_truth_refusal is None
+    assert judge.refusal_calls == [] and result.calls == []
+
+
+def test_blank_ground_truth_is_no_ground_truth() -> None:
+    item = Interaction(interaction_id="x", question="q?", answer="a", ground_truth="  \n ")
+    assert item.ground_truth is None
+
+
 async def test_five_concurrent_callers_share_two_prompts() -> None:
     judge = ScriptedJudge(tokens_per_call=(100, 10))
     settings = Settings()
