@@ -67,9 +67,18 @@ def parse_line(text: str, line: int, limits: Limits) -> DatasetLine | LineError:
     return DatasetLine(line=line, interaction=interaction)
 
 
-def iter_lines(lines: Iterable[str], limits: Limits) -> Iterator[DatasetLine | LineError | None]:
-    """Parse each line; None for a blank line."""
-    for number, text in enumerate(lines, start=1):
+def iter_lines(lines: Iterable[str | bytes], limits: Limits) -> Iterator[DatasetLine | LineError | None]:
+    """Parse each line; None for a blank line. A line of bytes that is not UTF-8 is an error, never
+    silently repaired."""
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield LineError(line=number, reason=f"not UTF-8: {exc}")
+                continue
+        else:
+            text = raw
         if not text.strip():
             yield None
             continue
@@ -81,7 +90,7 @@ def read_dataset(path: Path, limits: Limits | None = None, limit: int | None = N
     limits = limits or Limits()
     dataset = Dataset()
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with path.open("rb") as handle:
         for item in iter_lines(handle, limits):
             if item is None:
                 dataset.blank_lines += 1

@@ -187,3 +187,16 @@ def test_eval_cascade_sends_only_unsure_hypotheses_to_the_llm(
     refusal_judges = {c["judge"] for e in evaluations.values() for c in e["calls"] if c["stage"] == "refusal"}
     assert refusal_judges == {"lexical"}
     assert report["calls"]["input_tokens"] > 0
+
+
+def test_invalid_utf8_line_is_reported_not_repaired(tmp_path: Path) -> None:
+    from pipeline.dataset import read_dataset
+
+    path = tmp_path / "mixed.jsonl"
+    good = b'{"id": "a", "question": "q?", "answer": "Yes."}\n'
+    bad = b'{"id": "b", "question": "q?", "answer": "caf\xe9"}\n'
+    path.write_bytes(good + bad)
+    dataset = read_dataset(path)
+    assert [line.interaction.interaction_id for line in dataset.lines] == ["a"]
+    assert len(dataset.errors) == 1 and dataset.errors[0].line == 2
+    assert "not UTF-8" in dataset.errors[0].reason
