@@ -83,6 +83,9 @@ class PassCost:
     server_by_prompt: dict[str, int] = field(default_factory=dict)
     # interaction id -> (hypotheses judged by the NLI stage, NLI input tokens, all input tokens)
     by_interaction: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # pronoun prompts of a single sentence: there is no earlier sentence to take a noun from
+    single_pronoun_calls: int = 0
+    single_pronoun_input_tokens: int = 0
 
     @property
     def requests(self) -> int:
@@ -109,6 +112,9 @@ def tally(evaluations: list[Evaluation], seconds: float, fake: FakeOpenAIServer)
         cost.by_interaction[e.interaction_id] = (hyps, nli_in, e.input_tokens)
         for call in e.calls:
             s = stages[call.stage]
+            if call.stage == "pronouns" and call.items == 1 and not call.cached:
+                cost.single_pronoun_calls += call.attempts
+                cost.single_pronoun_input_tokens += call.input_tokens
             if call.cached:
                 s.cached_items += call.items
                 continue
@@ -273,6 +279,23 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     buckets: dict[str, list[str]] = defaultdict(list)
     for iid, (n, _, _) in bi.items():
         buckets["1" if n <= 1 else "2" if n == 2 else "3-4" if n <= 4 else "5+"].append(iid)
+    by_set: dict[str, list[str]] = defaultdict(list)
+    for iid in bi:
+        by_set[iid.split("-", 1)[0]].append(iid)
+    for label, ids in sorted(by_set.items()):
+        nli_b, nli_h = sum(bi[i][1] for i in ids), sum(hi[i][1] for i in ids)
+        all_b, all_h = sum(bi[i][2] for i in ids), sum(hi[i][2] for i in ids)
+        hyps = sum(bi[i][0] for i in ids) / len(ids)
+        summary.setdefault("by_set", {})[label] = {
+            "interactions": len(ids),
+            "hypotheses_mean": hyps,
+            "nli_stage_input_ratio": nli_b / max(1, nli_h),
+            "pipeline_input_ratio": all_b / max(1, all_h),
+        }
+        print(
+            f"    set {label}: {len(ids)} interactions, {hyps:.2f} hypotheses on average, NLI stage "
+            f"{nli_b / max(1, nli_h):.3f}, whole pipeline {all_b / max(1, all_h):.3f}"
+        )
     for label in ("1", "2", "3-4", "5+"):
         ids = buckets.get(label, [])
         if not ids:
@@ -288,6 +311,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             f"    {label:>3} hypotheses: {len(ids):>3} interactions, NLI stage {nli_b / max(1, nli_h):.3f}, "
             f"whole pipeline {all_b / max(1, all_h):.3f}"
         )
+    d = first("nli=batched refusal=separate cache=off")
+    summary["single_sentence_pronoun_calls_per_interaction"] = d.per(d.single_pronoun_calls)
+    print(
+        f"  pronoun prompts holding one sentence (nothing earlier to take a noun from, so the answer can "
+        f"only be the sentence unchanged): {d.per(d.single_pronoun_calls):.2f} calls and "
+        f"{d.per(d.single_pronoun_input_tokens):.0f} input tokens per interaction; skipping them would make "
+        f"the batched pipeline {d.per(d.requests - d.single_pronoun_calls):.2f} calls and "
+        f"{d.per(d.input_tokens - d.single_pronoun_input_tokens):.0f} input tokens per interaction"
+    )
     for name, (p1, p2) in results.items():
         if name.endswith("cache=on"):
             print(

@@ -79,6 +79,7 @@ class Sample:
     cpu_s: list[float | None]
     evaluations: list[int]
     load1: float
+    judge_requests: int | None = None  # the fake judge's request counter
 
 
 @dataclass
@@ -185,6 +186,12 @@ class Stack:
             w.wait_ready(180)
         # every member has its partitions (a second member joining makes the first rebalance)
         time.sleep(2.0 if cfg.workers == 1 else 8.0)
+
+    def judge_requests(self) -> int | None:
+        try:
+            return int(json.loads(self.fake_stats_file.read_text())["requests"])
+        except (OSError, ValueError, KeyError):
+            return None
 
     def evaluations(self) -> list[int]:
         return [w.evaluations() for w in self.workers]
@@ -315,6 +322,7 @@ class Sampler(threading.Thread):
                     cpu_s=[cpu_seconds(p) for p in pids],
                     evaluations=self.stack.evaluations(),
                     load1=os.getloadavg()[0],
+                    judge_requests=self.stack.judge_requests(),
                 )
             )
             if self.ticks % 10 == 0:
@@ -454,7 +462,7 @@ def figures(res: RunResult) -> dict[str, Any]:
     if n >= 10:
         i10, i90 = int(n * 0.1), int(n * 0.9) - 1
         span = (ins[i90] - ins[i10]) / 1000.0
-        out["throughput_steady"] = (i90 - i10) / span if span > 0 else None
+        out["insert_rate_middle80"] = (i90 - i10) / span if span > 0 else None
         out["throughput_overall"] = n / max(1e-3, (ins[-1] / 1000.0 - res.first_produce))
         out["first_to_last_insert_s"] = (ins[-1] - ins[0]) / 1000.0
         lat = [(r[3] - r[1]) / 1000.0 for r in first.values()]
@@ -467,7 +475,19 @@ def figures(res: RunResult) -> dict[str, Any]:
         out["latency_p50_by_tenth_s"] = [
             round(statistics.median([(r[3] - r[1]) / 1000.0 for r in t]), 2) for t in tenths if t
         ]
-        out["judge_calls_per_interaction"] = sum(r[4] for r in first.values()) / n
+        out["judge_calls_per_interaction"] = calls = sum(r[4] for r in first.values()) / n
+        # steady work rate: judge requests/s while the middle 80% of them were made (the fake judge's
+        # counter, sampled every second), in interactions/s; end-to-end rates include start and drain
+        reqs = [(s.t, s.judge_requests) for s in res.samples if s.judge_requests is not None]
+        if reqs and reqs[-1][1] and calls > 0:
+            final = reqs[-1][1]
+            t10 = next(t for t, r in reqs if r >= 0.1 * final)
+            t90 = next(t for t, r in reqs if r >= 0.9 * final)
+            if t90 > t10:
+                r10 = next(r for t, r in reqs if t == t10)
+                r90 = next(r for t, r in reqs if t == t90)
+                out["judge_requests_per_s_steady"] = (r90 - r10) / (t90 - t10)
+                out["throughput_steady_judge"] = out["judge_requests_per_s_steady"] / calls
         out["input_tokens_per_interaction"] = sum(r[5] for r in first.values()) / n
         out["incomplete"] = sum(1 for r in first.values() if not r[7])
     # memory and CPU per worker
