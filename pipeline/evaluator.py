@@ -78,9 +78,16 @@ class Evaluator:
 
     async def evaluate(self, interaction: Interaction) -> Evaluation:
         converted = await self._convert(interaction)
-        nli, refusal, (relevance, relevance_s) = await asyncio.gather(
-            self._nli(converted), self._refusal(converted), self._relevance(interaction)
-        )
+        try:
+            # a TaskGroup: when one stage fails, the others are cancelled instead of spending judge calls
+            async with asyncio.TaskGroup() as group:
+                nli_task = group.create_task(self._nli(converted))
+                refusal_task = group.create_task(self._refusal(converted))
+                relevance_task = group.create_task(self._relevance(interaction))
+        except BaseExceptionGroup as group_error:
+            raise group_error.exceptions[0] from None  # the first failing stage's StageError
+        nli, refusal = nli_task.result(), refusal_task.result()
+        relevance, relevance_s = relevance_task.result()
         extra = {"relevance": relevance_s} if self.relevance_scorer is not None else None
         return assemble(converted, nli, refusal, self.settings, relevance=relevance, extra_seconds=extra)
 
