@@ -10,7 +10,9 @@ from schemas.interaction import Interaction
 
 Verdict = Literal["entailed", "contradicted", "not_stated"]
 PairName = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
-Stage = Literal["convert", "pronouns", "nli", "refusal", "relevance", "join", "sink", "validate"]
+Stage = Literal[
+    "convert", "pronouns", "nli", "refusal", "relevance", "join", "sink", "validate", "evaluate"
+]
 
 #: the score a verdict contributes to its hypothesis (seed 000: mean over statements)
 VERDICT_SCORE: dict[str, float] = {"entailed": 1.0, "contradicted": 0.0, "not_stated": 0.0}
@@ -29,6 +31,9 @@ class JudgeCall(BaseModel):
     cached: bool = False
     attempts: int = 1
     items: int = 1  # hypotheses / sentences / texts handled by this call
+    # latency_ms is the time of the request(s) themselves; wall_ms the caller's whole wait for the call
+    # (queueing for a request slot, retries and backoff included); 0 where not measured (cache hits)
+    wall_ms: float = 0.0
 
 
 class StatementVerdict(BaseModel):

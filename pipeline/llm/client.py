@@ -5,8 +5,13 @@
   output that does not parse or validate (truncated output included); the SDK's own retries are off;
 - structured output: ``response_format`` json_schema (strict); when the server rejects it, json_object,
   then no response_format at all with the first JSON object extracted from the text (remembered per client);
-- every call becomes a JudgeCall with tokens from ``usage``, latency, attempts and cost from
-  ``settings.prices`` (per model, per 1K tokens).
+- every call becomes a JudgeCall with tokens from ``usage``, attempts, cost from ``settings.prices``
+  (per model, per 1K tokens), ``latency_ms`` = the time its HTTP requests took (each attempt timed
+  inside the semaphore: no queueing for a slot, no backoff sleep) and ``wall_ms`` = the caller's whole
+  wait (queueing, retries and backoff included).
+
+Concurrent format rejections: the mode a request used travels in its rejection, and the shared mode
+steps down only when it still is that mode, so N requests rejected at once step it down once.
 
 The API key is a SecretStr; it is handed to the SDK and never appears in this object's repr or in a log.
 """
@@ -56,6 +61,11 @@ class Usage:
     output_tokens: int = 0
 
 
+@dataclass
+class _Timing:
+    request_s: float = 0.0  # summed time of the HTTP requests of one call (inside the semaphore)
+
+
 def extract_json_object(text: str) -> Any:
     """The first JSON object in ``text`` (tolerates prose and ``` fences around it)."""
     decoder = json.JSONDecoder()
@@ -92,11 +102,16 @@ class JudgeClient:
         model: str | None = None,
         api_key: SecretStr | None = None,
         format_mode: FormatMode | None = None,
+        model_id: str | None = None,
     ) -> None:
         self.settings = settings
         self.judge_name = judge_name
         self.base_url = base_url if base_url is not None else settings.base_url
+        #: the name sent in requests (for the local server: its alias)
         self.model = model if model is not None else settings.model
+        #: the name recorded in JudgeCalls (and cache keys): the model's identity, when the request
+        #: name is only an alias (the local judge: GGUF file name and sha256 prefix)
+        self.model_id = model_id if model_id is not None else self.model
         key = api_key if api_key is not None else settings.api_key
         if key is None:
             if self.base_url is None:
@@ -142,6 +157,7 @@ class JudgeClient:
         """
         usage = Usage()
         start = time.perf_counter()
+        timing = _Timing()
         attempts = 0
         failures = 0
         last_error = "no attempt made"
@@ -149,7 +165,7 @@ class JudgeClient:
             attempts += 1
             try:
                 async with self._sem:
-                    answer = await self._attempt(prompt, usage)
+                    answer = await self._attempt(prompt, usage, timing)
                 if check is not None:
                     try:
                         check(answer)
@@ -158,29 +174,34 @@ class JudgeClient:
                 call = JudgeCall(
                     stage=stage,
                     judge=self.judge_name,
-                    model=self.model,
+                    model=self.model_id,
                     input_tokens=usage.input_tokens,
                     output_tokens=usage.output_tokens,
-                    latency_ms=(time.perf_counter() - start) * 1000.0,
+                    latency_ms=timing.request_s * 1000.0,
                     cost_usd=price(self.settings, self.model, usage.input_tokens, usage.output_tokens),
                     attempts=attempts,
                     items=items,
+                    wall_ms=(time.perf_counter() - start) * 1000.0,
                 )
                 return answer, call
             except _FormatRejected as exc:
-                # not the model's fault: switch to a plainer output mode and go again (not counted)
-                nxt = _DOWNGRADE.get(self.format_mode)
+                # not the model's fault: go again with a plainer output mode (not counted as an attempt)
+                attempts -= 1
+                if self.format_mode != exc.mode:
+                    # a concurrent request, rejected in the same mode, already stepped down (modes only
+                    # ever step down, so this one is plainer than exc.mode): just retry with it
+                    continue
+                nxt = _DOWNGRADE.get(exc.mode)
                 if nxt is None:
                     raise JudgeError(f"{self._where(prompt)}: request rejected: {exc}") from exc
                 log.warning(
                     "%s: server rejected response_format %s (%s); using %s from now on",
                     self._where(prompt),
-                    self.format_mode,
+                    exc.mode,
                     exc.status,
                     nxt,
                 )
                 self.format_mode = nxt
-                attempts -= 1
                 continue
             except (ParseFailure, _Retryable) as exc:
                 failures += 1
@@ -210,7 +231,7 @@ class JudgeClient:
         return delay
 
     # ------------------------------------------------------------------ one HTTP request
-    async def _attempt(self, prompt: RenderedPrompt[OutT], usage: Usage) -> OutT:
+    async def _attempt(self, prompt: RenderedPrompt[OutT], usage: Usage, timing: _Timing) -> OutT:
         mode = self.format_mode
         messages: list[dict[str, str]] = [dict(m) for m in prompt.messages]
         kwargs: dict[str, Any] = {}
@@ -232,6 +253,7 @@ class JudgeClient:
             "max_tokens": self.settings.max_output_tokens,
             **kwargs,
         }
+        sent = time.perf_counter()
         try:
             # the SDK's generic POST: the same request and errors as chat.completions.create, without
             # its recursive transform of the (already plain JSON) parameters, ~10% of a worker's CPU
@@ -241,7 +263,7 @@ class JudgeClient:
             # a server that does not know a response_format answers 400/422, or (llama-cpp-python) 500
             # with a validation error naming response_format
             if status in (400, 422, 500) and mode != "none" and _about_format(_short(exc), status):
-                raise _FormatRejected(status, _short(exc)) from exc
+                raise _FormatRejected(status, _short(exc), mode) from exc
             if status == 429 or status >= 500 or status == 408:
                 raise _Retryable(f"HTTP {status}: {_short(exc)}", _retry_after(exc)) from exc
             raise JudgeError(f"{self._where(prompt)}: HTTP {status}: {_short(exc)}") from exc
@@ -249,6 +271,8 @@ class JudgeClient:
             raise _Retryable(f"timeout after {self.settings.timeout_s}s") from exc
         except openai.APIConnectionError as exc:
             raise _Retryable(f"connection error: {exc}") from exc
+        finally:
+            timing.request_s += time.perf_counter() - sent
 
         if resp.usage is not None:
             usage.input_tokens += resp.usage.prompt_tokens or 0
@@ -279,9 +303,10 @@ class _Retryable(Exception):
 
 
 class _FormatRejected(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, mode: FormatMode) -> None:
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
+        self.mode = mode  # the response_format mode the rejected request used
 
 
 def _short(exc: openai.APIStatusError) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import pytest
 from pydantic import SecretStr
@@ -228,3 +229,60 @@ def test_hosted_openai_without_key_is_a_clear_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(JudgeError, match="GROUNDWATCH_JUDGE__API_KEY"):
         JudgeClient(JudgeSettings())
+
+
+async def test_concurrent_format_rejections_step_down_once(
+    fake_openai: FakeOpenAIServer, prompts: Prompts
+) -> None:
+    """Eight calls sent at once in json_schema, all rejected: the shared mode steps down one level, not
+    eight, and every call succeeds with json_object_schema (the rejection is not a failed attempt)."""
+    fake_openai.config.reject_formats = ("json_schema",)
+    fake_openai.config.latency_ms = 50  # keeps all eight in flight before the first rejection returns
+    client = JudgeClient(settings_for(fake_openai, max_in_flight=8))
+    try:
+        results = await asyncio.gather(*(refusal_call(client, prompts) for _ in range(8)))
+    finally:
+        await client.aclose()
+    assert all([t.refusal for t in a.texts] == [True, False] for a, _ in results)
+    assert all(c.attempts == 1 for _, c in results)
+    assert client.format_mode == "json_object_schema"
+    kinds = [
+        "json_object_schema" if "schema" in b["response_format"] else b["response_format"]["type"]
+        for b in fake_openai.stats.bodies
+    ]
+    # the race happened: several requests were rejected in json_schema, none went plainer than needed
+    assert kinds.count("json_schema") == fake_openai.stats.rejected_format >= 2
+    assert set(kinds) == {"json_schema", "json_object_schema"}
+    assert kinds.count("json_object_schema") == 8
+
+
+async def test_latency_is_the_request_not_the_queue(fake_openai: FakeOpenAIServer, prompts: Prompts) -> None:
+    """With one request slot, the second call waits for the first: its latency_ms must not include that
+    wait. The requests are timed inside the slot, so their intervals are disjoint within the gather:
+    the latencies add up to at most the elapsed time (including the wait would give about 1.5 times it)."""
+    fake_openai.config.latency_ms = 100
+    client = JudgeClient(settings_for(fake_openai, max_in_flight=1))
+    try:
+        t0 = time.perf_counter()
+        results = await asyncio.gather(refusal_call(client, prompts), refusal_call(client, prompts))
+        elapsed_ms = (time.perf_counter() - t0) * 1000.0
+    finally:
+        await client.aclose()
+    calls = [c for _, c in results]
+    assert all(c.latency_ms > 0 and c.wall_ms >= c.latency_ms for c in calls)
+    assert sum(c.latency_ms for c in calls) <= elapsed_ms
+    assert max(c.wall_ms for c in calls) <= elapsed_ms
+
+
+async def test_latency_excludes_backoff(fake_openai: FakeOpenAIServer, prompts: Prompts) -> None:
+    """Two failed attempts then a success: latency_ms sums the three requests; the backoff sleeps (each at
+    least half its cap: 0.1 s, then 0.2 s) are in wall_ms only."""
+    fake_openai.faults = [500, 500]
+    client = JudgeClient(settings_for(fake_openai, backoff_base_s=0.2, backoff_max_s=1.0))
+    try:
+        _, call = await refusal_call(client, prompts)
+    finally:
+        await client.aclose()
+    assert call.attempts == 3
+    assert call.latency_ms > 0
+    assert call.latency_ms + (0.1 + 0.2) * 1000.0 <= call.wall_ms
