@@ -70,6 +70,7 @@ class LLMJudge:
         cache: VerdictCache | None = None,
         prompts: Prompts | None = None,
         format_mode: FormatMode | None = None,
+        model_id: str | None = None,
     ) -> None:
         self.name = name
         self.settings = settings
@@ -80,8 +81,10 @@ class LLMJudge:
             model=model,
             api_key=api_key,
             format_mode=format_mode,
+            model_id=model_id,
         )
-        self.model = self.client.model
+        # the model's identity (cache keys, JudgeCalls); the requests may name it by an alias
+        self.model = self.client.model_id
         self.prompts = prompts or Prompts()
         self.cache = cache if cache is not None else open_cache(settings)
         self._versions = self.prompts.versions()
@@ -96,18 +99,20 @@ class LLMJudge:
         self._closed = True
         await self.client.aclose()
         if self.cache is not None:
-            self.cache.close()
+            await self.cache.aclose()
 
     # ------------------------------------------------------------------ cache helpers
     def _key(self, prompt: str, *inputs: str | None) -> str:
         return cache_key(prompt, self._versions[prompt], self.model, *inputs)
 
-    def _get(self, key: str) -> str | None:
-        return self.cache.get(key) if self.cache is not None else None
+    async def _get(self, keys: Sequence[str]) -> list[str | None]:
+        if self.cache is None:
+            return [None] * len(keys)
+        return await self.cache.get_many(keys)
 
-    def _put(self, key: str, value: str) -> None:
-        if self.cache is not None:
-            self.cache.put(key, value)
+    async def _put(self, items: Sequence[tuple[str, str]]) -> None:
+        if self.cache is not None and items:
+            await self.cache.put_many(items)
 
     def _hit_call(self, stage: Stage, items: int) -> JudgeCall:
         return JudgeCall(stage=stage, judge=self.name, model=self.model, cached=True, attempts=0, items=items)
@@ -118,7 +123,7 @@ class LLMJudge:
         if not originals:
             return JudgeOutput([])
         key = self._key("pronouns", *originals)
-        hit = self._get(key)
+        (hit,) = await self._get([key])
         if hit is not None:
             return JudgeOutput(json.loads(hit), [self._hit_call("pronouns", len(originals))])
         answer, call = await self.client.complete(
@@ -127,7 +132,7 @@ class LLMJudge:
         rewritten = self._pronoun_sentences(answer, originals)
         if rewritten is None:
             return JudgeOutput(originals, [call])  # count/ids mismatch: keep the originals (not cached)
-        self._put(key, json.dumps(rewritten))
+        await self._put([(key, json.dumps(rewritten))])
         return JudgeOutput(rewritten, [call])
 
     @staticmethod
@@ -148,16 +153,16 @@ class LLMJudge:
         calls: list[JudgeCall] = []
         results: list[HypothesisResult | None] = [None] * len(hyps)
         keys = [self._key("nli", premise.text, premise.document, h) for h in hyps]
-        for i, key in enumerate(keys):
-            hit = self._get(key)
-            if hit is not None:
-                results[i] = HypothesisResult.model_validate_json(hit)
         refusal: bool | None = None
         refusal_key = self._key("nli", "refusal-of", *hyps)
-        if ask_refusal:
-            hit = self._get(refusal_key)
+        found = await self._get([*keys, refusal_key] if ask_refusal else keys)
+        for i, hit in enumerate(found[: len(keys)]):
             if hit is not None:
-                refusal = bool(json.loads(hit))
+                results[i] = HypothesisResult.model_validate_json(hit)
+        if ask_refusal:
+            refusal_hit = found[-1]
+            if refusal_hit is not None:
+                refusal = bool(json.loads(refusal_hit))
             else:
                 results = [None] * len(hyps)  # the refusal needs the whole answer in the prompt
         hits = sum(r is not None for r in results)
@@ -176,13 +181,15 @@ class LLMJudge:
             answer, call = await self.client.complete(prompt, stage="nli", items=len(miss_hyps), check=check)
             calls.append(call)
             by_id: dict[int, HypothesisAnswer] = {h.id: h for h in answer.hypotheses}
+            writes: list[tuple[str, str]] = []
             for j, i in enumerate(misses, 1):
                 res = hypothesis_result(hyps[i], by_id[j].statements)
                 results[i] = res
-                self._put(keys[i], res.model_dump_json())
+                writes.append((keys[i], res.model_dump_json()))
             if ask_refusal and isinstance(answer, NliRefusalAnswer):
                 refusal = answer.refusal
-                self._put(refusal_key, json.dumps(refusal))
+                writes.append((refusal_key, json.dumps(refusal)))
+            await self._put(writes)
         done = [r for r in results if r is not None]
         return JudgeOutput(NliOutput(hypotheses=done, refusal=refusal if ask_refusal else None), calls)
 
@@ -191,8 +198,7 @@ class LLMJudge:
         items = list(texts)
         flags: list[bool | None] = [None] * len(items)
         keys = [self._key("refusal", t) for t in items]
-        for i, key in enumerate(keys):
-            hit = self._get(key)
+        for i, hit in enumerate(await self._get(keys)):
             if hit is not None:
                 flags[i] = bool(json.loads(hit))
         calls: list[JudgeCall] = []
@@ -213,5 +219,5 @@ class LLMJudge:
             by_id = {t.id: t.refusal for t in answer.texts}
             for j, i in enumerate(misses, 1):
                 flags[i] = by_id[j]
-                self._put(keys[i], json.dumps(by_id[j]))
+            await self._put([(keys[i], json.dumps(by_id[j])) for j, i in enumerate(misses, 1)])
         return JudgeOutput([bool(f) for f in flags], calls)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import threading
 from pathlib import Path
 
 from pipeline.judges.base import Premise
@@ -32,23 +35,62 @@ def test_memory_lru_evicts_oldest() -> None:
     assert len(c) == 2
 
 
-def test_sqlite_cache_survives_reopen(tmp_path: Path) -> None:
+async def test_sqlite_cache_survives_reopen(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "cache.sqlite"
     c = SqliteCache(path)
-    c.put("k", '{"x": 1}')
-    c.close()
+    await c.put("k", '{"x": 1}')
+    await c.put_many([("a", "1"), ("b", "2")])
+    await c.aclose()
     c2 = SqliteCache(path)
-    assert c2.get("k") == '{"x": 1}'
-    assert c2.get("missing") is None
-    c2.close()
+    assert await c2.get("k") == '{"x": 1}'
+    assert await c2.get("missing") is None
+    assert await c2.get_many(["b", "missing", "a", "b"]) == ["2", None, "1", "2"]
+    await c2.aclose()
 
 
-def test_open_cache_follows_settings(tmp_path: Path) -> None:
+async def test_sqlite_cache_runs_sqlite_off_the_event_loop(tmp_path: Path) -> None:
+    """Every sqlite statement of a get or put runs on another thread than the loop's; front hits run none."""
+    c = SqliteCache(tmp_path / "c.sqlite")
+    threads: list[int] = []
+    c._db.set_trace_callback(lambda _stmt: threads.append(threading.get_ident()))
+    loop_thread = threading.get_ident()
+    try:
+        await c.put("k", "v")
+        assert await c.get_many(["missing", "other"]) == [None, None]
+        assert threads and loop_thread not in threads
+        n = len(threads)
+        assert await c.get("k") == "v"  # in the front LRU: no statement at all
+        assert len(threads) == n
+    finally:
+        await c.aclose()
+
+
+async def test_locked_sqlite_file_does_not_block_the_loop(tmp_path: Path) -> None:
+    """Another connection holds the file's write lock; a put waits for it without blocking the loop, so
+    a task on the loop can release the lock and the put then completes. (A put running sqlite on the
+    loop would hold the loop until sqlite's busy timeout and fail with "database is locked".)"""
+    path = tmp_path / "c.sqlite"
+    c = SqliteCache(path)
+    holder = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        put = asyncio.create_task(c.put("k", "v"))
+        await asyncio.sleep(0.05)  # the put starts and waits for the lock
+        assert not put.done()
+        holder.execute("COMMIT")  # runs because the loop is free
+        await put
+        assert holder.execute("SELECT value FROM verdicts WHERE key = 'k'").fetchone() == ("v",)
+    finally:
+        holder.close()
+        await c.aclose()
+
+
+async def test_open_cache_follows_settings(tmp_path: Path) -> None:
     assert open_cache(JudgeSettings(cache_enabled=False)) is None
     assert isinstance(open_cache(JudgeSettings()), MemoryCache)
     disk = open_cache(JudgeSettings(cache_path=tmp_path / "c.sqlite"))
     assert isinstance(disk, SqliteCache)
-    disk.close()
+    await disk.aclose()
 
 
 PREMISE = Premise("Paris is the capital of France. Paris has about two million inhabitants.")
