@@ -89,6 +89,8 @@ class Row:
     length_auc: float | None = None
     length_best_balanced_accuracy: float | None = None
     secondary: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # the lexical judge on exactly these cases (when this is another judge and a lexical run exists)
+    lexical_same_cases: dict[str, float | None] = field(default_factory=dict)
     curve: dict[str, float | None] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     command: str = ""
@@ -264,6 +266,22 @@ def tabulate(data: Path, judge: str, work: Path, settings: Settings) -> Row | No
         length_auc = roc_auc(ys, ss)
         best = best_threshold(ys, ss)
         length_bacc = best.balanced_accuracy if best else None
+    lexical_same: dict[str, float | None] = {}
+    if judge != "lexical":
+        lex_rows = [
+            (by_id[e.interaction_id], e)
+            for e in read_evaluations(work / "lexical" / f"{data.stem}.evaluations.jsonl")
+            if e.interaction_id in {ev.interaction_id for _, ev in rows} and e.interaction_id in by_id
+        ]
+        lex_settings = settings.model_copy(deep=True)
+        lex_settings.judge.kind = "lexical"
+        lex_block = label_reports(lex_rows, lex_settings).get(label) if lex_rows else None
+        if lex_block is not None:
+            lexical_same = {
+                "n": float(lex_block.primary.n),
+                "roc_auc": lex_block.primary.roc_auc,
+                "balanced_accuracy": lex_block.primary.balanced_accuracy,
+            }
     peers = block.peers
     secondary = {
         o.score: {"roc_auc": o.roc_auc, "balanced_accuracy": o.balanced_accuracy, "threshold": o.threshold}
@@ -293,6 +311,7 @@ def tabulate(data: Path, judge: str, work: Path, settings: Settings) -> Row | No
         length_auc=length_auc,
         length_best_balanced_accuracy=length_bacc,
         secondary=secondary,
+        lexical_same_cases=lexical_same,
         curve=curve,
         env=meta.get("env", {}),
         command=meta.get("command", ""),
@@ -306,8 +325,9 @@ def _f(value: float | None, digits: int = 3) -> str:
 def markdown(rows: Sequence[Row]) -> str:
     lines = [
         "| set | label: score | judge | n | ROC AUC | bal.acc @ thr | best bal.acc @ thr | wall s "
-        "| tokens in+out | LLM calls | peers' bal.acc on the same cases | length-only AUC / best bal.acc |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| tokens in+out | judge calls | lexical on the same cases: AUC / bal.acc "
+        "| peers' bal.acc on the same cases | length-only AUC / best bal.acc |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         n = f"{r.n}" + ("" if r.complete else f" (partial of {r.lines})")
@@ -317,11 +337,15 @@ def markdown(rows: Sequence[Row]) -> str:
         length = (
             f"{_f(r.length_auc)} / {_f(r.length_best_balanced_accuracy)}" if r.length_auc is not None else ""
         )
+        lex = ""
+        if r.lexical_same_cases:
+            same = r.lexical_same_cases
+            lex = f"{_f(same.get('roc_auc'))} / {_f(same.get('balanced_accuracy'))}"
         lines.append(
             f"| {r.set} | {r.label}: {r.score} | {r.judge} | {n} | {_f(r.roc_auc)} | "
             f"{_f(r.balanced_accuracy)} @ {r.threshold:g} | {_f(r.best_balanced_accuracy)} @ "
             f"{_f(r.best_threshold, 3)} | {_f(r.wall_seconds, 0)} | {r.input_tokens}+{r.output_tokens} | "
-            f"{r.judge_calls} | {peers} | {length} |"
+            f"{r.judge_calls} | {lex} | {peers} | {length} |"
         )
     secondary = [r for r in rows if r.secondary]
     if secondary:
