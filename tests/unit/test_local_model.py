@@ -10,14 +10,18 @@ from pathlib import Path
 import pytest
 
 from pipeline.judges.local_model import (
+    MODEL_ALIAS,
     QWEN_CODER_1_5B,
     LocalModelError,
     LocalModelServer,
     assemble_model,
     ensure_local_model,
+    file_sha256,
+    model_identity,
     part_paths,
 )
 from schemas.settings import JudgeSettings
+from tests.fakes.openai_server import FakeOpenAIServer
 
 
 def make_parts(tmp: Path, chunks: list[bytes]) -> tuple[list[Path], str]:
@@ -78,6 +82,43 @@ def test_tampered_dest_is_rebuilt(tmp_path: Path) -> None:
     assert dest.read_bytes() == b"".join(CHUNKS)
 
 
+def test_model_identity_names_the_gguf(tmp_path: Path) -> None:
+    parts, sha = make_parts(tmp_path, CHUNKS)
+    dest = assemble_model(parts, tmp_path / "m.gguf", sha256=sha)
+    assert file_sha256(dest) == sha  # from the marker
+    assert model_identity(dest.name, sha) == f"m.gguf@{sha[:12]}"
+    assert model_identity(dest.name, sha) != model_identity(dest.name, "f" * 64)
+    pinned = model_identity(QWEN_CODER_1_5B.file_name, QWEN_CODER_1_5B.sha256)
+    assert pinned == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@cc324af070c2"
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"another model")  # no marker: hashed
+    assert file_sha256(other) == hashlib.sha256(b"another model").hexdigest()
+
+
+async def test_local_judge_caches_per_model_not_per_alias(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The local judge sends the server's alias but keys its verdicts by the GGUF's identity: with a
+    cache on disk, switching the model must not return the previous model's verdicts."""
+    from pipeline.judges.base import Premise
+    from pipeline.judges.factory import local_llm_judge
+
+    js = JudgeSettings(kind="local", cache_path=tmp_path / "verdicts.sqlite")
+    premise = Premise("The Eiffel Tower is 330 metres tall.")
+    hyps = ["The Eiffel Tower is 330 metres tall."]
+    requests = []
+    for model_id in ("a.gguf@111111111111", "a.gguf@111111111111", "b.gguf@222222222222"):
+        judge = local_llm_judge(js, fake_openai.base_url, model_id)
+        try:
+            out = await judge.entail(premise, hyps)
+        finally:
+            await judge.aclose()
+        assert [c.model for c in out.calls] == [model_id]
+        requests.append(fake_openai.stats.requests)
+    assert requests == [1, 1, 2]  # the same model: cached; another model: asked
+    assert {b["model"] for b in fake_openai.stats.bodies} == {MODEL_ALIAS}
+
+
 def test_pinned_spec() -> None:
     assert QWEN_CODER_1_5B.size == 1_117_320_768
     assert len(QWEN_CODER_1_5B.sha256) == 64
@@ -129,6 +170,7 @@ async def test_local_judge_entails() -> None:
     assert first.score == 1.0
     (call,) = out.calls
     assert call.judge == "local" and call.input_tokens > 0 and call.output_tokens > 0 and call.cost_usd == 0.0
+    assert call.model == model_identity(QWEN_CODER_1_5B.file_name, QWEN_CODER_1_5B.sha256)
 
 
 async def test_server_that_cannot_load_its_model_is_a_clear_error(tmp_path: Path) -> None:
