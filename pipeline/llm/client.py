@@ -13,7 +13,8 @@
 Concurrent format rejections: the mode a request used travels in its rejection, and the shared mode
 steps down only when it still is that mode, so N requests rejected at once step it down once.
 
-The API key is a SecretStr; it is handed to the SDK and never appears in this object's repr or in a log.
+The API key is a SecretStr; it is handed to the SDK and never appears in this object's repr, in a log or
+in an error (server error texts are scrubbed of it and of anything key-like before they go anywhere).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import asyncio
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ _DOWNGRADE: dict[FormatMode, FormatMode] = {
     "json_object": "none",
 }
 LOCAL_DUMMY_KEY = "sk-local-no-key"
+_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_*\-]{6,}")  # OpenAI-style keys, masked ones included
 JSON_ONLY_HINT = "Answer with one JSON object only, no other text."
 
 
@@ -220,6 +223,13 @@ class JudgeClient:
                 )
                 await asyncio.sleep(delay)
 
+    def _scrub(self, text: str) -> str:
+        """A server's error text without our key (some echo it back, e.g. on 401), nor anything key-like."""
+        secret = self._key.get_secret_value()
+        if secret:
+            text = text.replace(secret, "***")
+        return _KEY_LIKE.sub("sk-***", text)
+
     def _where(self, prompt: RenderedPrompt[Any]) -> str:
         return f"judge {self.judge_name} ({self.model}) prompt {prompt.name}"
 
@@ -260,17 +270,18 @@ class JudgeClient:
             resp = await self._sdk.post("/chat/completions", cast_to=ChatCompletion, body=body)
         except openai.APIStatusError as exc:
             status = exc.status_code
+            message = self._scrub(_short(exc))
             # a server that does not know a response_format answers 400/422, or (llama-cpp-python) 500
             # with a validation error naming response_format
-            if status in (400, 422, 500) and mode != "none" and _about_format(_short(exc), status):
-                raise _FormatRejected(status, _short(exc), mode) from exc
+            if status in (400, 422, 500) and mode != "none" and _about_format(message, status):
+                raise _FormatRejected(status, message, mode) from exc
             if status == 429 or status >= 500 or status == 408:
-                raise _Retryable(f"HTTP {status}: {_short(exc)}", _retry_after(exc)) from exc
-            raise JudgeError(f"{self._where(prompt)}: HTTP {status}: {_short(exc)}") from exc
+                raise _Retryable(f"HTTP {status}: {message}", _retry_after(exc)) from exc
+            raise JudgeError(f"{self._where(prompt)}: HTTP {status}: {message}") from exc
         except openai.APITimeoutError as exc:
             raise _Retryable(f"timeout after {self.settings.timeout_s}s") from exc
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"connection error: {exc}") from exc
+            raise _Retryable(f"connection error: {self._scrub(str(exc))}") from exc
         finally:
             timing.request_s += time.perf_counter() - sent
 

@@ -231,12 +231,12 @@ class FakeOpenAIServer:
         try:
             if self.config.latency_ms:
                 await asyncio.sleep(self.config.latency_ms / 1000.0)
-            return self._answer(body, fault)
+            return self._answer(body, fault, request.headers.get("Authorization", ""))
         finally:
             with self._lock:
                 self.stats.in_flight -= 1
 
-    def _answer(self, body: dict[str, Any], fault: int | str | None) -> web.Response:
+    def _answer(self, body: dict[str, Any], fault: int | str | None, auth: str = "") -> web.Response:
         rf = body.get("response_format") or {}
         fmt = rf.get("type")
         if fmt == "json_object" and "schema" in rf:
@@ -252,6 +252,9 @@ class FakeOpenAIServer:
         if isinstance(fault, int):
             with self._lock:
                 self.stats.errors += 1
+            if fault == 401:  # as OpenAI does, the message quotes the key (unmasked here: the worst case)
+                key = auth.removeprefix("Bearer ")
+                return _error(401, f"Incorrect API key provided: {key}.", None)
             return _error(
                 fault,
                 "rate limited" if fault == 429 else "internal error",

@@ -215,6 +215,25 @@ async def test_api_key_never_shown(
     assert fake_openai.stats.auth[-1] == f"Bearer {SECRET}"  # but the key was sent to the server
 
 
+async def test_api_key_echoed_by_the_server_is_scrubbed(
+    fake_openai: FakeOpenAIServer, prompts: Prompts, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 401 whose message quotes the key (OpenAI's does): the JudgeError (which goes to the dead-letter
+    topic and the logs) names the status without the key."""
+    fake_openai.faults = [401]
+    with caplog.at_level(logging.DEBUG):
+        client = JudgeClient(settings_for(fake_openai))
+        try:
+            with pytest.raises(JudgeError) as err:
+                await refusal_call(client, prompts)
+        finally:
+            await client.aclose()
+        logging.getLogger("test").error("judge failed: %s", err.value)
+    assert "HTTP 401" in str(err.value) and "Incorrect API key provided" in str(err.value)
+    assert SECRET not in str(err.value) and "0123456789" not in str(err.value)
+    assert SECRET not in caplog.text
+
+
 async def test_local_server_gets_dummy_key(fake_openai: FakeOpenAIServer, prompts: Prompts) -> None:
     client = JudgeClient(JudgeSettings(base_url=fake_openai.base_url, model="local"))
     try:
