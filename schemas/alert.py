@@ -23,7 +23,9 @@ class AlertRule(BaseModel):
     op: Literal[">", ">=", "<", "<="] = ">"
     threshold: float
     windows: int = Field(3, ge=1)  # the last K closed windows, pooled
-    min_interactions: int = Field(20, ge=1)  # pooled count needed before the rule may fire
+    # interactions carrying the metric (its denominator: answered ones for the hallucination rate, known
+    # flags for a refusal rate, scored ones for a mean), pooled, needed before the rule may fire
+    min_interactions: int = Field(20, ge=1)
     cooldown_seconds: int = Field(900, ge=0)
     app: str | None = None  # None: every app
     model: str | None = None  # None: every model
@@ -43,7 +45,7 @@ class Alert(BaseModel):
     threshold: float
     op: str
     windows: int
-    interactions: int
+    interactions: int  # the interactions the metric was computed over (its denominator)
     window_start: datetime
     window_end: datetime
     fired_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

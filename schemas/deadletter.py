@@ -15,5 +15,12 @@ class DeadLetter(BaseModel):
     error: str  # human-readable: which field and why, or the judge's last error
     source_topic: str | None = None
     interaction_id: str | None = None
-    payload: str  # the original message, as text (undecodable bytes are base64 with a "base64:" prefix)
+    # the original message, as text (undecodable bytes are base64 with a "base64:" prefix); cut to
+    # kafka.deadletter_max_bytes when longer (then ``truncated`` and the whole's sha256 and length)
+    payload: str
+    payload_bytes: int | None = None  # UTF-8 length of the whole payload
+    payload_sha256: str | None = None  # of the whole payload (set when truncated)
+    truncated: bool = False
+    # the Interaction JSON when known (the interaction a Converted carried): replay it onto interactions
+    original: str | None = None
     failed_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

@@ -7,11 +7,12 @@ Nested settings use ``__``: ``GROUNDWATCH_JUDGE__MODEL=gpt-4o-mini``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 JudgeKind = Literal["openai", "local", "lexical", "cascade"]
 
@@ -150,7 +151,23 @@ class KafkaSettings(BaseModel):
     replicas: int = Field(1, ge=1)
     consumer_group: str = "groundwatch"
     stage_concurrency: int = Field(32, ge=1)  # interactions in flight inside each processor
-    join_timeout_s: float = 120.0
+    # how long the join waits for an interaction's parts before it emits what it has (incomplete).
+    # None (the default): derived at start from the judge's worst case for one call, see
+    # ``streams.join.join_timeout``: 2 x ((max_retries + 1) x timeout_s + the backoffs) for an HTTP judge,
+    # 2 x local_timeout_s for the local one, at least 120 s. A set value under that worst case is used
+    # but logged as a warning (late parts still complete the Evaluation: see join_emitted_cache)
+    join_timeout_s: float | None = None
+    # Converted of interactions emitted recently (LRU, by interaction_id): a part that arrives after its
+    # interaction was emitted incomplete rebuilds and re-emits the complete Evaluation
+    join_emitted_cache: int = Field(10_000, ge=0)
+    # a dead letter's payload over this many bytes (UTF-8) is cut to this budget (its prefix, with the
+    # sha256 and byte length of the whole); the original interaction is dropped when over it. Keep it
+    # well under the broker's max message size (1 MB by default)
+    deadletter_max_bytes: int = Field(256_000, ge=1024)
+    # a message whose dead letter cannot be sent (the producer fails) is retried this many times, then
+    # acked anyway with an ERROR log naming its topic, partition and offset, so one message never
+    # blocks its partition for ever
+    deadletter_attempts: int = Field(5, ge=1)
     session_timeout_s: float = 6.0
     heartbeat_interval_s: float = 1.0
     rebalance_timeout_s: float = 4.0
@@ -166,7 +183,8 @@ class KafkaSettings(BaseModel):
 
 
 class ClickHouseSettings(BaseModel):
-    url: str = "chdb:///" + str(Path.cwd() / ".groundwatch" / "chdb")
+    # a secret (an http(s) URL carries the password): repr() and logs never show it; pass it via env
+    url: SecretStr = SecretStr("chdb:///" + str(Path.cwd() / ".groundwatch" / "chdb"))
     ttl_days: int = Field(90, ge=1)
     batch_rows: int = Field(500, ge=1)
     batch_seconds: float = 1.0
@@ -176,6 +194,9 @@ class ClickHouseSettings(BaseModel):
     status_file: Path | None = None
     # versioned DDL (NNN_name.sql); None: the repository's deploy/clickhouse
     migrations_dir: Path | None = None
+    # a batch that fails this many flushes in a row is split in halves to find the row ClickHouse rejects;
+    # that row goes to deadletter (stage "sink") and the rest are written
+    sink_max_failures: int = Field(5, ge=1)
 
 
 class WindowSettings(BaseModel):
@@ -186,11 +207,14 @@ class WindowSettings(BaseModel):
     idle_close_seconds: float = Field(10.0, ge=0)
     tick_seconds: float = Field(1.0, gt=0)  # how often due windows are looked for
     reconcile_hours: float = Field(24.0, gt=0)  # at start, recompute windows left unclosed this far back
+    # the event-time watermark (one per app and model) takes no timestamp beyond wall clock + this: one
+    # event stamped in the future cannot close windows early
+    max_skew_seconds: float = Field(300.0, ge=0)
 
 
 class AlertSettings(BaseModel):
     rules_file: Path | None = None
-    webhook_url: str | None = None
+    webhook_url: SecretStr | None = None  # a secret (Slack hook URLs are credentials): pass it via env
     webhook_retries: int = 3
     webhook_backoff_s: float = 0.5
     webhook_timeout_s: float = 5.0
@@ -207,3 +231,24 @@ class Settings(BaseSettings):
     clickhouse: ClickHouseSettings = Field(default_factory=ClickHouseSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping instead of ``os.environ``."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = dict(environ)
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        from pydantic_settings.sources.utils import parse_env_vars
+
+        environ, case, empty = self._environ, self.case_sensitive, self.env_ignore_empty
+        return parse_env_vars(environ, case, empty, self.env_parse_none_str)
+
+
+def settings_from_env(environ: Mapping[str, str]) -> Settings:
+    """The Settings a process with exactly this environment would read (``GROUNDWATCH_*``, ``__``
+    nesting, JSON for complex values), without reading or touching ``os.environ``."""
+    values: dict[str, Any] = _MappingEnvSource(Settings, environ)()
+    return Settings.model_validate(values)

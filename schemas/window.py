@@ -27,3 +27,10 @@ class WindowAggregate(BaseModel):
     judge_latency_p50_ms: float | None
     judge_latency_p95_ms: float | None
     incomplete: int
+    # the denominators of the rates and means (alert rules compare min_interactions with these)
+    answer_refusal_known: int = 0  # interactions with an answer refusal flag
+    ground_truth_refusal_known: int = 0  # ... with a ground-truth refusal flag
+    context_scored: int = 0  # ... with a context entailment
+    ground_truth_answer_scored: int = 0  # ... with ground_truth_entails_answer
+    answer_ground_truth_scored: int = 0  # ... with answer_entails_ground_truth
+    judge_latency_calls: int = 0  # judge calls (uncached, not lexical) behind the latency quantiles

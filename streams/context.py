@@ -18,7 +18,7 @@ from pipeline.judges.base import Judge
 from schemas.deadletter import DeadLetter
 from schemas.results import Stage
 from schemas.settings import Settings
-from streams.codec import encode
+from streams.codec import encode, fit_letter, original_of
 from streams.topics import TopicNames, topic_names
 
 log = logging.getLogger(__name__)
@@ -45,9 +45,14 @@ class StreamContext:
         return self.topics[name]
 
     async def send(self, name: str, key: str | None, value: BaseModel) -> None:
-        await self.topic(name).send(key=key.encode("utf-8") if key else None, value=encode(value))
+        """Send and wait until the broker has it: ``Topic.send`` only buffers and returns the delivery
+        future (faust's flush before a commit does not raise for a failed send), so a failed delivery
+        raises here and the source event is not acked."""
+        delivery = await self.topic(name).send(key=key.encode("utf-8") if key else None, value=encode(value))
+        await delivery
 
     async def send_dead(self, letter: DeadLetter) -> None:
+        letter = fit_letter(letter, self.settings.kafka.deadletter_max_bytes)
         log.warning(
             "dead letter: stage=%s id=%s %s: %s",
             letter.stage,
@@ -68,7 +73,12 @@ class StreamContext:
             key = event.key.decode("utf-8", "replace") if isinstance(event.key, bytes) else None
             await self.send_dead(
                 dead_letter(
-                    stage=stage, error=exc, payload=event.value, source_topic=source_topic, interaction_id=key
+                    stage=stage,
+                    error=exc,
+                    payload=event.value,
+                    source_topic=source_topic,
+                    interaction_id=key,
+                    original=original_of(event.value),
                 )
             )
 
@@ -117,7 +127,9 @@ class Resources(Service):
 
             self.relevance = RelevanceScorer()
         if settings.kafka.topology == "fused":
-            self.evaluator = Evaluator(self.judge, settings, relevance_scorer=self.relevance)
+            # relevance is scored by the fused processor itself, so a failure marks it missing (as the
+            # staged join does) instead of failing the interaction (streams.processors.evaluate)
+            self.evaluator = Evaluator(self.judge, settings)
             self._stack.push_async_callback(self.evaluator.aclose)
         alerts = self._alerts = AlertEngine.from_settings(settings, self.store, self._publish_alert)
         self._stack.push_async_callback(alerts.aclose)
@@ -125,7 +137,9 @@ class Resources(Service):
         stale = await self.windows.reconcile(timedelta(hours=settings.window.reconcile_hours))
         if stale:
             log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)
-        self.sink = EvaluationSink(settings.clickhouse, self.store, on_flushed=self._after_flush)
+        self.sink = EvaluationSink(
+            settings.clickhouse, self.store, on_flushed=self._after_flush, on_rejected=self._reject_row
+        )
         self._ready.set()
         await self.write_status()
         log.info(
@@ -141,6 +155,20 @@ class Resources(Service):
     async def _after_flush(self, rows: Sequence[Any]) -> None:
         await self.windows.touch(rows)
         await self.write_status()
+
+    async def _reject_row(self, evaluation: Any, exc: Exception) -> None:
+        """A row ClickHouse keeps rejecting (streams.clickhouse.sink): to deadletter, stage "sink"."""
+        from streams.codec import dead_letter
+
+        await self.ctx.send_dead(
+            dead_letter(
+                stage="sink",
+                error=exc,
+                payload=evaluation.model_dump_json(),
+                source_topic=self.ctx.names.evaluations,
+                interaction_id=evaluation.interaction_id,
+            )
+        )
 
     async def write_status(self) -> None:
         """Table counts to ``clickhouse.status_file`` (when set), for followers that cannot open chDB."""
@@ -175,10 +203,14 @@ class Resources(Service):
             except Exception:  # the rows stay unacked and come back after a restart
                 log.exception("final flush failed")
         if self.windows is not None:
-            with contextlib.suppress(Exception):  # rows flushed so far are complete: write their windows
+            try:  # rows flushed so far are complete: write their windows
                 await self.windows.close_due(final=True)
-            with contextlib.suppress(Exception):
+            except Exception:
+                log.exception("closing the open windows on stop failed (recomputed at the next start)")
+            try:
                 await self.write_status()
+            except Exception:
+                log.exception("writing the status file on stop failed")
         await self._stack.aclose()
         if self.store is not None:
             await self.store.aclose()

@@ -13,13 +13,22 @@ Design (at-least-once without transactions or table recovery):
   crash the parts are redelivered and the buffer rebuilt.
 * All inputs are keyed by interaction_id with the same partition count (co-partitioned), so one worker
   sees every part of an interaction. On a rebalance the buffer forgets the partitions it lost.
-* After ``join_timeout_s`` an entry is first checked against ClickHouse: when a complete Evaluation is
+* After the join timeout an entry is first checked against ClickHouse: when a complete Evaluation is
   already there, the entry was a part redelivered after its Evaluation went out (the commit of its
   partition lagged behind the other inputs' at a crash) and is dropped. Otherwise an entry with its
   Converted is emitted incomplete (``missing`` names the absent parts); one without its Converted cannot
   be assembled and goes to deadletter (stage "join").
-* Duplicates downstream are harmless: the ``evaluations`` table is a ReplacingMergeTree on interaction_id
-  whose version prefers complete rows.
+* Late parts: the parts of an entry that left the buffer incomplete (emitted incomplete, or
+  dead-lettered without its Converted) are kept in a bounded LRU (``kafka.join_emitted_cache``
+  interactions). A part that arrives later merges with them and the Evaluation is rebuilt and sent again
+  (complete once every part is in). Duplicates downstream are harmless: the ``evaluations`` table is a
+  ReplacingMergeTree on interaction_id whose version prefers complete rows.
+* The timeout (``kafka.join_timeout_s``) defaults to the judge's worst case for one call plus 30 s, at
+  least 120 s (``join_timeout``); a shorter configured one is used but warned about at start (its late
+  parts are still joined through the LRU while they are in it).
+* Emitting (relevance, assembly, the send and its delivery) runs in tasks, at most
+  ``kafka.stage_concurrency`` at once, so the join keeps consuming while the broker confirms; an
+  exception anywhere in handling one part is logged and the part left unacked, never kills the agent.
 
 Cost: a part held for long (a slow or failed stage) holds back the committed offset of its partition, so
 more is redelivered after a crash; the join timeout bounds it.
@@ -28,13 +37,16 @@ more is redelivered after a crash; the join timeout bounds it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from schemas.results import Converted, NliResult, RefusalResult
+from schemas.settings import JudgeSettings, Settings
 from streams.acks import OrderedAcks, Ticket
 from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
@@ -69,28 +81,89 @@ class Pending:
         return out
 
 
-class JoinBuffer:
-    """Pure join state: parts in, complete or expired entries out (no Kafka here)."""
+    def put(self, part: Part) -> None:
+        if isinstance(part, Converted):
+            self.converted = part
+        elif isinstance(part, NliResult):
+            self.nli = part
+        else:
+            self.refusal = part
 
-    def __init__(self, *, need_refusal: bool, timeout_s: float) -> None:
+
+def judge_worst_case_s(judge: JudgeSettings) -> float:
+    """The longest one judge call can take before it fails: every attempt timing out plus the backoffs
+    for an HTTP judge; ``local_timeout_s`` for the local server; 0 for the lexical judge."""
+    if judge.kind == "lexical":
+        return 0.0
+    if judge.kind == "local" or (judge.kind == "cascade" and judge.cascade_llm == "local"):
+        return judge.local_timeout_s
+    backoff = sum(min(judge.backoff_base_s * 2**i, judge.backoff_max_s) for i in range(judge.max_retries))
+    return (judge.max_retries + 1) * judge.timeout_s + backoff
+
+
+def join_timeout(settings: Settings) -> float:
+    """``kafka.join_timeout_s``, or when unset the judge's worst case for one call + 30 s (at least 120 s).
+    A configured value under the worst case is kept (a test or an impatient deployment may want it) but
+    warned about: parts later than it arrive after their interaction went out incomplete."""
+    worst = judge_worst_case_s(settings.judge)
+    configured = settings.kafka.join_timeout_s
+    if configured is None:
+        return max(120.0, worst + 30.0)
+    if configured < worst:
+        log.warning(
+            "kafka.join_timeout_s=%ss is under the %s judge's worst case for one call (%.0fs): slow parts "
+            "will be emitted incomplete first (a late part re-emits the complete Evaluation while its "
+            "interaction is among the last kafka.join_emitted_cache). Unset it to derive it.",
+            configured,
+            settings.judge.kind,
+            worst,
+        )
+    return configured
+
+
+class JoinBuffer:
+    """Pure join state: parts in, complete or expired entries out (no Kafka here).
+
+    Entries that leave incomplete (``expired``) keep their parts in an LRU of ``keep_late`` interactions;
+    a later part of one of them (``add``) returns the merged entry at once, to be re-emitted."""
+
+    def __init__(self, *, need_refusal: bool, timeout_s: float, keep_late: int = 10_000) -> None:
         self.need_refusal = need_refusal
         self.timeout_s = timeout_s
+        self.keep_late = keep_late
         self._entries: dict[str, Pending] = {}
+        self._left: OrderedDict[str, Pending] = OrderedDict()  # left incomplete: parts only, no tickets
 
     def __len__(self) -> int:
         return len(self._entries)
 
+    def late(self) -> int:
+        """Interactions that left incomplete and whose parts are kept for late arrivals."""
+        return len(self._left)
+
     def add(self, iid: str, part: Part, ticket: Ticket | None, now: float) -> Pending | None:
-        """Add one part; return (and remove) the entry when it is complete."""
+        """Add one part; return (and remove) the entry when it is complete, or, for an interaction that
+        already left incomplete, the entry merged with the parts it left with (to emit again)."""
+        left = None if iid in self._entries else self._left.pop(iid, None)
+        if left is not None:
+            merged = Pending(
+                interaction_id=iid,
+                first_seen=now,
+                converted=left.converted,
+                nli=left.nli,
+                refusal=left.refusal,
+            )
+            merged.put(part)
+            if merged.missing(self.need_refusal):  # still incomplete: keep its parts for the next one
+                self._remember(merged)
+            if ticket is not None:
+                merged.tickets.append(ticket)
+                merged.tps.add(ticket.tp)
+            return merged
         entry = self._entries.get(iid)
         if entry is None:
             entry = self._entries[iid] = Pending(interaction_id=iid, first_seen=now)
-        if isinstance(part, Converted):
-            entry.converted = part
-        elif isinstance(part, NliResult):
-            entry.nli = part
-        else:
-            entry.refusal = part
+        entry.put(part)
         if ticket is not None:
             entry.tickets.append(ticket)
             entry.tps.add(ticket.tp)
@@ -98,11 +171,31 @@ class JoinBuffer:
             return self._entries.pop(iid)
         return None
 
+    def _remember(self, entry: Pending) -> None:
+        if self.keep_late <= 0:
+            return
+        self._left[entry.interaction_id] = Pending(
+            interaction_id=entry.interaction_id,
+            first_seen=entry.first_seen,
+            converted=entry.converted,
+            nli=entry.nli,
+            refusal=entry.refusal,
+        )
+        self._left.move_to_end(entry.interaction_id)
+        while len(self._left) > self.keep_late:
+            self._left.popitem(last=False)
+
     def expired(self, now: float) -> list[Pending]:
+        """Remove and return the entries older than the timeout; their parts are kept for late parts."""
         out = [e for e in self._entries.values() if now - e.first_seen >= self.timeout_s]
         for e in out:
             del self._entries[e.interaction_id]
+            self._remember(e)
         return out
+
+    def discard_late(self, iid: str) -> None:
+        """Forget the kept parts of an interaction (it is complete elsewhere)."""
+        self._left.pop(iid, None)
 
     def forget(self, tps: Iterable[Any]) -> int:
         lost = set(tps)
@@ -130,12 +223,31 @@ def register(ctx: StreamContext) -> Any:
         names.nli: NliResult,
         names.refusals: RefusalResult,
     }
-    buffer = JoinBuffer(need_refusal=need_refusal, timeout_s=settings.kafka.join_timeout_s)
+    timeout_s = join_timeout(settings)
+    buffer = JoinBuffer(
+        need_refusal=need_refusal, timeout_s=timeout_s, keep_late=settings.kafka.join_emitted_cache
+    )
     acks = OrderedAcks()
+    slots = asyncio.Semaphore(settings.kafka.stage_concurrency)
+    tasks: set[asyncio.Task[None]] = set()
 
     def release(entry: Pending) -> None:
         for ticket in entry.tickets:
             acks.done(ticket)
+
+    async def spawn(work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` in a task, at most stage_concurrency at once (the caller waits for a slot)."""
+        await slots.acquire()
+
+        async def run() -> None:
+            try:
+                await work()
+            finally:
+                slots.release()
+
+        task = asyncio.create_task(run())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     async def emit(entry: Pending) -> None:
         from pipeline.assemble import assemble
@@ -156,21 +268,51 @@ def register(ctx: StreamContext) -> Any:
         )
         await ctx.send(names.evaluations, entry.interaction_id, evaluation)
 
+    def source_of(entry: Pending) -> Part:
+        part = entry.converted or entry.nli or entry.refusal
+        assert part is not None
+        return part
+
+    async def emit_or_dead_letter(entry: Pending) -> None:
+        """Emit (complete, late or rebuilt); an error dead-letters the interaction; acks on success."""
+        try:
+            if entry.converted is None:  # a late part of an interaction that never had its Converted
+                log.warning("join: late part of %s without its Converted; dropped", entry.interaction_id)
+            else:
+                await emit(entry)
+        except Exception as exc:
+            log.exception("join: emitting %s failed", entry.interaction_id)
+            try:
+                await ctx.send_dead(
+                    dead_letter(
+                        stage="join",
+                        error=exc,
+                        payload=source_of(entry).model_dump_json(),
+                        source_topic=None,
+                        interaction_id=entry.interaction_id,
+                        original=entry.converted.interaction.model_dump_json() if entry.converted else None,
+                    )
+                )
+            except Exception:
+                log.exception("join: could not dead-letter %s; its parts stay unacked", entry.interaction_id)
+                return
+        release(entry)
+
     async def on_expired(entry: Pending) -> None:
         missing = entry.missing(need_refusal)
         res = await ctx.res.wait_ready()
         if await res.store.has_complete(entry.interaction_id):
             # a part redelivered after its Evaluation went out (its partition's commit lagged another's)
             log.info("join: %s already evaluated; dropping redelivered %s", entry.interaction_id, entry.tps)
+            buffer.discard_late(entry.interaction_id)
             return
         if entry.converted is None:
-            err = JoinTimeout(f"join timed out after {settings.kafka.join_timeout_s}s without {missing}")
-            payload = (entry.nli or entry.refusal or entry.converted).model_dump_json()  # type: ignore[union-attr]
+            err = JoinTimeout(f"join timed out after {timeout_s}s without {missing}")
             await ctx.send_dead(
                 dead_letter(
                     stage="join",
                     error=err,
-                    payload=payload,
+                    payload=source_of(entry).model_dump_json(),
                     source_topic=None,
                     interaction_id=entry.interaction_id,
                 )
@@ -179,17 +321,20 @@ def register(ctx: StreamContext) -> Any:
         log.warning("join: %s timed out, emitting incomplete (missing %s)", entry.interaction_id, missing)
         await emit(entry)
 
+    async def expire_one(entry: Pending) -> None:
+        try:
+            await on_expired(entry)
+        except Exception:
+            log.exception("join: could not emit %s; its parts stay unacked", entry.interaction_id)
+            return
+        release(entry)
+
     async def expire_loop() -> None:
-        tick = max(0.05, min(1.0, settings.kafka.join_timeout_s / 4))
+        tick = max(0.05, min(1.0, timeout_s / 4))
         while True:
             await asyncio.sleep(tick)
             for entry in buffer.expired(time.monotonic()):
-                try:
-                    await on_expired(entry)
-                except Exception:
-                    log.exception("join: could not emit %s; its parts stay unacked", entry.interaction_id)
-                    continue
-                release(entry)
+                await spawn(functools.partial(expire_one, entry))
 
     async def on_revoked(sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
         revoked = set(args[0]) if args else set()
@@ -200,36 +345,39 @@ def register(ctx: StreamContext) -> Any:
 
     ctx.app.on_partitions_revoked.connect(cast(Any, on_revoked))
 
+    async def handle(event: Any, ticket: Ticket) -> None:
+        topic = event.message.topic
+        raw = event.value
+        try:
+            part = decode(raw, models[topic], settings.limits)
+        except DecodeError as exc:
+            if topic != names.converted:  # the nli processor dead-letters a bad Converted
+                await ctx.send_dead(dead_letter(stage="validate", error=exc, payload=raw, source_topic=topic))
+            acks.done(ticket)
+            return
+        iid = part.interaction.interaction_id if isinstance(part, Converted) else part.interaction_id
+        entry = buffer.add(iid, part, ticket, time.monotonic())
+        if entry is not None:
+            await spawn(functools.partial(emit_or_dead_letter, entry))
+
     async def join_agent(stream: Any) -> None:
         expirer = asyncio.create_task(expire_loop())
         try:
             async for event in stream.noack().events():
                 ticket = acks.track(event)
-                topic = event.message.topic
-                raw = event.value
                 try:
-                    part = decode(raw, models[topic], settings.limits)
-                except DecodeError as exc:
-                    if topic != names.converted:  # the nli processor dead-letters a bad Converted
-                        await ctx.send_dead(
-                            dead_letter(stage="validate", error=exc, payload=raw, source_topic=topic)
-                        )
-                    acks.done(ticket)
-                    continue
-                iid = part.interaction.interaction_id if isinstance(part, Converted) else part.interaction_id
-                entry = buffer.add(iid, part, ticket, time.monotonic())
-                if entry is not None:
-                    try:
-                        await emit(entry)
-                    except Exception as exc:
-                        log.exception("join: assemble failed for %s", iid)
-                        await ctx.send_dead(
-                            dead_letter(
-                                stage="join", error=exc, payload=raw, source_topic=topic, interaction_id=iid
-                            )
-                        )
-                    release(entry)
+                    await handle(event, ticket)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # e.g. the dead letter of a bad part could not be sent
+                    log.exception(
+                        "join: handling %s offset %s failed; left unacked", event.message.topic, ticket.offset
+                    )
         finally:
             expirer.cancel()
+            for task in list(tasks):  # unfinished emits stay unacked and come back
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
 
     return ctx.app.agent(source, name="groundwatch.join")(join_agent)

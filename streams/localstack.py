@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 
-from schemas.settings import Settings
+from schemas.settings import Settings, settings_from_env
 from streams.broker.tansu import TansuBroker
 from streams.replay import ReplayResult, replay
 from streams.report import Report
@@ -90,15 +90,8 @@ class LocalStack:
         return env
 
     def settings(self) -> Settings:
-        """The stack's settings, as the worker sees them."""
-        saved = dict(os.environ)
-        try:
-            os.environ.clear()
-            os.environ.update(self.env())
-            return Settings()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        """The stack's settings, as the worker sees them (read from ``env()``; os.environ untouched)."""
+        return settings_from_env(self.env())
 
     def start(self, timeout_s: float | None = None) -> LocalStack:
         self.broker.start()

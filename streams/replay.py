@@ -56,6 +56,15 @@ def prepare(
     return (str(key) if key is not None else None), json.dumps(data).encode("utf-8")
 
 
+async def _delivered(pending: list[asyncio.Future[Any]]) -> None:
+    """Wait for these deliveries (raising the first failure) and clear the list."""
+    try:
+        for fut in pending:
+            await fut
+    finally:
+        pending.clear()
+
+
 async def replay(
     settings: Settings,
     lines: Iterable[str],
@@ -65,8 +74,10 @@ async def replay(
     model: str | None = None,
     limit: int | None = None,
     create_topics: bool = True,
+    chunk: int = 1000,
 ) -> ReplayResult:
-    """Send each line (at most ``rate`` a second when given); wait until the broker has them all."""
+    """Send each line (at most ``rate`` a second when given); wait until the broker has them all.
+    Delivery futures are awaited every ``chunk`` messages (a failed send raises there)."""
     if create_topics:
         await ensure_topics(settings.kafka)
     topic = topic_names(settings.kafka).interactions
@@ -79,20 +90,21 @@ async def replay(
     started = time.monotonic()
     sent = 0
     try:
-        pending = []
+        pending: list[asyncio.Future[Any]] = []
         for line in lines:
             if limit is not None and sent >= limit:
                 break
             key, value = prepare(line, app=app, model=model)
             pending.append(await producer.send(topic, value=value, key=key.encode("utf-8") if key else None))
             sent += 1
+            if len(pending) >= chunk:  # wait for the broker in chunks: memory stays bounded, errors surface
+                await _delivered(pending)
             if rate:
                 delay = started + sent / rate - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
         await producer.flush()
-        for fut in pending:
-            await fut
+        await _delivered(pending)
     finally:
         await producer.stop()
     return ReplayResult(sent=sent, seconds=time.monotonic() - started)

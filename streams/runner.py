@@ -20,18 +20,31 @@ Handler = Callable[[Any], Awaitable[None]]
 OnError = Callable[[Any, Exception], Awaitable[None]]
 
 
+def _where(event: Any) -> str:
+    msg = getattr(event, "message", None)
+    tp = getattr(msg, "tp", None)
+    return f"{getattr(tp, 'topic', tp)}[{getattr(tp, 'partition', '?')}]@{getattr(msg, 'offset', '?')}"
+
+
 async def run_bounded(
     stream: Any,
     handler: Handler,
     limit: int,
     acks: OrderedAcks | None = None,
     on_error: OnError | None = None,
+    *,
+    error_attempts: int = 5,
+    retry_delay_s: float = 1.0,
 ) -> None:
     """Handle each event in a task, at most ``limit`` at once, acking in offset order.
 
     An unexpected exception from the handler goes to ``on_error`` (which dead-letters the message) and
-    the event is acked: bad input never stalls a partition. Only when there is no ``on_error`` or it
-    fails too (a broken producer) does the event stay unacked, to come back after a restart.
+    the event is acked: bad input never stalls a partition. When ``on_error`` fails too (the producer
+    cannot send the dead letter, e.g. the letter is too big or the broker keeps refusing it), it is
+    retried with backoff (``retry_delay_s``, doubling) up to ``error_attempts`` times in all; then the
+    event is acked anyway with an ERROR log naming its topic, partition and offset (to re-read it by
+    hand), so one message never blocks its partition for ever. Without ``on_error`` a failed event
+    stays unacked, to come back after a restart.
     """
     acks = acks or OrderedAcks()
     slots = asyncio.Semaphore(limit)
@@ -45,16 +58,34 @@ async def run_bounded(
             raise
         except Exception as exc:
             log.exception("handler failed on offset %s", ticket.offset)
-            try:
-                if on_error is None:
-                    raise
-                await on_error(event, exc)
-            except Exception:
-                log.exception("could not dead-letter offset %s; left unacked", ticket.offset)
+            if on_error is None or not await _dead_letter(event, exc):
                 slots.release()
                 return
         acks.done(ticket)
         slots.release()
+
+    async def _dead_letter(event: Any, exc: Exception) -> bool:
+        """True once ``on_error`` succeeded or gave up after ``error_attempts`` (ack it either way)."""
+        assert on_error is not None
+        delay = retry_delay_s
+        for attempt in range(1, max(1, error_attempts) + 1):
+            try:
+                await on_error(event, exc)
+                return True
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("could not dead-letter %s (attempt %d of %d)", _where(event), attempt,
+                              error_attempts)
+            if attempt < error_attempts:
+                await asyncio.sleep(delay)
+                delay *= 2
+        log.error(
+            "GIVING UP on %s: it failed (%s: %s) and could not be dead-lettered after %d attempts; "
+            "acking it so its partition moves on. Re-read it from that offset to recover it.",
+            _where(event), type(exc).__name__, exc, error_attempts,
+        )
+        return True
 
     try:
         async for event in stream.noack().events():

@@ -40,7 +40,8 @@ SELECT
     avg(answer_entails_ground_truth) AS mean_answer_entails_ground_truth,
     avgIf(hallucination, hallucination IS NOT NULL) AS hallucination_rate,
     avgIf(answer_refusal, answer_refusal IS NOT NULL) AS answer_refusal_rate,
-    quantileExactInclusive(0.95)(judge_latency_ms) AS judge_latency_p95_ms
+    -- over individual judge calls (uncached, not lexical), not per-interaction sums (migration 002)
+    quantileExactInclusiveArray(0.95)(call_latencies_ms) AS judge_latency_p95_ms
 FROM groundwatch.evaluations FINAL
 WHERE $__timeFilter(timestamp)
 GROUP BY app, model
@@ -58,12 +59,13 @@ GROUP BY app, claim
 ORDER BY times DESC
 LIMIT 50;
 
--- 5. Verdict mix per pair (statement level)
+-- 5. Verdict mix per pair (statement level; the view keeps only each interaction's current statements,
+--    so a re-evaluation with fewer statements leaves none behind)
 SELECT
     pair,
     verdict,
     count() AS statements
-FROM groundwatch.evaluation_statements FINAL
+FROM groundwatch.evaluation_statements_current
 WHERE $__timeFilter(timestamp)
 GROUP BY pair, verdict
 ORDER BY pair, statements DESC;

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from pydantic import SecretStr
+
 from schemas.settings import Settings
 
 
@@ -12,22 +14,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--app", help="only this app")
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--json", action="store_true", help="print JSON (counts, windows, alerts)")
-    parser.add_argument("--clickhouse", help="override GROUNDWATCH_CLICKHOUSE__URL")
+    parser.add_argument(
+        "--clickhouse",
+        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
+        "environment, not the command line (other users can read a process's arguments)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from streams.clickhouse.client import parse_url
     from streams.clickhouse.store import ClickHouseStore
     from streams.report import Report, parse_since, render
 
     settings = Settings()
     if args.clickhouse:
-        settings.clickhouse.url = args.clickhouse
+        settings.clickhouse.url = SecretStr(args.clickhouse)
     since = parse_since(args.since)
+    url = settings.clickhouse.url.get_secret_value()
     try:
-        store = ClickHouseStore.open_sync(settings.clickhouse)
+        where = parse_url(url, settings.clickhouse.database).describe()  # without the password
+    except ValueError as exc:
+        print(f"invalid ClickHouse URL: {exc}")
+        return 2
+    try:
+        store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)  # read-only: no DDL
     except Exception as exc:
-        print(f"cannot open ClickHouse at {settings.clickhouse.url}: {exc}")
-        if settings.clickhouse.url.startswith("chdb:"):
+        print(f"cannot open ClickHouse at {where}: {exc}")
+        if url.startswith("chdb:"):
             print("(an embedded chDB path can be opened by one process at a time: stop the worker first)")
         return 2
     try:

@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import logging
 
+from pydantic import SecretStr
+
 from schemas.settings import Settings
 
 
@@ -13,7 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loglevel", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--broker", help="override GROUNDWATCH_KAFKA__BROKER (kafka://host:port)")
     parser.add_argument(
-        "--clickhouse", help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path or http(s)://)"
+        "--clickhouse",
+        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path or http(s)://); pass a URL with a "
+        "password through the environment, not the command line (other users can read a process's "
+        "arguments)",
     )
     parser.add_argument("--judge", choices=["openai", "local", "lexical", "cascade"], help="judge kind")
     parser.add_argument("--web-port", type=int, help="faust web port on 127.0.0.1")
@@ -24,7 +29,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if args.broker:
         settings.kafka.broker = args.broker
     if args.clickhouse:
-        settings.clickhouse.url = args.clickhouse
+        settings.clickhouse.url = SecretStr(args.clickhouse)
     if args.judge:
         settings.judge.kind = args.judge
     if args.web_port is not None:

@@ -1,4 +1,16 @@
-"""Evaluates the alert rules on each closed window and delivers firings: alerts table, topic, webhook."""
+"""Evaluates the alert rules on each closed window and delivers firings: alerts topic, table, webhook.
+
+Order: the alerts topic first (keyed by alert_id; consumers dedupe on it), then the ``alerts`` table (what
+cool-downs and "already fired" read), then the webhook in the background. A failed publish raises before
+the table row exists, so the window stays due (streams.windows.tracker) and the firing is retried; a
+retry after a publish whose table insert failed publishes the same alert_id again (at-least-once).
+
+Several workers: each closes the windows of the rows its sink wrote, so the same (app, model, window)
+can be closed by more than one worker, and both may see ``alert_exists`` false before either inserted:
+the alert then goes out once per such worker (same alert_id on the topic, one row in the table, but a
+webhook post each). Run the alert rules in one worker (``GROUNDWATCH_ALERTS__RULES_FILE`` on one worker
+only) when duplicate webhook posts matter.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +32,17 @@ from streams.windows.tumbling import TumblingWindows
 log = logging.getLogger(__name__)
 
 Publish = Callable[[Alert, str], Awaitable[None]]
+
+
+def _log_failure(task: asyncio.Task[bool]) -> None:
+    """Done-callback of a webhook task: an exception (a bug, not an HTTP error) is logged, not lost."""
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("webhook delivery crashed", exc_info=exc)
+    elif task.result() is False:
+        log.error("webhook delivery failed after its retries")
 
 
 class AlertEngine:
@@ -73,18 +96,18 @@ class AlertEngine:
         return fired
 
     async def deliver(self, alert: Alert) -> None:
-        await self.store.insert_alert(alert)  # first: the table is what cool-downs read
+        if self.publish is not None:  # first: when it fails, nothing marks the alert as fired
+            await self.publish(alert, alert.alert_id)
+        await self.store.insert_alert(alert)  # then the table (cool-downs and alert_exists read it)
         self.fired += 1
         log.warning("ALERT %s", alert.message)
-        if self.publish is not None:
-            await self.publish(alert, alert.alert_id)
         if self.settings.webhook_url:
             if self._http is None:
                 self._http = httpx.AsyncClient(timeout=self.settings.webhook_timeout_s)
             task = asyncio.create_task(
                 post_webhook(
                     self._http,
-                    self.settings.webhook_url,
+                    self.settings.webhook_url.get_secret_value(),
                     alert.message,
                     retries=self.settings.webhook_retries,
                     backoff_s=self.settings.webhook_backoff_s,
@@ -92,6 +115,7 @@ class AlertEngine:
             )
             self._hooks.add(task)
             task.add_done_callback(self._hooks.discard)
+            task.add_done_callback(_log_failure)
 
     async def aclose(self) -> None:
         if self._hooks:

@@ -30,6 +30,23 @@ def load_rules(path: Path) -> AlertRules:
     return AlertRules.model_validate(data or {"rules": []})
 
 
+#: the WindowAggregate field that counts the interactions a metric is computed over (its denominator)
+DENOMINATORS: dict[str, str] = {
+    "hallucination_rate": "answered",
+    "answer_refusal_rate": "answer_refusal_known",
+    "ground_truth_refusal_rate": "ground_truth_refusal_known",
+    "mean_context_entailment": "context_scored",
+    "mean_ground_truth_entails_answer": "ground_truth_answer_scored",
+    "mean_answer_entails_ground_truth": "answer_ground_truth_scored",
+}
+
+
+def metric_support(rule: AlertRule, pooled: WindowAggregate) -> int:
+    """How many interactions the rule's metric is computed over (not the window's count: a rate of
+    refusals among 3 known flags is no firmer because 50 interactions arrived)."""
+    return int(getattr(pooled, DENOMINATORS[rule.metric]))
+
+
 def metric_value(rule: AlertRule, pooled: WindowAggregate) -> float | None:
     value = getattr(pooled, rule.metric)
     return None if value is None else float(value)
@@ -59,11 +76,13 @@ class RuleEvaluator:
     ) -> Alert | None:
         """Fire when the metric over the pooled last-K windows crosses the threshold.
 
-        ``pooled`` spans the K windows ending with ``last_window``. No firing under ``min_interactions``,
+        ``pooled`` spans the K windows ending with ``last_window``. No firing when fewer than
+        ``min_interactions`` interactions carry the metric (its own denominator: ``metric_support``),
         when the metric has no value, or within ``cooldown_seconds`` (event time: window ends) of the
         previous firing of the same rule for the same app/model.
         """
-        if pooled.count < rule.min_interactions:
+        support = metric_support(rule, pooled)
+        if support < rule.min_interactions:
             return None
         value = metric_value(rule, pooled)
         if value is None or not OPS[rule.op](value, rule.threshold):
@@ -84,13 +103,13 @@ class RuleEvaluator:
             threshold=rule.threshold,
             op=rule.op,
             windows=rule.windows,
-            interactions=pooled.count,
+            interactions=support,
             window_start=pooled.window_start,
             window_end=pooled.window_end,
             message=(
                 f"[groundwatch] {rule.name}: {rule.metric} of {app}/{model} is {value:.3f} "
                 f"({rule.op} {rule.threshold}) over the last {rule.windows} window(s), "
-                f"{pooled.count} interactions, {pooled.window_start:%Y-%m-%d %H:%M:%S}"
+                f"{support} interactions, {pooled.window_start:%Y-%m-%d %H:%M:%S}"
                 f"-{pooled.window_end:%H:%M:%S} UTC"
             ),
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -27,7 +27,10 @@ class Target:
     host: str | None = None
     port: int | None = None
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in repr() or logs
+
+    def __str__(self) -> str:
+        return self.describe()
 
     def describe(self) -> str:
         """The target without its password, for logs."""
@@ -50,7 +53,7 @@ def parse_url(url: str, default_database: str = "groundwatch") -> Target:
         return Target(kind="chdb", database=check_identifier(database), path=path)
     if parsed.scheme in ("http", "https"):
         if not parsed.hostname:
-            raise ValueError(f"ClickHouse URL has no host: {url!r}")
+            raise ValueError("ClickHouse URL has no host (http(s)://user:password@host:port/database)")
         database = unquote(parsed.path.strip("/")) or query.get("database", [default_database])[0]
         return Target(
             kind=parsed.scheme,

@@ -8,6 +8,7 @@ from typing import Any
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.window import WindowAggregate
+from streams.windows.aggregator import call_latencies
 
 EVALUATION_COLUMNS = [
     "interaction_id",
@@ -31,6 +32,7 @@ EVALUATION_COLUMNS = [
     "output_tokens",
     "cost_usd",
     "judge_latency_ms",
+    "call_latencies_ms",
     "complete",
     "missing",
     "version",
@@ -96,6 +98,7 @@ def evaluation_row(e: Evaluation) -> list[Any]:
         e.output_tokens,
         e.cost_usd,
         e.judge_latency_ms,
+        call_latencies(e),
         int(e.complete),
         list(e.missing),
         evaluation_version(e),

@@ -26,9 +26,17 @@ class Located(Protocol):
     timestamp: datetime
 
 
+#: called with a row ClickHouse keeps rejecting (while it answers other queries) and the error: it
+#: dead-letters the row (stage "sink"); the row's callback (its ack) runs once this returned
+OnRejected = Callable[[Evaluation, Exception], Awaitable[None]]
+
 #: called after each written batch with the rows written and, for interactions that were already stored,
 #: where they counted before (a replay with a new timestamp moves a row to another window: both change)
 OnFlushed = Callable[[Sequence[Located]], Awaitable[None]]
+
+
+def _noop() -> None:
+    return None
 
 
 class EvaluationSink:
@@ -37,10 +45,14 @@ class EvaluationSink:
         settings: ClickHouseSettings,
         store: ClickHouseStore,
         on_flushed: OnFlushed | None = None,
+        on_rejected: OnRejected | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.on_flushed = on_flushed
+        self.on_rejected = on_rejected
+        self.failures = 0  # failed flushes in a row
+        self.rejected = 0
         self._rows: list[Evaluation] = []
         self._done: list[Callable[[], object]] = []
         self._oldest: float | None = None
@@ -52,8 +64,7 @@ class EvaluationSink:
 
     async def add(self, evaluation: Evaluation, on_written: Callable[[], object] | None = None) -> None:
         self._rows.append(evaluation)
-        if on_written is not None:
-            self._done.append(on_written)
+        self._done.append(on_written or _noop)  # one callback per row
         if self._oldest is None:
             self._oldest = time.monotonic()
         if len(self._rows) >= self.settings.batch_rows:
@@ -69,6 +80,13 @@ class EvaluationSink:
             await self.flush()
 
     async def flush(self) -> int:
+        """Write the buffered rows; on failure they go back to the buffer (unacked) and this raises.
+
+        After ``sink_max_failures`` failed flushes in a row the batch is split in halves until the rows
+        that still fail are alone; a lone row that fails while ClickHouse answers ``SELECT 1`` is handed
+        to ``on_rejected`` (dead-lettered) and acked, the rest are written. When ClickHouse does not
+        answer (an outage) nothing is dead-lettered: the rows stay buffered and this raises.
+        """
         async with self._lock:
             rows, done = self._rows, self._done
             if not rows:
@@ -76,15 +94,54 @@ class EvaluationSink:
             self._rows, self._done, self._oldest = [], [], None
             try:
                 before = await self.store.current_rows([e.interaction_id for e in rows])
-                await self.store.insert_evaluations(rows)
+                try:
+                    await self.store.insert_evaluations(rows)
+                except Exception:
+                    self.failures += 1
+                    if self.on_rejected is None or self.failures < self.settings.sink_max_failures:
+                        raise
+                    log.warning("sink: %d failed flushes in a row; splitting the batch", self.failures)
+                    rows, done = await self._isolate(rows, done)
             except Exception:
                 # put them back in front; they stay unacked until a later flush succeeds
                 self._rows[:0], self._done[:0] = rows, done
                 self._oldest = time.monotonic()
                 raise
+            self.failures = 0
             for callback in done:
                 callback()
             self.flushed_rows += len(rows)
         if self.on_flushed is not None:
             await self.on_flushed([*before, *rows])
         return len(rows)
+
+    async def _isolate(
+        self, rows: list[Evaluation], done: list[Callable[[], object]]
+    ) -> tuple[list[Evaluation], list[Callable[[], object]]]:
+        """Write ``rows`` in ever smaller parts; dead-letter the lone rows that fail. Returns the rows
+        written and the callbacks still to run (the rejected rows' callbacks run here, once their dead
+        letter is out). Raises (nothing dead-lettered) when ClickHouse stops answering."""
+        written: list[tuple[Evaluation, Callable[[], object]]] = []
+
+        async def attempt(part: list[tuple[Evaluation, Callable[[], object]]]) -> None:
+            try:
+                await self.store.insert_evaluations([e for e, _ in part])
+                written.extend(part)
+                return
+            except Exception as exc:
+                if len(part) > 1:
+                    mid = len(part) // 2
+                    await attempt(part[:mid])
+                    await attempt(part[mid:])
+                    return
+                if not await self.store.ping():
+                    raise
+                evaluation, callback = part[0]
+                assert self.on_rejected is not None
+                log.error("sink: ClickHouse rejects %s: %s; to deadletter", evaluation.interaction_id, exc)
+                await self.on_rejected(evaluation, exc)
+                self.rejected += 1
+                callback()
+
+        await attempt(list(zip(rows, done, strict=True)))
+        return [e for e, _ in written], [cb for _, cb in written]

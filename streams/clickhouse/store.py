@@ -49,7 +49,7 @@ class ClickHouseStore:
     # ---- lifecycle -------------------------------------------------------------------------------
     @classmethod
     def open_sync(cls, settings: ClickHouseSettings, migrate: bool = True) -> ClickHouseStore:
-        target = parse_url(settings.url, settings.database)
+        target = parse_url(settings.url.get_secret_value(), settings.database)
         client = connect(target)
         if migrate:
             apply_migrations(client, target.database, settings.ttl_days, ddl_dir(settings.migrations_dir))
@@ -204,10 +204,28 @@ class ClickHouseStore:
     def counts_sync(self) -> dict[str, int]:
         """Rows per table, deduplicated (FINAL): what a replay or a restart must not inflate."""
         out: dict[str, int] = {}
-        for table in ("evaluations", "evaluation_statements", "window_aggregates", "alerts"):
-            rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{table} FINAL")
+        sources = {
+            "evaluations": "evaluations FINAL",
+            # only the statements of each interaction's current evaluation (migration 002)
+            "evaluation_statements": "evaluation_statements_current",
+            "window_aggregates": "window_aggregates FINAL",
+            "alerts": "alerts FINAL",
+        }
+        for table, source in sources.items():
+            rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{source}")
             out[table] = int(rows[0]["n"]) if rows else 0
         return out
+
+    def ping_sync(self) -> bool:
+        """ClickHouse answers a query (tells a bad row from an outage)."""
+        try:
+            self.query_sync("SELECT 1 AS ok")
+            return True
+        except Exception:
+            return False
+
+    async def ping(self) -> bool:
+        return await asyncio.to_thread(self.ping_sync)
 
     async def counts(self) -> dict[str, int]:
         return await asyncio.to_thread(self.counts_sync)
@@ -235,9 +253,10 @@ class ClickHouseStore:
 
 
 def count_evaluations(settings: ClickHouseSettings) -> int:
-    """Rows in ``evaluations`` (one per interaction). Opens its own client: with chDB, call it only from a
-    process that is not running the worker on the same path (the worker writes ``status_file`` for that)."""
-    store = ClickHouseStore.open_sync(settings)
+    """Rows in ``evaluations`` (one per interaction). Opens its own client, read-only (no migrations): with
+    chDB, call it only from a process that is not running the worker on the same path (the worker writes
+    ``status_file`` for that)."""
+    store = ClickHouseStore.open_sync(settings, migrate=False)
     try:
         return store.counts_sync()["evaluations"]
     finally:

@@ -37,6 +37,7 @@ def register(ctx: StreamContext) -> Any:
                     payload=raw,
                     source_topic=ctx.names.interactions,
                     interaction_id=interaction.interaction_id,
+                    original=interaction.model_dump_json(),
                 )
             )
             return
@@ -48,6 +49,7 @@ def register(ctx: StreamContext) -> Any:
             handle,
             settings.kafka.stage_concurrency,
             on_error=ctx.dead_letter_on_error("convert", ctx.names.interactions),
+            error_attempts=settings.kafka.deadletter_attempts,
         )
 
     return ctx.app.agent(source, name="groundwatch.convert")(convert_agent)

@@ -33,7 +33,12 @@ def register(ctx: StreamContext) -> Any:
         except JudgeError as exc:
             await ctx.send_dead(
                 dead_letter(
-                    stage="nli", error=exc, payload=raw, source_topic=ctx.names.converted, interaction_id=iid
+                    stage="nli",
+                    error=exc,
+                    payload=raw,
+                    source_topic=ctx.names.converted,
+                    interaction_id=iid,
+                    original=converted.interaction.model_dump_json(),
                 )
             )
             return
@@ -45,6 +50,7 @@ def register(ctx: StreamContext) -> Any:
             handle,
             settings.kafka.stage_concurrency,
             on_error=ctx.dead_letter_on_error("nli", ctx.names.converted),
+            error_attempts=settings.kafka.deadletter_attempts,
         )
 
     return ctx.app.agent(source, name="groundwatch.nli")(nli_agent)

@@ -37,6 +37,7 @@ def register(ctx: StreamContext) -> Any:
                     payload=raw,
                     source_topic=ctx.names.converted,
                     interaction_id=iid,
+                    original=converted.interaction.model_dump_json(),
                 )
             )
             return
@@ -48,6 +49,7 @@ def register(ctx: StreamContext) -> Any:
             handle,
             settings.kafka.stage_concurrency,
             on_error=ctx.dead_letter_on_error("refusal", ctx.names.converted),
+            error_attempts=settings.kafka.deadletter_attempts,
         )
 
     return ctx.app.agent(source, name="groundwatch.refusal")(refusal_agent)

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from schemas.evaluation import Evaluation
 from schemas.window import WindowAggregate
@@ -29,11 +29,20 @@ class EvalRow(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     judge_latency_ms: float = 0.0
+    call_latencies_ms: list[float] = Field(default_factory=list)  # see call_latencies()
     complete: bool = True
 
     @classmethod
     def from_evaluation(cls, e: Evaluation) -> EvalRow:
-        return cls.model_validate(e.model_dump(include=set(cls.model_fields)))
+        data = e.model_dump(include=set(cls.model_fields))
+        data["call_latencies_ms"] = call_latencies(e)
+        return cls.model_validate(data)
+
+
+def call_latencies(e: Evaluation) -> list[float]:
+    """The latency of each judge call of an evaluation that reached a model: cache hits and lexical
+    decisions take no judge time and would drag the quantiles down."""
+    return [c.latency_ms for c in e.calls if not c.cached and c.attempts > 0 and c.judge != "lexical"]
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -70,7 +79,7 @@ class WindowStats:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost_usd = 0.0
-        self._latency: list[float] = []
+        self._latency: list[float] = []  # one per judge call (not per interaction)
         self.incomplete = 0
 
     def add(self, row: EvalRow) -> None:
@@ -93,7 +102,7 @@ class WindowStats:
         self.input_tokens += row.input_tokens
         self.output_tokens += row.output_tokens
         self.cost_usd += row.cost_usd
-        self._latency.append(row.judge_latency_ms)
+        self._latency.extend(row.call_latencies_ms)
         if not row.complete:
             self.incomplete += 1
 
@@ -127,4 +136,10 @@ class WindowStats:
             judge_latency_p50_ms=percentile(self._latency, 0.5),
             judge_latency_p95_ms=percentile(self._latency, 0.95),
             incomplete=self.incomplete,
+            answer_refusal_known=self._refusal_known,
+            ground_truth_refusal_known=self._gt_refusal_known,
+            context_scored=len(self._ctx),
+            ground_truth_answer_scored=len(self._gt_ans),
+            answer_ground_truth_scored=len(self._ans_gt),
+            judge_latency_calls=len(self._latency),
         )

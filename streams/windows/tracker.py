@@ -1,9 +1,12 @@
 """Closes tumbling windows and writes their aggregates, computed from deduplicated ClickHouse rows.
 
 The sink tells the closer which (app, model, window) got rows (``touch``) after each flush. A window is
-due when the event-time watermark (the latest timestamp seen) has passed its end plus the grace period,
-or when no row has landed in it for ``idle_close_seconds`` (so a stream that goes quiet still gets its
-last window written). Its aggregate is then recomputed from the ``evaluations`` table with FINAL, so
+due when the event-time watermark of its app and model (the latest timestamp seen for them, each
+timestamp taken at most wall clock + ``max_skew_seconds``, so one event stamped in the future cannot
+close every window) has passed its end plus the grace period, or when no row has landed in it for
+``idle_close_seconds`` and its end is past on the wall clock (so a stream that goes quiet still gets its
+last window written, and a window still running is not closed early). Its aggregate is then
+recomputed from the ``evaluations`` table with FINAL, so
 redelivered or replayed rows never count twice, and written to ``window_aggregates`` (a rewrite
 replaces). Rows that arrive after a window closed touch it again and it is recomputed.
 """
@@ -42,16 +45,19 @@ class WindowCloser:
         self.listener = listener
         self.windows = TumblingWindows(settings.size_seconds)
         self._dirty: dict[WindowKey, float] = {}  # -> monotonic time of the last row
-        self.watermark: datetime | None = None
+        self.watermarks: dict[tuple[str, str], datetime] = {}  # (app, model) -> event-time watermark
         self.written = 0
 
-    async def touch(self, evaluations: Sequence[Located]) -> None:
+    async def touch(self, evaluations: Sequence[Located], wall: datetime | None = None) -> None:
         now = time.monotonic()
+        cap = (wall or datetime.now(UTC)) + timedelta(seconds=self.settings.max_skew_seconds)
         for e in evaluations:
             ts = utc(e.timestamp)
             self._dirty[(e.app, e.model, self.windows.start_of(ts))] = now
-            if self.watermark is None or ts > self.watermark:
-                self.watermark = ts
+            mark = min(ts, cap)
+            current = self.watermarks.get((e.app, e.model))
+            if current is None or mark > current:
+                self.watermarks[(e.app, e.model)] = mark
 
     async def reconcile(self, lookback: timedelta) -> int:
         """Mark the windows a crashed worker left unclosed (rows written after their aggregate): their
@@ -65,14 +71,18 @@ class WindowCloser:
     def pending(self) -> list[WindowKey]:
         return sorted(self._dirty, key=lambda k: (k[2], k[0], k[1]))
 
-    def due(self, now: float | None = None, final: bool = False) -> list[WindowKey]:
+    def due(
+        self, now: float | None = None, final: bool = False, wall: datetime | None = None
+    ) -> list[WindowKey]:
         now = time.monotonic() if now is None else now
+        wall = wall or datetime.now(UTC)
         grace = timedelta(seconds=self.settings.grace_seconds)
         out = []
         for key, touched in self._dirty.items():
             end = self.windows.end_of(key[2])
-            by_watermark = self.watermark is not None and self.watermark >= end + grace
-            idle = now - touched >= self.settings.idle_close_seconds
+            watermark = self.watermarks.get((key[0], key[1]))
+            by_watermark = watermark is not None and watermark >= end + grace
+            idle = now - touched >= self.settings.idle_close_seconds and end <= wall
             if final or by_watermark or idle:
                 out.append(key)
         return sorted(out, key=lambda k: (k[2], k[0], k[1]))
@@ -90,8 +100,6 @@ class WindowCloser:
             aggregate = await self.compute(app, model, start)
             await self.store.insert_window(aggregate, datetime.now(UTC))
             self.written += 1
-            if self._dirty.get(key) == touched:  # not touched again meanwhile
-                self._dirty.pop(key, None)
             out.append(aggregate)
             log.info(
                 "window %s %s/%s closed: %d interactions, hallucination rate %s",
@@ -104,6 +112,9 @@ class WindowCloser:
             if self.listener is not None:
                 try:
                     await self.listener.on_window(aggregate)
-                except Exception:
-                    log.exception("alert evaluation failed for window %s %s/%s", start, app, model)
+                except Exception:  # the window stays due: its rules are evaluated (and sent) again
+                    log.exception("alerts of window %s %s/%s failed; will retry", start, app, model)
+                    continue
+            if self._dirty.get(key) == touched:  # not touched again meanwhile
+                self._dirty.pop(key, None)
         return out

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 
-from schemas.settings import Settings
+from schemas.settings import Settings, settings_from_env
 from streams.broker.tansu import free_port
 from streams.report import Report
 from streams.status import WorkerStatus, read_status
@@ -64,14 +64,7 @@ class Deployment:
         return env
 
     def settings(self) -> Settings:
-        saved = dict(os.environ)
-        try:
-            os.environ.clear()
-            os.environ.update(self.env())
-            return Settings()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        return settings_from_env(self.env())
 
     def start_worker(self, name: str = "worker") -> WorkerProcess:
         env = self.env()

@@ -15,7 +15,10 @@ from streams.alerts.rules import RuleEvaluator, load_rules
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-def window(start: datetime, count: int = 30, rate: float | None = 0.4, app: str = "a") -> WindowAggregate:
+def window(
+    start: datetime, count: int = 30, rate: float | None = 0.4, app: str = "a", **support: int
+) -> WindowAggregate:
+    known = {"answer_refusal_known": count, "context_scored": count, **support}
     return WindowAggregate(
         window_start=start,
         window_end=start + timedelta(minutes=1),
@@ -25,7 +28,7 @@ def window(start: datetime, count: int = 30, rate: float | None = 0.4, app: str 
         mean_context_entailment=0.6,
         mean_ground_truth_entails_answer=None,
         mean_answer_entails_ground_truth=None,
-        answered=count,
+        answered=support.get("answered", count),
         hallucinations=int(count * (rate or 0)),
         hallucination_rate=rate,
         answer_refusal_rate=0.1,
@@ -36,6 +39,7 @@ def window(start: datetime, count: int = 30, rate: float | None = 0.4, app: str 
         judge_latency_p50_ms=None,
         judge_latency_p95_ms=None,
         incomplete=0,
+        **{k: v for k, v in known.items() if k != "answered"},
     )
 
 
@@ -74,6 +78,20 @@ def test_lower_bound_rules() -> None:
 def test_min_interactions() -> None:
     assert check(window(T0, count=19), window(T0)) is None
     assert check(window(T0, count=20), window(T0)) is not None
+
+
+def test_min_interactions_counts_the_metrics_own_denominator() -> None:
+    # 50 interactions, but the hallucination rate is over the 3 answered ones: too few to alert on
+    assert check(window(T0, count=50, answered=3), window(T0)) is None
+    assert check(window(T0, count=50, answered=20), window(T0)) is not None
+    refusal = RULE.model_copy(update={"metric": "answer_refusal_rate", "threshold": 0.05})
+    assert check(window(T0, count=50, answer_refusal_known=3), window(T0), rule=refusal) is None
+    alert = check(window(T0, count=50, answer_refusal_known=25), window(T0), rule=refusal)
+    assert alert is not None and alert.interactions == 25
+    mean = RULE.model_copy(update={"metric": "mean_context_entailment", "op": "<", "threshold": 0.7})
+    assert check(window(T0, count=50, context_scored=5), window(T0), rule=mean) is None
+    gt = RULE.model_copy(update={"metric": "mean_ground_truth_entails_answer", "op": "<", "threshold": 0.7})
+    assert check(window(T0, count=50), window(T0), rule=gt) is None  # no ground truth scored at all
 
 
 def test_cooldown_in_event_time() -> None:

@@ -56,7 +56,7 @@ def store(settings: ClickHouseSettings) -> Iterator[ClickHouseStore]:
 def test_migrations_apply_once_and_set_ttl(store: ClickHouseStore) -> None:
     assert apply_migrations(store.client, store.db, ttl_days=30) == []  # already applied at open
     versions = store.query_sync(f"SELECT version FROM {store.db}.schema_migrations")
-    assert [r["version"] for r in versions] == [1]
+    assert sorted(r["version"] for r in versions) == [1, 2]
     ddl = store.client.command(f"SHOW CREATE TABLE {store.db}.evaluations")
     assert "TTL" in ddl and "toIntervalDay(30)" in ddl
 
@@ -121,3 +121,62 @@ async def test_sink_batches_by_size_and_age_and_acks_after_write(store: ClickHou
     await sink.flush_if_due()
     assert written == ["e0", "e1", "e2", "e3"] and flushed == [3, 1]
     assert (await store.counts())["evaluations"] == 4
+
+
+def with_statements(iid: str, n: int, at: datetime) -> Evaluation:
+    e = evaluation(iid, at=at)
+    hyp = HypothesisResult(
+        hypothesis="h",
+        score=1.0,
+        statements=[StatementVerdict(statement=f"s{i}", verdict="entailed", score=1.0) for i in range(n)],
+    )
+    return e.model_copy(update={"pairs": [PairResult(pair="context_answer", score=1.0, hypotheses=[hyp])]})
+
+
+async def test_a_re_evaluation_with_fewer_statements_leaves_no_stale_ones(store: ClickHouseStore) -> None:
+    await store.insert_evaluations([with_statements("x", 3, NOW), with_statements("y", 2, NOW)])
+    await store.insert_evaluations([with_statements("x", 1, NOW + timedelta(seconds=5))])  # re-evaluated
+    assert (await store.counts())["evaluation_statements"] == 1 + 2
+    rows = store.query_sync(
+        f"SELECT statement FROM {store.db}.evaluation_statements_current "
+        "WHERE interaction_id = {iid:String}",
+        {"iid": "x"},
+    )
+    assert [r["statement"] for r in rows] == ["s0"]
+
+
+async def test_call_latencies_are_stored_and_read_back(store: ClickHouseStore) -> None:
+    from schemas.results import JudgeCall
+
+    calls = [
+        JudgeCall(stage="nli", judge="openai", model="m", latency_ms=120.0),
+        JudgeCall(stage="nli", judge="openai", model="m", cached=True, attempts=0),
+        JudgeCall(stage="refusal", judge="openai", model="m", latency_ms=80.0),
+    ]
+    await store.insert_evaluations([evaluation("x").model_copy(update={"calls": calls})])
+    rows = await store.rows_between("a", "m", T0, T0 + timedelta(seconds=1))
+    assert rows[0].call_latencies_ms == [120.0, 80.0]
+    quantile = store.query_sync(
+        f"SELECT quantileExactInclusive(0.5)(arrayJoin(call_latencies_ms)) AS p50 FROM {store.db}.evaluations"
+    )
+    assert quantile[0]["p50"] == 100.0
+
+
+async def test_sink_dead_letters_the_row_clickhouse_keeps_rejecting(store: ClickHouseStore) -> None:
+    rejected: list[tuple[str, str]] = []
+    acked: list[str] = []
+
+    async def on_rejected(e: Evaluation, exc: Exception) -> None:
+        rejected.append((e.interaction_id, type(exc).__name__))
+
+    settings = ClickHouseSettings(batch_rows=100, sink_max_failures=2)
+    sink = EvaluationSink(settings, store, on_rejected=on_rejected)
+    bad = evaluation("bad").model_copy(update={"input_tokens": -1})  # UInt64 column: never insertable
+    for e in [evaluation("a"), evaluation("b"), bad, evaluation("c")]:
+        await sink.add(e, functools.partial(acked.append, e.interaction_id))
+    with pytest.raises(Exception):
+        await sink.flush()  # first failure: the batch stays buffered, unacked
+    assert acked == [] and len(sink) == 4 and rejected == []
+    assert await sink.flush() == 3  # second: split, the bad row dead-lettered, the others written
+    assert [r[0] for r in rejected] == ["bad"] and sorted(acked) == ["a", "b", "bad", "c"]
+    assert (await store.counts())["evaluations"] == 3 and len(sink) == 0 and sink.failures == 0

@@ -42,7 +42,38 @@ def test_rates_use_their_own_denominators() -> None:
     assert w.ground_truth_refusal_rate == 1.0
     assert w.mean_context_entailment == pytest.approx(0.55)
     assert w.mean_ground_truth_entails_answer == 0.5 and w.mean_answer_entails_ground_truth is None
-    assert w.judge_latency_p50_ms == 25.0 and w.incomplete == 1
+    assert w.incomplete == 1
+    assert (w.answer_refusal_known, w.ground_truth_refusal_known) == (3, 1)
+    assert (w.context_scored, w.ground_truth_answer_scored, w.answer_ground_truth_scored) == (2, 1, 0)
+
+
+def test_latency_quantiles_are_over_judge_calls_not_interaction_sums() -> None:
+    # one interaction made 4 calls of 10 ms (sum 40), another one call of 100 ms
+    rows = [
+        row(1, judge_latency_ms=40, call_latencies_ms=[10, 10, 10, 10]),
+        row(2, judge_latency_ms=100, call_latencies_ms=[100]),
+        row(3, judge_latency_ms=0),  # lexical / cached only: no judge call
+    ]
+    w = WindowStats().extend(rows).result(window_start=T0, window_end=T0, app="a", model="m")
+    assert w.judge_latency_calls == 5
+    assert w.judge_latency_p50_ms == 10.0  # over the 5 calls; per-interaction sums would give 40
+    assert w.judge_latency_p95_ms == pytest.approx(82.0)  # 10 + 0.8 * 90 at (5-1)*0.95 = 3.8
+
+
+def test_call_latencies_skip_cached_and_lexical_calls() -> None:
+    from schemas.evaluation import Evaluation
+    from schemas.results import JudgeCall
+    from streams.windows.aggregator import call_latencies
+
+    calls = [
+        JudgeCall(stage="nli", judge="openai", model="m", latency_ms=120.0),
+        JudgeCall(stage="nli", judge="openai", model="m", latency_ms=0.0, cached=True, attempts=0),
+        JudgeCall(stage="nli", judge="lexical", model="lexical", latency_ms=0.5),
+        JudgeCall(stage="refusal", judge="openai", model="m", latency_ms=80.0),
+    ]
+    e = Evaluation(interaction_id="x", timestamp=T0, app="a", model="m", judge="openai", calls=calls)
+    assert call_latencies(e) == [120.0, 80.0]
+    assert EvalRow.from_evaluation(e).call_latencies_ms == [120.0, 80.0]
 
 
 def test_empty_window_has_no_rates() -> None:

@@ -1,0 +1,53 @@
+"""Secrets (the ClickHouse URL's password, the webhook URL) never show in repr, str, logs or output."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import pytest
+
+from groundwatch.commands import report_cmd
+from schemas.settings import Settings
+from streams.clickhouse.client import parse_url
+
+PASSWORD = "hunter2-s3cret"
+URL = f"http://alice:{PASSWORD}@127.0.0.1:1/metrics"
+HOOK = f"https://hooks.example/services/T000/B000/{PASSWORD}"
+
+
+@pytest.fixture()
+def env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUNDWATCH_CLICKHOUSE__URL", URL)
+    monkeypatch.setenv("GROUNDWATCH_ALERTS__WEBHOOK_URL", HOOK)
+
+
+def test_settings_repr_and_str_hide_the_clickhouse_url_and_the_webhook(
+    env: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings()
+    assert settings.clickhouse.url.get_secret_value() == URL  # same env var names as before
+    assert settings.alerts.webhook_url is not None
+    assert settings.alerts.webhook_url.get_secret_value() == HOOK
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("t").info("settings: %s %r", settings, settings)
+    for text in (repr(settings), str(settings), repr(settings.clickhouse), caplog.text):
+        assert PASSWORD not in text
+
+
+def test_target_repr_str_and_describe_hide_the_password(caplog: pytest.LogCaptureFixture) -> None:
+    target = parse_url(URL)
+    assert target.password == PASSWORD
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("t").info("target: %s %r", target, target)
+    for text in (repr(target), str(target), target.describe(), caplog.text):
+        assert PASSWORD not in text
+    assert "alice@127.0.0.1:1/metrics" in target.describe()
+
+
+def test_report_prints_the_url_without_its_password(env: None, capsys: pytest.CaptureFixture[str]) -> None:
+    args = argparse.Namespace(since=None, app=None, model=None, json=False, clickhouse=None)
+    assert report_cmd.run(args) == 2  # nothing listens on port 1
+    out = capsys.readouterr()
+    assert "cannot open ClickHouse at http://alice@127.0.0.1:1/metrics" in out.out
+    assert PASSWORD not in out.out + out.err
