@@ -63,7 +63,10 @@ class JudgeSettings(BaseModel):
     )
     cache_enabled: bool = True
     cache_path: Path | None = None  # None: in-memory cache for the life of the process
-    context_window_tokens: int = 4096  # the judge model's window; premises longer than it are split
+    # the judge model's window, for models without an entry in ``context_windows`` (and the lexical
+    # judge); premises longer than the window are split. ``pipeline.judges.window.window_tokens`` picks
+    # the window of the judge in use: local_ctx for `local`, context_windows for `openai`
+    context_window_tokens: int = 4096
     # cascade: the lexical verdict is trusted outside [unsure_low, unsure_high]
     cascade_unsure_low: float = 0.2
     cascade_unsure_high: float = 0.8
@@ -81,6 +84,11 @@ class JudgeSettings(BaseModel):
     # phrases reach 0.977 balanced accuracy on DelucionQA dev, while the default local 1.5B model called
     # 40% of plain answers refusals (19 of the first 48, docs/accuracy.md)
     cascade_llm_refusals: bool = False
+    # context window (tokens) per hosted model, like ``prices``: an exact name, else the longest name the
+    # model starts with (dated snapshots); models not listed use ``context_window_tokens``
+    context_windows: dict[str, int] = Field(
+        default_factory=lambda: {"gpt-4o-mini": 128_000, "gpt-4o": 128_000}
+    )
 
 
 class PipelineSettings(BaseModel):
