@@ -186,9 +186,13 @@ def _recompute(rows: list[Evaluation], size_s: int) -> dict[tuple[str, str, date
         groups[(e.app, e.model, start)].append(e)
     out = {}
     for key, es in groups.items():
-        lat = sorted(e.judge_latency_ms for e in es)
+        # judge latency quantiles are over individual calls that reached a model (none for lexical)
+        lat = sorted(c.latency_ms for e in es for c in e.calls
+                     if not c.cached and c.attempts > 0 and c.judge != "lexical")  # fmt: skip
 
-        def pct(q: float, lat: list[float] = lat) -> float:
+        def pct(q: float, lat: list[float] = lat) -> float | None:
+            if not lat:
+                return None
             pos = (len(lat) - 1) * q
             lo, hi = math.floor(pos), math.ceil(pos)
             return lat[lo] + (lat[hi] - lat[lo]) * (pos - lo)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from schemas.interaction import Interaction
 from schemas.results import Converted, NliResult, RefusalResult
 from streams.acks import Ticket
@@ -75,3 +77,54 @@ def test_forget_drops_entries_touching_revoked_partitions() -> None:
     buf.add("a", converted("a"), ticket("c-0", 1), now=0)
     buf.add("b", converted("b"), ticket("c-1", 1), now=0)
     assert buf.forget({"c-0"}) == 1 and len(buf) == 1
+
+
+def test_a_late_part_after_the_timeout_rebuilds_the_complete_entry() -> None:
+    buf = JoinBuffer(need_refusal=True, timeout_s=5)
+    buf.add("x", converted("x"), ticket("c", 1), now=0)
+    buf.add("x", refusal("x"), ticket("r", 1), now=1)
+    gone = buf.expired(now=5)
+    assert [e.missing(True) for e in gone] == [["nli"]]  # emitted incomplete
+    assert len(buf) == 0 and buf.late() == 1
+    late = buf.add("x", nli("x"), ticket("n", 4), now=60)
+    assert late is not None and late.missing(True) == []  # emitted again, complete
+    assert late.converted is not None and late.refusal is not None
+    assert [t.offset for t in late.tickets] == [4]  # only the late part is left to ack
+    assert buf.late() == 0 and len(buf) == 0
+
+
+def test_late_parts_without_the_converted_wait_for_it_and_re_emit_each_step() -> None:
+    buf = JoinBuffer(need_refusal=True, timeout_s=5)
+    buf.add("x", nli("x"), None, now=0)
+    (gone,) = buf.expired(now=5)
+    assert gone.converted is None  # dead-lettered ("without converted"), parts kept
+    step = buf.add("x", converted("x"), None, now=9)
+    assert step is not None and step.missing(True) == ["refusal"] and buf.late() == 1
+    done = buf.add("x", refusal("x"), None, now=10)
+    assert done is not None and done.missing(True) == [] and buf.late() == 0
+
+
+def test_the_late_parts_kept_are_bounded_lru() -> None:
+    buf = JoinBuffer(need_refusal=True, timeout_s=1, keep_late=2)
+    for i, iid in enumerate(["a", "b", "c"]):
+        buf.add(iid, converted(iid), None, now=i)
+    buf.expired(now=10)
+    assert buf.late() == 2
+    assert buf.add("a", nli("a"), None, now=11) is None  # the oldest was dropped: a new entry waits
+    assert buf.add("c", nli("c"), None, now=11) is not None
+
+
+def test_join_timeout_is_derived_from_the_judge_and_a_short_one_is_warned_about(caplog) -> None:
+    import logging
+
+    from schemas.settings import JudgeSettings, KafkaSettings, Settings
+    from streams.join import join_timeout
+
+    assert join_timeout(Settings(judge=JudgeSettings(kind="lexical"))) == 120.0
+    # openai defaults: 5 attempts x 60 s + backoffs 0.5 + 1 + 2 + 4, plus 30 s
+    assert join_timeout(Settings(judge=JudgeSettings(kind="openai"))) == pytest.approx(337.5)
+    assert join_timeout(Settings(judge=JudgeSettings(kind="local", local_timeout_s=900))) == 930.0
+    short = Settings(judge=JudgeSettings(kind="openai"), kafka=KafkaSettings(join_timeout_s=4))
+    with caplog.at_level(logging.WARNING):
+        assert join_timeout(short) == 4
+    assert "under the openai judge's worst case" in caplog.text

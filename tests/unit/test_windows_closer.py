@@ -100,3 +100,81 @@ async def test_a_replay_that_moves_a_row_to_another_window_recomputes_both(store
     closed = {w.window_start: w.count for w in await closer.close_due(final=True)}
     assert closed == {T0: 0, T0 + timedelta(seconds=20): 1}
     assert sum(w.count for w in store.windows_sync()) == 1  # counted once across windows
+
+
+def located(app: str, seconds: float) -> object:
+    e = evaluation(f"{app}-{seconds}")
+    return e.model_copy(update={"app": app, "timestamp": T0 + timedelta(seconds=seconds)})
+
+
+async def test_a_future_event_closes_neither_other_apps_windows_nor_its_own_early(
+    store: ClickHouseStore,
+) -> None:
+    settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=1000, max_skew_seconds=60)
+    closer = WindowCloser(settings, store)
+    wall = T0 + timedelta(seconds=5)  # "now" is inside the first window
+    await closer.touch([located("a", 1), located("b", 1)], wall=wall)  # type: ignore[list-item]
+    await closer.touch([located("b", 10 * 365 * 86400)], wall=wall)  # type: ignore[list-item]  # a clock bug
+    assert closer.watermarks[("b", "m")] == wall + timedelta(seconds=60)  # clamped to wall + max skew
+    assert ("a", "m", T0) not in closer.due(wall=wall)  # app a's window is still open
+    assert ("b", "m", T0) in closer.due(wall=wall)  # b's own watermark passed it (by at most the skew)
+    assert ("b", "m", T0 + timedelta(days=3650)) not in closer.due(wall=wall)
+
+
+async def test_idle_close_waits_for_the_window_end_on_the_wall_clock(store: ClickHouseStore) -> None:
+    closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5), store)
+    await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
+    touched = closer._dirty[("a", "m", T0)]
+    inside = T0 + timedelta(seconds=3)
+    assert closer.due(now=touched + 60, wall=inside) == []  # idle, but the window has not ended yet
+    assert closer.due(now=touched + 60, wall=T0 + timedelta(seconds=10)) == [("a", "m", T0)]
+
+
+async def test_a_failed_publish_leaves_no_alert_row_and_is_retried(store: ClickHouseStore) -> None:
+    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
+                     cooldown_seconds=0)  # fmt: skip
+    published: list[Alert] = []
+    broker_up = False
+
+    async def publish(alert: Alert, key: str) -> None:
+        if not broker_up:
+            raise ConnectionError("broker down")
+        assert key == alert.alert_id  # keyed by alert_id: consumers dedupe on it
+        published.append(alert)
+
+    engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), store, publish)
+    closer = WindowCloser(
+        WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store, engine
+    )
+    rows = [at("a", 1, 0.1), at("b", 2, 0.2)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    await closer.touch(rows)  # type: ignore[arg-type]
+    await closer.close_due(final=True)
+    assert published == [] and store.alerts_sync() == []  # not marked fired: it will be sent again
+    assert closer.pending() == [("a", "m", T0)]  # the window stays due
+    broker_up = True
+    await closer.close_due(final=True)
+    assert len(published) == 1 and len(store.alerts_sync()) == 1 and closer.pending() == []
+    await engine.aclose()
+
+
+async def test_a_failed_webhook_is_logged(store: ClickHouseStore, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from pydantic import SecretStr
+
+    from streams.windows.aggregator import WindowStats
+
+    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=1,
+                     cooldown_seconds=0)  # fmt: skip
+    hook = AlertSettings(webhook_url=SecretStr("http://127.0.0.1:1/hook"), webhook_retries=0)
+    engine = AlertEngine(AlertRules(rules=[rule]), hook, TumblingWindows(10), store, None)
+    rows = [at("a", 1, 0.1)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    window = WindowStats().extend(await store.rows_between("a", "m", T0, T0 + timedelta(seconds=10)))
+    with caplog.at_level(logging.ERROR):
+        fired = await engine.on_window(
+            window.result(window_start=T0, window_end=T0 + timedelta(seconds=10), app="a", model="m")
+        )
+        await engine.aclose()
+    assert len(fired) == 1 and "webhook delivery failed" in caplog.text
