@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
             if (args.app is None or a.app == args.app) and (args.model is None or a.model == args.model)
         ]
         report = Report(counts=store.counts_sync(), windows=windows, alerts=alerts)
+    except Exception as exc:  # read-only: a database the worker never set up has no tables
+        print(f"cannot read the groundwatch tables at {where} (has a worker run on it?): {exc}")
+        return 2
     finally:
         store.close()
     print(report.model_dump_json(indent=2) if args.json else render(report))

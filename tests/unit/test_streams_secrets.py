@@ -51,3 +51,21 @@ def test_report_prints_the_url_without_its_password(env: None, capsys: pytest.Ca
     out = capsys.readouterr()
     assert "cannot open ClickHouse at http://alice@127.0.0.1:1/metrics" in out.out
     assert PASSWORD not in out.out + out.err
+
+
+def test_report_is_read_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from schemas.settings import ClickHouseSettings
+    from streams.clickhouse.store import ClickHouseStore
+    from tests.integration.chdb import fresh_chdb_url
+
+    url = fresh_chdb_url()
+    args = argparse.Namespace(since=None, app=None, model=None, json=True, clickhouse=url)
+    assert report_cmd.run(args) == 2  # nothing to report on: said so, and no DDL applied
+    assert "has a worker run on it?" in capsys.readouterr().out
+    store = ClickHouseStore.open_sync(ClickHouseSettings(url=url), migrate=False)
+    try:
+        db = store.db
+        tables = store.query_sync("SELECT name FROM system.tables WHERE database = {db:String}", {"db": db})
+    finally:
+        store.close()
+    assert tables == []
