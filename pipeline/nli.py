@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
 from pipeline.convert import batches
 from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.judges.window import window_tokens
 from pipeline.sentences import split_sentences
 from schemas.interaction import Passage
 from schemas.results import (
@@ -78,7 +79,7 @@ def max_premise_chars(settings: Settings, hypotheses: Sequence[str] = ()) -> int
     pipe = settings.pipeline
     output_room = pipe.nli_output_tokens_per_hypothesis * len(hypotheses)
     output_tokens = min(settings.judge.max_output_tokens, output_room)
-    tokens = settings.judge.context_window_tokens - pipe.nli_prompt_overhead_tokens - output_tokens
+    tokens = window_tokens(settings.judge) - pipe.nli_prompt_overhead_tokens - output_tokens
     chars = int(tokens * pipe.chars_per_token) - sum(len(h) for h in hypotheses)
     return max(chars, pipe.min_premise_chars)
 

@@ -315,3 +315,14 @@ async def test_exact_match_off_asks_the_judge() -> None:
     result = await run_nli(qa("Save", "savior | save"), judge, settings(exact_match=False))
     assert result.pairs[2].score == 0.0 and result.pairs[1].score == 0.0
     assert len(judge.entail_calls) == 2
+
+
+def test_premise_budget_follows_the_judge_model_window() -> None:
+    small, large = Settings(), Settings()
+    small.judge.kind = "local"
+    small.judge.local_ctx = 4096
+    large.judge.kind = "openai"
+    large.judge.model = "gpt-4o-mini"
+    context = "The museum opens at ten. " * 800  # ~20k characters
+    assert max_premise_chars(small, ["It opens at ten."]) < len(context)
+    assert max_premise_chars(large, ["It opens at ten."]) > len(context)  # one premise, not split
