@@ -9,10 +9,10 @@ its first text arrived. Every caller gets its own flags.
 Accounting of a shared call: each caller receives, for every call record the judge returned for the
 batch, its own ``JudgeCall`` with ``items`` = its number of texts in the batch, input/output tokens
 apportioned by that share (largest remainder, so the callers' tokens add up exactly to the call's),
-``cost_usd`` proportional, and the full ``latency_ms`` (the time that caller waited). Only the caller
-owning the batch's first text keeps the call's ``attempts``; the others get ``attempts=0`` (they
-made no request of their own), and ``Evaluation.judge_calls`` counts only records with attempts, so
-summing ``judge_calls`` over interactions counts each request once.
+``cost_usd`` proportional, and the call's full ``latency_ms`` (request time) and ``wall_ms``.
+Only the caller owning the batch's first text keeps the call's ``attempts``; the others get
+``attempts=0`` (they made no request of their own), and ``Evaluation.judge_calls`` counts only
+records with attempts, so summing ``judge_calls`` over interactions counts each request once.
 
 An error of a batch (a ``JudgeError``, or any other exception, wrapped in ``JudgeError``) is raised
 in every caller with a text in that batch, as is a judge returning the wrong number of flags.
