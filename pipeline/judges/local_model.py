@@ -183,13 +183,16 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec (Linux): SIGTERM it when groundwatch dies, so no server is orphaned."""
+    """In the child, before exec (Linux): SIGKILL it when groundwatch dies, so no server is orphaned.
+
+    Not SIGTERM: uvicorn's graceful shutdown waits for the request in flight, and a CPU generation whose
+    client is gone kept an orphaned server busy for half an hour here."""
     import ctypes
     import signal
 
     pr_set_pdeathsig = 1
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _open_log(path: Path) -> IO[bytes]:
