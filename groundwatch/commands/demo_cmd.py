@@ -13,6 +13,7 @@ import argparse
 import importlib.resources
 import json
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -59,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if args.events < 1:
         print("--events must be at least 1", file=sys.stderr)
         return 2
+    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     started = time.monotonic()
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     workdir = (args.workdir or Path.cwd() / ".groundwatch" / f"demo-{stamp}").resolve()
