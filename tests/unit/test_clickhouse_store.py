@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from clickhouse_connect.driver.exceptions import DatabaseError
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
@@ -174,9 +175,9 @@ async def test_sink_dead_letters_the_row_clickhouse_keeps_rejecting(store: Click
     bad = evaluation("bad").model_copy(update={"input_tokens": -1})  # UInt64 column: never insertable
     for e in [evaluation("a"), evaluation("b"), bad, evaluation("c")]:
         await sink.add(e, functools.partial(acked.append, e.interaction_id))
-    with pytest.raises(Exception):
+    with pytest.raises(DatabaseError):
         await sink.flush()  # first failure: the batch stays buffered, unacked
     assert acked == [] and len(sink) == 4 and rejected == []
     assert await sink.flush() == 3  # second: split, the bad row dead-lettered, the others written
-    assert [r[0] for r in rejected] == ["bad"] and sorted(acked) == ["a", "b", "bad", "c"]
+    assert rejected == [("bad", "DataError")] and sorted(acked) == ["a", "b", "bad", "c"]
     assert (await store.counts())["evaluations"] == 3 and len(sink) == 0 and sink.failures == 0
