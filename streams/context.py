@@ -62,6 +62,32 @@ class StreamContext:
         )
         await self.send(self.names.deadletter, letter.interaction_id, letter)
 
+    async def send_dead_or_give_up(self, letter: DeadLetter, where: str, retry_delay_s: float = 1.0) -> None:
+        """``send_dead`` retried with backoff, ``kafka.deadletter_attempts`` times in all; then an ERROR log
+        naming the message (``where``: topic, partition, offset) and return, so the caller acks it and
+        its partition moves on (the same policy as ``streams.runner.run_bounded``)."""
+        attempts = self.settings.kafka.deadletter_attempts
+        delay = retry_delay_s
+        for attempt in range(1, attempts + 1):
+            try:
+                await self.send_dead(letter)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("could not dead-letter %s (attempt %d of %d)", where, attempt, attempts)
+            if attempt < attempts:
+                await asyncio.sleep(delay)
+                delay *= 2
+        log.error(
+            "GIVING UP on %s: its dead letter (stage %s: %s) could not be sent after %d attempts; acking it "
+            "so its partition moves on. Re-read it from that offset to recover it.",
+            where,
+            letter.stage,
+            letter.error[:300],
+            attempts,
+        )
+
     def dead_letter_on_error(
         self, stage: Stage, source_topic: str
     ) -> Callable[[Any, Exception], Awaitable[None]]:

@@ -352,7 +352,10 @@ def register(ctx: StreamContext) -> Any:
             part = decode(raw, models[topic], settings.limits)
         except DecodeError as exc:
             if topic != names.converted:  # the nli processor dead-letters a bad Converted
-                await ctx.send_dead(dead_letter(stage="validate", error=exc, payload=raw, source_topic=topic))
+                await ctx.send_dead_or_give_up(
+                    dead_letter(stage="validate", error=exc, payload=raw, source_topic=topic),
+                    f"{topic}@{ticket.offset}",
+                )
             acks.done(ticket)
             return
         iid = part.interaction.interaction_id if isinstance(part, Converted) else part.interaction_id

@@ -53,8 +53,9 @@ def register(ctx: StreamContext) -> Any:
             try:
                 evaluation = decode(raw, Evaluation, settings.limits)
             except DecodeError as exc:
-                await ctx.send_dead(
-                    dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.evaluations)
+                await ctx.send_dead_or_give_up(
+                    dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.evaluations),
+                    f"{ctx.names.evaluations}@{ticket.offset}",
                 )
                 acks.done(ticket)
                 continue

@@ -109,3 +109,15 @@ async def test_errors_on_stop_are_logged_not_swallowed(
     with caplog.at_level(logging.ERROR):
         await resources.on_stop()
     assert "closing the open windows on stop failed" in caplog.text and "chdb went away" in caplog.text
+
+
+async def test_a_dead_letter_that_cannot_be_sent_is_given_up_after_the_attempts(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctx = context(tmp_path)
+    topic = ctx.topics[ctx.names.deadletter] = FailedDelivery()
+    letter = dead_letter(stage="validate", error=ValueError("x"), payload="p", source_topic="t")
+    with caplog.at_level(logging.ERROR):
+        await ctx.send_dead_or_give_up(letter, "t@7", retry_delay_s=0)  # returns: the caller acks
+    assert len(topic.sent) == ctx.settings.kafka.deadletter_attempts == 5
+    assert "GIVING UP on t@7" in caplog.text
