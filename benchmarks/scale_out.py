@@ -71,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     s1 = one.get("throughput_steady_judge") or one["throughput_overall"]
     s2 = two.get("throughput_steady_judge") or two["throughput_overall"]
     print("\n== scale-out ==")
+    if "bound" in one and "bound" in two:
+        print(
+            f"share of the in-flight bound: 1 worker {100 * one['fraction_of_bound']:.1f}% of "
+            f"{one['bound']:.1f}/s, 2 workers {100 * two['fraction_of_bound']:.1f}% of {two['bound']:.1f}/s"
+        )
     print(
         f"steady: 1 worker {s1:.1f}/s, 2 workers {s2:.1f}/s = {s2 / s1:.2f}x; end to end "
         f"{one['throughput_overall']:.1f}/s vs {two['throughput_overall']:.1f}/s = "

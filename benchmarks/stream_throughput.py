@@ -61,13 +61,14 @@ def report(fig: dict[str, Any], cfg: RunConfig) -> list[str]:
             f"{fig['input_tokens_per_interaction']:.0f}; incomplete rows {fig['incomplete']}",
         ]
         if cfg.judge == "openai" and cfg.latency_ms > 0:
-            bound = cfg.in_flight / (fig["judge_calls_per_interaction"] * cfg.latency_ms / 1000.0)
+            slots = cfg.in_flight * cfg.workers  # each worker has its own judge client and bound
+            bound = slots / (fig["judge_calls_per_interaction"] * cfg.latency_ms / 1000.0)
             fig["bound"] = bound
             achieved = steady or fig["throughput_overall"]
             fig["fraction_of_bound"] = achieved / bound
             fig["fraction_of_bound_end_to_end"] = fig["throughput_overall"] / bound
             lines.append(
-                f"bound of {cfg.in_flight} calls in flight at {cfg.latency_ms:.0f} ms: {cfg.in_flight} / "
+                f"bound of {slots} calls in flight at {cfg.latency_ms:.0f} ms: {slots} / "
                 f"({fig['judge_calls_per_interaction']:.2f} x {cfg.latency_ms / 1000:.1f}s) = {bound:.1f}/s; "
                 f"steady {achieved:.1f}/s = {100 * fig['fraction_of_bound']:.1f}% of it, end to end "
                 f"{100 * fig['fraction_of_bound_end_to_end']:.1f}%"
@@ -81,6 +82,7 @@ def report(fig: dict[str, Any], cfg: RunConfig) -> list[str]:
             f"slope {slope if slope is None else round(slope, 2)} MB/min, {w['samples']} samples); "
             f"CPU {w.get('cpu_cores_used', float('nan')):.2f} cores"
         )
+        lines.append(f"worker {i} RSS over the run (MB, {len(w['series_mb'])} points): {w['series_mb']}")
     if "fake_judge" in fig:
         fj = fig["fake_judge"]
         lines.append(f"fake judge: {fj['requests']} requests, max {fj['max_in_flight']} in flight")

@@ -520,6 +520,8 @@ def figures(res: RunResult) -> dict[str, Any]:
             "mean_first_tenth_mb": statistics.fmean(vals[:k]),
             "mean_last_tenth_mb": statistics.fmean(vals[-k:]),
             "slope_mb_per_min": slope,
+            # RSS every ~30 s (MB): flat, growing, or a plateau after warm-up
+            "series_mb": [round(v) for _, v in rss[:: max(1, len(rss) // 20)]],
         }
         if len(cpu) >= 2 and cpu[-1][0] > cpu[0][0]:
             entry["cpu_cores_used"] = (cpu[-1][1] - cpu[0][1]) / (cpu[-1][0] - cpu[0][0])
