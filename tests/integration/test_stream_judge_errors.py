@@ -11,6 +11,7 @@ import pytest
 
 from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
+from schemas.interaction import Interaction
 from streams.broker.tansu import TansuBroker
 from streams.replay import replay
 from streams.supervise import wait_for
@@ -66,6 +67,8 @@ def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
     assert [(d.stage, d.interaction_id) for d in letters] == [("nli", "bad-1")]
     assert letters[0].error_type == "JudgeError" and letters[0].error
     assert '"interaction"' in letters[0].payload  # the Converted that could not be judged
+    assert letters[0].original is not None  # the interaction itself, to replay onto interactions
+    assert Interaction.model_validate_json(letters[0].original).interaction_id == "bad-1"
 
     evaluations = {
         e["interaction_id"]: Evaluation.model_validate(e) for e in dep.read_topic("evaluations", expect=2)
