@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from pipeline.judges.base import Judge
 from schemas.deadletter import DeadLetter
+from schemas.interaction import Interaction
 from schemas.results import Stage
 from schemas.settings import Settings
 from streams.codec import encode, fit_letter, original_of
@@ -87,6 +88,49 @@ class StreamContext:
             letter.error[:300],
             attempts,
         )
+
+    async def dead_letter_judge_error(
+        self, stage: Stage, exc: Exception, raw: bytes, source_topic: str, interaction: Interaction
+    ) -> None:
+        """A judge that still failed after its retries: the message goes to deadletter with its stage,
+        the error, the payload and the original interaction (to replay it onto ``interactions``)."""
+        from streams.codec import dead_letter
+
+        await self.send_dead(
+            dead_letter(
+                stage=stage,
+                error=exc,
+                payload=raw,
+                source_topic=source_topic,
+                interaction_id=interaction.interaction_id,
+                original=interaction.model_dump_json(),
+            )
+        )
+
+    def bounded_agent(
+        self,
+        source: Any,
+        name: str,
+        handle: Callable[[Any], Awaitable[None]],
+        stage: Stage,
+        source_topic: str,
+    ) -> Any:
+        """Register ``handle`` as the agent ``name`` on ``source``: events handled concurrently, at most
+        ``kafka.stage_concurrency`` at once, acked in offset order (streams.runner); an unexpected
+        error dead-letters the event under ``stage``."""
+        from streams.runner import run_bounded
+
+        async def agent(stream: Any) -> None:
+            await run_bounded(
+                stream,
+                handle,
+                self.settings.kafka.stage_concurrency,
+                on_error=self.dead_letter_on_error(stage, source_topic),
+                error_attempts=self.settings.kafka.deadletter_attempts,
+            )
+
+        agent.__name__ = agent.__qualname__ = name.rsplit(".", 1)[-1] + "_agent"
+        return self.app.agent(source, name=name)(agent)
 
     def dead_letter_on_error(
         self, stage: Stage, source_topic: str

@@ -8,7 +8,6 @@ from pipeline.judges.base import JudgeError
 from schemas.interaction import Interaction
 from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
-from streams.runner import run_bounded
 
 
 def register(ctx: StreamContext) -> Any:
@@ -30,26 +29,8 @@ def register(ctx: StreamContext) -> Any:
         try:
             converted = await convert(interaction, res.judge, settings)
         except JudgeError as exc:
-            await ctx.send_dead(
-                dead_letter(
-                    stage="convert",
-                    error=exc,
-                    payload=raw,
-                    source_topic=ctx.names.interactions,
-                    interaction_id=interaction.interaction_id,
-                    original=interaction.model_dump_json(),
-                )
-            )
+            await ctx.dead_letter_judge_error("convert", exc, raw, ctx.names.interactions, interaction)
             return
         await ctx.send(ctx.names.converted, interaction.interaction_id, converted)
 
-    async def convert_agent(stream: Any) -> None:
-        await run_bounded(
-            stream,
-            handle,
-            settings.kafka.stage_concurrency,
-            on_error=ctx.dead_letter_on_error("convert", ctx.names.interactions),
-            error_attempts=settings.kafka.deadletter_attempts,
-        )
-
-    return ctx.app.agent(source, name="groundwatch.convert")(convert_agent)
+    return ctx.bounded_agent(source, "groundwatch.convert", handle, "convert", ctx.names.interactions)

@@ -19,7 +19,6 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
-from streams.runner import run_bounded
 
 log = logging.getLogger(__name__)
 
@@ -70,26 +69,9 @@ def register(ctx: StreamContext) -> Any:
                 )
                 evaluation = with_relevance(evaluation, value, seconds, failed)
         except JudgeError as exc:
-            await ctx.send_dead(
-                dead_letter(
-                    stage=exc.stage if isinstance(exc, StageError) else "evaluate",
-                    error=exc,
-                    payload=raw,
-                    source_topic=ctx.names.interactions,
-                    interaction_id=interaction.interaction_id,
-                    original=interaction.model_dump_json(),
-                )
-            )
+            stage = exc.stage if isinstance(exc, StageError) else "evaluate"
+            await ctx.dead_letter_judge_error(stage, exc, raw, ctx.names.interactions, interaction)
             return
         await ctx.send(ctx.names.evaluations, interaction.interaction_id, evaluation)
 
-    async def evaluate_agent(stream: Any) -> None:
-        await run_bounded(
-            stream,
-            handle,
-            settings.kafka.stage_concurrency,
-            on_error=ctx.dead_letter_on_error("evaluate", ctx.names.interactions),
-            error_attempts=settings.kafka.deadletter_attempts,
-        )
-
-    return ctx.app.agent(source, name="groundwatch.evaluate")(evaluate_agent)
+    return ctx.bounded_agent(source, "groundwatch.evaluate", handle, "evaluate", ctx.names.interactions)

@@ -8,7 +8,6 @@ from pipeline.judges.base import JudgeError
 from schemas.results import Converted
 from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
-from streams.runner import run_bounded
 
 
 def register(ctx: StreamContext) -> Any:
@@ -31,26 +30,8 @@ def register(ctx: StreamContext) -> Any:
         try:
             result = await run_nli(converted, res.judge, settings)
         except JudgeError as exc:
-            await ctx.send_dead(
-                dead_letter(
-                    stage="nli",
-                    error=exc,
-                    payload=raw,
-                    source_topic=ctx.names.converted,
-                    interaction_id=iid,
-                    original=converted.interaction.model_dump_json(),
-                )
-            )
+            await ctx.dead_letter_judge_error("nli", exc, raw, ctx.names.converted, converted.interaction)
             return
         await ctx.send(ctx.names.nli, iid, result)
 
-    async def nli_agent(stream: Any) -> None:
-        await run_bounded(
-            stream,
-            handle,
-            settings.kafka.stage_concurrency,
-            on_error=ctx.dead_letter_on_error("nli", ctx.names.converted),
-            error_attempts=settings.kafka.deadletter_attempts,
-        )
-
-    return ctx.app.agent(source, name="groundwatch.nli")(nli_agent)
+    return ctx.bounded_agent(source, "groundwatch.nli", handle, "nli", ctx.names.converted)

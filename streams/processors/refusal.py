@@ -10,9 +10,8 @@ from typing import Any
 
 from pipeline.judges.base import JudgeError
 from schemas.results import Converted
-from streams.codec import DecodeError, dead_letter, decode
+from streams.codec import DecodeError, decode
 from streams.context import StreamContext
-from streams.runner import run_bounded
 
 
 def register(ctx: StreamContext) -> Any:
@@ -30,26 +29,8 @@ def register(ctx: StreamContext) -> Any:
         try:
             result = await res.refusals.classify(converted)
         except JudgeError as exc:
-            await ctx.send_dead(
-                dead_letter(
-                    stage="refusal",
-                    error=exc,
-                    payload=raw,
-                    source_topic=ctx.names.converted,
-                    interaction_id=iid,
-                    original=converted.interaction.model_dump_json(),
-                )
-            )
+            await ctx.dead_letter_judge_error("refusal", exc, raw, ctx.names.converted, converted.interaction)
             return
         await ctx.send(ctx.names.refusals, iid, result)
 
-    async def refusal_agent(stream: Any) -> None:
-        await run_bounded(
-            stream,
-            handle,
-            settings.kafka.stage_concurrency,
-            on_error=ctx.dead_letter_on_error("refusal", ctx.names.converted),
-            error_attempts=settings.kafka.deadletter_attempts,
-        )
-
-    return ctx.app.agent(source, name="groundwatch.refusal")(refusal_agent)
+    return ctx.bounded_agent(source, "groundwatch.refusal", handle, "refusal", ctx.names.converted)
