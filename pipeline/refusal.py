@@ -161,17 +161,21 @@ class RefusalClassifier:
                 owners.append(ticket)
         try:
             out = await self._judge.classify_refusals(texts)
-            if len(out.value) != len(texts):
-                raise JudgeError(
-                    f"judge {self._judge.name} returned {len(out.value)} refusal flags for {len(texts)} texts"
-                )
-        except Exception as exc:  # every caller in the batch gets the error
-            error = exc if isinstance(exc, JudgeError) else JudgeError(f"refusal batch failed: {exc!r}")
-            if error is not exc:
-                error.__cause__ = exc
+        except asyncio.CancelledError:  # aclose(cancel=True): the callers are not left waiting
             for ticket in owners:
                 if not ticket.future.done():
-                    ticket.future.set_exception(error)
+                    ticket.future.cancel()
+            raise
+        except Exception as exc:
+            self._fail(owners, exc)
+            return
+        if len(out.value) != len(texts):
+            self._fail(
+                owners,
+                JudgeError(
+                    f"judge {self._judge.name} returned {len(out.value)} refusal flags for {len(texts)} texts"
+                ),
+            )
             return
         counts = [sum(1 for _, t, _ in batch if t is ticket) for ticket in owners]
         shares = share_calls(out.calls, counts)
@@ -183,11 +187,31 @@ class RefusalClassifier:
             if ticket.remaining == 0 and not ticket.future.done():
                 ticket.future.set_result((ticket.flags, ticket.calls))
 
-    async def aclose(self) -> None:
-        """Send what is pending and wait for the batches in flight."""
+    @staticmethod
+    def _fail(owners: list[_Ticket], exc: Exception) -> None:
+        """Every caller in the batch gets the error."""
+        error = exc if isinstance(exc, JudgeError) else JudgeError(f"refusal batch failed: {exc!r}")
+        if error is not exc:
+            error.__cause__ = exc
+        for ticket in owners:
+            if not ticket.future.done():
+                ticket.future.set_exception(error)
+
+    async def aclose(self, *, cancel: bool = False) -> None:
+        """Send what is pending and wait for the batches in flight; with ``cancel`` (a stream worker
+        stopping: its callers are gone and their messages come back unacked), drop what is pending and
+        cancel the batches in flight instead of waiting minutes for a slow judge."""
         if self._timer is not None:
             self._timer.cancel()
-        if self._pending:
+            self._timer = None
+        if cancel:
+            for _, ticket, _ in self._pending:
+                if not ticket.future.done():
+                    ticket.future.cancel()
+            self._pending.clear()
+            for task in self._tasks:
+                task.cancel()
+        elif self._pending:
             self._flush()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)

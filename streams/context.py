@@ -191,7 +191,8 @@ class Resources(Service):
         self.store = await ClickHouseStore.open(settings.clickhouse)
         self._judge = await self._stack.enter_async_context(open_judge(settings))
         self.refusals = RefusalClassifier(self.judge, settings)
-        self._stack.push_async_callback(self.refusals.aclose)  # closed before the judge (LIFO)
+        # closed before the judge (LIFO), cancelling batches in flight (their events are unacked: they return)
+        self._stack.push_async_callback(self.refusals.aclose, cancel=True)
         if settings.pipeline.relevance:
             from pipeline.metrics.relevance import RelevanceScorer
 

@@ -179,3 +179,19 @@ async def test_a_cancelled_caller_does_not_block_others() -> None:
     assert result.answer_refusal is False
     assert judge.refusal_calls == [["The button resets it."]]
     await classifier.aclose()
+
+
+async def test_aclose_with_cancel_does_not_wait_for_a_slow_judge() -> None:
+    release = asyncio.Event()
+
+    class SlowJudge(ScriptedJudge):
+        async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
+            await release.wait()  # never set: a judge that does not answer
+            return await super().classify_refusals(texts)
+
+    classifier = RefusalClassifier(SlowJudge(), Settings())
+    caller = asyncio.create_task(classifier.classify(converted(0, "The button resets it.")))
+    await asyncio.sleep(0.05)  # the batch is sent and stuck in the judge
+    await asyncio.wait_for(classifier.aclose(cancel=True), timeout=5)
+    with pytest.raises(asyncio.CancelledError):
+        await caller
