@@ -83,6 +83,11 @@ def report(fig: dict[str, Any], cfg: RunConfig) -> list[str]:
             f"CPU {w.get('cpu_cores_used', float('nan')):.2f} cores"
         )
         lines.append(f"worker {i} RSS over the run (MB, {len(w['series_mb'])} points): {w['series_mb']}")
+    for topic, q in fig.get("stage_times_s", {}).items():
+        lines.append(
+            f"topic {topic:>12}: written {q[0]:.1f}s .. {q[4]:.1f}s after the first produce "
+            f"(p10 {q[1]:.1f}, p50 {q[2]:.1f}, p90 {q[3]:.1f})"
+        )
     if "fake_judge" in fig:
         fj = fig["fake_judge"]
         lines.append(f"fake judge: {fj['requests']} requests, max {fj['max_in_flight']} in flight")
@@ -104,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", help="py-spy the worker into this file (.svg flamegraph / .json speedscope)")
     ap.add_argument("--profile-seconds", type=float, default=30.0)
     ap.add_argument("--env", action="append", default=[], help="extra GROUNDWATCH_X=Y for the worker")
+    ap.add_argument(
+        "--stage-times", action="store_true", help="when each topic's messages were written (after the run)"
+    )
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
 
@@ -124,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         extra_env=dict(e.split("=", 1) for e in args.env),
         profile=args.profile,
         profile_seconds=args.profile_seconds,
+        stage_times=args.stage_times,
     )
     result = run(cfg, machine, log=lambda s: print(s, flush=True))
     machine.finish()

@@ -70,6 +70,7 @@ class RunConfig:
     extra_env: dict[str, str] = field(default_factory=dict)
     profile: str | None = None  # py-spy: record the first worker into this file (svg/speedscope)
     profile_seconds: float = 30.0
+    stage_times: bool = False  # read every topic's message timestamps: when each stage wrote its outputs
 
 
 @dataclass
@@ -96,6 +97,8 @@ class RunResult:
     drained: bool = True
     stop_codes: list[int] = field(default_factory=list)
     worker_logs: list[str] = field(default_factory=list)
+    # topic -> seconds after the first produce at which its messages were appended: first, p10, p50, p90, last
+    stage_times: dict[str, list[float]] = field(default_factory=dict)
 
 
 class Stack:
@@ -258,6 +261,30 @@ async def produce(
     return sent, started, time.monotonic() - t0
 
 
+async def topic_stamps(settings: Settings, topic: str, quiet_s: float = 4.0) -> list[int]:
+    """Every message's timestamp (ms) on a topic, read from the start until nothing new for ``quiet_s``."""
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap_servers(settings.kafka.broker),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    await consumer.start()
+    stamps: list[int] = []
+    last = time.monotonic()
+    try:
+        while time.monotonic() - last < quiet_s:
+            batch = await consumer.getmany(timeout_ms=1000, max_records=10_000)
+            for msgs in batch.values():
+                for m in msgs:
+                    stamps.append(m.timestamp)
+                    last = time.monotonic()
+    finally:
+        await consumer.stop()
+    return sorted(stamps)
+
+
 async def count_topic(settings: Settings, topic: str, quiet_s: float = 4.0) -> tuple[int, int]:
     """(messages, distinct keys) on a topic, read from the start until nothing new for ``quiet_s``
     (Tansu's end offsets are off by a batch, so the end is found by waiting, not by asking)."""
@@ -409,6 +436,16 @@ def run(cfg: RunConfig, machine: Machine, log: Any = print) -> RunResult:
             )
         except Exception as exc:  # the figures from ClickHouse still stand
             log(f"could not count the evaluations topic: {exc!r}")
+        stage_times: dict[str, list[float]] = {}
+        if cfg.stage_times:
+            names = topic_names(settings.kafka)
+            for topic in (names.interactions, names.converted, names.nli, names.refusals, names.evaluations):
+                stamps = asyncio.run(topic_stamps(settings, topic))
+                if stamps:
+                    rel = [x / 1000.0 - first for x in stamps]
+                    mid = [rel[min(len(rel) - 1, int(f * len(rel)))] for f in (0.1, 0.5, 0.9)]
+                    q = [rel[0], *mid, rel[-1]]
+                    stage_times[topic.rsplit(".", 1)[-1]] = [round(v, 2) for v in q]
         rows = [read_rows(stack.cfg.workdir / f"worker{i}" / "chdb") for i in range(cfg.workers)]
         fake_stats = json.loads(stack.fake_stats_file.read_text()) if stack.fake_stats_file.exists() else None
         return RunResult(
@@ -424,6 +461,7 @@ def run(cfg: RunConfig, machine: Machine, log: Any = print) -> RunResult:
             drained=drained,
             stop_codes=codes,
             worker_logs=[str(w.log) for w in stack.workers],
+            stage_times=stage_times,
         )
     finally:
         stack.close()
@@ -527,6 +565,8 @@ def figures(res: RunResult) -> dict[str, Any]:
             entry["cpu_cores_used"] = (cpu[-1][1] - cpu[0][1]) / (cpu[-1][0] - cpu[0][0])
         mem.append(entry)
     out["workers"] = mem
+    if res.stage_times:
+        out["stage_times_s"] = res.stage_times
     if res.fake_stats:
         out["fake_judge"] = {k: res.fake_stats.get(k) for k in ("requests", "max_in_flight", "prompt_tokens")}
     return out
