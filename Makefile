@@ -7,7 +7,7 @@ JUDGE ?= lexical
 PUNKT := llama-index-core==0.14.25
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
-.PHONY: install dev local embeddings demo test lint typecheck unit integration test-local clean
+.PHONY: install dev local embeddings demo test lint typecheck unit integration test-local accuracy clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -65,6 +65,11 @@ test: $(VENV)/.dev
 # tests against the real local model server (needs `make local`)
 test-local: $(VENV)/.dev $(VENV)/.local
 	$(BIN)/pytest -q -m local_model
+
+# accuracy on the labeled dev sets in ../shared/data (docs/accuracy.md); JUDGES=lexical,cascade,local LIMIT=100
+JUDGES ?= lexical
+accuracy: $(VENV)/.core $(if $(findstring local,$(JUDGES))$(findstring cascade,$(JUDGES)),$(VENV)/.local)
+	$(BIN)/python benchmarks/accuracy.py --judges $(JUDGES) $(if $(LIMIT),--limit $(LIMIT)) --nice 10
 
 clean:
 	rm -rf $(VENV) .groundwatch build *.egg-info
