@@ -5,7 +5,8 @@ The question, answer and ground truth are split by ``pipeline.sentences.split_se
 ``judge.replace_pronouns`` in batches of ``pronoun_batch_size`` consecutive sentences of one text
 (a batch never mixes the answer with the ground truth); all batches run concurrently (the judge
 client bounds the calls in flight). A batch for which the judge returns a different number of
-sentences keeps its originals, and so does any single sentence the judge returns empty.
+sentences keeps its originals, and so does any single sentence the judge returns empty. A batch of one
+sentence (a one-sentence answer) is not sent: with no earlier sentence there is nothing to resolve from.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ def batches(items: Sequence[str], size: int) -> list[list[str]]:
 
 
 async def _replace_batch(judge: Judge, batch: list[str]) -> tuple[list[str], list[JudgeCall]]:
+    if len(batch) < 2:
+        # the prompt resolves a pronoun from the earlier sentences it is given: one alone has none, so
+        # the only right answer is the sentence unchanged, and asking for it is a wasted call
+        return batch, []
     out = await judge.replace_pronouns(batch)
     replaced = out.value
     if len(replaced) != len(batch):

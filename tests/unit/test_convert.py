@@ -81,3 +81,14 @@ async def test_judge_error_propagates() -> None:
     judge = ScriptedJudge(fail={"replace_pronouns"})
     with pytest.raises(JudgeError):
         await convert(interaction(sentences(2)), judge, Settings())
+
+
+async def test_a_lone_sentence_is_not_sent_for_pronouns() -> None:
+    """A one-sentence text, or a last batch of one (17 = 16 + 1), has no earlier sentence to resolve from."""
+    judge = ScriptedJudge(pronouns={"It": "The router"})
+    converted = await convert(interaction(sentences(1), sentences(17)), judge, Settings())
+    assert sorted(len(c) for c in judge.pronoun_calls) == [16]
+    assert converted.answer_sentences == ["It was sentence number 0 of the text."]
+    assert converted.ground_truth_sentences[0] == "The router was sentence number 0 of the text."
+    assert converted.ground_truth_sentences[16] == "It was sentence number 16 of the text."
+    assert len(converted.calls) == 1

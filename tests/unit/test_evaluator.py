@@ -64,7 +64,9 @@ async def test_evaluate_runs_every_stage() -> None:
         )
     ]
     assert set(ev.stage_seconds) == {"convert", "nli", "refusal", "relevance"}
-    assert ev.judge_calls == len(ev.calls) == 2 + 3 + 1
+    # pronouns: the answer only (a one-sentence ground truth has nothing to resolve from); NLI: the
+    # context pair and the ground-truth pair (the unchanged ground truth is inside the answer: exact match)
+    assert ev.judge_calls == len(ev.calls) == 1 + 2 + 1
     assert ev.complete
 
 
@@ -101,7 +103,7 @@ async def test_stage_errors_name_the_stage(method: str, stage: str) -> None:
     judge = ScriptedJudge(fail={method})
     with pytest.raises(StageError) as info:
         await Evaluator(judge, Settings()).evaluate(
-            interaction(1, "The reset button restores factory settings.")
+            interaction(1, "The reset button restores factory settings. It also has nine network ports.")
         )
     assert info.value.stage == stage
     assert isinstance(info.value, JudgeError)
