@@ -23,6 +23,7 @@ import re
 import string
 from collections.abc import Sequence
 
+from pipeline.refusal_phrases import is_refusal
 from pipeline.text_normalise import normalise_text
 from schemas.interaction import Interaction
 
@@ -60,8 +61,17 @@ def squad_normalise(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+#: an answer with one of these is not decided by containment: "It is not Paris, it is Lyon" contains "Paris"
+_NEGATION = re.compile(r"\b(not|no|never|neither|nor|cannot|none|nobody|nothing)\b|n't\b", re.IGNORECASE)
+
+
 def exact_match(answer: str, alternative: str) -> bool:
-    """True when the alternative occurs in the answer as whole normalised words or content tokens."""
+    """True when the alternative occurs in the answer as whole normalised words or content tokens.
+
+    Never for an answer that negates or refuses (the judge decides those), nor for a gold answer without
+    a content word ("No.", "it"), which would match almost anything."""
+    if _NEGATION.search(answer) or is_refusal(answer) or not normalise_text(alternative):
+        return False
     gold = squad_normalise(alternative)
     if gold and f" {gold} " in f" {squad_normalise(answer)} ":
         return True

@@ -62,3 +62,20 @@ def test_same_answer_needs_equality() -> None:
     assert same_answer("prince henry.", golds) == "Prince Henry"
     assert same_answer("Afonso IV, of Portugal", golds) == "Afonso IV of Portugal"
     assert same_answer("Prince Henry the Navigator", golds) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("It is not Paris, it is Lyon.", "Paris"),
+        ("I don't know if it's Paris.", "Paris"),
+        ("Paris was never the capital.", "Paris"),
+        ("Yes, there is a lot of it.", "No."),
+    ],
+)
+def test_exact_match_leaves_negations_refusals_and_empty_golds_to_the_judge(answer: str, gold: str) -> None:
+    assert not exact_match(answer, gold)
+
+
+def test_exact_match_still_decides_a_plain_containing_answer() -> None:
+    assert exact_match("The capital of France is Paris.", "Paris")
