@@ -169,6 +169,10 @@ class Resources(Service):
         self.ctx = ctx
         self._stack = contextlib.AsyncExitStack()
         self._ready = asyncio.Event()
+        self._finished = False
+        # the last flush, window close and alerts run while faust's producer is still up: the app sends
+        # on_before_shutdown after its consumer stopped and before its producer stops
+        ctx.app.on_before_shutdown.connect(self._on_app_shutdown)
         self._judge: Judge | None = None
         self.refusals: Any = None  # pipeline.refusal.RefusalClassifier
         self.evaluator: Any = None  # pipeline.evaluator.Evaluator (fused topology)
@@ -267,7 +271,14 @@ class Resources(Service):
         await self._ready.wait()
         return self
 
-    async def on_stop(self) -> None:
+    async def _on_app_shutdown(self, sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await self.finish()
+
+    async def finish(self) -> None:
+        """Flush the sink, write the open windows (and fire their alerts), write the status file; once."""
+        if self._finished or not self._ready.is_set():
+            return
+        self._finished = True
         if self.sink is not None:
             try:
                 await self.sink.flush()
@@ -282,6 +293,9 @@ class Resources(Service):
                 await self.write_status()
             except Exception:
                 log.exception("writing the status file on stop failed")
+
+    async def on_stop(self) -> None:
+        await self.finish()  # when the app's shutdown signal did not come first
         await self._stack.aclose()
         if self.store is not None:
             await self.store.aclose()

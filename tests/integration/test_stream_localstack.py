@@ -43,3 +43,23 @@ def test_fused_topology_evaluates_each_interaction_once(tmp_path: Path) -> None:
     log = stack.worker_log.read_text()
     assert "evaluate_agent" in log and "join_agent" not in log  # one processor, no join
     assert "dead letter: stage=validate" in log and "not valid JSON" in log
+
+
+def test_windows_closed_by_the_stop_still_fire_their_alerts(tmp_path: Path) -> None:
+    """A window still open when the worker stops is written on the way out, and its alerts are published
+    while faust's producer is still up (the demo's case: all traffic in one window, then stop)."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n  - name: any-traffic\n    metric: answer_refusal_rate\n    op: '>='\n    threshold: 0.0\n"
+        "    windows: 1\n    min_interactions: 1\n    cooldown_seconds: 0\n",
+        encoding="utf-8",
+    )
+    lines = [line for line in SAMPLE.read_text().splitlines() if line.strip()][:10]
+    env = {"GROUNDWATCH_JUDGE__KIND": "lexical", "GROUNDWATCH_ALERTS__RULES_FILE": str(rules)}
+    with LocalStack(tmp_path / "stack", env, partitions=2, window_seconds=3600) as stack:
+        stack.replay(lines)
+        stack.wait_for_evaluations(10, timeout_s=120)
+        report = stack.finish()
+    pairs = {(json.loads(line)["app"], json.loads(line)["model"]) for line in lines}
+    assert {(a.app, a.model) for a in report.alerts} == pairs
+    assert "Producer service not yet started" not in stack.worker_log.read_text()
