@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import faust
 from mode import Service
@@ -23,6 +23,8 @@ from streams.codec import encode, fit_letter, original_of
 from streams.topics import TopicNames, topic_names
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
@@ -88,6 +90,18 @@ class StreamContext:
             letter.error[:300],
             attempts,
         )
+
+    async def decode_or_dead_letter(self, raw: bytes, model: type[M], source_topic: str) -> M | None:
+        """The message as ``model``, or None after dead-lettering it (stage "validate": which field, why)."""
+        from streams.codec import DecodeError, dead_letter, decode
+
+        try:
+            return decode(raw, model, self.settings.limits)
+        except DecodeError as exc:
+            await self.send_dead(
+                dead_letter(stage="validate", error=exc, payload=raw, source_topic=source_topic)
+            )
+            return None
 
     async def dead_letter_judge_error(
         self, stage: Stage, exc: Exception, raw: bytes, source_topic: str, interaction: Interaction
@@ -170,9 +184,6 @@ class Resources(Service):
         self._stack = contextlib.AsyncExitStack()
         self._ready = asyncio.Event()
         self._finished = False
-        # the last flush, window close and alerts run while faust's producer is still up: the app sends
-        # on_before_shutdown after its consumer stopped and before its producer stops
-        ctx.app.on_before_shutdown.connect(self._on_app_shutdown)
         self._judge: Judge | None = None
         self.refusals: Any = None  # pipeline.refusal.RefusalClassifier
         self.evaluator: Any = None  # pipeline.evaluator.Evaluator (fused topology)
@@ -192,6 +203,9 @@ class Resources(Service):
         from streams.windows.tracker import WindowCloser
 
         settings = self.ctx.settings
+        # the last flush, window close and alerts run while faust's producer is still up: the app sends
+        # on_before_shutdown after its consumer stopped and before its producer stops
+        self.ctx.app.on_before_shutdown.connect(self._on_app_shutdown)
         self.store = await ClickHouseStore.open(settings.clickhouse)
         self._judge = await self._stack.enter_async_context(open_judge(settings))
         self.refusals = RefusalClassifier(self.judge, settings)
@@ -276,7 +290,7 @@ class Resources(Service):
 
     async def finish(self) -> None:
         """Flush the sink, write the open windows (and fire their alerts), write the status file; once."""
-        if self._finished or not self._ready.is_set():
+        if self._finished:
             return
         self._finished = True
         if self.sink is not None:

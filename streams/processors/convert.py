@@ -6,7 +6,6 @@ from typing import Any
 
 from pipeline.judges.base import JudgeError
 from schemas.interaction import Interaction
-from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
 
 
@@ -18,12 +17,8 @@ def register(ctx: StreamContext) -> Any:
         from pipeline.convert import convert
 
         raw = event.value
-        try:
-            interaction = decode(raw, Interaction, settings.limits)
-        except DecodeError as exc:
-            await ctx.send_dead(
-                dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.interactions)
-            )
+        interaction = await ctx.decode_or_dead_letter(raw, Interaction, ctx.names.interactions)
+        if interaction is None:
             return
         res = await ctx.res.wait_ready()
         try:

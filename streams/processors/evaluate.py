@@ -17,7 +17,6 @@ from pipeline.evaluator import StageError
 from pipeline.judges.base import JudgeError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
 
 log = logging.getLogger(__name__)
@@ -48,16 +47,11 @@ def with_relevance(evaluation: Evaluation, value: float | None, seconds: float, 
 
 def register(ctx: StreamContext) -> Any:
     source = ctx.topic(ctx.names.interactions)
-    settings = ctx.settings
 
     async def handle(event: Any) -> None:
         raw = event.value
-        try:
-            interaction = decode(raw, Interaction, settings.limits)
-        except DecodeError as exc:
-            await ctx.send_dead(
-                dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.interactions)
-            )
+        interaction = await ctx.decode_or_dead_letter(raw, Interaction, ctx.names.interactions)
+        if interaction is None:
             return
         res = await ctx.res.wait_ready()
         try:

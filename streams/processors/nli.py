@@ -6,7 +6,6 @@ from typing import Any
 
 from pipeline.judges.base import JudgeError
 from schemas.results import Converted
-from streams.codec import DecodeError, dead_letter, decode
 from streams.context import StreamContext
 
 
@@ -18,12 +17,8 @@ def register(ctx: StreamContext) -> Any:
         from pipeline.nli import run_nli
 
         raw = event.value
-        try:
-            converted = decode(raw, Converted, settings.limits)
-        except DecodeError as exc:
-            await ctx.send_dead(
-                dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.converted)
-            )
+        converted = await ctx.decode_or_dead_letter(raw, Converted, ctx.names.converted)
+        if converted is None:
             return
         iid = converted.interaction.interaction_id
         res = await ctx.res.wait_ready()
