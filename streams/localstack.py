@@ -135,17 +135,7 @@ class LocalStack:
         """Stop the worker (it flushes and writes the open windows), then read the report with
         `groundwatch report --json` in a child process, so this process never opens the chDB path."""
         self.stop_worker()
-        out = subprocess.run(
-            [sys.executable, "-m", "groundwatch.commands.report_cmd", "--json"],
-            env=self.env(),
-            cwd=self.workdir,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if out.returncode != 0:
-            raise RuntimeError(f"groundwatch report failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-        return Report.model_validate_json(out.stdout)
+        return report_in_child(self.env(), self.workdir)
 
     def stop(self) -> None:
         try:
@@ -164,3 +154,19 @@ class LocalStack:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def report_in_child(env: Mapping[str, str], cwd: Path, timeout_s: float = 300.0) -> Report:
+    """`groundwatch report --json` in a child process with ``env`` (an embedded chDB path may be opened by
+    one process only: the caller never opens it)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "groundwatch.commands.report_cmd", "--json"],
+        env=dict(env),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"groundwatch report failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return Report.model_validate_json(out.stdout)

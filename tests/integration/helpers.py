@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -18,6 +16,7 @@ from aiokafka import AIOKafkaConsumer
 
 from schemas.settings import Settings, settings_from_env
 from streams.broker.tansu import free_port
+from streams.localstack import report_in_child
 from streams.report import Report
 from streams.status import WorkerStatus, read_status
 from streams.supervise import WorkerProcess, spawn_worker
@@ -80,16 +79,7 @@ class Deployment:
 
     def report(self) -> Report:
         """`groundwatch report --json` in a subprocess (after the worker stopped: chDB is single-process)."""
-        out = subprocess.run(
-            [sys.executable, "-m", "groundwatch.commands.report_cmd", "--json"],
-            env=self.env(),
-            cwd=self.workdir,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        return Report.model_validate_json(out.stdout)
+        return report_in_child(self.env(), self.workdir, timeout_s=120)
 
     def read_topic(self, name: str, *, expect: int | None = None, idle_s: float = 3.0) -> list[Any]:
         return asyncio.run(read_topic(self.broker_url, self.prefix + name, expect=expect, idle_s=idle_s))
