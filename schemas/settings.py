@@ -78,6 +78,9 @@ class JudgeSettings(BaseModel):
     local_start_timeout_s: float = 180.0  # model load + first answer of /v1/models
     local_timeout_s: float = 900.0  # one request to the local server (2 CPU cores: minutes under load)
     local_max_in_flight: int = Field(1, ge=1)  # llama.cpp's server answers one request at a time
+    # keep the evaluated prompt prefixes (each prompt's fixed instructions) in RAM between requests, so
+    # a call only evaluates what follows the longest prefix seen before (llama-cpp-python's RAM cache)
+    local_prompt_cache_bytes: int = Field(2 << 30, ge=0)  # 0 = off
     cache_max_entries: int = Field(100_000, ge=1)  # in-memory verdict cache (LRU)
     cascade_llm: Literal["openai", "local"] = "local"  # the LLM behind the cascade's unsure cases
     # ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the lexical

@@ -235,6 +235,23 @@ class LocalModelServer:
         self.port = self.settings.local_port or free_port()
         self.log_path = Path(self.settings.local_model_dir) / f"llama-server-{self.port}.log"
         self._log = await asyncio.to_thread(_open_log, self.log_path)
+        cmd = self.command()
+        log.info("starting the local judge: %s", " ".join(cmd))
+        self._proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdout=self._log,
+            stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+        try:
+            await self._wait_ready()
+        except BaseException:
+            await self.stop(keep_log=True)  # the error names the log
+            raise
+        return self
+
+    def command(self) -> list[str]:
+        """The server's command line (the model path and port must be set)."""
         cmd = [
             sys.executable,
             "-m",
@@ -252,19 +269,16 @@ class LocalModelServer:
             "--port",
             str(self.port),
         ]
-        log.info("starting the local judge: %s", " ".join(cmd))
-        self._proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdout=self._log,
-            stderr=asyncio.subprocess.STDOUT,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
-        try:
-            await self._wait_ready()
-        except BaseException:
-            await self.stop(keep_log=True)  # the error names the log
-            raise
-        return self
+        if self.settings.local_prompt_cache_bytes > 0:
+            cmd += [
+                "--cache",
+                "true",
+                "--cache_type",
+                "ram",
+                "--cache_size",
+                str(self.settings.local_prompt_cache_bytes),
+            ]
+        return cmd
 
     async def _wait_ready(self) -> None:
         assert self._proc is not None
