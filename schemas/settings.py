@@ -78,9 +78,6 @@ class JudgeSettings(BaseModel):
     local_start_timeout_s: float = 180.0  # model load + first answer of /v1/models
     local_timeout_s: float = 900.0  # one request to the local server (2 CPU cores: minutes under load)
     local_max_in_flight: int = Field(1, ge=1)  # llama.cpp's server answers one request at a time
-    # keep the evaluated prompt prefixes (each prompt's fixed instructions) in RAM between requests, so
-    # a call only evaluates what follows the longest prefix seen before (llama-cpp-python's RAM cache)
-    local_prompt_cache_bytes: int = Field(2 << 30, ge=0)  # 0 = off
     cache_max_entries: int = Field(100_000, ge=1)  # in-memory verdict cache (LRU)
     cascade_llm: Literal["openai", "local"] = "local"  # the LLM behind the cascade's unsure cases
     # ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the lexical
@@ -110,6 +107,13 @@ class PipelineSettings(BaseModel):
     relevance: bool = False  # embedding relevance (seed 004); needs the `embeddings` extra
     nli_batch_size: int = Field(16, ge=1)  # hypotheses a prompt in the "batched" NLI mode
     refusal_linger_ms: float = Field(10.0, ge=0)  # a partly full refusal batch waits this long for more texts
+    # "batched" mode: NLI cases (premise + hypotheses) of concurrent interactions sharing one prompt, so
+    # its instructions are sent once per group (pipeline.nli_grouping); 1 = one case a prompt. Left
+    # unset, each judge kind uses its default from ``judge_nli_group_cases`` (this value for kinds not
+    # listed); set (env or code), it is used for every judge
+    nli_group_cases: int = Field(4, ge=1)
+    judge_nli_group_cases: dict[str, int] = Field(default_factory=lambda: {"local": 1})
+    nli_group_linger_ms: float = Field(20.0, ge=0)  # a partly full group waits this long for more cases
     chars_per_token: float = Field(3.5, gt=0)  # premise budget: characters per token of the judge's window
     nli_prompt_overhead_tokens: int = Field(600, ge=0)  # instructions and fences of an NLI prompt
     nli_output_tokens_per_hypothesis: int = Field(150, ge=0)  # room kept for the verdicts' output
@@ -127,6 +131,12 @@ class PipelineSettings(BaseModel):
     # left unset, each judge kind uses its calibrated default from ``judge_correct_thresholds``
     correct_threshold: float = 0.5
     judge_correct_thresholds: dict[str, float] = Field(default_factory=dict)
+
+    def nli_group_cases_for(self, judge_kind: str) -> int:
+        """NLI cases a prompt for a judge kind (``nli_group_cases``, see there)."""
+        if "nli_group_cases" in self.model_fields_set:
+            return self.nli_group_cases
+        return max(1, self.judge_nli_group_cases.get(judge_kind, self.nli_group_cases))
 
     def threshold_for(self, score: str, judge_kind: str) -> float:
         """The operating threshold of a score (``pipeline.report.SCORES`` names) for a judge kind.

@@ -269,15 +269,9 @@ class LocalModelServer:
             "--port",
             str(self.port),
         ]
-        if self.settings.local_prompt_cache_bytes > 0:
-            cmd += [
-                "--cache",
-                "true",
-                "--cache_type",
-                "ram",
-                "--cache_size",
-                str(self.settings.local_prompt_cache_bytes),
-            ]
+        # no ``--cache`` (llama-cpp-python's RAM prompt cache): its saved states also hold the logits of
+        # every prompt token (n_tokens x 151,936 floats), which its size limit does not count; with it
+        # the server grew to 20 GB in 12 minutes here and was OOM-killed
         return cmd
 
     async def _wait_ready(self) -> None:
