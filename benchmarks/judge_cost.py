@@ -9,8 +9,10 @@ interactions: half FaithBench summaries, half HaluEval QA answers from ``--data`
 answers with contexts), or the bundled groundwatch/data/sample_interactions.jsonl when ``--data`` is
 absent. Configurations:
 
-- NLI ``batched`` (default, up to 16 hypotheses and one copy of the premise a prompt) vs
-  ``per_hypothesis`` (the seeds' way; GROUNDWATCH_PIPELINE__NLI_MODE=per_hypothesis);
+- NLI ``batched`` (default: up to 16 hypotheses and one copy of the premise a case, up to 4 cases of
+  concurrent interactions a prompt, ``pipeline.nli_grouping``), ``batched-ungrouped`` (one case a
+  prompt; GROUNDWATCH_PIPELINE__NLI_GROUP_CASES=1) and ``per_hypothesis`` (the seeds' way, one
+  hypothesis a prompt; GROUNDWATCH_PIPELINE__NLI_MODE=per_hypothesis);
 - refusal ``separate`` (its own prompt, 8 texts of concurrent interactions a prompt) vs ``same`` (asked
   inside the first NLI prompt; GROUNDWATCH_PIPELINE__REFUSAL_MODE=same);
 - each with the verdict cache off and on, every interaction evaluated twice through the same
@@ -156,10 +158,18 @@ async def run_config(
     return passes
 
 
-def settings_for(base_url: str, nli_mode: str, refusal_mode: str, cache: bool) -> Settings:
+#: the NLI ways compared: label -> pipeline settings
+NLI_WAYS: dict[str, dict[str, Any]] = {
+    "batched": {"nli_mode": "batched"},
+    "batched-ungrouped": {"nli_mode": "batched", "nli_group_cases": 1},
+    "per_hypothesis": {"nli_mode": "per_hypothesis"},
+}
+
+
+def settings_for(base_url: str, nli_way: str, refusal_mode: str, cache: bool) -> Settings:
     return Settings(
         judge={"kind": "openai", "base_url": base_url, "api_key": "x", "cache_enabled": cache},
-        pipeline={"nli_mode": nli_mode, "refusal_mode": refusal_mode},
+        pipeline={**NLI_WAYS[nli_way], "refusal_mode": refusal_mode},
     )
 
 
@@ -215,11 +225,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             + "\n",
             flush=True,
         )
-        for nli_mode in ("batched", "per_hypothesis"):
+        for nli_way in NLI_WAYS:
             for refusal_mode in ("separate", "same"):
                 for cache in (False, True):
-                    name = f"nli={nli_mode} refusal={refusal_mode} cache={'on' if cache else 'off'}"
-                    settings = settings_for(fake.base_url, nli_mode, refusal_mode, cache)
+                    name = f"nli={nli_way} refusal={refusal_mode} cache={'on' if cache else 'off'}"
+                    settings = settings_for(fake.base_url, nli_way, refusal_mode, cache)
                     results[name] = await run_config(settings, interactions, fake, args.concurrency)
                     p1, p2 = results[name]
                     print(
@@ -255,24 +265,25 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
     summary: dict[str, Any] = {}
     print("\ntargets:")
-    for refusal_mode in ("separate", "same"):
-        b = first(f"nli=batched refusal={refusal_mode} cache=off")
-        h = first(f"nli=per_hypothesis refusal={refusal_mode} cache=off")
-        nli_ratio = b.stages["nli"].input_tokens / max(1, h.stages["nli"].input_tokens)
-        all_ratio = b.input_tokens / max(1, h.input_tokens)
-        summary[f"batched_vs_per_hypothesis_{refusal_mode}"] = {
-            "nli_stage_input_ratio": nli_ratio,
-            "pipeline_input_ratio": all_ratio,
-            "nli_calls_batched": b.per(b.stages["nli"].requests),
-            "nli_calls_per_hypothesis": h.per(h.stages["nli"].requests),
-        }
-        print(
-            f"  refusal={refusal_mode}: batched/per-hypothesis input tokens, NLI stage "
-            f"{b.per(b.stages['nli'].input_tokens):.0f}/{h.per(h.stages['nli'].input_tokens):.0f} = "
-            f"{nli_ratio:.3f} ({'met' if nli_ratio <= 1 / 3 else 'NOT met'}: <= 0.333); whole pipeline "
-            f"{b.per(b.input_tokens):.0f}/{h.per(h.input_tokens):.0f} = {all_ratio:.3f} "
-            f"({'met' if all_ratio <= 1 / 3 else 'NOT met'})"
-        )
+    for way in ("batched", "batched-ungrouped"):
+        for refusal_mode in ("separate", "same"):
+            b = first(f"nli={way} refusal={refusal_mode} cache=off")
+            h = first(f"nli=per_hypothesis refusal={refusal_mode} cache=off")
+            nli_ratio = b.stages["nli"].input_tokens / max(1, h.stages["nli"].input_tokens)
+            all_ratio = b.input_tokens / max(1, h.input_tokens)
+            summary[f"{way}_vs_per_hypothesis_{refusal_mode}"] = {
+                "nli_stage_input_ratio": nli_ratio,
+                "pipeline_input_ratio": all_ratio,
+                "nli_calls": b.per(b.stages["nli"].requests),
+                "nli_calls_per_hypothesis": h.per(h.stages["nli"].requests),
+            }
+            print(
+                f"  {way}, refusal={refusal_mode}: {way}/per-hypothesis input tokens, NLI stage "
+                f"{b.per(b.stages['nli'].input_tokens):.0f}/{h.per(h.stages['nli'].input_tokens):.0f} = "
+                f"{nli_ratio:.3f} ({'met' if nli_ratio <= 1 / 3 else 'NOT met'}: <= 0.333); whole pipeline "
+                f"{b.per(b.input_tokens):.0f}/{h.per(h.input_tokens):.0f} = {all_ratio:.3f} "
+                f"({'met' if all_ratio <= 1 / 3 else 'NOT met'})"
+            )
     print("\n  by hypotheses an interaction has (batched / per-hypothesis input tokens, refusal=separate):")
     bi = first("nli=batched refusal=separate cache=off").by_interaction
     hi = first("nli=per_hypothesis refusal=separate cache=off").by_interaction

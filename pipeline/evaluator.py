@@ -2,7 +2,8 @@
 
 The stream runs the stages as separate processors; this class is the same pipeline in one call, for
 the batch CLI, benchmarks and tests. One ``Evaluator`` serves many concurrent ``evaluate`` calls
-(refusal texts of concurrent calls share prompts); create it inside the event loop that uses it.
+(their refusal texts, and batched NLI cases, share prompts); create it inside the event loop that
+uses it.
 A stage failure is raised as ``StageError`` (a ``JudgeError``) naming the stage.
 """
 
@@ -16,6 +17,7 @@ from pipeline.assemble import assemble
 from pipeline.convert import convert
 from pipeline.judges.base import Judge, JudgeError
 from pipeline.nli import run_nli
+from pipeline.nli_grouping import NliGrouper, nli_judge
 from pipeline.refusal import RefusalClassifier
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
@@ -45,6 +47,8 @@ class Evaluator:
         self.settings = settings
         self.relevance_scorer = relevance_scorer
         self.refusals = RefusalClassifier(judge, settings)
+        # batched NLI: cases of concurrent interactions share prompts (pipeline.nli_grouping)
+        self.nli_judge = nli_judge(judge, settings)
 
     async def _convert(self, interaction: Interaction) -> Converted:
         try:
@@ -54,7 +58,7 @@ class Evaluator:
 
     async def _nli(self, converted: Converted) -> NliResult:
         try:
-            return await run_nli(converted, self.judge, self.settings)
+            return await run_nli(converted, self.nli_judge, self.settings)
         except Exception as exc:
             raise StageError("nli", str(exc) or repr(exc)) from exc
 
@@ -91,6 +95,9 @@ class Evaluator:
         extra = {"relevance": relevance_s} if self.relevance_scorer is not None else None
         return assemble(converted, nli, refusal, self.settings, relevance=relevance, extra_seconds=extra)
 
-    async def aclose(self) -> None:
-        """Finish refusal batches still in flight (the judge is closed by whoever opened it)."""
-        await self.refusals.aclose()
+    async def aclose(self, *, cancel: bool = False) -> None:
+        """Finish the refusal batches and NLI groups still in flight, or with ``cancel`` drop them (the
+        judge is closed by whoever opened it)."""
+        await self.refusals.aclose(cancel=cancel)
+        if isinstance(self.nli_judge, NliGrouper):
+            await self.nli_judge.aclose(cancel=cancel)

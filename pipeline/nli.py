@@ -51,8 +51,9 @@ from dataclasses import dataclass, replace
 
 from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
 from pipeline.convert import batches
-from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.judges.base import JudgeError, JudgeOutput, NliOutput, Premise
 from pipeline.judges.window import window_tokens
+from pipeline.nli_grouping import EntailJudge
 from pipeline.sentences import split_sentences
 from schemas.interaction import Passage
 from schemas.results import (
@@ -240,8 +241,12 @@ def _best_alternative(ground_truth: str, results: Sequence[HypothesisResult]) ->
     return HypothesisResult(hypothesis=ground_truth, statements=statements, score=best.score)
 
 
-async def run_nli(converted: Converted, judge: Judge, settings: Settings) -> NliResult:
-    """Judge the three pairs (see the module docstring)."""
+async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) -> NliResult:
+    """Judge the three pairs (see the module docstring).
+
+    ``judge``: a Judge, or ``pipeline.nli_grouping.nli_judge(judge, settings)`` to group the cases of
+    concurrent interactions into shared prompts.
+    """
     started = time.perf_counter()
     pipe = settings.pipeline
     size = pipe.nli_batch_size if pipe.nli_mode == "batched" else 1

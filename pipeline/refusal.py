@@ -6,13 +6,8 @@ Texts from all concurrent callers of one ``RefusalClassifier`` are micro-batched
 ``refusal_batch_size`` texts: a batch is sent as soon as it is full, or ``refusal_linger_ms`` after
 its first text arrived. Every caller gets its own flags.
 
-Accounting of a shared call: each caller receives, for every call record the judge returned for the
-batch, its own ``JudgeCall`` with ``items`` = its number of texts in the batch, input/output tokens
-apportioned by that share (largest remainder, so the callers' tokens add up exactly to the call's),
-``cost_usd`` proportional, and the call's full ``latency_ms`` (request time) and ``wall_ms``.
-Only the caller owning the batch's first text keeps the call's ``attempts``; the others get
-``attempts=0`` (they made no request of their own), and ``Evaluation.judge_calls`` counts only
-records with attempts, so summing ``judge_calls`` over interactions counts each request once.
+Accounting of a shared call: ``pipeline.call_shares`` (each caller gets its share of the tokens and
+cost; only the owner of the batch's first text keeps the call's ``attempts``).
 
 An error of a batch (a ``JudgeError``, or any other exception, wrapped in ``JudgeError``) is raised
 in every caller with a text in that batch, as is a judge returning the wrong number of flags.
@@ -25,6 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pipeline.call_shares import share_calls
 from pipeline.judges.base import Judge, JudgeError
 from pipeline.sentences import first_sentences
 from schemas.results import Converted, JudgeCall, RefusalResult
@@ -40,42 +36,6 @@ class _Ticket:
     flags: list[bool] = field(default_factory=list)
     calls: list[JudgeCall] = field(default_factory=list)
     remaining: int = 0
-
-
-def apportion(total: int, weights: Sequence[int]) -> list[int]:
-    """Split ``total`` by ``weights`` into integers that add up to ``total`` (largest remainder)."""
-    whole = sum(weights)
-    if whole <= 0:
-        return [0 for _ in weights]
-    exact = [total * w / whole for w in weights]
-    shares = [int(x) for x in exact]
-    left = total - sum(shares)
-    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - shares[i]), i))
-    for i in order[:left]:
-        shares[i] += 1
-    return shares
-
-
-def share_calls(calls: Sequence[JudgeCall], counts: Sequence[int]) -> list[list[JudgeCall]]:
-    """The records each owner of ``counts[i]`` texts of a batch receives (module docstring)."""
-    total = sum(counts)
-    out: list[list[JudgeCall]] = [[] for _ in counts]
-    for call in calls:
-        inputs = apportion(call.input_tokens, counts)
-        outputs = apportion(call.output_tokens, counts)
-        for i, count in enumerate(counts):
-            out[i].append(
-                call.model_copy(
-                    update={
-                        "items": count,
-                        "input_tokens": inputs[i],
-                        "output_tokens": outputs[i],
-                        "cost_usd": call.cost_usd * count / total if total else 0.0,
-                        "attempts": call.attempts if i == 0 else 0,
-                    }
-                )
-            )
-    return out
 
 
 class RefusalClassifier:

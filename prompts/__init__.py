@@ -25,8 +25,10 @@ from pydantic import BaseModel
 
 from prompts.models import (
     OUTPUT_MODELS,
+    CaseAnswer,
     HypothesisAnswer,
     NliAnswer,
+    NliCasesAnswer,
     NliRefusalAnswer,
     PronounsAnswer,
     PronounSentence,
@@ -37,8 +39,11 @@ from prompts.models import (
 
 __all__ = [
     "FENCE_TAGS",
+    "CaseAnswer",
     "HypothesisAnswer",
     "NliAnswer",
+    "NliCase",
+    "NliCasesAnswer",
     "NliRefusalAnswer",
     "PromptTemplate",
     "Prompts",
@@ -58,6 +63,7 @@ OutT = TypeVar("OutT", bound=BaseModel)
 
 #: tag names used as fences; any of them inside untrusted text is neutralised
 FENCE_TAGS = (
+    "case",
     "premise",
     "document",
     "hypotheses",
@@ -147,12 +153,22 @@ def load_template(name: str) -> PromptTemplate:
     )
 
 
+@dataclass(frozen=True)
+class NliCase:
+    """One premise and its hypotheses, a case of an ``nli_cases`` prompt."""
+
+    premise: str
+    hypotheses: Sequence[str]
+    document: str | None = None
+
+
 class Prompts:
-    """The three prompts, loaded once, each rendered with typed input and a typed output model."""
+    """The prompts, loaded once, each rendered with typed input and a typed output model."""
 
     def __init__(self) -> None:
         self.pronouns_t = load_template("pronouns")
         self.nli_t = load_template("nli")
+        self.nli_cases_t = load_template("nli_cases")
         self.refusal_t = load_template("refusal")
 
     @staticmethod
@@ -196,6 +212,25 @@ class Prompts:
         model: type[NliAnswer] = NliRefusalAnswer if ask_refusal else NliAnswer
         return RenderedPrompt(t.name, self._version(t), self._messages(t, **values), model, len(hypotheses))
 
+    def nli_cases(self, cases: Sequence[NliCase]) -> RenderedPrompt[NliCasesAnswer]:
+        """Several (premise, hypotheses) cases in one prompt: the instructions are sent once for all."""
+        t = self.nli_cases_t
+        rendered = [
+            t.section(
+                "case",
+                id=str(n),
+                document=fence("document", case.document) + "\n" if case.document else "",
+                premise=neutralise(case.premise),
+                hypotheses="\n".join(fence("hypothesis", h, i) for i, h in enumerate(case.hypotheses, 1)),
+                hypothesis_count=str(len(case.hypotheses)),
+            )
+            for n, case in enumerate(cases, 1)
+        ]
+        values = {"cases": "\n".join(rendered), "count": str(len(cases))}
+        return RenderedPrompt(
+            t.name, self._version(t), self._messages(t, **values), NliCasesAnswer, len(cases)
+        )
+
     def refusal(self, texts: Sequence[str]) -> RenderedPrompt[RefusalAnswer]:
         t = self.refusal_t
         items = "\n".join(fence("text", s, i) for i, s in enumerate(texts, 1))
@@ -208,7 +243,8 @@ class Prompts:
         )
 
     def versions(self) -> dict[str, str]:
-        return {t.name: self._version(t) for t in (self.pronouns_t, self.nli_t, self.refusal_t)}
+        templates = (self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t)
+        return {t.name: self._version(t) for t in templates}
 
 
 @functools.cache

@@ -46,6 +46,17 @@ class NliRefusalAnswer(NliAnswer):
     refusal: bool
 
 
+class CaseAnswer(_Strict):
+    id: int
+    hypotheses: list[HypothesisAnswer]
+
+
+class NliCasesAnswer(_Strict):
+    """nli_cases.md: the statements of each hypothesis, by id, of each case, by id."""
+
+    cases: list[CaseAnswer]
+
+
 class RefusalItem(_Strict):
     id: int
     refusal: bool
@@ -58,5 +69,5 @@ class RefusalAnswer(_Strict):
 
 
 OUTPUT_MODELS: dict[str, type[BaseModel]] = {
-    m.__name__: m for m in (PronounsAnswer, NliAnswer, NliRefusalAnswer, RefusalAnswer)
+    m.__name__: m for m in (PronounsAnswer, NliAnswer, NliRefusalAnswer, NliCasesAnswer, RefusalAnswer)
 }

@@ -186,6 +186,7 @@ class Resources(Service):
         self._finished = False
         self._judge: Judge | None = None
         self.refusals: Any = None  # pipeline.refusal.RefusalClassifier
+        self.nli_judge: Any = None  # the judge, or pipeline.nli_grouping.NliGrouper over it (batched NLI)
         self.evaluator: Any = None  # pipeline.evaluator.Evaluator (fused topology)
         self.relevance: Any = None  # pipeline.metrics.relevance.RelevanceScorer (pipeline.relevance=true)
         self.store: Any = None  # streams.clickhouse.store.ClickHouseStore
@@ -196,6 +197,7 @@ class Resources(Service):
     async def on_start(self) -> None:
         from pipeline.evaluator import Evaluator
         from pipeline.judges.factory import open_judge
+        from pipeline.nli_grouping import NliGrouper, nli_judge
         from pipeline.refusal import RefusalClassifier
         from streams.alerts.engine import AlertEngine
         from streams.clickhouse.sink import EvaluationSink
@@ -211,6 +213,9 @@ class Resources(Service):
         self.refusals = RefusalClassifier(self.judge, settings)
         # closed before the judge (LIFO), cancelling batches in flight (their events are unacked: they return)
         self._stack.push_async_callback(self.refusals.aclose, cancel=True)
+        self.nli_judge = nli_judge(self.judge, settings)
+        if isinstance(self.nli_judge, NliGrouper):
+            self._stack.push_async_callback(self.nli_judge.aclose, cancel=True)
         if settings.pipeline.relevance:
             from pipeline.metrics.relevance import RelevanceScorer
 

@@ -12,12 +12,15 @@ from collections.abc import Sequence
 
 from pydantic import SecretStr
 
+from pipeline.call_shares import share_calls
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.llm.cache import VerdictCache, cache_key, open_cache
 from pipeline.llm.client import FormatMode, JudgeClient
 from prompts import (
     HypothesisAnswer,
     NliAnswer,
+    NliCase,
+    NliCasesAnswer,
     NliRefusalAnswer,
     Prompts,
     PronounsAnswer,
@@ -192,6 +195,78 @@ class LLMJudge:
             await self._put(writes)
         done = [r for r in results if r is not None]
         return JudgeOutput(NliOutput(hypotheses=done, refusal=refusal if ask_refusal else None), calls)
+
+    async def entail_cases(
+        self, cases: Sequence[tuple[Premise, Sequence[str]]]
+    ) -> list[JudgeOutput[NliOutput]]:
+        """Several (premise, hypotheses) cases, the hypotheses not in the cache asked in ONE prompt.
+
+        Each case's output holds one verdict per hypothesis, in order, and its share of the call
+        (``pipeline.call_shares``, weighted by the hypotheses it sent). A single case needing a call is
+        asked with the one-premise prompt, exactly as ``entail`` does.
+        """
+        groups = [list(hyps) for _, hyps in cases]
+        keys = [
+            [self._key("nli", premise.text, premise.document, h) for h in hyps]
+            for (premise, _), hyps in zip(cases, groups, strict=True)
+        ]
+        found = await self._get([k for ks in keys for k in ks])
+        results: list[list[HypothesisResult | None]] = []
+        offset = 0
+        for ks in keys:
+            stored = found[offset : offset + len(ks)]
+            offset += len(ks)
+            results.append(
+                [None if hit is None else HypothesisResult.model_validate_json(hit) for hit in stored]
+            )
+        calls: list[list[JudgeCall]] = [[] for _ in cases]
+        for c, res in enumerate(results):
+            hits = sum(r is not None for r in res)
+            if hits:
+                calls[c].append(self._hit_call("nli", hits))
+        asking = [c for c, res in enumerate(results) if any(r is None for r in res)]
+        if len(asking) == 1:
+            (c,) = asking
+            out = await self.entail(cases[c][0], groups[c])
+            return [
+                out
+                if i == c
+                else JudgeOutput(NliOutput(hypotheses=[r for r in res if r is not None]), calls[i])
+                for i, res in enumerate(results)
+            ]
+        if asking:
+            misses = {c: [i for i, r in enumerate(results[c]) if r is None] for c in asking}
+            prompt_cases = [
+                NliCase(cases[c][0].text, [groups[c][i] for i in misses[c]], cases[c][0].document)
+                for c in asking
+            ]
+
+            def check(answer: NliCasesAnswer) -> None:
+                _expect_ids([case.id for case in answer.cases], len(prompt_cases), "case")
+                for case in answer.cases:
+                    what = f"case {case.id} hypothesis"
+                    _expect_ids(
+                        [h.id for h in case.hypotheses], len(prompt_cases[case.id - 1].hypotheses), what
+                    )
+
+            sent = sum(len(m) for m in misses.values())
+            answer, call = await self.client.complete(
+                self.prompts.nli_cases(prompt_cases), stage="nli", items=sent, check=check
+            )
+            by_case = {case.id: {h.id: h for h in case.hypotheses} for case in answer.cases}
+            shares = share_calls([call], [len(misses[c]) for c in asking])
+            writes: list[tuple[str, str]] = []
+            for n, c in enumerate(asking, 1):
+                calls[c].extend(shares[n - 1])
+                for j, i in enumerate(misses[c], 1):
+                    verdict = hypothesis_result(groups[c][i], by_case[n][j].statements)
+                    results[c][i] = verdict
+                    writes.append((keys[c][i], verdict.model_dump_json()))
+            await self._put(writes)
+        return [
+            JudgeOutput(NliOutput(hypotheses=[r for r in res if r is not None]), calls[c])
+            for c, res in enumerate(results)
+        ]
 
     # ------------------------------------------------------------------ refusal
     async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:

@@ -23,7 +23,7 @@ def register(ctx: StreamContext) -> Any:
         iid = converted.interaction.interaction_id
         res = await ctx.res.wait_ready()
         try:
-            result = await run_nli(converted, res.judge, settings)
+            result = await run_nli(converted, res.nli_judge, settings)
         except JudgeError as exc:
             await ctx.dead_letter_judge_error("nli", exc, raw, ctx.names.converted, converted.interaction)
             return

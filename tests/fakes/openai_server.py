@@ -7,6 +7,7 @@ prompts from their fences, and answers with scripted verdicts:
 - pronouns: the sentences unchanged;
 - nli: one statement per hypothesis, entailed when at least half of its content words appear in the
   premise, else not_stated; with the refusal question, the refusal flag of the joined hypotheses;
+- nli_cases (several premises a prompt): the same, each case's hypotheses against its own premise;
 - refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...).
 
 Any of the three can be overridden with a ``Script``. Faults: latency, a rate of 429/500 errors, a
@@ -128,6 +129,7 @@ _ITEM = {
     "text": re.compile(r'<text id="(\d+)">(.*?)</text>', re.DOTALL),
 }
 _PREMISE = re.compile(r"<premise>\n?(.*?)\n?</premise>", re.DOTALL)
+_CASE = re.compile(r'<case id="(\d+)">(.*?)</case>', re.DOTALL)
 
 
 def _items(kind: str, text: str) -> list[str]:
@@ -308,6 +310,17 @@ class FakeOpenAIServer:
 
     def _scripted(self, user: str) -> tuple[str, dict[str, Any]]:
         script = self.config.script
+        if '<case id="' in user:
+            cases = []
+            for m in _CASE.finditer(user):
+                pm = _PREMISE.search(m.group(2))
+                premise = pm.group(1) if pm else ""
+                hyps = _items("hypothesis", m.group(2))
+                statements = [
+                    {"id": i, "statements": script.statements(premise, h)} for i, h in enumerate(hyps, 1)
+                ]
+                cases.append({"id": int(m.group(1)), "hypotheses": statements})
+            return "nli_cases", {"cases": cases}
         if "<premise>" in user:
             m = _PREMISE.search(user)
             premise = m.group(1) if m else ""
