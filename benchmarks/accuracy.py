@@ -164,7 +164,9 @@ def run_one(
     cmd = [sys.executable, "-m", "groundwatch.cli", "eval", str(source), "--judge", judge, "--out", str(out)]
     cmd += ["--quiet"] + (["--limit", str(limit)] if limit is not None else [])
     if judge in LLM_JUDGES:
-        cmd += ["--concurrency", "2"]  # one request at a time reaches llama.cpp anyway
+        # one request at a time reaches llama.cpp anyway; on a refusal set the refusal prompt is the only
+        # call, and 8 interactions at once fill its batches of 8 texts (the default refusal_batch_size)
+        cmd += ["--concurrency", "8" if label == "answer_refusal" else "2"]
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]
     shown = " ".join(f"{k}={v}" for k, v in env.items()) + " " + " ".join(cmd)
