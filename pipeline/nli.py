@@ -23,9 +23,10 @@ hypotheses carry one statement tagged ``exact_match``.
 The premises of pairs 2 and 3 carry ``Premise.question`` (the question's end they start with), so
 that a judge may tell the question, which frames the claim, from the evidence.
 
-A pair without hypotheses, without contexts (pair 1) or without ground truth (pairs 2, 3) is not
-judged: its score is None. ``nli_mode`` "batched" sends up to ``nli_batch_size`` hypotheses with one
-copy of the premise per call; "per_hypothesis" (the seed's way) sends one hypothesis a call.
+A pair without hypotheses, without contexts (pair 1) or without ground truth (pairs 2, 3), or left
+out of ``pipeline.pairs``, is not judged: its score is None. ``nli_mode`` "batched" sends up to
+``nli_batch_size`` hypotheses with one copy of the premise per call; "per_hypothesis" (the seed's way)
+sends one hypothesis a call.
 
 A premise longer than ``max_premise_chars`` (derived from the judge's window) is split into parts:
 passages are packed whole while they fit, a passage too long on its own is split on sentence
@@ -251,10 +252,13 @@ async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) 
     pipe = settings.pipeline
     size = pipe.nli_batch_size if pipe.nli_mode == "batched" else 1
     same = pipe.refusal_mode == "same"
-    pairs = build_pairs(converted, settings)
+    pairs = [
+        (name, passages if name in pipe.pairs else [], hypotheses)
+        for name, passages, hypotheses in build_pairs(converted, settings)
+    ]
     question_end = converted.question_sentences[-1] if converted.question_sentences else ""
-    alternatives_pair = (
-        pipe.ground_truth_alternatives and bool(ground_truth_alternatives(converted.interaction))
+    alternatives_pair = pipe.ground_truth_alternatives and bool(
+        ground_truth_alternatives(converted.interaction)
     )
     answer_refusal_pair: PairName | None = None
     if same:

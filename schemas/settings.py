@@ -15,6 +15,9 @@ from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 JudgeKind = Literal["openai", "local", "lexical", "cascade"]
+# the NLI pairs (schemas.results.PairName, which imports this module)
+NliPair = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
+NLI_PAIRS: tuple[NliPair, ...] = ("context_answer", "ground_truth_answer", "answer_ground_truth")
 
 
 class Limits(BaseModel):
@@ -95,6 +98,8 @@ class PipelineSettings(BaseModel):
     pronoun_replacement: bool = True
     pronoun_batch_size: int = Field(16, ge=1)  # sentences a prompt
     nli_mode: Literal["batched", "per_hypothesis"] = "batched"
+    # the NLI pairs judged (seed 000: all three); leaving one out saves its calls, its score is None
+    pairs: list[NliPair] = Field(default_factory=lambda: list(NLI_PAIRS), min_length=1)
     refusal_mode: Literal["separate", "same"] = "separate"  # "same": asked inside the NLI prompt (seed 001)
     refusal_sentences: int = Field(2, ge=1)
     refusal_batch_size: int = Field(8, ge=1)  # texts a prompt
