@@ -97,6 +97,9 @@ class JudgeSettings(BaseModel):
 class PipelineSettings(BaseModel):
     pronoun_replacement: bool = True
     pronoun_batch_size: int = Field(16, ge=1)  # sentences a prompt
+    # send a pronoun batch only when a sentence after its first holds an English pronoun or
+    # demonstrative (pipeline.convert.ANAPHORS); turn off for answers in other languages
+    pronoun_prefilter: bool = True
     nli_mode: Literal["batched", "per_hypothesis"] = "batched"
     # the NLI pairs judged (seed 000: all three); leaving one out saves its calls, its score is None
     pairs: list[NliPair] = Field(default_factory=lambda: list(NLI_PAIRS), min_length=1)

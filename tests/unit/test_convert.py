@@ -92,3 +92,25 @@ async def test_a_lone_sentence_is_not_sent_for_pronouns() -> None:
     assert converted.ground_truth_sentences[0] == "The router was sentence number 0 of the text."
     assert converted.ground_truth_sentences[16] == "It was sentence number 16 of the text."
     assert len(converted.calls) == 1
+
+
+async def test_a_batch_without_a_pronoun_to_resolve_is_not_sent() -> None:
+    """Only a pronoun or demonstrative after a batch's first sentence can refer back to it."""
+    judge = ScriptedJudge(pronouns={"It": "The router"})
+    plain = (
+        "The router has a reset button. The button restores factory settings. Hold the button ten seconds."
+    )
+    first_only = "It has a reset button. The button restores factory settings."
+    converted = await convert(interaction(plain, first_only), judge, Settings())
+    assert judge.pronoun_calls == [] and converted.calls == []
+    assert converted.ground_truth_sentences[0] == "It has a reset button."
+    # one later sentence with "its" is enough, matched as a word ("Itself" too, "Italy" not)
+    later = "The router has a reset button. Its green light blinks twice a second."
+    converted = await convert(
+        interaction(later, "The router is from Italy. Italy makes routers."), judge, Settings()
+    )
+    assert [len(c) for c in judge.pronoun_calls] == [2]
+    settings = Settings()
+    settings.pipeline.pronoun_prefilter = False  # other languages: every batch of 2+ sentences is sent
+    await convert(interaction(plain), judge, settings)
+    assert [len(c) for c in judge.pronoun_calls] == [2, 3]

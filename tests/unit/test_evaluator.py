@@ -40,29 +40,21 @@ class OverlapScorer:
 
 
 async def test_evaluate_runs_every_stage() -> None:
-    judge = ScriptedJudge(pronouns={"It": "The reset button"})
+    judge = ScriptedJudge(pronouns={"It": "The router"})
     scorer = OverlapScorer()
     settings = Settings()
     settings.pipeline.hallucination_threshold = 0.5  # set: not the lexical kind's calibrated 0.85
     evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
-    ev = await evaluator.evaluate(
-        interaction(
-            1, "It restores factory settings. The router has nine ports.", "It restores factory settings."
-        )
-    )
+    answer = "The reset button restores factory settings. It also has nine ethernet ports."
+    ev = await evaluator.evaluate(interaction(1, answer, "The reset button restores factory settings."))
     assert judge.pronoun_calls and judge.entail_calls and judge.refusal_calls
-    assert ev.pairs[0].hypotheses[0].hypothesis == "The reset button restores factory settings."
+    assert ev.pairs[0].hypotheses[1].hypothesis == "The router also has nine ethernet ports."
     assert ev.context_entailment == pytest.approx(0.5)
     assert ev.hallucination is False
     assert ev.answer_refusal is False and ev.ground_truth_refusal is False
-    assert ev.unsupported_claims == ["The router has nine ports."]
+    assert ev.unsupported_claims == ["The router also has nine ethernet ports."]
     assert ev.relevance is not None and 0 < ev.relevance < 1
-    assert scorer.seen == [
-        (
-            "I own the router. What does the reset button do?",
-            "It restores factory settings. The router has nine ports.",
-        )
-    ]
+    assert scorer.seen == [("I own the router. What does the reset button do?", answer)]
     assert set(ev.stage_seconds) == {"convert", "nli", "refusal", "relevance"}
     # pronouns: the answer only (a one-sentence ground truth has nothing to resolve from); NLI: the
     # context pair and the ground-truth pair (the unchanged ground truth is inside the answer: exact match)
