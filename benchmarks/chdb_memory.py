@@ -62,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         if done // step != (done - args.batch) // step or done == len(rows):
             series.append((done, rss_mb(pid)))
     took = time.perf_counter() - started
-    print(f"inserted {len(rows)} in batches of {args.batch} in {took:.1f}s"
-          + (" with the status counts after each batch" if args.status_counts else ""))
+    print(
+        f"inserted {len(rows)} in batches of {args.batch} in {took:.1f}s"
+        + (" with the status counts after each batch" if args.status_counts else "")
+    )
     print("RSS (MB) by rows written: " + ", ".join(f"{n}: {v:.0f}" for n, v in series))
     growth = (series[-1][1] or 0) - (start_rss or 0)
     print(f"growth: {growth:.0f} MB = {1024 * growth / len(rows):.1f} KB per evaluation")

@@ -247,9 +247,7 @@ async def produce(
                 iid = f"{rec['interaction_id']}~{run}~{sent}"
                 rec["interaction_id"] = iid
                 rec["timestamp"] = now
-                pending.append(
-                    await producer.send(topic, value=json.dumps(rec).encode(), key=iid.encode())
-                )
+                pending.append(await producer.send(topic, value=json.dumps(rec).encode(), key=iid.encode()))
                 sent += 1
             if len(pending) > 5000:
                 await asyncio.gather(*pending)

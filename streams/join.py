@@ -80,7 +80,6 @@ class Pending:
             out.append("refusal")
         return out
 
-
     def put(self, part: Part) -> None:
         if isinstance(part, Converted):
             self.converted = part

@@ -75,15 +75,19 @@ async def run_bounded(
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("could not dead-letter %s (attempt %d of %d)", _where(event), attempt,
-                              error_attempts)
+                log.exception(
+                    "could not dead-letter %s (attempt %d of %d)", _where(event), attempt, error_attempts
+                )
             if attempt < error_attempts:
                 await asyncio.sleep(delay)
                 delay *= 2
         log.error(
             "GIVING UP on %s: it failed (%s: %s) and could not be dead-lettered after %d attempts; "
             "acking it so its partition moves on. Re-read it from that offset to recover it.",
-            _where(event), type(exc).__name__, exc, error_attempts,
+            _where(event),
+            type(exc).__name__,
+            exc,
+            error_attempts,
         )
         return True
 

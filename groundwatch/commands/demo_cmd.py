@@ -75,8 +75,10 @@ def run(args: argparse.Namespace) -> int:
     _say(f"work directory {workdir}")
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
-        _say("the worker starts the local judge (llama.cpp, Qwen2.5-Coder-1.5B Q4, 2 threads): first run "
-             "assembles and checks the 1.1 GB model; CPU judging takes seconds to minutes per interaction")
+        _say(
+            "the worker starts the local judge (llama.cpp, Qwen2.5-Coder-1.5B Q4, 2 threads): first run "
+            "assembles and checks the 1.1 GB model; CPU judging takes seconds to minutes per interaction"
+        )
     stack = LocalStack(workdir, env=env, window_seconds=args.window_seconds)
     with stack:
         _say(f"broker {stack.broker.url}, worker ready (log: {stack.worker_log})")

@@ -20,6 +20,7 @@ from streams.clickhouse.store import ClickHouseStore
 
 log = logging.getLogger(__name__)
 
+
 class Located(Protocol):
     app: str
     model: str
