@@ -17,8 +17,9 @@ pairs and interactions, into one ``nli_cases`` prompt, so the instructions are s
 - every caller receives its own verdicts and its share of the call (``pipeline.call_shares``).
 
 The group size is per judge kind (``PipelineSettings.nli_group_cases_for``): on by default for hosted
-judges (billed per input token), 1 for the local one (its llama.cpp server keeps the instructions'
-evaluation in its prompt cache, and a 1.5B model follows a one-case prompt more reliably).
+judges (billed per input token), 1 for the local one (its llama.cpp server reuses the instructions
+already evaluated for the previous request, a prefix match, and a 1.5B model follows a one-case prompt
+more reliably).
 """
 
 from __future__ import annotations
