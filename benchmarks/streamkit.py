@@ -259,8 +259,9 @@ async def produce(
     return sent, started, time.monotonic() - t0
 
 
-async def topic_stamps(settings: Settings, topic: str, quiet_s: float = 4.0) -> list[int]:
-    """Every message's timestamp (ms) on a topic, read from the start until nothing new for ``quiet_s``."""
+async def read_topic(settings: Settings, topic: str, quiet_s: float = 4.0) -> list[tuple[int, bytes]]:
+    """(timestamp ms, key) of every message on a topic, read from the start until nothing new for
+    ``quiet_s`` (Tansu's end offsets are off by a batch, so the end is found by waiting, not by asking)."""
     consumer = AIOKafkaConsumer(
         topic,
         bootstrap_servers=bootstrap_servers(settings.kafka.broker),
@@ -269,45 +270,29 @@ async def topic_stamps(settings: Settings, topic: str, quiet_s: float = 4.0) -> 
         group_id=None,
     )
     await consumer.start()
-    stamps: list[int] = []
+    out: list[tuple[int, bytes]] = []
     last = time.monotonic()
     try:
         while time.monotonic() - last < quiet_s:
             batch = await consumer.getmany(timeout_ms=1000, max_records=10_000)
             for msgs in batch.values():
                 for m in msgs:
-                    stamps.append(m.timestamp)
+                    out.append((m.timestamp, m.key or b""))
                     last = time.monotonic()
     finally:
         await consumer.stop()
-    return sorted(stamps)
+    return out
+
+
+async def topic_stamps(settings: Settings, topic: str, quiet_s: float = 4.0) -> list[int]:
+    """Every message's timestamp (ms) on a topic (``read_topic``), sorted."""
+    return sorted(stamp for stamp, _ in await read_topic(settings, topic, quiet_s))
 
 
 async def count_topic(settings: Settings, topic: str, quiet_s: float = 4.0) -> tuple[int, int]:
-    """(messages, distinct keys) on a topic, read from the start until nothing new for ``quiet_s``
-    (Tansu's end offsets are off by a batch, so the end is found by waiting, not by asking)."""
-    consumer = AIOKafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap_servers(settings.kafka.broker),
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    await consumer.start()
-    total = 0
-    keys: set[bytes] = set()
-    last = time.monotonic()
-    try:
-        while time.monotonic() - last < quiet_s:
-            batch = await consumer.getmany(timeout_ms=1000, max_records=10_000)
-            for msgs in batch.values():
-                for m in msgs:
-                    total += 1
-                    keys.add(m.key or b"")
-                    last = time.monotonic()
-    finally:
-        await consumer.stop()
-    return total, len(keys)
+    """(messages, distinct keys) on a topic (``read_topic``)."""
+    messages = await read_topic(settings, topic, quiet_s)
+    return len(messages), len({key for _, key in messages})
 
 
 def read_rows(path: Path) -> list[tuple[str, int, int, int, int, int, int, int]]:
