@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class WindowAggregate(BaseModel):
@@ -34,3 +34,8 @@ class WindowAggregate(BaseModel):
     ground_truth_answer_scored: int = 0  # ... with ground_truth_entails_answer
     answer_ground_truth_scored: int = 0  # ... with answer_entails_ground_truth
     judge_latency_calls: int = 0  # judge calls (uncached, not lexical) behind the latency quantiles
+    # grounded-unit precision: its mean over the interactions that have one, and how many had one
+    mean_grounded_precision: float | None = None
+    grounded_precision_scored: int = 0
+    # the judge calls' latencies as counts per bucket of schemas.latency (they add up across windows)
+    judge_latency_histogram: list[int] = Field(default_factory=list)

@@ -27,6 +27,7 @@ TTL_COLUMNS: dict[str, str] = {
     "evaluation_statements": "evaluated_at",
     "window_aggregates": "computed_at",
     "alerts": "fired_at",
+    "dead_letters": "inserted_at",
 }
 
 

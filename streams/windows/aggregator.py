@@ -9,6 +9,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from schemas.evaluation import Evaluation
+from schemas.latency import histogram
 from schemas.window import WindowAggregate
 
 
@@ -25,6 +26,7 @@ class EvalRow(BaseModel):
     answer_refusal: bool | None = None
     ground_truth_refusal: bool | None = None
     hallucination: bool | None = None
+    grounded_precision: float | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -70,6 +72,7 @@ class WindowStats:
         self._ctx: list[float] = []
         self._gt_ans: list[float] = []
         self._ans_gt: list[float] = []
+        self._grounded: list[float] = []
         self.answered = 0
         self.hallucinations = 0
         self._refusal_known = 0
@@ -90,6 +93,8 @@ class WindowStats:
             self._gt_ans.append(row.ground_truth_entails_answer)
         if row.answer_entails_ground_truth is not None:
             self._ans_gt.append(row.answer_entails_ground_truth)
+        if row.grounded_precision is not None:
+            self._grounded.append(row.grounded_precision)
         if row.hallucination is not None:
             self.answered += 1
             self.hallucinations += int(row.hallucination)
@@ -142,4 +147,7 @@ class WindowStats:
             ground_truth_answer_scored=len(self._gt_ans),
             answer_ground_truth_scored=len(self._ans_gt),
             judge_latency_calls=len(self._latency),
+            mean_grounded_precision=_mean(self._grounded),
+            grounded_precision_scored=len(self._grounded),
+            judge_latency_histogram=histogram(self._latency),
         )

@@ -57,7 +57,7 @@ def store(settings: ClickHouseSettings) -> Iterator[ClickHouseStore]:
 def test_migrations_apply_once_and_set_ttl(store: ClickHouseStore) -> None:
     assert apply_migrations(store.client, store.db, ttl_days=30) == []  # already applied at open
     versions = store.query_sync(f"SELECT version FROM {store.db}.schema_migrations")
-    assert sorted(r["version"] for r in versions) == [1, 2]
+    assert sorted(r["version"] for r in versions) == [1, 2, 3]
     ddl = store.client.command(f"SHOW CREATE TABLE {store.db}.evaluations")
     assert "TTL" in ddl and "toIntervalDay(30)" in ddl
 
