@@ -26,7 +26,7 @@ from schemas.settings import Settings
 from streams import join
 from streams.context import Resources, StreamContext, new_context
 from streams.kafka_auth import faust_credentials
-from streams.processors import convert, evaluate, nli, refusal, sink
+from streams.processors import convert, dead_letters, evaluate, nli, refusal, sink
 
 
 @dataclass
@@ -90,4 +90,5 @@ def create_app(settings: Settings) -> StreamApp:
             refusal.register(ctx)
         join.register(ctx)
     sink.register(ctx)
+    dead_letters.register(ctx)
     return StreamApp(app=app, ctx=ctx, resources=resources, datadir=datadir, temporary_datadir=temporary)

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import faust
 from mode import Service
@@ -21,6 +21,9 @@ from schemas.results import Stage
 from schemas.settings import Settings
 from streams.codec import encode, fit_letter, original_of
 from streams.topics import TopicNames, topic_names
+
+if TYPE_CHECKING:
+    from streams.clickhouse.store import ClickHouseStore
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +242,14 @@ class Resources(Service):
         log.info(
             "groundwatch resources ready (judge=%s, clickhouse=%s)", self.judge.name, self.store.describe()
         )
+
+    @property
+    def store_open(self) -> ClickHouseStore:
+        """The ClickHouse store, once the resources are ready."""
+        if self.store is None:
+            raise RuntimeError("the ClickHouse store is not open yet")
+        store: ClickHouseStore = self.store
+        return store
 
     @property
     def judge(self) -> Judge:

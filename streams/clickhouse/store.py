@@ -19,6 +19,7 @@ from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
+from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
 from streams.clickhouse.migrations import apply_migrations, ddl_dir
 from streams.clickhouse.rows import (
     ALERT_COLUMNS,
@@ -103,6 +104,14 @@ class ClickHouseStore:
         await self._run(
             lambda: self.client.insert(f"{self.db}.window_aggregates", [row], column_names=WINDOW_COLUMNS)
         )
+
+    async def insert_dead_letter_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Rows of ``streams.clickhouse.dead_letter_rows`` (idempotent: keyed by the letter's hash)."""
+        if rows:
+            data = [list(r) for r in rows]
+            await self._run(
+                lambda: self.client.insert(f"{self.db}.dead_letters", data, column_names=DEAD_LETTER_COLUMNS)
+            )
 
     async def insert_alert(self, alert: Alert) -> None:
         row = alert_row(alert)
@@ -210,6 +219,7 @@ class ClickHouseStore:
             "evaluation_statements": "evaluation_statements_current",
             "window_aggregates": "window_aggregates FINAL",
             "alerts": "alerts FINAL",
+            "dead_letters": "dead_letters FINAL",
         }
         for table, source in sources.items():
             rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{source}")

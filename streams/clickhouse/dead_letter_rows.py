@@ -1,0 +1,78 @@
+"""Dead letters as ``dead_letters`` rows (deploy/clickhouse/003): what the dashboards count per stage.
+
+A row keeps where and why a message failed, not its payload (that stays on the dead-letter topic, where
+it can be replayed). ``dead_letter_id`` is the sha256 of the letter's bytes on the topic, so a redelivered
+letter replaces its own row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from schemas.deadletter import DeadLetter
+from streams.clickhouse.rows import utc
+
+DEAD_LETTER_COLUMNS = [
+    "dead_letter_id",
+    "failed_at",
+    "stage",
+    "error_type",
+    "error",
+    "source_topic",
+    "interaction_id",
+    "app",
+    "model",
+    "payload_bytes",
+    "truncated",
+]
+
+#: longest app or model name taken from a failed message (longer ones are not names)
+_NAME_CHARS = 200
+
+
+def _app_model(letter: DeadLetter) -> tuple[str, str]:
+    """The app and model the failed message named, when it was a JSON object that named them."""
+    for text in (letter.original, letter.payload):
+        if not text:
+            continue
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and "interaction" in data and isinstance(data["interaction"], dict):
+            data = data["interaction"]  # a Converted message carries its interaction
+        if isinstance(data, dict):
+            app, model = data.get("app"), data.get("model")
+            if isinstance(app, str) and isinstance(model, str):
+                return app[:_NAME_CHARS], model[:_NAME_CHARS]
+    return "", ""
+
+
+def dead_letter_row(raw: bytes, received_at: datetime | None = None) -> list[Any]:
+    """The row of one message read from the dead-letter topic. A message that is not a DeadLetter (written
+    there by something else) still gets a row, stage ``validate``, so it is counted, never dropped."""
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        letter = DeadLetter.model_validate_json(raw)
+    except (ValidationError, ValueError, RecursionError) as exc:
+        when = utc(received_at or datetime.now(UTC))
+        return [digest, when, "validate", "InvalidDeadLetter", str(exc)[:4000], "", None, "", "", len(raw), 0]
+    app, model = _app_model(letter)
+    return [
+        digest,
+        utc(letter.failed_at),
+        letter.stage,
+        letter.error_type,
+        letter.error[:4000],
+        letter.source_topic or "",
+        letter.interaction_id,
+        app,
+        model,
+        letter.payload_bytes or len(letter.payload.encode("utf-8")),
+        int(letter.truncated),
+    ]

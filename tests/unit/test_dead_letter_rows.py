@@ -1,0 +1,51 @@
+"""Dead letters become dead_letters rows: app and model recovered when the message named them."""
+
+from __future__ import annotations
+
+import json
+
+from schemas.deadletter import DeadLetter
+from schemas.settings import ClickHouseSettings
+from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS, dead_letter_row
+from streams.clickhouse.store import ClickHouseStore
+from tests.integration.chdb import fresh_chdb_url
+
+
+def letter(payload: str, original: str | None = None) -> bytes:
+    return DeadLetter(
+        stage="validate", error_type="DecodeError", error="answer: too long", source_topic="gw.interactions",
+        interaction_id="i1", payload=payload, original=original,
+    ).model_dump_json().encode()  # fmt: skip
+
+
+def test_row_names_app_and_model_from_the_payload() -> None:
+    row = dict(
+        zip(
+            DEAD_LETTER_COLUMNS,
+            dead_letter_row(letter(json.dumps({"app": "bot", "model": "m1"}))),
+            strict=True,
+        )
+    )
+    assert (row["stage"], row["app"], row["model"], row["interaction_id"]) == ("validate", "bot", "m1", "i1")
+
+
+def test_row_reads_a_converted_messages_interaction() -> None:
+    converted = json.dumps({"interaction": {"app": "bot", "model": "m2"}, "answer_sentences": []})
+    row = dict(zip(DEAD_LETTER_COLUMNS, dead_letter_row(letter(converted)), strict=True))
+    assert (row["app"], row["model"]) == ("bot", "m2")
+
+
+def test_garbage_on_the_topic_is_still_a_row() -> None:
+    row = dict(zip(DEAD_LETTER_COLUMNS, dead_letter_row(b"\xff not json"), strict=True))
+    assert row["stage"] == "validate" and row["error_type"] == "InvalidDeadLetter" and row["app"] == ""
+
+
+async def test_a_redelivered_letter_counts_once() -> None:
+    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    try:
+        raw = letter("not json at all")
+        await store.insert_dead_letter_rows([dead_letter_row(raw)])
+        await store.insert_dead_letter_rows([dead_letter_row(raw), dead_letter_row(letter("other"))])
+        assert (await store.counts())["dead_letters"] == 2
+    finally:
+        store.close()
