@@ -115,4 +115,5 @@ def assemble(
         complete=not absent,
         missing=absent,
         labels=interaction.labels,
+        interaction=interaction,
     )

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from schemas.interaction import Interaction
 from schemas.results import JudgeCall, PairResult
 
 
@@ -45,3 +46,6 @@ class Evaluation(BaseModel):
     complete: bool = True
     missing: list[str] = Field(default_factory=list)  # parts absent when the join timed out
     labels: dict[str, int] | None = None  # passed through from the input, for accuracy reports
+    # the input as evaluated (question, contexts, answer, ground truth): what a drill-down shows beside
+    # the verdicts. None in evaluations written before it was carried
+    interaction: Interaction | None = None

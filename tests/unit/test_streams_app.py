@@ -14,7 +14,9 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     assert conf.processing_guarantee.value == "at_least_once"
     assert conf.topic_partitions == 3 and conf.broker_session_timeout == 6.0
     agents = set(stream_app.app.agents)
-    assert agents == {f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink")}
+    assert agents == {
+        f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink", "dead_letters")
+    }
 
 
 def test_same_refusal_mode_has_no_refusal_processor(tmp_path) -> None:
@@ -25,4 +27,8 @@ def test_same_refusal_mode_has_no_refusal_processor(tmp_path) -> None:
 
 def test_fused_topology_has_one_processor_and_the_sink(tmp_path) -> None:
     settings = Settings(kafka=KafkaSettings(datadir=tmp_path, topology="fused"))
-    assert set(create_app(settings).app.agents) == {"groundwatch.evaluate", "groundwatch.sink"}
+    assert set(create_app(settings).app.agents) == {
+        "groundwatch.evaluate",
+        "groundwatch.sink",
+        "groundwatch.dead_letters",
+    }
