@@ -2,7 +2,7 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EVENTS ?= 50
+EVENTS ?= $(if $(filter lexical,$(JUDGE)),6000,60)
 JUDGE ?= lexical
 PUNKT := llama-index-core==0.14.25
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF

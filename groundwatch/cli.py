@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "replay": "Produce interactions from a JSONL file onto the interactions topic.",
     "report": "Print trend tables per app/model from ClickHouse.",
     "demo": "Start a local broker, worker and judge, replay sample traffic, print figures.",
+    "dashboard": "Serve the built-in dashboard over a ClickHouse server or a chDB path.",
 }
 
 

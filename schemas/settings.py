@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 JudgeKind = Literal["openai", "local", "lexical", "cascade"]
@@ -201,7 +201,8 @@ class KafkaSettings(BaseModel):
     heartbeat_interval_s: float = 1.0
     rebalance_timeout_s: float = 4.0
     web_port: int = 6066
-    web_enabled: bool = False  # faust's HTTP server (127.0.0.1:web_port); groundwatch does not need it
+    # faust's HTTP server (on dashboard.host:web_port): serves the built-in dashboard at /dashboard/
+    web_enabled: bool = False
     commit_interval_s: float = Field(1.0, gt=0)
     producer_linger_s: float = Field(0.005, ge=0)  # batch a stage's outputs this long before sending
     # "staged": convert -> nli / refusal -> join, one topic a hop (stages scale and fail apart);
@@ -249,6 +250,36 @@ class AlertSettings(BaseModel):
     webhook_timeout_s: float = 5.0
 
 
+class DashboardSettings(BaseModel):
+    """The built-in dashboard, on the worker's web server and in ``groundwatch dashboard``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str = Field(
+        "127.0.0.1",
+        description="address the worker's web server (and `groundwatch dashboard` by default) binds; any "
+        "address but loopback needs a token or a username and password",
+    )
+    token: SecretStr | None = Field(
+        None, description="bearer token the dashboard and its API require (header or ?token= once)"
+    )
+    username: str | None = Field(None, description="basic-auth user the dashboard requires (with password)")
+    password: SecretStr | None = Field(None, description="basic-auth password (with username)")
+    refresh_seconds: int = Field(30, ge=5, le=3600, description="how often an open page reloads its data")
+
+    @property
+    def has_credentials(self) -> bool:
+        return bool(self.token and self.token.get_secret_value()) or bool(
+            self.username and self.password and self.password.get_secret_value()
+        )
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> DashboardSettings:
+        if bool(self.username) != bool(self.password):
+            raise ValueError("dashboard username and password go together")
+        return self
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GROUNDWATCH_", env_nested_delimiter="__", extra="ignore")
 
@@ -260,6 +291,7 @@ class Settings(BaseSettings):
     clickhouse: ClickHouseSettings = Field(default_factory=ClickHouseSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
 
 
 class _MappingEnvSource(EnvSettingsSource):

@@ -25,6 +25,8 @@ import faust
 from schemas.settings import Settings
 from streams import join
 from streams.context import Resources, StreamContext, new_context
+from streams.dashboard.api import dashboard_app
+from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
 from streams.kafka_auth import faust_credentials
 from streams.processors import convert, dead_letters, evaluate, nli, refusal, sink
 
@@ -63,15 +65,27 @@ def faust_app(settings: Settings, datadir: Path) -> faust.App:
         broker_rebalance_timeout=k.rebalance_timeout_s,
         broker_commit_interval=k.commit_interval_s,
         web_enabled=k.web_enabled,
-        web_bind="127.0.0.1",
+        web_bind=settings.dashboard.host,
         web_port=k.web_port,
-        web_host="127.0.0.1",
+        web_host=settings.dashboard.host,
         producer_acks=-1,
         producer_linger=k.producer_linger_s,
         # held events (the join, unflushed sink rows) are redelivered after a stop or rebalance by design:
         # do not wait for them to be acked before letting partitions go
         stream_wait_empty=False,
     )
+
+
+def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) -> None:
+    """The built-in dashboard at /dashboard/ on faust's web server: this process owns the ClickHouse
+    store (with chDB, the only process that may open its path). Off loopback, credentials are required
+    and guard every page of the web server, faust's own included."""
+    host = settings.dashboard.host
+    require_credentials(host, settings.dashboard)
+    web_app = app.web.web_app  # type: ignore[attr-defined]
+    if not is_loopback(host):
+        web_app.middlewares.append(auth_middleware(settings.dashboard))
+    web_app.add_subapp("/dashboard/", dashboard_app(lambda: resources.store, settings.dashboard))
 
 
 def create_app(settings: Settings) -> StreamApp:
@@ -91,4 +105,6 @@ def create_app(settings: Settings) -> StreamApp:
         join.register(ctx)
     sink.register(ctx)
     dead_letters.register(ctx)
+    if settings.kafka.web_enabled:
+        mount_dashboard(app, resources, settings)
     return StreamApp(app=app, ctx=ctx, resources=resources, datadir=datadir, temporary_datadir=temporary)

@@ -125,6 +125,20 @@ class LocalStack:
             time.sleep(0.5)
         raise TimeoutError(f"{last} of {n} interactions in ClickHouse after {timeout_s}s")
 
+    def wait_for_windows(self, n: int, timeout_s: float = 600.0) -> int:
+        """Wait until ClickHouse holds ``n`` window rows (the worker's status file says)."""
+        deadline = time.monotonic() + timeout_s
+        count = 0
+        while time.monotonic() < deadline:
+            if self.worker is not None and not self.worker.alive():
+                raise RuntimeError(f"the worker stopped:\n{self.worker.tail()}")
+            status = self.worker.status() if self.worker else None
+            count = status.counts.get("window_aggregates", 0) if status else 0
+            if count >= n:
+                return count
+            time.sleep(0.5)
+        raise TimeoutError(f"{count} of {n} windows in ClickHouse after {timeout_s}s")
+
     def stop_worker(self) -> int:
         if self.worker is None:
             return 0

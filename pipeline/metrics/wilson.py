@@ -1,0 +1,22 @@
+"""The Wilson score interval of a proportion (how firm a window's rate is, given its denominator)."""
+
+from __future__ import annotations
+
+import math
+
+#: z for a two-sided 95 % interval
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float] | None:
+    """(lower, upper) of the Wilson score interval for ``successes`` out of ``trials``; None without
+    trials. Unlike the normal approximation it stays inside [0, 1] and is sensible at 0 and n."""
+    if trials <= 0:
+        return None
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be within [0, trials]: {successes} of {trials}")
+    p = successes / trials
+    z2 = z * z
+    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)

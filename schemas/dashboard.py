@@ -1,0 +1,151 @@
+"""The dashboard's JSON API: what each endpoint takes (query parameters) and returns.
+
+Every request value is validated here before it reaches SQL, where it travels only as a ``{name:Type}``
+query parameter. A bad value is a 400 with the field and the reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schemas.alert import Alert
+from schemas.evaluation import Evaluation
+
+Rollup = Literal["auto", "window", "hour", "6h", "day"]
+
+#: the longest range one request may ask for
+MAX_RANGE = timedelta(days=400)
+_NAME = 200  # longest app or model name accepted in a filter
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class TimeRange(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start: datetime = Field(description="range start (ISO 8601, UTC when no offset), inclusive")
+    end: datetime = Field(description="range end (ISO 8601), exclusive")
+
+    @field_validator("start", "end")
+    @classmethod
+    def _as_utc(cls, value: datetime) -> datetime:
+        value = _utc(value)
+        if not datetime(1971, 1, 1, tzinfo=UTC) <= value <= datetime(2299, 12, 31, tzinfo=UTC):
+            raise ValueError("must be between 1971 and 2299")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRange:
+        if self.end <= self.start:
+            raise ValueError("end must be after start")
+        if self.end - self.start > MAX_RANGE:
+            raise ValueError(f"a range may span at most {MAX_RANGE.days} days")
+        return self
+
+
+class OverviewQuery(TimeRange):
+    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
+    models: list[str] = Field(
+        default_factory=list, max_length=20, description="models to overlay; every model when empty"
+    )
+    rollup: Rollup = Field("auto", description="bucket size: auto (by range), window, hour, 6h or day")
+
+    @field_validator("models")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        if any(not m or len(m) > _NAME for m in value):
+            raise ValueError(f"each model must be 1-{_NAME} characters")
+        return value
+
+
+class BucketQuery(TimeRange):
+    app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
+    model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
+    limit: int = Field(100, ge=1, le=1000, description="interactions returned, worst first")
+
+
+class AlertsQuery(TimeRange):
+    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
+    model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")
+    limit: int = Field(500, ge=1, le=5000, description="alerts returned, newest first")
+
+
+class Series(BaseModel):
+    """One app/model over time: parallel arrays, one entry per bucket (``t``: bucket start, Unix s)."""
+
+    app: str
+    model: str
+    t: list[int]
+    values: dict[str, list[float | None]] = Field(description="metric name -> value per bucket")
+    lower: dict[str, list[float | None]] = Field(description="rate metrics: Wilson 95 % lower bound")
+    upper: dict[str, list[float | None]] = Field(description="rate metrics: Wilson 95 % upper bound")
+    support: dict[str, list[int]] = Field(description="rate and mean metrics: the denominator per bucket")
+    latency_p50_ms: list[float | None]
+    latency_p95_ms: list[float | None]
+
+
+class DeadLetterBucket(BaseModel):
+    t: int = Field(description="bucket start, Unix seconds (by the time the message failed)")
+    stage: str
+    count: int
+
+
+class Overview(BaseModel):
+    start: datetime
+    end: datetime
+    rollup: Literal["window", "hour", "6h", "day"]
+    step_seconds: int
+    series: list[Series]
+    dead_letters: list[DeadLetterBucket]
+    alerts: list[Alert]
+
+
+class SeriesInfo(BaseModel):
+    app: str
+    model: str
+    first: datetime
+    last: datetime
+    windows: int
+
+
+class Options(BaseModel):
+    series: list[SeriesInfo]
+    window_seconds: int | None = Field(description="the workers' window size (from the stored windows)")
+    refresh_seconds: int = Field(description="how often the page reloads its data")
+    metrics: list[dict[str, str]] = Field(description="name, label, kind and unit of each metric")
+
+
+class InteractionRow(BaseModel):
+    interaction_id: str
+    timestamp: datetime
+    hallucination: bool | None
+    context_entailment: float | None
+    ground_truth_entails_answer: float | None
+    answer_entails_ground_truth: float | None
+    answer_refusal: bool | None
+    ground_truth_refusal: bool | None
+    grounded_precision: float | None
+    unsupported_claims: int
+    judge_calls: int
+    tokens: int
+    cost_usd: float
+    judge_latency_ms: float
+    complete: bool
+
+
+class BucketInteractions(BaseModel):
+    app: str
+    model: str
+    start: datetime
+    end: datetime
+    interactions: list[InteractionRow]
+    total: int = Field(description="interactions in the bucket (the list may be cut at the limit)")
+
+
+class InteractionDetail(BaseModel):
+    evaluation: Evaluation

@@ -1,0 +1,88 @@
+"""Who may read the dashboard: anyone on loopback; elsewhere a bearer token or basic-auth credentials.
+
+A server bound to any address but loopback refuses to start without credentials
+(``require_credentials``). With a token, a browser opens ``/dashboard/?token=...`` once: the token is
+kept in an HttpOnly cookie and the address without it is loaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from schemas.settings import DashboardSettings
+
+COOKIE = "groundwatch_dashboard_token"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class DashboardConfigError(ValueError):
+    """The dashboard's settings do not allow serving it as asked."""
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def require_credentials(host: str, settings: DashboardSettings) -> None:
+    """Raise unless ``host`` is loopback or credentials are set."""
+    if not is_loopback(host) and not settings.has_credentials:
+        raise DashboardConfigError(
+            f"refusing to serve the dashboard on {host!r} without credentials: set "
+            "GROUNDWATCH_DASHBOARD__TOKEN, or GROUNDWATCH_DASHBOARD__USERNAME and __PASSWORD "
+            "(or bind 127.0.0.1)"
+        )
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def authorised(request: web.Request, settings: DashboardSettings) -> bool:
+    header = request.headers.get("Authorization", "")
+    token = settings.token.get_secret_value() if settings.token else ""
+    if token:
+        if header.startswith("Bearer ") and _same(header[7:], token):
+            return True
+        if _same(request.cookies.get(COOKIE, ""), token):
+            return True
+    if settings.username and settings.password and header.startswith("Basic "):
+        try:
+            user, _, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        return _same(user, settings.username) and _same(password, settings.password.get_secret_value())
+    return False
+
+
+def auth_middleware(settings: DashboardSettings) -> Middleware:
+    """Checks every request when credentials are set (none: loopback only, see require_credentials)."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not settings.has_credentials or authorised(request, settings):
+            return await handler(request)
+        token = settings.token.get_secret_value() if settings.token else ""
+        given = request.query.get("token", "")
+        if token and given and _same(given, token):
+            rest = {k: v for k, v in request.query.items() if k != "token"}
+            target = request.rel_url.with_query(rest)
+            response = web.HTTPFound(str(target))
+            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", secure=request.secure)
+            raise response
+        headers = {"WWW-Authenticate": 'Basic realm="groundwatch"'} if settings.username else {}
+        raise web.HTTPUnauthorized(
+            text='{"error": "unauthorised"}', content_type="application/json", headers=headers
+        )
+
+    return middleware

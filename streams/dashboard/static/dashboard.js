@@ -1,0 +1,367 @@
+/* groundwatch dashboard: reads the JSON API beside it (api/...), draws with uPlot, keeps its state in
+   the address bar so a link shows the same view. All text from the data is set with textContent. */
+"use strict";
+
+const PALETTE = ["#2f5bd3", "#d9480f", "#2b8a3e", "#862e9c", "#c2255c", "#0b7285", "#e67700", "#495057"];
+const RANGES = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
+const CHARTS = [
+  { id: "hallucination_rate", title: "Hallucination rate (95% Wilson band)", metric: "hallucination_rate", band: true, pct: true },
+  { id: "answer_refusal_rate", title: "Answer refusal rate", metric: "answer_refusal_rate", band: true, pct: true },
+  { id: "ground_truth_refusal_rate", title: "Ground-truth refusal rate", metric: "ground_truth_refusal_rate", band: true, pct: true },
+  { id: "mean_context_entailment", title: "Context ⇒ answer (mean entailment)", metric: "mean_context_entailment" },
+  { id: "mean_ground_truth_entails_answer", title: "Ground truth ⇒ answer (mean entailment)", metric: "mean_ground_truth_entails_answer" },
+  { id: "mean_answer_entails_ground_truth", title: "Answer ⇒ ground truth (mean entailment)", metric: "mean_answer_entails_ground_truth" },
+  { id: "mean_grounded_precision", title: "Grounded-unit precision", metric: "mean_grounded_precision" },
+  { id: "interactions", title: "Volume (interactions)", metric: "interactions" },
+  { id: "judge_tokens", title: "Judge tokens (in + out)", metric: "judge_tokens" },
+  { id: "judge_cost_usd", title: "Judge cost (USD)", metric: "judge_cost_usd" },
+  { id: "latency", title: "Judge latency p50 / p95 (ms)", latency: true },
+  { id: "dead_letters", title: "Dead letters (all stages, by failure time)", deadLetters: true },
+];
+
+const state = { options: null, overview: null, charts: {}, timer: null, loading: false };
+let overview_range = { start: 0, end: 0 }; // the range the charts were drawn for (Unix seconds)
+window.groundwatch = state; // read by the browser tests
+
+function $(id) { return document.getElementById(id); }
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("data-")) node.setAttribute(k, v);
+    else node[k] = v;
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(c == null ? "" : String(c)));
+  return node;
+}
+function params() { return new URLSearchParams(location.search); }
+function setParams(update, push) {
+  const p = params();
+  for (const [k, v] of Object.entries(update)) {
+    p.delete(k);
+    if (Array.isArray(v)) v.forEach((x) => p.append(k, x));
+    else if (v !== null && v !== undefined && v !== "") p.set(k, v);
+  }
+  const url = "?" + p.toString();
+  if (push) history.pushState(null, "", url); else history.replaceState(null, "", url);
+}
+function iso(sec) { return new Date(sec * 1000).toISOString().replace(".000Z", "Z"); }
+function fmt(v, unit) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "–";
+  if (unit === "pct") return (100 * v).toFixed(1) + "%";
+  if (unit === "usd") return "$" + v.toFixed(4);
+  if (unit === "int") return String(Math.round(v));
+  return v.toFixed(3);
+}
+function status(text, error) { const s = $("status"); s.textContent = text; s.classList.toggle("error", !!error); }
+
+async function api(path, query) {
+  const url = "api/" + path + (query ? "?" + query.toString() : "");
+  const response = await fetch(url, { credentials: "same-origin" });
+  if (!response.ok) {
+    let reason = response.statusText;
+    try { const body = await response.json(); reason = body.error + (body.details && body.details.length ? ": " + body.details.map((d) => d.field + " " + d.reason).join("; ") : ""); } catch (e) { /* not JSON */ }
+    throw new Error(`${path}: ${response.status} ${reason}`);
+  }
+  return response.json();
+}
+
+/* ---- time range ------------------------------------------------------------------------------ */
+function currentRange() {
+  const p = params();
+  const range = p.get("range") || "data";
+  if (range === "custom" && p.get("start") && p.get("end")) {
+    return { start: Date.parse(p.get("start")) / 1000, end: Date.parse(p.get("end")) / 1000, range };
+  }
+  if (range in RANGES) {
+    const end = Math.ceil(Date.now() / 60000) * 60;
+    return { start: end - RANGES[range], end, range };
+  }
+  // "data": everything stored (the demo's simulated history lies in the past)
+  const series = (state.options && state.options.series) || [];
+  if (!series.length) { const end = Math.ceil(Date.now() / 60000) * 60; return { start: end - 86400, end, range: "data" }; }
+  const first = Math.min(...series.map((s) => Date.parse(s.first) / 1000));
+  const last = Math.max(...series.map((s) => Date.parse(s.last) / 1000));
+  return { start: Math.floor(first / 3600) * 3600, end: Math.ceil(last / 3600) * 3600 + 3600, range: "data" };
+}
+function toLocalInput(sec) { return new Date(sec * 1000).toISOString().slice(0, 16); }
+
+/* ---- filters ---------------------------------------------------------------------------------- */
+function renderFilters() {
+  const p = params();
+  const series = state.options.series;
+  const apps = [...new Set(series.map((s) => s.app))].sort();
+  const app = p.get("app") || "";
+  const appSelect = $("app");
+  appSelect.replaceChildren(el("option", { value: "" }, "all apps"), ...apps.map((a) => el("option", { value: a, selected: a === app }, a)));
+  const models = [...new Set(series.filter((s) => !app || s.app === app).map((s) => s.model))].sort();
+  const chosen = p.getAll("model");
+  const box = $("models");
+  box.replaceChildren(el("legend", {}, "Models"));
+  for (const m of models) {
+    const input = el("input", { type: "checkbox", value: m, checked: !chosen.length || chosen.includes(m) });
+    input.addEventListener("change", () => {
+      const ticked = [...box.querySelectorAll("input:checked")].map((i) => i.value);
+      setParams({ model: ticked.length === models.length ? [] : ticked }, true);
+      load();
+    });
+    box.append(el("label", {}, input, " " + m));
+  }
+  const r = currentRange();
+  document.querySelectorAll("#ranges button").forEach((b) => b.classList.toggle("active", b.dataset.range === r.range));
+  $("from").value = toLocalInput(r.start);
+  $("to").value = toLocalInput(r.end);
+  $("auto").checked = p.get("auto") === "1";
+}
+
+/* ---- overview charts -------------------------------------------------------------------------- */
+function seriesName(s) { return `${s.app} / ${s.model}`; }
+function colour(i) { return PALETTE[i % PALETTE.length]; }
+
+function chartData(def, overview) {
+  const times = [...new Set(overview.series.flatMap((s) => s.t))].sort((a, b) => a - b);
+  if (def.deadLetters) {
+    const counts = new Map(times.map((t) => [t, 0]));
+    const dlTimes = [...new Set([...times, ...overview.dead_letters.map((d) => d.t)])].sort((a, b) => a - b);
+    dlTimes.forEach((t) => counts.set(t, counts.get(t) || 0));
+    overview.dead_letters.forEach((d) => counts.set(d.t, counts.get(d.t) + d.count));
+    return { times: dlTimes, columns: [dlTimes.map((t) => counts.get(t))], labels: [{ label: "dead letters", colour: "#c01048" }] };
+  }
+  const columns = []; const labels = [];
+  overview.series.forEach((s, i) => {
+    const index = new Map(s.t.map((t, j) => [t, j]));
+    const pick = (arr) => times.map((t) => (index.has(t) ? arr[index.get(t)] : null));
+    if (def.latency) {
+      columns.push(pick(s.latency_p50_ms)); labels.push({ label: seriesName(s) + " p50", colour: colour(i), series: s });
+      columns.push(pick(s.latency_p95_ms)); labels.push({ label: seriesName(s) + " p95", colour: colour(i), dash: [4, 3], series: s });
+      return;
+    }
+    if (def.band) {
+      columns.push(pick(s.lower[def.metric])); labels.push({ label: seriesName(s) + " lower", colour: colour(i), bandEdge: true, series: s });
+      columns.push(pick(s.upper[def.metric])); labels.push({ label: seriesName(s) + " upper", colour: colour(i), bandEdge: true, series: s });
+    }
+    columns.push(pick(s.values[def.metric])); labels.push({ label: seriesName(s), colour: colour(i), series: s, main: true });
+  });
+  return { times, columns, labels };
+}
+
+function placeMarkers(u, alerts) {
+  u.over.querySelectorAll(".alert-marker").forEach((m) => m.remove());
+  let lastLabelled = -Infinity;
+  const sorted = [...alerts].sort((a, b) => Date.parse(a.window_end) - Date.parse(b.window_end));
+  for (const a of sorted) {
+    const t = Date.parse(a.window_end) / 1000;
+    const x = u.valToPos(t, "x");
+    if (!(x >= 0 && x <= u.over.clientWidth)) continue;
+    const title = `${a.rule}: ${a.metric} ${fmt(a.value)} ${a.op} ${a.threshold} (${a.app} / ${a.model}), window ending ${a.window_end}`;
+    const marker = el("div", { class: "alert-marker", title, "data-t": String(t), "data-rule": a.rule, "data-app": a.app, "data-model": a.model });
+    if (x - lastLabelled > 90) { marker.append(el("span", {}, "⚠ " + a.rule)); lastLabelled = x; }
+    marker.style.left = x + "px";
+    u.over.append(marker);
+  }
+}
+
+function drawChart(def, overview, container) {
+  const { times, columns, labels } = chartData(def, overview);
+  const card = el("div", { class: "chart", id: "chart-" + def.id, "data-points": String(times.length) }, el("h3", {}, def.title));
+  container.append(card);
+  const anyValue = columns.some((c) => c.some((v) => v !== null && v !== undefined));
+  if (!times.length || !anyValue) {
+    card.append(el("div", { class: "empty" }, def.latency ? "no judge calls in this range (the lexical judge makes none)" : "no data in this range"));
+    card.dataset.points = "0";
+    return;
+  }
+  const unit = def.pct ? "pct" : def.metric === "judge_cost_usd" ? "usd" : ["interactions", "judge_tokens"].includes(def.metric) || def.deadLetters ? "int" : "";
+  const series = [{}].concat(labels.map((l) => ({
+    label: l.label, stroke: l.colour, width: l.bandEdge ? 0 : 2, dash: l.dash, show: true,
+    points: { show: times.length < 60, size: 5 }, spanGaps: false,
+    value: (u, v) => fmt(v, unit),
+  })));
+  const bands = [];
+  labels.forEach((l, i) => { if (l.bandEdge && labels[i + 1] && labels[i + 1].bandEdge) bands.push({ series: [i + 2, i + 1], fill: l.colour + "33" }); });
+  const opts = {
+    width: Math.max(320, card.clientWidth - 18), height: 220,
+    series, bands, legend: { show: false },
+    scales: { x: { time: true, range: [overview_range.start, overview_range.end] }, y: def.pct || def.metric && def.metric.startsWith("mean_") ? { range: [0, 1] } : {} },
+    axes: [{}, { values: (u, vals) => vals.map((v) => (unit === "usd" ? "$" + v.toPrecision(2) : fmt(v, unit))), size: 64 }],
+    cursor: { focus: { prox: 24 } },
+    hooks: { draw: [(u) => placeMarkers(u, overview.alerts)] },
+  };
+  const u = new uPlot(opts, [times, ...columns], card);
+  u.over.addEventListener("click", () => openPoint(u, def, labels, times, overview));
+  state.charts[def.id] = { plot: u, labels, times };
+}
+function openPoint(u, def, labels, times, overview) {
+  const idx = u.cursor.idx;
+  if (idx === null || idx === undefined) return;
+  const top = u.cursor.top;
+  let best = null;
+  labels.forEach((l, i) => {
+    if (!l.series || l.bandEdge) return;
+    const v = u.data[i + 1][idx];
+    if (v === null || v === undefined) return;
+    const d = Math.abs(u.valToPos(v, "y") - top);
+    if (!best || d < best.d) best = { d, series: l.series };
+  });
+  if (!best) return;
+  const start = times[idx];
+  setParams({ view: "bucket", bapp: best.series.app, bmodel: best.series.model, bstart: iso(start), bend: iso(start + overview.step_seconds) }, true);
+  route();
+}
+
+function renderLegend(overview) {
+  $("legend").replaceChildren(...overview.series.map((s, i) => el("span", {}, el("span", { class: "swatch", style: "" }), seriesName(s))));
+  $("legend").querySelectorAll(".swatch").forEach((sw, i) => { sw.style.background = colour(i); });
+}
+
+async function loadOverview() {
+  const r = currentRange();
+  const p = params();
+  const q = new URLSearchParams({ start: iso(r.start), end: iso(r.end) });
+  if (p.get("app")) q.set("app", p.get("app"));
+  p.getAll("model").forEach((m) => q.append("model", m));
+  if (p.get("rollup")) q.set("rollup", p.get("rollup"));
+  const overview = await api("overview", q);
+  state.overview = overview;
+  overview_range = r;
+  Object.values(state.charts).forEach((c) => c.plot.destroy());
+  state.charts = {};
+  const container = $("charts");
+  container.replaceChildren();
+  const total = overview.series.reduce((n, s) => n + s.values.interactions.reduce((a, b) => a + (b || 0), 0), 0);
+  $("overview-summary").textContent = `${iso(r.start)} – ${iso(r.end)} · rollup: ${overview.rollup} (${overview.step_seconds} s buckets) · ${total} interactions · ${overview.alerts.length} alerts · click a point to see its interactions`;
+  renderLegend(overview);
+  CHARTS.forEach((def) => drawChart(def, overview, container));
+}
+
+/* ---- drill-down ------------------------------------------------------------------------------- */
+async function loadBucket() {
+  const p = params();
+  const q = new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "", limit: "200" });
+  const data = await api("bucket", q);
+  $("bucket-title").textContent = `${data.app} / ${data.model}: ${data.start} – ${data.end}`;
+  $("bucket-summary").textContent = `${data.total} interactions, worst first (hallucinated, then lowest context entailment)`;
+  const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
+  $("bucket-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
+  const flag = (v) => (v === null ? "–" : v ? "yes" : "no");
+  $("bucket-table").querySelector("tbody").replaceChildren(...data.interactions.map((r) => {
+    const link = el("a", { href: "#", class: "interaction-link" }, r.interaction_id);
+    link.addEventListener("click", (e) => { e.preventDefault(); setParams({ view: "interaction", id: r.interaction_id }, true); route(); });
+    return el("tr", { class: r.hallucination ? "bad" : "" }, el("td", {}, link), el("td", {}, flag(r.hallucination)),
+      el("td", { class: "num" }, fmt(r.context_entailment)), el("td", { class: "num" }, fmt(r.ground_truth_entails_answer)),
+      el("td", { class: "num" }, fmt(r.answer_entails_ground_truth)), el("td", {}, flag(r.answer_refusal)), el("td", {}, flag(r.ground_truth_refusal)),
+      el("td", { class: "num" }, fmt(r.grounded_precision)), el("td", { class: "num" }, r.unsupported_claims),
+      el("td", { class: "num" }, r.tokens), el("td", { class: "num" }, fmt(r.cost_usd, "usd")), el("td", { class: "num" }, r.judge_latency_ms.toFixed(0)));
+  }));
+}
+
+const PAIR_TITLES = {
+  context_answer: "Answer statements against the retrieved context",
+  ground_truth_answer: "Answer statements against the question and ground truth (ground truth ⇒ answer)",
+  answer_ground_truth: "Ground-truth statements against the question and answer (answer ⇒ ground truth)",
+};
+function pairPanel(pair) {
+  const panel = el("div", { class: "panel pair", "data-pair": pair.pair }, el("h3", {}, `${PAIR_TITLES[pair.pair] || pair.pair}: ${fmt(pair.score)}`));
+  for (const h of pair.hypotheses) {
+    const block = el("div", { class: "hypothesis" });
+    for (const s of h.statements) {
+      block.append(el("span", { class: "statement verdict-" + s.verdict, "data-verdict": s.verdict },
+        s.statement, el("span", { class: "meta" }, `${s.verdict.replace("_", " ")}${s.tag ? " · " + s.tag : ""}${s.reason ? " · " + s.reason : ""}`)));
+    }
+    panel.append(block);
+  }
+  if (!pair.hypotheses.length) panel.append(el("p", { class: "hint" }, "nothing to judge"));
+  return panel;
+}
+function textPanel(title, text) { return el("div", { class: "panel" }, el("h3", {}, title), el("div", { class: "text" }, text == null ? "–" : text)); }
+
+async function loadInteraction() {
+  const id = params().get("id") || "";
+  const { evaluation: e } = await api("interactions/" + encodeURIComponent(id));
+  $("interaction-title").textContent = `${e.app} / ${e.model} · ${e.interaction_id}`;
+  const body = $("interaction-body");
+  const i = e.interaction || {};
+  const badge = (label, v, badWhenTrue) => el("span", { class: "badge " + (v === null || v === undefined ? "" : (v === badWhenTrue ? "bad" : "ok")) }, `${label}: ${v === null || v === undefined ? "unknown" : v ? "yes" : "no"}`);
+  const facts = el("dl", { class: "facts" });
+  const add = (k, v) => facts.append(el("dt", {}, k), el("dd", {}, v));
+  add("time", e.timestamp); add("judge", e.judge); add("context ⇒ answer", fmt(e.context_entailment));
+  add("ground truth ⇒ answer", fmt(e.ground_truth_entails_answer)); add("answer ⇒ ground truth", fmt(e.answer_entails_ground_truth));
+  add("grounded precision", fmt(e.grounded_precision)); add("judge calls", String(e.judge_calls));
+  add("tokens in / out", `${e.input_tokens} / ${e.output_tokens}`); add("cost", fmt(e.cost_usd, "usd"));
+  add("judge latency", `${e.judge_latency_ms.toFixed(0)} ms`); add("complete", e.complete ? "yes" : `no (missing ${e.missing.join(", ")})`);
+  const contexts = el("div", { class: "panel" }, el("h3", {}, `Context (${(i.contexts || []).length} passages)`));
+  (i.contexts || []).forEach((c) => contexts.append(el("div", { class: "passage" }, (c.document ? `[${c.document}] ` : "") + c.text)));
+  body.replaceChildren(
+    el("p", {}, badge("hallucination", e.hallucination, true), badge("answer refusal", e.answer_refusal, true), badge("ground-truth refusal", e.ground_truth_refusal, true)),
+    el("div", { class: "panel" }, facts),
+    textPanel("Question", i.question), contexts, textPanel("Answer", i.answer), textPanel("Ground truth", i.ground_truth),
+    ...e.pairs.map(pairPanel),
+  );
+}
+
+/* ---- alerts ----------------------------------------------------------------------------------- */
+async function loadAlerts() {
+  const r = currentRange();
+  const p = params();
+  const q = new URLSearchParams({ start: iso(r.start), end: iso(r.end) });
+  if (p.get("app")) q.set("app", p.get("app"));
+  const models = p.getAll("model");
+  if (models.length === 1) q.set("model", models[0]);
+  let alerts = await api("alerts", q);
+  if (models.length > 1) alerts = alerts.filter((a) => models.includes(a.model));
+  const cols = ["fired at", "rule", "app / model", "metric", "value", "threshold", "window", "interactions", "state", "message"];
+  $("alerts-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
+  $("alerts-table").querySelector("tbody").replaceChildren(...alerts.map((a) => el("tr", { class: "bad" },
+    el("td", {}, a.fired_at), el("td", {}, a.rule), el("td", {}, `${a.app} / ${a.model}`), el("td", {}, a.metric),
+    el("td", { class: "num" }, fmt(a.value)), el("td", { class: "num" }, `${a.op} ${a.threshold}`),
+    el("td", {}, `${a.window_start} – ${a.window_end}`), el("td", { class: "num" }, a.interactions), el("td", {}, "fired"), el("td", {}, a.message))));
+  if (!alerts.length) $("alerts-table").querySelector("tbody").append(el("tr", {}, el("td", { colSpan: cols.length }, "no alerts in this range")));
+}
+
+/* ---- routing ---------------------------------------------------------------------------------- */
+const VIEWS = { overview: loadOverview, bucket: loadBucket, interaction: loadInteraction, alerts: loadAlerts };
+async function route() {
+  const view = params().get("view") in VIEWS ? params().get("view") : "overview";
+  for (const v of Object.keys(VIEWS)) $("view-" + v).hidden = v !== view;
+  $("nav-overview").classList.toggle("active", view === "overview");
+  $("nav-alerts").classList.toggle("active", view === "alerts");
+  if (state.loading) return;
+  state.loading = true;
+  status("loading…");
+  try {
+    state.options = await api("options");
+    renderFilters();
+    await VIEWS[view]();
+    status("updated " + new Date().toISOString().slice(11, 19) + " UTC");
+    document.body.dataset.loaded = view;
+  } catch (err) {
+    status(String(err.message || err), true);
+    document.body.dataset.loaded = "error";
+  } finally {
+    state.loading = false;
+  }
+  scheduleRefresh();
+}
+function load() { route(); }
+function scheduleRefresh() {
+  clearTimeout(state.timer);
+  if (params().get("auto") === "1" && state.options) state.timer = setTimeout(route, state.options.refresh_seconds * 1000);
+}
+
+function wire() {
+  document.querySelectorAll("[data-view]").forEach((a) => a.addEventListener("click", (e) => { e.preventDefault(); setParams({ view: a.dataset.view }, true); route(); }));
+  $("interaction-back").addEventListener("click", (e) => { e.preventDefault(); history.back(); });
+  $("app").addEventListener("change", () => { setParams({ app: $("app").value, model: [] }, true); route(); });
+  document.querySelectorAll("#ranges button").forEach((b) => b.addEventListener("click", () => { setParams({ range: b.dataset.range, start: null, end: null }, true); route(); }));
+  $("custom").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const start = Date.parse($("from").value + ":00Z") / 1000; const end = Date.parse($("to").value + ":00Z") / 1000;
+    if (!(end > start)) { status("custom range: 'to' must be after 'from'", true); return; }
+    setParams({ range: "custom", start: iso(start), end: iso(end) }, true); route();
+  });
+  $("auto").addEventListener("change", () => { setParams({ auto: $("auto").checked ? "1" : null }); scheduleRefresh(); });
+  window.addEventListener("popstate", route);
+}
+
+wire();
+route();

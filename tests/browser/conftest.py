@@ -1,0 +1,99 @@
+"""Headless Chromium (Debian's chromium + chromium-driver) against the dashboard of a real worker.
+
+The worker holds simulated history (groundwatch/demo_history.py: a drift onset half-way) on the real
+broker and chDB, and serves the dashboard on its own web server. Without the browser the tests skip,
+except under CI=true, where a missing browser fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from groundwatch.commands.demo_cmd import free_port
+from groundwatch.demo_history import History, simulate
+from streams.localstack import LocalStack
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+WINDOW_SECONDS = 3600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/browser/" in str(item.fspath):
+            item.add_marker(pytest.mark.browser)
+
+
+def _require_browser() -> None:
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    if not missing:
+        return
+    message = f"{', '.join(missing)} not installed (apt-get install chromium chromium-driver)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@dataclass
+class DashboardSite:
+    url: str  # http://127.0.0.1:PORT/dashboard/
+    history: History
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardSite]:
+    _require_browser()
+    records = [
+        json.loads(line)
+        for line in (ROOT / "groundwatch" / "data" / "sample_interactions.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    history = simulate(records, 1600, days=4, onset_fraction=0.5, seed=11)
+    port = free_port(0)
+    env = {
+        "GROUNDWATCH_JUDGE__KIND": "lexical",
+        "GROUNDWATCH_ALERTS__RULES_FILE": str(ROOT / "groundwatch" / "data" / "demo_alert_rules.yaml"),
+        "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(WINDOW_SECONDS),
+        "GROUNDWATCH_KAFKA__WEB_ENABLED": "true",
+        "GROUNDWATCH_KAFKA__WEB_PORT": str(port),
+    }
+    workdir = tmp_path_factory.mktemp("dashboard-stack")
+    with LocalStack(workdir, env=env, window_seconds=WINDOW_SECONDS) as stack:
+        stack.replay(history.lines)
+        stack.wait_for_evaluations(len(history.lines), timeout_s=600)
+        stack.wait_for_windows(history.windows(WINDOW_SECONDS), timeout_s=600)
+        yield DashboardSite(url=f"http://127.0.0.1:{port}/dashboard/", history=history)
+
+
+@pytest.fixture()
+def browser(request: pytest.FixtureRequest) -> Iterator[object]:
+    _require_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--window-size=1440,1800",
+    ):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(SCREENSHOTS / f"{request.node.name}.png"))
+        driver.quit()

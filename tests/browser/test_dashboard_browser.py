@@ -1,0 +1,133 @@
+"""The dashboard in a real browser, on a worker holding simulated history with a drift."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.browser.conftest import WINDOW_SECONDS, DashboardSite
+
+
+def open_view(driver: Any, url: str, view: str = "overview") -> None:
+    driver.get(url)
+    WebDriverWait(driver, 30).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded")
+    )
+    loaded = driver.find_element(By.TAG_NAME, "body").get_attribute("data-loaded")
+    assert loaded == view, driver.find_element(By.ID, "status").text
+
+
+def wait_loaded(driver: Any, view: str) -> None:
+    WebDriverWait(driver, 30).until(
+        lambda d: (
+            d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == view
+            and not d.execute_script("return window.groundwatch.loading")
+        )
+    )
+
+
+def hours(site: DashboardSite, app: str | None = None, model: str | None = None) -> set[int]:
+    """The windows holding interactions (of one app/model when given), as Unix seconds."""
+    out = set()
+    for line in site.history.lines:
+        r = json.loads(line)
+        if (app is None or r["app"] == app) and (model is None or r["model"] == model):
+            stamp = datetime.fromisoformat(r["timestamp"]).timestamp()
+            out.add(int(stamp // WINDOW_SECONDS) * WINDOW_SECONDS)
+    return out
+
+
+def points(driver: Any, chart: str) -> int:
+    return int(driver.find_element(By.ID, f"chart-{chart}").get_attribute("data-points"))
+
+
+def console_errors(driver: Any) -> list[dict[str, Any]]:
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_overview_draws_every_window_of_every_series(site: DashboardSite, browser: Any) -> None:
+    open_view(browser, site.url + "?range=data")
+    assert points(browser, "hallucination_rate") == len(hours(site))
+    assert points(browser, "interactions") == len(hours(site))
+    drawn = browser.execute_script("return Object.keys(window.groundwatch.charts)")
+    assert {"hallucination_rate", "answer_refusal_rate", "mean_context_entailment", "judge_tokens"} <= set(
+        drawn
+    )
+    legend = browser.find_element(By.ID, "legend").text
+    assert "wiki-qa / beta" in legend and "car-manual / gamma" in legend
+    assert console_errors(browser) == []
+
+
+def test_alert_marker_sits_at_the_drift_onset(site: DashboardSite, browser: Any) -> None:
+    open_view(browser, site.url + "?range=data&app=wiki-qa&model=beta")
+    assert points(browser, "hallucination_rate") == len(hours(site, "wiki-qa", "beta"))
+    markers = browser.find_elements(By.CSS_SELECTOR, "#chart-hallucination_rate .alert-marker")
+    assert markers, "no alert marker on the hallucination chart"
+    assert {m.get_attribute("data-model") for m in markers} == {"beta"}
+    first = min(int(m.get_attribute("data-t")) for m in markers)
+    onset = site.history.onset.timestamp()
+    assert onset < first <= onset + timedelta(hours=12).total_seconds(), (first, onset)
+    assert console_errors(browser) == []
+
+
+def test_range_selector_changes_the_data(site: DashboardSite, browser: Any) -> None:
+    open_view(browser, site.url + "?range=data")
+    before = points(browser, "interactions")
+    browser.find_element(By.CSS_SELECTOR, "#ranges button[data-range='24h']").click()
+    wait_loaded(browser, "overview")
+    WebDriverWait(browser, 30).until(lambda d: "range=24h" in d.current_url)
+    after = points(browser, "interactions")
+    assert 0 < after <= 25 < before
+    overview = browser.execute_script("return window.groundwatch.overview")
+    span = datetime.fromisoformat(overview["end"]) - datetime.fromisoformat(overview["start"])
+    assert span == timedelta(hours=24)
+    assert console_errors(browser) == []
+
+
+def test_drill_down_shows_statements_with_verdict_and_reason(site: DashboardSite, browser: Any) -> None:
+    open_view(browser, site.url + "?range=data&app=wiki-qa&model=beta")
+    # the highest hallucination rate on the chart: click that point
+    x, y = browser.execute_script(
+        """
+        const c = window.groundwatch.charts["hallucination_rate"];
+        const values = c.plot.data[3];  // [time, lower, upper, value]
+        let best = -1;
+        values.forEach((v, i) => { if (v !== null && (best < 0 || v > values[best])) best = i; });
+        return [c.plot.valToPos(c.plot.data[0][best], "x"), c.plot.valToPos(values[best], "y")];
+        """
+    )
+    over = browser.find_element(By.CSS_SELECTOR, "#chart-hallucination_rate .u-over")
+    size = over.size
+    y = min(max(y, 3), size["height"] - 3)  # a point on the plot's edge: click just inside it
+    ActionChains(browser).move_to_element_with_offset(
+        over, int(x - size["width"] / 2), int(y - size["height"] / 2)
+    ).pause(0.3).click().perform()
+    wait_loaded(browser, "bucket")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#bucket-table tbody tr")
+    assert rows and "bad" in (rows[0].get_attribute("class") or "")  # worst (hallucinated) first
+    rows[0].find_element(By.CSS_SELECTOR, "a.interaction-link").click()
+    wait_loaded(browser, "interaction")
+    body = browser.find_element(By.ID, "interaction-body")
+    assert "Question" in body.text and "Answer" in body.text
+    flagged = body.find_elements(
+        By.CSS_SELECTOR, ".pair[data-pair='context_answer'] .statement:not([data-verdict='entailed'])"
+    )
+    assert flagged, "no unsupported statement highlighted"
+    meta = flagged[0].find_element(By.CSS_SELECTOR, ".meta").text
+    verdict = flagged[0].get_attribute("data-verdict")
+    assert verdict in ("not_stated", "contradicted") and meta.startswith(verdict.replace("_", " "))
+    assert len(meta.split(" · ")) >= 2, meta  # verdict · tag/reason
+    assert console_errors(browser) == []
+
+
+def test_alerts_page_lists_the_drift_alert(site: DashboardSite, browser: Any) -> None:
+    open_view(browser, site.url + "?range=data&view=alerts", view="alerts")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#alerts-table tbody tr")
+    text = "\n".join(r.text for r in rows)
+    assert "hallucination-rate-high" in text and "wiki-qa / beta" in text and "> 0.25" in text
+    assert console_errors(browser) == []
