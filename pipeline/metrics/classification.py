@@ -30,6 +30,13 @@ def _arrays(labels: Sequence[int], scores: Sequence[float]) -> tuple[np.ndarray,
     return y, s
 
 
+def average_ranks(scores: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``scores``, tied values sharing their mean rank (vectorised)."""
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)  # rank of the last member of each distinct value
+    return (ends - (counts - 1) / 2.0)[inverse.reshape(-1)]
+
+
 def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float | None:
     """Area under the ROC curve (Mann-Whitney U / (n_pos * n_neg)); ties count one half.
 
@@ -40,17 +47,7 @@ def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float | None:
     n_neg = int(y.size - n_pos)
     if n_pos == 0 or n_neg == 0:
         return None
-    # average ranks (1-based) with ties sharing their mean rank
-    order = np.argsort(s, kind="mergesort")
-    sorted_s = s[order]
-    ranks = np.empty(s.size, dtype=float)
-    i = 0
-    while i < s.size:
-        j = i
-        while j + 1 < s.size and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
+    ranks = average_ranks(s)
     rank_sum_pos = float(ranks[y == 1].sum())
     u = rank_sum_pos - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)
