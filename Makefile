@@ -7,7 +7,7 @@ JUDGE ?= lexical
 PUNKT := llama-index-core==0.14.25
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
-.PHONY: install dev local embeddings demo test lint typecheck unit integration test-local accuracy clean
+.PHONY: install dev local embeddings demo test lint typecheck unit integration browser test-local accuracy clean system-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -56,8 +56,27 @@ unit: $(VENV)/.dev
 integration: $(VENV)/.dev
 	$(BIN)/pytest tests/integration -q
 
-# what CI runs (.ci/run): lint, types, unit and integration tests (real Tansu broker + chDB, fake OpenAI server)
-test: $(VENV)/.dev
+# Debian packages of the browser tests (headless Chromium and its driver): installed when missing if we are
+# root with apt-get; otherwise a note (those tests skip, or fail under CI=true)
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing (Debian)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "note:$$missing not installed: the browser tests skip (sudo apt-get install$$missing)"; \
+	  fi; \
+	fi
+
+browser: $(VENV)/.dev system-deps
+	$(BIN)/pytest tests/browser -q
+
+# what CI runs (.ci/run): lint, types, unit, integration and browser tests (real Tansu broker + chDB, fake
+# OpenAI server, headless Chromium against a worker's dashboard)
+test: $(VENV)/.dev system-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy schemas pipeline streams prompts groundwatch
 	$(BIN)/pytest -q -m "not local_model"

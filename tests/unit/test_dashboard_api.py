@@ -1,0 +1,220 @@
+"""The dashboard's JSON API on real chDB: pooled figures, Wilson bands, bad parameters, auth."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from pydantic import SecretStr
+
+from pipeline.metrics.wilson import wilson_interval
+from schemas.alert import Alert
+from schemas.evaluation import Evaluation
+from schemas.interaction import Interaction
+from schemas.results import HypothesisResult, PairResult, StatementVerdict
+from schemas.settings import ClickHouseSettings, DashboardSettings
+from streams.clickhouse.store import ClickHouseStore
+from streams.dashboard.api import root_app
+from streams.dashboard.auth import DashboardConfigError, require_credentials
+from streams.windows.aggregator import EvalRow, WindowStats
+from tests.integration.chdb import fresh_chdb_url
+
+T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+def evaluation(i: int, at: datetime, *, model: str = "m1", hallucination: bool | None = False) -> Evaluation:
+    interaction = Interaction(
+        interaction_id=f"i{i}", timestamp=at, app="bot", model=model, question="When?",
+        contexts=[{"text": "It opened in 1990.", "document": "doc.md"}], answer="It opened in 1991.",
+        ground_truth="1990",
+    )  # fmt: skip
+    statement = StatementVerdict(
+        statement="It opened in 1991.", verdict="contradicted" if hallucination else "entailed",
+        reason="the premise says 1990", tag="number", score=0.0 if hallucination else 1.0,
+    )  # fmt: skip
+    return Evaluation(
+        interaction_id=f"i{i}", timestamp=at, app="bot", model=model, judge="lexical",
+        context_entailment=0.1 if hallucination else 0.9, hallucination=hallucination, answer_refusal=False,
+        grounded_precision=0.0 if hallucination else 1.0, input_tokens=10, output_tokens=2, cost_usd=0.001,
+        pairs=[PairResult(pair="context_answer", score=statement.score,
+                          hypotheses=[HypothesisResult(hypothesis=statement.statement, statements=[statement],
+                                                       score=statement.score)])],
+        interaction=interaction,
+    )  # fmt: skip
+
+
+@pytest.fixture()
+async def store() -> AsyncIterator[ClickHouseStore]:
+    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    # two 1-minute windows of m1 (3 of 10 hallucinated, then 1 of 4) and one of m2
+    plan = [(T0, "m1", 10, 3), (T0 + MINUTE, "m1", 4, 1), (T0, "m2", 5, 0)]
+    n = 0
+    for start, model, count, bad in plan:
+        evals = [
+            evaluation(n + k, start + timedelta(seconds=k), model=model, hallucination=k < bad)
+            for k in range(count)
+        ]
+        n += count
+        s.insert_evaluations_sync(evals)
+        window = WindowStats().extend(EvalRow.from_evaluation(e) for e in evals)
+        await s.insert_window(
+            window.result(window_start=start, window_end=start + MINUTE, app="bot", model=model), T0
+        )
+    await s.insert_alert(
+        Alert(alert_id="a1", rule="halluc", metric="hallucination_rate", app="bot", model="m1", value=0.3,
+              threshold=0.2, op=">", windows=1, interactions=10, window_start=T0, window_end=T0 + MINUTE,
+              message="hallucination_rate 0.3 > 0.2")
+    )  # fmt: skip
+    yield s
+    s.close()
+
+
+async def client_for(
+    store: ClickHouseStore | None, settings: DashboardSettings | None = None
+) -> TestClient[Any, Any]:
+    app = root_app(lambda: store, settings or DashboardSettings())
+    client = TestClient(TestServer(app, host="127.0.0.1"))
+    await client.start_server()
+    return client
+
+
+def window_range(minutes: int = 2) -> dict[str, str]:
+    return {"start": T0.isoformat(), "end": (T0 + minutes * MINUTE).isoformat()}
+
+
+async def test_overview_pools_windows_exactly_with_wilson_bands(store: ClickHouseStore) -> None:
+    client = await client_for(store)
+    try:
+        # one bucket holding both minutes: rates pool numerators and denominators, not window rates
+        response = await client.get("/dashboard/api/overview", params={**window_range(), "rollup": "hour"})
+        assert response.status == 200
+        body = await response.json()
+        assert body["rollup"] == "hour"
+        m1 = next(s for s in body["series"] if s["model"] == "m1")
+        assert m1["values"]["interactions"] == [14.0]
+        assert m1["values"]["hallucination_rate"] == [pytest.approx(4 / 14)]
+        low, high = wilson_interval(4, 14) or (0, 0)
+        assert m1["lower"]["hallucination_rate"] == [pytest.approx(low)]
+        assert m1["upper"]["hallucination_rate"] == [pytest.approx(high)]
+        assert m1["support"]["hallucination_rate"] == [14]
+        assert m1["values"]["mean_grounded_precision"] == [pytest.approx(10 / 14)]
+        assert m1["values"]["judge_tokens"] == [14 * 12.0]
+        assert [a["alert_id"] for a in body["alerts"]] == ["a1"]
+        # per window (auto for a 2-minute range): one point each, and a model filter
+        response = await client.get("/dashboard/api/overview", params={**window_range(), "model": "m1"})
+        body = await response.json()
+        assert body["rollup"] == "window" and [s["model"] for s in body["series"]] == ["m1"]
+        assert body["series"][0]["values"]["hallucination_rate"] == [pytest.approx(0.3), pytest.approx(0.25)]
+    finally:
+        await client.close()
+
+
+async def test_bucket_lists_worst_first_and_interaction_has_statements(store: ClickHouseStore) -> None:
+    client = await client_for(store)
+    try:
+        params = {"app": "bot", "model": "m1", **window_range(1)}
+        body = await (await client.get("/dashboard/api/bucket", params=params)).json()
+        assert body["total"] == 10
+        assert [r["hallucination"] for r in body["interactions"][:4]] == [True, True, True, False]
+        first = body["interactions"][0]["interaction_id"]
+        detail = await (await client.get(f"/dashboard/api/interactions/{first}")).json()
+        statement = detail["evaluation"]["pairs"][0]["hypotheses"][0]["statements"][0]
+        assert statement["verdict"] == "contradicted" and statement["reason"] == "the premise says 1990"
+        assert detail["evaluation"]["interaction"]["contexts"][0]["text"] == "It opened in 1990."
+        assert (await client.get("/dashboard/api/interactions/nope")).status == 404
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"start": "yesterday", "end": "2026-11-20T10:00:00Z"}, "start"),
+        ({"start": "2026-11-20T10:00:00Z", "end": "2026-11-20T09:00:00Z"}, "query"),
+        ({"start": "2020-01-01T00:00:00Z", "end": "2026-01-01T00:00:00Z"}, "query"),  # over 400 days
+        ({**window_range(), "rollup": "week"}, "rollup"),
+        ({**window_range(), "colour": "red"}, "colour"),
+        ({"end": "2026-11-20T10:00:00Z"}, "start"),
+    ],
+)
+async def test_bad_parameters_are_400_with_the_field(
+    store: ClickHouseStore, params: dict[str, str], field: str
+) -> None:
+    client = await client_for(store)
+    try:
+        response = await client.get("/dashboard/api/overview", params=params)
+        assert response.status == 400
+        body = await response.json()
+        assert field in {d["field"] for d in body["details"]}, body
+    finally:
+        await client.close()
+
+
+async def test_request_values_are_parameters_not_sql(store: ClickHouseStore) -> None:
+    client = await client_for(store)
+    try:
+        hostile = "bot' OR 1=1 --"
+        response = await client.get("/dashboard/api/overview", params={**window_range(), "app": hostile})
+        assert response.status == 200 and (await response.json())["series"] == []
+        response = await client.get(
+            "/dashboard/api/bucket", params={**window_range(), "app": hostile, "model": "m1"}
+        )
+        assert response.status == 200 and (await response.json())["total"] == 0
+    finally:
+        await client.close()
+
+
+async def test_page_and_vendored_chart_library_are_served(store: ClickHouseStore) -> None:
+    client = await client_for(store)
+    try:
+        page = await client.get("/dashboard/")
+        assert page.status == 200 and "uPlot.iife.min.js" in await page.text()
+        assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+        lib = await client.get("/dashboard/static/vendor/uplot/uPlot.iife.min.js")
+        assert lib.status == 200 and "uPlot" in await lib.text()
+        assert (await client.get("/", allow_redirects=False)).headers["Location"] == "/dashboard/"
+    finally:
+        await client.close()
+
+
+async def test_api_is_503_until_clickhouse_is_open() -> None:
+    client = await client_for(None)
+    try:
+        assert (await client.get("/dashboard/api/options")).status == 503
+    finally:
+        await client.close()
+
+
+async def test_token_and_basic_auth(store: ClickHouseStore) -> None:
+    settings = DashboardSettings(token=SecretStr("s3cret"), username="ops", password=SecretStr("pw"))
+    client = await client_for(store, settings)
+    try:
+        assert (await client.get("/dashboard/api/options")).status == 401
+        assert (
+            await client.get("/dashboard/api/options", headers={"Authorization": "Bearer wrong"})
+        ).status == 401
+        ok = await client.get("/dashboard/api/options", headers={"Authorization": "Bearer s3cret"})
+        assert ok.status == 200
+        basic = "Basic " + base64.b64encode(b"ops:pw").decode()
+        assert (await client.get("/dashboard/api/options", headers={"Authorization": basic})).status == 200
+        # a browser: ?token= once sets the cookie and drops the token from the address
+        first = await client.get("/dashboard/?token=s3cret&range=7d", allow_redirects=False)
+        assert first.status == 302 and "token" not in first.headers["Location"]
+        assert (await client.get("/dashboard/api/options")).status == 200  # the cookie jar has it now
+    finally:
+        await client.close()
+
+
+def test_binding_beyond_loopback_needs_credentials() -> None:
+    require_credentials("127.0.0.1", DashboardSettings())
+    require_credentials("::1", DashboardSettings())
+    with pytest.raises(DashboardConfigError, match="without credentials"):
+        require_credentials("0.0.0.0", DashboardSettings())
+    require_credentials("0.0.0.0", DashboardSettings(token=SecretStr("t")))
+    with pytest.raises(ValueError, match="go together"):
+        DashboardSettings(username="ops")
