@@ -13,9 +13,16 @@ Accuracy against human labels (an input line's ``labels``), one block per label:
 For each: ROC AUC, balanced accuracy at the operating threshold (``PipelineSettings.threshold_for``: the
 judge's calibrated default unless ``hallucination_threshold`` / ``correct_threshold`` is set; 0.5 for
 flags; positive when ``score >= threshold``), and the best threshold by Youden J with its balanced
-accuracy. Cases whose score is None (e.g. no context) are counted as ``unscored`` and left out.
+accuracy (an in-sample figure: the threshold is chosen on the same cases). Cases whose score is None
+(e.g. no context) are counted as ``unscored`` and left out.
 Lines with ``peers`` (other detectors' 1/0 verdicts, 1 = positive class) get each peer's balanced accuracy
 on the same cases, beside ours on exactly those cases.
+
+Every ROC AUC and balanced accuracy comes with a 95 % percentile bootstrap interval
+(``pipeline.metrics.bootstrap``: ``bootstrap`` resamples of the cases, 1000 by default, seed 0; peers and
+ours on the same resamples), so a figure from a few hundred labeled cases shows how firm it is. The best
+threshold's interval is that of the balanced accuracy at that threshold, which was chosen on the same
+cases: it is optimistic, the operating threshold's is not.
 """
 
 from __future__ import annotations
@@ -30,6 +37,13 @@ from pydantic import BaseModel, Field
 
 from pipeline.dataset import DatasetLine, LineError
 from pipeline.judges.base import Judge
+from pipeline.metrics.bootstrap import (
+    RESAMPLES,
+    SEED,
+    Interval,
+    auc_interval,
+    balanced_accuracy_interval,
+)
 from pipeline.metrics.classification import (
     ThresholdChoice,
     balanced_accuracy,
@@ -103,6 +117,10 @@ class ScoreVsLabel(BaseModel):
     threshold: float
     balanced_accuracy: float | None
     best: ThresholdChoice | None
+    # 95 % percentile bootstrap intervals (None when not computed or undefined)
+    roc_auc_ci: Interval | None = None
+    balanced_accuracy_ci: Interval | None = None
+    best_balanced_accuracy_ci: Interval | None = None  # in-sample: the threshold saw these cases
 
 
 class PeerComparison(BaseModel):
@@ -112,6 +130,9 @@ class PeerComparison(BaseModel):
     ours_roc_auc: float | None
     peers: dict[str, float | None]  # peer -> balanced accuracy on the same cases
     peer_cases: dict[str, int]
+    ours_balanced_accuracy_ci: Interval | None = None
+    ours_roc_auc_ci: Interval | None = None
+    peers_ci: dict[str, Interval | None] = Field(default_factory=dict)
 
 
 class LabelReport(BaseModel):
@@ -181,12 +202,14 @@ def distribution(values: Sequence[float], bins: int = 10, lo: float = 0.0, hi: f
 
 
 def score_vs_label(
-    name: str, pairs: Sequence[tuple[int, float | None]], threshold: float
+    name: str, pairs: Sequence[tuple[int, float | None]], threshold: float, bootstrap: int = RESAMPLES
 ) -> tuple[ScoreVsLabel, list[int]]:
-    """The score's accuracy against the label; also the indices of the scored pairs."""
+    """The score's accuracy against the label, with ``bootstrap`` resamples for the intervals (0: none);
+    also the indices of the scored pairs."""
     kept = [i for i, (_, s) in enumerate(pairs) if s is not None]
     y = [pairs[i][0] for i in kept]
     s = [float(pairs[i][1]) for i in kept]  # type: ignore[arg-type]
+    best = best_threshold(y, s) if kept else None
     result = ScoreVsLabel(
         score=name,
         n=len(kept),
@@ -195,13 +218,24 @@ def score_vs_label(
         roc_auc=roc_auc(y, s) if kept else None,
         threshold=threshold,
         balanced_accuracy=balanced_accuracy(y, s, threshold) if kept else None,
-        best=best_threshold(y, s) if kept else None,
+        best=best,
+        roc_auc_ci=auc_interval(y, s, resamples=bootstrap, seed=SEED),
+        balanced_accuracy_ci=balanced_accuracy_interval(y, s, threshold, resamples=bootstrap, seed=SEED),
+        best_balanced_accuracy_ci=balanced_accuracy_interval(
+            y, s, best.threshold, resamples=bootstrap, seed=SEED
+        )
+        if best
+        else None,
     )
     return result, kept
 
 
 def _peer_comparison(
-    rows: Sequence[tuple[DatasetLine, Evaluation]], label: str, getter: ScoreGetter, threshold: float
+    rows: Sequence[tuple[DatasetLine, Evaluation]],
+    label: str,
+    getter: ScoreGetter,
+    threshold: float,
+    bootstrap: int = RESAMPLES,
 ) -> PeerComparison | None:
     cases = []
     for line, evaluation in rows:
@@ -216,10 +250,13 @@ def _peer_comparison(
     names = sorted({name for c in cases for name in c[2]})
     peer_bacc: dict[str, float | None] = {}
     peer_cases: dict[str, int] = {}
+    peer_ci: dict[str, Interval | None] = {}
     for name in names:
         have = [(c[0], int(c[2][name])) for c in cases if c[2].get(name) in (0, 1, True, False)]
         peer_cases[name] = len(have)
-        peer_bacc[name] = balanced_accuracy_of([h[0] for h in have], [h[1] for h in have]) if have else None
+        hy, hp = [h[0] for h in have], [float(h[1]) for h in have]
+        peer_bacc[name] = balanced_accuracy_of(hy, [h[1] for h in have]) if have else None
+        peer_ci[name] = balanced_accuracy_interval(hy, hp, 0.5, resamples=bootstrap, seed=SEED)
     best = best_threshold(y, s)
     return PeerComparison(
         n=len(cases),
@@ -228,12 +265,16 @@ def _peer_comparison(
         ours_roc_auc=roc_auc(y, s),
         peers=peer_bacc,
         peer_cases=peer_cases,
+        ours_balanced_accuracy_ci=balanced_accuracy_interval(y, s, threshold, resamples=bootstrap, seed=SEED),
+        ours_roc_auc_ci=auc_interval(y, s, resamples=bootstrap, seed=SEED),
+        peers_ci=peer_ci,
     )
 
 
 def label_reports(
-    rows: Sequence[tuple[DatasetLine, Evaluation]], settings: Settings
+    rows: Sequence[tuple[DatasetLine, Evaluation]], settings: Settings, bootstrap: int = RESAMPLES
 ) -> dict[str, LabelReport]:
+    """One block per label the rows carry; ``bootstrap`` resamples for the intervals (0: none)."""
     out: dict[str, LabelReport] = {}
     for label, score_names in LABEL_SCORES.items():
         labeled = [
@@ -249,7 +290,7 @@ def label_reports(
             threshold = 0.5 if name in FLAG_SCORES else settings.pipeline.threshold_for(name, kind)
             getter = SCORES[name]
             pairs = [(line.interaction.labels[label], getter(ev)) for line, ev in labeled]  # type: ignore[index]
-            result, _ = score_vs_label(name, pairs, threshold)
+            result, _ = score_vs_label(name, pairs, threshold, bootstrap)
             results.append(result)
         primary = results[0]
         out[label] = LabelReport(
@@ -257,7 +298,7 @@ def label_reports(
             cases=len(labeled),
             primary=primary,
             others=results[1:],
-            peers=_peer_comparison(labeled, label, SCORES[score_names[0]], primary.threshold),
+            peers=_peer_comparison(labeled, label, SCORES[score_names[0]], primary.threshold, bootstrap),
         )
     return out
 
@@ -351,8 +392,10 @@ async def build_report(
     settings: Settings,
     wall_seconds: float,
     judge: Judge | None = None,
+    bootstrap: int = RESAMPLES,
 ) -> EvalReport:
-    """Build the report; ``judge`` (optional) scores Trust-Eval citations when answers carry [n] markers."""
+    """Build the report; ``judge`` (optional) scores Trust-Eval citations when answers carry [n] markers;
+    ``bootstrap`` resamples for the intervals of the label figures (0: none)."""
     evaluations = [ev for _, ev in rows]
     scores = {
         name: distribution([v for v in (SCORES[name](e) for e in evaluations) if v is not None])
@@ -390,7 +433,7 @@ async def build_report(
         judge_latency_ms=distribution([e.judge_latency_ms for e in evaluations], hi=max(latency_max, 1.0)),
         calls=_call_summary(evaluations),
         stage_seconds=stage_seconds,
-        labels=label_reports(rows, settings),
+        labels=label_reports(rows, settings, bootstrap),
         trust_eval=trust,
         settings={
             "judge_kind": settings.judge.kind,
@@ -402,5 +445,7 @@ async def build_report(
             "refusal_sentences": settings.pipeline.refusal_sentences,
             "pronoun_replacement": settings.pipeline.pronoun_replacement,
             "cascade_unsure": [settings.judge.cascade_unsure_low, settings.judge.cascade_unsure_high],
+            "bootstrap_resamples": bootstrap,
+            "bootstrap_seed": SEED,
         },
     )

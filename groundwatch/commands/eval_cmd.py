@@ -6,7 +6,9 @@ Every valid line is evaluated by the full pipeline (``pipeline.evaluator.Evaluat
 is stopped early leaves every finished Evaluation behind; when the run completes the file is rewritten
 in input order. The report (``pipeline.report.EvalReport``) holds
 counts, score distributions, calls, tokens, cost, time per stage and, for lines with ``labels``,
-ROC AUC and balanced accuracy per label. A bad line or a failed evaluation is listed in the report's
+ROC AUC and balanced accuracy per label, each with a 95 % percentile bootstrap interval
+(``--bootstrap`` resamples of the cases, 1000 by default, seed 0; 0 = none), printed and in the report.
+A bad line or a failed evaluation is listed in the report's
 ``errors`` with its line number and reason, never dropped silently. Other settings come from the
 ``GROUNDWATCH_*`` environment (``schemas.settings.Settings``).
 """
@@ -27,6 +29,7 @@ from tqdm import tqdm
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator, RelevanceScorerLike, StageError
 from pipeline.judges.factory import open_judge
+from pipeline.metrics.bootstrap import RESAMPLES, Interval
 from pipeline.report import EvalReport, build_report
 from schemas.evaluation import Evaluation
 from schemas.settings import JudgeKind, Settings
@@ -50,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--relevance",
         action="store_true",
         help="also score embedding relevance (needs the `embeddings` extra)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=RESAMPLES,
+        metavar="N",
+        help=f"resamples for the 95%% intervals of AUC and balanced accuracy (default {RESAMPLES}; 0: none)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -154,6 +164,7 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 settings=settings,
                 wall_seconds=wall,
                 judge=judge,
+                bootstrap=getattr(args, "bootstrap", RESAMPLES),
             )
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for _, evaluation in rows:
@@ -164,24 +175,34 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
 
 
 def summary(report: EvalReport) -> str:
+    """The printed report: counts and cost, then per label each score's AUC and balanced accuracy with
+    their 95 % bootstrap intervals (the best threshold's figure is in-sample), peers beside ours."""
     lines = [
         f"{report.evaluated} evaluated, {report.failed} errors, {report.wall_seconds:.1f}s, "
         f"judge {report.judge} ({report.judge_model}), {report.calls.judge_calls} judge calls, "
         f"{report.calls.input_tokens}+{report.calls.output_tokens} tokens, ${report.calls.cost_usd:.4f}"
     ]
+    resamples = report.settings.get("bootstrap_resamples")
+    if report.labels and resamples:
+        lines.append(f"  [lo, hi] = 95% percentile bootstrap interval ({resamples} resamples of the cases)")
     for label, block in report.labels.items():
         for item in [block.primary, *block.others]:
             best = item.best
             lines.append(
-                f"  {label} vs {item.score}: n={item.n} AUC={_fmt(item.roc_auc)} "
-                f"bacc@{item.threshold:g}={_fmt(item.balanced_accuracy)}"
-                + (f" best bacc={best.balanced_accuracy:.3f}@{best.threshold:.3g}" if best else "")
+                f"  {label} vs {item.score}: n={item.n} AUC={_fmt(item.roc_auc, item.roc_auc_ci)} "
+                f"bacc@{item.threshold:g}={_fmt(item.balanced_accuracy, item.balanced_accuracy_ci)}"
+                + (
+                    f" in-sample best bacc={_fmt(best.balanced_accuracy, item.best_balanced_accuracy_ci)}"
+                    f"@{best.threshold:.3g}"
+                    if best
+                    else ""
+                )
             )
         if block.peers:
-            peers = ", ".join(f"{k}={_fmt(v)}" for k, v in block.peers.peers.items())
-            lines.append(
-                f"  peers on {block.peers.n} cases: ours={_fmt(block.peers.ours_balanced_accuracy)}; {peers}"
-            )
+            p = block.peers
+            peers = ", ".join(f"{k}={_fmt(v, p.peers_ci.get(k))}" for k, v in p.peers.items())
+            ours = _fmt(p.ours_balanced_accuracy, p.ours_balanced_accuracy_ci)
+            lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
     for error in report.errors[:5]:
         lines.append(f"  line {error.line}: [{error.stage}] {error.reason}")
     if len(report.errors) > 5:
@@ -189,8 +210,10 @@ def summary(report: EvalReport) -> str:
     return "\n".join(lines)
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+def _fmt(value: float | None, interval: Interval | None = None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" + (f" {interval.text()}" if interval is not None else "")
 
 
 def run(args: argparse.Namespace) -> int:

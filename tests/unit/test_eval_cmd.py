@@ -108,6 +108,12 @@ def test_eval_lexical_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert report["scores"]["context_entailment"]["n"] == 3
     printed = capsys.readouterr()
     assert "4 evaluated, 3 errors" in printed.err and "line 3" in printed.err
+    # every AUC and balanced accuracy is printed with its bootstrap interval, and is in the report
+    assert "95% percentile bootstrap interval (1000 resamples" in printed.err
+    assert "grounded vs context_entailment: n=2 AUC=1.000 [1.000, 1.000] bacc@" in printed.err
+    assert "peers on 2 cases (bacc): ours=1.000 [1.000, 1.000]; detector=0.500 [0.000, 1.000]" in printed.err
+    assert grounded["primary"]["roc_auc_ci"]["resamples"] == 1000
+    assert report["settings"]["bootstrap_resamples"] == 1000
 
 
 def test_eval_limit_and_explicit_evaluations_path(tmp_path: Path) -> None:
@@ -202,3 +208,16 @@ def test_invalid_utf8_line_is_reported_not_repaired(tmp_path: Path) -> None:
     assert [line.interaction.interaction_id for line in dataset.lines] == ["a"]
     assert len(dataset.errors) == 1 and dataset.errors[0].line == 2
     assert "not UTF-8" in dataset.errors[0].reason
+
+
+def test_eval_bootstrap_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _write(tmp_path / "in.jsonl")
+    out = tmp_path / "r.json"
+    assert (
+        eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet", "--bootstrap", "0"))
+        == 0
+    )
+    report = json.loads(out.read_text())
+    assert report["labels"]["grounded"]["primary"]["roc_auc_ci"] is None
+    printed = capsys.readouterr().err
+    assert "bootstrap interval" not in printed and "AUC=1.000 bacc@" in printed

@@ -167,3 +167,34 @@ async def test_build_report_sums_and_errors() -> None:
     assert report.trust_eval.answerable_rec == pytest.approx(1 / 2)
     assert report.trust_eval.regular_em == 0.0
     json.loads(report.model_dump_json())  # serialisable (no NaN/inf)
+
+
+def test_bootstrap_intervals_with_every_auc_and_balanced_accuracy() -> None:
+    # 40 cases: score = label with 8 of them flipped -> AUC 0.8, balanced accuracy 0.8 at 0.5
+    labels = [i % 2 for i in range(40)]
+    scores = [float(y if i >= 8 else 1 - y) for i, y in enumerate(labels)]
+    peers = [{"p": y} for y in labels]
+    rows = [
+        (
+            _line(i, contexts=["c"], labels={"grounded": y}, peers=peer),
+            _evaluation(i, context_entailment=s, grounded_precision=s),
+        )
+        for i, (y, s, peer) in enumerate(zip(labels, scores, peers, strict=True))
+    ]
+    settings = Settings()
+    settings.judge.kind = "openai"
+    block = label_reports(rows, settings, bootstrap=300)["grounded"]
+    p = block.primary
+    assert p.roc_auc == pytest.approx(0.8) and p.balanced_accuracy == pytest.approx(0.8)
+    for value, ci in ((p.roc_auc, p.roc_auc_ci), (p.balanced_accuracy, p.balanced_accuracy_ci)):
+        assert ci is not None and ci.resamples == 300 and ci.level == 0.95
+        assert ci.low < value < ci.high and ci.high - ci.low > 0.1  # 40 cases: a wide interval
+    assert p.best_balanced_accuracy_ci is not None
+    assert block.others[0].roc_auc_ci == p.roc_auc_ci  # same scores, same seed: same interval
+    assert block.peers is not None
+    perfect = block.peers.peers_ci["p"]
+    assert perfect is not None and perfect.low == perfect.high == 1.0  # a perfect peer stays perfect
+    assert block.peers.ours_balanced_accuracy_ci == p.balanced_accuracy_ci
+    # no resamples: no intervals
+    none = label_reports(rows, settings, bootstrap=0)["grounded"].primary
+    assert none.roc_auc_ci is None and none.balanced_accuracy_ci is None
