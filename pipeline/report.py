@@ -380,6 +380,35 @@ def _counts(evaluations: Sequence[Evaluation]) -> dict[str, int]:
     }
 
 
+def _stage_seconds(evaluations: Sequence[Evaluation]) -> dict[str, StageTime]:
+    stage_totals: dict[str, list[float]] = defaultdict(list)
+    for e in evaluations:
+        for stage, seconds in e.stage_seconds.items():
+            stage_totals[stage].append(seconds)
+    return {
+        stage: StageTime(total_seconds=sum(v), mean_seconds=sum(v) / len(v), n=len(v))
+        for stage, v in sorted(stage_totals.items())
+    }
+
+
+def _settings_summary(settings: Settings, bootstrap: int) -> dict[str, Any]:
+    """The settings that shaped the figures, as recorded in the report."""
+    kind = settings.judge.kind
+    return {
+        "judge_kind": settings.judge.kind,
+        "judge_model": settings.judge.model,
+        "hallucination_threshold": settings.pipeline.threshold_for("context_entailment", kind),
+        "correct_threshold": settings.pipeline.threshold_for("answer_entails_ground_truth", kind),
+        "nli_mode": settings.pipeline.nli_mode,
+        "refusal_mode": settings.pipeline.refusal_mode,
+        "refusal_sentences": settings.pipeline.refusal_sentences,
+        "pronoun_replacement": settings.pipeline.pronoun_replacement,
+        "cascade_unsure": [settings.judge.cascade_unsure_low, settings.judge.cascade_unsure_high],
+        "bootstrap_resamples": bootstrap,
+        "bootstrap_seed": SEED,
+    }
+
+
 async def build_report(
     *,
     input_path: str,
@@ -401,14 +430,6 @@ async def build_report(
         name: distribution([v for v in (SCORES[name](e) for e in evaluations) if v is not None])
         for name in DISTRIBUTION_SCORES
     }
-    stage_totals: dict[str, list[float]] = defaultdict(list)
-    for e in evaluations:
-        for stage, seconds in e.stage_seconds.items():
-            stage_totals[stage].append(seconds)
-    stage_seconds = {
-        stage: StageTime(total_seconds=sum(v), mean_seconds=sum(v) / len(v), n=len(v))
-        for stage, v in sorted(stage_totals.items())
-    }
     cases = [c for c in (trust_eval_case(line, ev) for line, ev in rows) if c is not None]
     trust = None
     if cases and (any(c.answerable is not None for c in cases) or any(c.gold_answers for c in cases)):
@@ -416,7 +437,6 @@ async def build_report(
             cases, judge, settings.pipeline.threshold_for("context_entailment", settings.judge.kind)
         )
     latency_max = max([e.judge_latency_ms for e in evaluations], default=0.0)
-    kind = settings.judge.kind
     return EvalReport(
         input=input_path,
         judge=judge_name,
@@ -432,20 +452,8 @@ async def build_report(
         scores=scores,
         judge_latency_ms=distribution([e.judge_latency_ms for e in evaluations], hi=max(latency_max, 1.0)),
         calls=_call_summary(evaluations),
-        stage_seconds=stage_seconds,
+        stage_seconds=_stage_seconds(evaluations),
         labels=label_reports(rows, settings, bootstrap),
         trust_eval=trust,
-        settings={
-            "judge_kind": settings.judge.kind,
-            "judge_model": settings.judge.model,
-            "hallucination_threshold": settings.pipeline.threshold_for("context_entailment", kind),
-            "correct_threshold": settings.pipeline.threshold_for("answer_entails_ground_truth", kind),
-            "nli_mode": settings.pipeline.nli_mode,
-            "refusal_mode": settings.pipeline.refusal_mode,
-            "refusal_sentences": settings.pipeline.refusal_sentences,
-            "pronoun_replacement": settings.pipeline.pronoun_replacement,
-            "cascade_unsure": [settings.judge.cascade_unsure_low, settings.judge.cascade_unsure_high],
-            "bootstrap_resamples": bootstrap,
-            "bootstrap_seed": SEED,
-        },
+        settings=_settings_summary(settings, bootstrap),
     )

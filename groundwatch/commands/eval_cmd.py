@@ -111,8 +111,8 @@ async def evaluate_all(
     return done, failed
 
 
-async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
-    settings = settings or Settings()
+def _settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The settings with ``--judge`` and ``--relevance`` applied."""
     if args.judge:
         settings = settings.model_copy(
             update={"judge": settings.judge.model_copy(update={"kind": args.judge})}, deep=True
@@ -121,6 +121,11 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
         settings = settings.model_copy(
             update={"pipeline": settings.pipeline.model_copy(update={"relevance": True})}, deep=True
         )
+    return settings
+
+
+async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
+    settings = _settings_for(args, settings or Settings())
     concurrency = args.concurrency or settings.kafka.stage_concurrency
     if concurrency < 1:
         raise ValueError("--concurrency must be at least 1")

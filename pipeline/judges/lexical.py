@@ -41,12 +41,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.refusal_phrases import refusal_match
-from pipeline.text_normalise import Token, fold, stem, tokens_of
+from pipeline.text_normalise import NUMBER_WORDS, Token, fold, stem
+from pipeline.text_normalise import tokens_of as _tokens_of
 from schemas.results import HypothesisResult, JudgeCall, Stage, StatementVerdict, Verdict
 
 WEIGHTS: dict[str, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
@@ -64,9 +66,17 @@ _CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[\s-]+century\b(?!\s*(?:BC|B\.
 _DECADE = re.compile(r"\b(1\d\d|20\d)0'?s\b")
 
 
-@dataclass(frozen=True)
-class LexicalConfig:
-    entail_threshold: float = 0.5  # statement score at or over this: entailed
+class LexicalOptions(BaseModel):
+    """The lexical judge's numbers and rule switches (frozen; ``LexicalJudge(options)``).
+
+    Every switch turns one rule, feature or word list on (True) or off; ``benchmarks/accuracy_cv.py``
+    measures each one's out-of-fold effect on every labeled set (``docs/accuracy.md``). The factory
+    builds the judge with these defaults.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    entail_threshold: float = 0.5  # statement score at or over this: entailed (verdict only, not score)
     number_cap: float = 0.25  # a statement with a number absent from the premise scores support * this
     name_cap: float = 0.45  # ... with a name absent from the premise scores at most this
     prefix_len: int = 5  # a word matching a premise word on this many leading letters counts half
@@ -76,8 +86,70 @@ class LexicalConfig:
     # compared leniently, like SQuAD's token F1: plain weighted recall, a missing name not capped
     reference_sharpness: float = 1.0
     reference_name_cap: float = 1.0
-    # ... unless the premise names another entity beside a shared token (``PremiseIndex.competitor``)
-    competitor_check: bool = True
+
+    # rule switches
+    clauses: bool = Field(True, description="a hypothesis is split into clause statements, scores averaged")
+    kind_weights: bool = Field(True, description="a number weighs 3, a name 2, a word 1 (else all 1)")
+    prefix_credit: bool = Field(True, description="a word sharing a prefix_len-letter prefix counts half")
+    number_words: bool = Field(True, description='number words ("two", "third") are numbers, not words')
+    number_rounding: bool = Field(True, description='"$181.7 million" matches 181,674,817')
+    years_exact: bool = Field(True, description="a year (1000-2099) is no rounding of another number")
+    number_cap_rule: bool = Field(True, description="a missing number caps the score at number_cap")
+    name_cap_rule: bool = Field(True, description="a missing name caps the score at name_cap")
+    sharpen: bool = Field(True, description="score = support ** sharpness (else plain weighted support)")
+    whole_hypothesis: bool = Field(True, description="a hypothesis whose tokens are all found scores 1")
+    premise_alternatives: bool = Field(
+        True, description="a premise ending in 'a | b | c' entails a hypothesis containing any of them"
+    )
+    hypothesis_alternatives: bool = Field(True, description="a hypothesis 'a | b' takes its best part")
+    question_not_evidence: bool = Field(
+        True, description="in question-framed premises the question's words are given, not evidence"
+    )
+    reference_lenient: bool = Field(
+        True, description="question-framed premises use reference_sharpness and reference_name_cap"
+    )
+    competitor_check: bool = Field(
+        True, description='a rival name/number beside a shared one caps a reference match ("Timmy Smith")'
+    )
+    less_specific_numbers: bool = Field(
+        True, description="a reference number the candidate leaves out (no rival) is not capped"
+    )
+    coarser_dates: bool = Field(True, description='"1965" is entailed by "1 August 1965" in references')
+    centuries_decades: bool = Field(True, description='"the 16th century" / "the 1520s" entail 1524')
+    initials: bool = Field(True, description='"B. R. Ambedkar": an initial matches a name')
+    asked_letter: bool = Field(True, description='a letter the question asks about ("what does G stand for")')
+    acronyms: bool = Field(True, description='"DMV" matches "Department of Motor Vehicles"')
+    framing_words: bool = Field(True, description='"the passage describes": framing words are not claims')
+    # refusal phrase patterns (``pipeline.refusal_phrases.REFUSAL_PATTERNS`` names) not used
+    refusal_off: frozenset[str] = frozenset()
+
+
+#: the former name of the options
+LexicalConfig = LexicalOptions
+
+#: the rule switches (boolean options), in declaration order
+SWITCHES: tuple[str, ...] = tuple(
+    name for name, field in LexicalOptions.model_fields.items() if field.annotation is bool
+)
+
+_NUMBER_WORDS = frozenset(NUMBER_WORDS)
+
+
+def tokens_of(text: str, options: LexicalOptions | None = None) -> list[Token]:
+    """``pipeline.text_normalise.tokens_of``; without ``number_words`` a number word is a word."""
+    tokens = _tokens_of(text)
+    if options is None or options.number_words:
+        return tokens
+    return [
+        Token("word", stem(t.surface.lower()), t.surface)
+        if t.kind == "number" and t.surface.lower() in _NUMBER_WORDS
+        else t
+        for t in tokens
+    ]
+
+
+def weight_of(token: Token, options: LexicalOptions) -> float:
+    return WEIGHTS[token.kind] if options.kind_weights else 1.0
 
 
 def split_statements(hypothesis: str, min_tokens: int = 2) -> list[str]:
@@ -107,15 +179,15 @@ def is_year(value: Decimal) -> bool:
     return value == value.to_integral_value() and 1000 <= value <= 2099
 
 
-def is_rounding_of(value: Decimal, exact: Decimal) -> bool:
+def is_rounding_of(value: Decimal, exact: Decimal, years_exact: bool = True) -> bool:
     """True when ``value`` is ``exact`` rounded to ``value``'s significant digits, at least 2 of them.
 
     "$181.7 million" (1817 x 10^5) is 181,674,817 rounded; 1997 is not 1995, nor 2018 2017; a year
-    (``is_year``) is no rounding: 1900 is not 1908, nor 2020 2016.
+    (``is_year``, with ``years_exact``) is no rounding: 1900 is not 1908, nor 2020 2016.
     """
     if value == exact:
         return True
-    if is_year(value):
+    if years_exact and is_year(value):
         return False
     if value == 0 or exact == 0 or (value < 0) != (exact < 0):
         return False
@@ -173,26 +245,30 @@ def acronyms_of(text: str) -> set[str]:
 class PremiseIndex:
     """The premise's content tokens, indexed for lookups; ``question`` tokens are given, not evidence."""
 
-    def __init__(self, text: str, prefix_len: int = 5, question: str | None = None) -> None:
+    def __init__(self, text: str, options: LexicalOptions | None = None, question: str | None = None) -> None:
+        self.options = options = options or LexicalOptions()
         self.given: frozenset[str] = frozenset()
         self.reference = bool(question and text.startswith(question))
-        if question and text.startswith(question):
-            self.given = frozenset(t.norm for t in tokens_of(question))
+        if question and self.reference and options.question_not_evidence:
+            self.given = frozenset(t.norm for t in tokens_of(question, options))
             text = text[len(question) :]
-        self.tokens = tokens_of(text)
+        self.tokens = tokens_of(text, options)
         # "B. R. Ambedkar": B and R; not a letter the question names ("what does G stand for")
-        asked = {c.upper() for c in _LETTER.findall(question or "")} if self.reference else set()
-        self.initials = set(_INITIAL.findall(fold(text))) - asked
-        self.acronyms = acronyms_of(fold(text))  # "Department of Motor Vehicles": DMV
+        asked = set()
+        if self.reference and options.asked_letter:
+            asked = {c.upper() for c in _LETTER.findall(question or "")}
+        self.initials = set(_INITIAL.findall(fold(text))) - asked if options.initials else set()
+        self.acronyms = acronyms_of(fold(text)) if options.acronyms else set()  # "Dept of Motor Vehicles"
         # coarser dates a reference comparison accepts for a year: "the 16th century", "the 1960s"
-        self.centuries = {int(n) for n in _CENTURY.findall(text)}
-        self.decades = set(_DECADE.findall(text))
+        dates = options.centuries_decades
+        self.centuries = {int(n) for n in _CENTURY.findall(text)} if dates else set()
+        self.decades = set(_DECADE.findall(text)) if dates else set()
         self.norms = {t.norm for t in self.tokens if t.kind != "number"}
-        self.prefix_len = prefix_len
-        self.prefixes = {n[:prefix_len] for n in self.norms if len(n) >= prefix_len}
+        self.prefix_len = options.prefix_len
+        self.prefixes = {n[: self.prefix_len] for n in self.norms if len(n) >= self.prefix_len}
         self.numbers = [Decimal(t.norm) for t in self.tokens if t.kind == "number"]
         self.number_norms = {t.norm for t in self.tokens if t.kind == "number"}
-        self.alternatives = gold_alternatives(text)
+        self.alternatives = gold_alternatives(text) if options.premise_alternatives else []
 
     def contains_alternative(self, hypothesis_tokens: Sequence[Token]) -> str | None:
         """The gold alternative whose tokens appear, in order and adjacent, in the hypothesis."""
@@ -206,8 +282,9 @@ class PremiseIndex:
     def content(self, tokens: Sequence[Token]) -> list[Token]:
         """The tokens to check: those not given by the question (all of them when every one is), less
         framing words the premise lacks ("the passage mentions X" is checked as "X")."""
-        framed = [t for t in tokens if t.norm not in FRAMING or t.norm in self.norms]
-        tokens = framed or list(tokens)
+        if self.options.framing_words:
+            framed = [t for t in tokens if t.norm not in FRAMING or t.norm in self.norms]
+            tokens = framed or list(tokens)
         if not self.given:
             return list(tokens)
         kept = [t for t in tokens if t.norm not in self.given]
@@ -216,7 +293,9 @@ class PremiseIndex:
     def competitor(self, hypothesis_tokens: Sequence[Token]) -> Token | None:
         """A name (number) of the premise beside a name (number) the hypothesis shares with it, itself
         absent from the hypothesis and the question: "Emmitt Smith" against "Timmy Smith", "May 30, 2017"
-        against "January 2017". None when there is none."""
+        against "January 2017". None when there is none (or the check is off)."""
+        if not self.options.competitor_check:
+            return None
         norms = {t.norm for t in hypothesis_tokens}
         for i, token in enumerate(self.tokens):
             if token.norm not in norms:
@@ -232,20 +311,26 @@ class PremiseIndex:
                         return other
         return None
 
+    def number_credit(self, token: Token) -> float:
+        """1 if the premise has the number (equal, rounded, or a coarser date of a reference), else 0."""
+        if token.norm in self.number_norms:
+            return 1.0
+        value = Decimal(token.norm)
+        if self.options.number_rounding and any(
+            is_rounding_of(value, n, self.options.years_exact) for n in self.numbers
+        ):
+            return 1.0
+        if self.reference and is_year(value):
+            year = int(value)
+            if year // 100 + 1 in self.centuries or str(year)[:3] in self.decades:
+                return 1.0  # the year's century or decade: the same date, coarser
+        # a number written as a word in the premise ("two") is a word there, not a number
+        return 1.0 if token.surface.lower() in self.norms else 0.0
+
     def credit(self, token: Token) -> float:
         """1 if the premise has the token, 0.5 for a prefix match of a word, else 0."""
         if token.kind == "number":
-            if token.norm in self.number_norms:
-                return 1.0
-            value = Decimal(token.norm)
-            if any(is_rounding_of(value, n) for n in self.numbers):
-                return 1.0
-            if self.reference and is_year(value):
-                year = int(value)
-                if year // 100 + 1 in self.centuries or str(year)[:3] in self.decades:
-                    return 1.0  # the year's century or decade: the same date, coarser
-            # a number written as a word in the premise ("two") is a word there, not a number
-            return 1.0 if token.surface.lower() in self.norms else 0.0
+            return self.number_credit(token)
         if token.norm in self.norms:
             return 1.0
         if token.kind == "name" and token.surface[:1].upper() in self.initials:
@@ -253,7 +338,8 @@ class PremiseIndex:
         if token.kind == "name" and token.surface.isupper() and token.surface in self.acronyms:
             return 1.0  # an acronym of capitalised words in the premise
         if (
-            token.kind == "word"
+            self.options.prefix_credit
+            and token.kind == "word"
             and len(token.norm) >= self.prefix_len
             and (token.norm[: self.prefix_len] in self.prefixes)
         ):
@@ -281,11 +367,35 @@ def coarser_date(tokens: Sequence[Token], missing: Sequence[Token], index: Premi
     return has_year and only_details and not other_month
 
 
-def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) -> StatementVerdict:
-    tokens = index.content(tokens_of(statement))
-    has_number = any(t.kind == "number" for t in tokens)
-    has_name = any(t.kind == "name" for t in tokens)
-    tag = "number" if has_number else "entity" if has_name else "claim"
+def _tag(tokens: Sequence[Token]) -> str:
+    if any(t.kind == "number" for t in tokens):
+        return "number"
+    return "entity" if any(t.kind == "name" for t in tokens) else "claim"
+
+
+def _capped(
+    support: float, missing: Sequence[Token], index: PremiseIndex, rival: bool, lenient_numbers: bool
+) -> tuple[float, Verdict | None]:
+    """The score after the number and name caps, and the verdict a missing number forces (else None)."""
+    o = index.options
+    if any(t.kind == "number" for t in missing):
+        if lenient_numbers:  # a reference answer's number the candidate leaves out: less specific, not wrong
+            return support, None
+        if o.number_cap_rule:
+            return support * o.number_cap, "contradicted" if index.numbers else "not_stated"
+    score = support
+    if any(t.kind == "name" for t in missing) and o.name_cap_rule:
+        name_cap = o.reference_name_cap if index.reference and o.reference_lenient else o.name_cap
+        score = min(support, name_cap)
+        if index.reference and rival:
+            score = min(score, o.name_cap)  # another entity where this one's name is missing
+    return score, None
+
+
+def judge_statement(statement: str, index: PremiseIndex, options: LexicalOptions) -> StatementVerdict:
+    """Score one statement: weighted share of its content tokens found, sharpened, capped (module doc)."""
+    tokens = index.content(tokens_of(statement, options))
+    tag = _tag(tokens)
     if not tokens:
         return StatementVerdict(
             statement=statement, verdict="entailed", score=1.0, tag=tag, reason="no content words to check"
@@ -293,37 +403,29 @@ def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) 
     total = found = 0.0
     missing: list[Token] = []
     for t in tokens:
-        weight = WEIGHTS[t.kind]
         credit = index.credit(t)
-        total += weight
-        found += weight * credit
+        total += weight_of(t, options)
+        found += weight_of(t, options) * credit
         if credit < 1.0:
             missing.append(t)
-    sharpness = config.reference_sharpness if index.reference else config.sharpness
-    name_cap = config.reference_name_cap if index.reference else config.name_cap
-    support = (found / total) ** sharpness
-    missing_numbers = [t for t in missing if t.kind == "number"]
-    missing_names = [t for t in missing if t.kind == "name"]
-    score = support
-    verdict: Verdict
-    lenient = index.reference and config.competitor_check and index.competitor(tokens) is None
-    coarser = lenient and bool(missing) and coarser_date(tokens, missing, index)
-    if coarser:
-        # "1965" for "1 August 1965": the same date at a coarser granularity (year, or month and year)
-        missing = missing_numbers = missing_names = []
-        total = found = sum(WEIGHTS[t.kind] for t in tokens if t.norm not in _MONTHS and not _is_day(t))
-        score = support = 1.0
-    if missing_numbers and not lenient:
-        score = support * config.number_cap
-        verdict = "contradicted" if index.numbers else "not_stated"
-    elif missing_numbers:  # a reference answer's number the candidate leaves out: less specific, not wrong
-        verdict = "entailed" if score >= config.entail_threshold else "not_stated"
-    else:
-        if missing_names:
-            score = min(support, name_cap)
-            if index.reference and config.competitor_check and index.competitor(tokens) is not None:
-                score = min(score, config.name_cap)  # another entity where this one's name is missing
-        verdict = "entailed" if score >= config.entail_threshold else "not_stated"
+    sharpness = (
+        options.reference_sharpness if index.reference and options.reference_lenient else options.sharpness
+    )
+    support = (found / total) ** (sharpness if options.sharpen else 1.0)
+    rival = index.reference and index.competitor(tokens) is not None
+    coarser = (
+        index.reference and options.coarser_dates and not rival and bool(missing)
+        and coarser_date(tokens, missing, index)
+    )  # fmt: skip
+    if (
+        coarser
+    ):  # "1965" for "1 August 1965": the same date at a coarser granularity (year, or month and year)
+        missing = []
+        total = found = sum(weight_of(t, options) for t in tokens if t.norm not in _MONTHS and not _is_day(t))
+        support = 1.0
+    lenient_numbers = index.reference and options.less_specific_numbers and not rival
+    score, forced = _capped(support, missing, index, rival, lenient_numbers)
+    verdict: Verdict = forced or ("entailed" if score >= options.entail_threshold else "not_stated")
     if coarser:
         reason = "the premise gives this date at a coarser granularity (its year), naming no other month"
     elif missing:
@@ -341,44 +443,36 @@ def judge_statement(statement: str, index: PremiseIndex, config: LexicalConfig) 
     )
 
 
-def judge_hypothesis(hypothesis: str, index: PremiseIndex, config: LexicalConfig) -> HypothesisResult:
+def judge_hypothesis(hypothesis: str, index: PremiseIndex, options: LexicalOptions) -> HypothesisResult:
     """Judge one hypothesis; alternatives "a | b | c" take the best alternative."""
     alternatives = [a for a in _ALTERNATIVES.split(hypothesis.strip()) if a.strip()]
-    if len(alternatives) > 1 and not hypothesis.strip().startswith("|"):
-        results = [_judge_single(a, index, config) for a in alternatives]
+    if options.hypothesis_alternatives and len(alternatives) > 1 and not hypothesis.strip().startswith("|"):
+        results = [_judge_single(a, index, options) for a in alternatives]
         best = max(results, key=lambda r: r.score)
         return HypothesisResult(hypothesis=hypothesis, statements=best.statements, score=best.score)
-    return _judge_single(hypothesis, index, config)
+    return _judge_single(hypothesis, index, options)
 
 
-def _judge_single(hypothesis: str, index: PremiseIndex, config: LexicalConfig) -> HypothesisResult:
-    written = tokens_of(hypothesis)
+def _whole(hypothesis: str, tag: str, reason: str) -> HypothesisResult:
+    statement = StatementVerdict(
+        statement=hypothesis.strip(), verdict="entailed", score=1.0, tag=tag, reason=reason
+    )
+    return HypothesisResult(hypothesis=hypothesis, statements=[statement], score=1.0)
+
+
+def _judge_single(hypothesis: str, index: PremiseIndex, options: LexicalOptions) -> HypothesisResult:
+    written = tokens_of(hypothesis, options)
     tokens = index.content(written)
     gold = index.contains_alternative(written) if index.alternatives else None
     if gold is not None:
-        statement = StatementVerdict(
-            statement=hypothesis.strip(),
-            verdict="entailed",
-            score=1.0,
-            tag="claim",
-            reason=f"contains the gold answer {gold!r}",
-        )
-        return HypothesisResult(hypothesis=hypothesis, statements=[statement], score=1.0)
-    if tokens and all(index.credit(t) == 1.0 for t in tokens):
-        statement = StatementVerdict(
-            statement=hypothesis.strip(),
-            verdict="entailed",
-            score=1.0,
-            tag="number" if any(t.kind == "number" for t in tokens) else "entity"
-            if any(t.kind == "name" for t in tokens) else "claim",
-            reason="every content token is in the premise",
-        )  # fmt: skip
-        return HypothesisResult(hypothesis=hypothesis, statements=[statement], score=1.0)
-    statements = [
-        judge_statement(s, index, config) for s in split_statements(hypothesis, config.min_clause_tokens)
-    ]
-    if not statements:
-        statements = [judge_statement(hypothesis, index, config)]
+        return _whole(hypothesis, "claim", f"contains the gold answer {gold!r}")
+    if options.whole_hypothesis and tokens and all(index.credit(t) == 1.0 for t in tokens):
+        return _whole(hypothesis, _tag(tokens), "every content token is in the premise")
+    if options.clauses:
+        parts = split_statements(hypothesis, options.min_clause_tokens) or [hypothesis]
+    else:
+        parts = [hypothesis]
+    statements = [judge_statement(p, index, options) for p in parts]
     score = sum(s.score for s in statements) / len(statements)
     return HypothesisResult(hypothesis=hypothesis, statements=statements, score=round(score, 6))
 
@@ -389,8 +483,8 @@ class LexicalJudge:
     name = "lexical"
     model = "lexical-v1"
 
-    def __init__(self, config: LexicalConfig | None = None) -> None:
-        self.config = config or LexicalConfig()
+    def __init__(self, options: LexicalOptions | None = None) -> None:
+        self.options = options or LexicalOptions()
 
     def _call(self, stage: Stage, started: float, items: int) -> JudgeCall:
         return JudgeCall(
@@ -410,8 +504,8 @@ class LexicalJudge:
         self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False
     ) -> JudgeOutput[NliOutput]:
         started = time.perf_counter()
-        index = PremiseIndex(premise.text, self.config.prefix_len, premise.question)
-        results = [judge_hypothesis(h, index, self.config) for h in hypotheses]
+        index = PremiseIndex(premise.text, self.options, premise.question)
+        results = [judge_hypothesis(h, index, self.options) for h in hypotheses]
         refusal = self.is_refusal(" ".join(hypotheses)) if ask_refusal else None
         return JudgeOutput(NliOutput(results, refusal), [self._call("nli", started, len(hypotheses))])
 
@@ -420,9 +514,8 @@ class LexicalJudge:
         flags = [self.is_refusal(t) for t in texts]
         return JudgeOutput(flags, [self._call("refusal", started, len(texts))])
 
-    @staticmethod
-    def is_refusal(text: str) -> bool:
-        return refusal_match(text) is not None
+    def is_refusal(self, text: str) -> bool:
+        return refusal_match(text, self.options.refusal_off) is not None
 
     async def aclose(self) -> None:
         return None
