@@ -1,8 +1,8 @@
 """Shared machinery of the stream benchmarks: Tansu + fake judge + N workers, a paced producer,
 samplers, and the figures read back from ClickHouse and from the evaluations topic.
 
-Every process binds 127.0.0.1 only. Each worker is ``groundwatch worker`` (streams.supervise) with its
-own embedded chDB path, status file and faust data directory; all workers share the broker, the topic
+Every process binds 127.0.0.1 only. Each worker is ``groundwatch worker`` (groundwatch.local.supervise) with
+its own embedded chDB path, status file and faust data directory; all workers share the broker, the topic
 prefix and the consumer group. Rows are read after the workers stopped, each path in a child process
 (benchmarks/chdb_rows.py): chDB allows one engine path per process.
 """
@@ -26,10 +26,10 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from benchmarks.machine import REPO, Machine, cpu_seconds, rss_mb
+from groundwatch.local.supervise import WorkerProcess, spawn_worker, wait_for
+from groundwatch.local.tansu import TansuBroker, free_port
 from pipeline.dataset import read_dataset
 from schemas.settings import Settings
-from streams.broker.tansu import TansuBroker, free_port
-from streams.supervise import WorkerProcess, spawn_worker, wait_for
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
 
 DEFAULT_DATA = REPO.parent / "shared" / "data"

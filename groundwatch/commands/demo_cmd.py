@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from groundwatch.demo_history import History, simulate
-from streams.localstack import LocalStack
-from streams.report import Report, render
+from groundwatch.local.stack import LocalStack
+from groundwatch.trend_report import Report, render
 
 SAMPLE = "sample_interactions.jsonl"
 RULES = "demo_alert_rules.yaml"

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streams.replay import read_lines, replay
+    from groundwatch.replay import read_lines, replay
 
     settings = Settings()
     if args.broker:

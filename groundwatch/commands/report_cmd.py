@@ -22,9 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from groundwatch.trend_report import Report, parse_since, render
     from streams.clickhouse.client import parse_url
     from streams.clickhouse.store import ClickHouseStore
-    from streams.report import Report, parse_since, render
 
     settings = Settings()
     if args.clickhouse:

@@ -18,7 +18,7 @@ import pytest
 
 from groundwatch.commands.demo_cmd import free_port
 from groundwatch.demo_history import History, simulate
-from streams.localstack import LocalStack
+from groundwatch.local.stack import LocalStack
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.broker.tansu import TansuBroker
+from groundwatch.local.tansu import TansuBroker
 from tests.integration.chdb import shared_chdb_path
 
 

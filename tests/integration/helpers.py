@@ -14,12 +14,12 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 
+from groundwatch.local.stack import report_in_child
+from groundwatch.local.supervise import WorkerProcess, spawn_worker
+from groundwatch.local.tansu import free_port
+from groundwatch.trend_report import Report
 from schemas.settings import Settings, settings_from_env
-from streams.broker.tansu import free_port
-from streams.localstack import report_in_child
-from streams.report import Report
 from streams.status import WorkerStatus, read_status
-from streams.supervise import WorkerProcess, spawn_worker
 from streams.topics import bootstrap_servers
 
 REPO = Path(__file__).resolve().parents[2]

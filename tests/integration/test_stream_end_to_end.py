@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from groundwatch.local.supervise import wait_for
+from groundwatch.local.tansu import TansuBroker
+from groundwatch.replay import replay
+from groundwatch.trend_report import Report
 from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
 from schemas.window import WindowAggregate
-from streams.broker.tansu import TansuBroker
-from streams.replay import replay
-from streams.report import Report
-from streams.supervise import wait_for
 from tests.integration.helpers import REPO, Deployment, jsonl
 
 SAMPLE = REPO / "groundwatch" / "data" / "sample_interactions.jsonl"

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from groundwatch.local.supervise import wait_for
+from groundwatch.local.tansu import TansuBroker
+from groundwatch.replay import replay
 from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from streams.broker.tansu import TansuBroker
-from streams.replay import replay
-from streams.supervise import wait_for
 from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script, default_statements
 from tests.integration.helpers import Deployment, jsonl
 

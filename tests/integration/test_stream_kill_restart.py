@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from streams.broker.tansu import TansuBroker
-from streams.replay import replay
-from streams.supervise import wait_for
+from groundwatch.local.supervise import wait_for
+from groundwatch.local.tansu import TansuBroker
+from groundwatch.replay import replay
 from tests.integration.helpers import Deployment, jsonl
 from tests.integration.test_stream_end_to_end import GROUNDED, HALLUCINATED, synthetic
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from streams.localstack import LocalStack
-from streams.report import render
+from groundwatch.local.stack import LocalStack
+from groundwatch.trend_report import render
 
 SAMPLE = Path(__file__).resolve().parents[2] / "groundwatch" / "data" / "sample_interactions.jsonl"
 

@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
+from groundwatch.local.supervise import wait_for
+from groundwatch.local.tansu import TansuBroker
+from groundwatch.replay import replay
 from schemas.evaluation import Evaluation
-from streams.broker.tansu import TansuBroker
-from streams.replay import replay
-from streams.supervise import wait_for
 from tests.integration.helpers import Deployment, jsonl
 
 CONTEXT = "The museum opens at 10 am and closes at 6 pm every day except Monday."

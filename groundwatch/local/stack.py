@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 
+from groundwatch.local.supervise import WorkerProcess, spawn_worker
+from groundwatch.local.tansu import TansuBroker
+from groundwatch.replay import ReplayResult, replay
+from groundwatch.trend_report import Report
 from schemas.settings import Settings, settings_from_env
-from streams.broker.tansu import TansuBroker
-from streams.replay import ReplayResult, replay
-from streams.report import Report
-from streams.supervise import WorkerProcess, spawn_worker
 
 
 class LocalStack:

@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
+from groundwatch.replay import prepare
 from schemas.settings import KafkaSettings
-from streams.replay import prepare
 from streams.topics import bootstrap_servers, check_copartitioned, topic_names
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from streams.report import Report, parse_since, render
+from groundwatch.trend_report import Report, parse_since, render
 from streams.windows.aggregator import EvalRow, WindowStats
 
 NOW = datetime(2026, 1, 2, 0, 0, tzinfo=UTC)

@@ -1,1 +1,0 @@
-"""Local Kafka-protocol brokers for tests and the demo."""
