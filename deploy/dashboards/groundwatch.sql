@@ -1,7 +1,9 @@
--- groundwatch dashboard queries (Grafana's ClickHouse data source, or clickhouse-client / chDB).
+-- groundwatch ad-hoc queries for clickhouse-client / chDB (or a Grafana panel of your own).
+-- The Grafana dashboard itself (trends per app and model, Wilson intervals, dead letters, judge latency,
+-- alert annotations) is provisioned from deploy/grafana: see deploy/grafana/README.md.
 -- Tables are ReplacingMergeTrees: read them with FINAL so redeliveries and replays never count twice.
--- Replace `groundwatch.` with your database; $__timeFilter(...) is Grafana's time-range macro (drop it
--- or write `window_start >= now() - INTERVAL 6 HOUR` elsewhere).
+-- Replace `groundwatch.` with your database; $__timeFilter(...) is the Grafana ClickHouse plugin's
+-- time-range macro (drop it, or write `window_start >= now() - INTERVAL 6 HOUR`, outside Grafana).
 
 -- 1. Hallucination and refusal rate per app/model over time (one point per closed window)
 SELECT
