@@ -29,6 +29,12 @@ stopped early stays balanced); ``--timeout S`` stops a run after S seconds (its 
 count, marked partial);
 ``--reuse`` keeps runs whose report exists; ``--table-only`` runs nothing and tabulates what is in
 ``--work`` (partial runs included, marked).
+
+The figures of this table are in-sample where a threshold is tuned (the operating thresholds were
+calibrated on these files, the best threshold is chosen on the same cases). ``--cv`` runs the grouped
+k-fold cross-validation and rule ablation of the lexical judge instead (``benchmarks/accuracy_cv.py``:
+every threshold and rule switch chosen on training folds, scored on the held-out fold; ``--k``,
+``--seed``, ``--sets`` and ``--data`` are passed on, the report goes to ``WORK/cv.md``).
 """
 
 from __future__ import annotations
@@ -388,6 +394,16 @@ def parse_limits(values: Sequence[str]) -> dict[str, int]:
     return out
 
 
+def run_cv(args: argparse.Namespace) -> int:
+    """``--cv``: benchmarks/accuracy_cv.py with this command's data, sets, folds and seed."""
+    cmd = [sys.executable, str(REPO / "benchmarks" / "accuracy_cv.py"), "--data", str(args.data)]
+    cmd += ["--k", str(args.k), "--seed", str(args.seed), "--out", str(args.work / "cv.md")]
+    cmd += ["--cache", str(args.work / "cv_cache")]
+    cmd += ["--sets", args.sets] if args.sets else []
+    print(f"[accuracy] {' '.join(cmd)}", file=sys.stderr, flush=True)
+    return subprocess.run(cmd, cwd=REPO, check=False).returncode
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of labeled *.jsonl sets")
@@ -411,8 +427,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=None, help="stop a run after this many seconds (partial n counts)"
     )
+    parser.add_argument("--cv", action="store_true", help="cross-validate the lexical judge (accuracy_cv.py)")
+    parser.add_argument("--k", type=int, default=5, help="with --cv: folds")
+    parser.add_argument("--seed", type=int, default=0, help="with --cv: fold seed")
     args = parser.parse_args(argv)
 
+    if args.cv:
+        return run_cv(args)
     if not args.data.is_dir():
         print(
             f"[accuracy] no data directory {args.data}: nothing to measure (pass --data DIR)", file=sys.stderr

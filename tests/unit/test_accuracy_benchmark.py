@@ -75,3 +75,20 @@ def test_balanced_sample_takes_each_class_in_turn(tmp_path: Path) -> None:
     sample = accuracy.balanced_sample(data, 2, tmp_path / "w")
     ids = [json.loads(t)["id"] for t in sample.read_text().splitlines()]
     assert ids == ["h1", "r1"]  # the first of each class, interleaved
+
+
+def test_cv_option_runs_the_cross_validation(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = [
+        {**line, "id": f"{line['id']}-{i}", "question": f"{line['question']} {i}"}
+        for i in range(3)
+        for line in LINES
+    ]
+    (data / "tiny_grounding.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    work = tmp_path / "w"
+    code = accuracy.main(["--data", str(data), "--cv", "--k", "2", "--work", str(work)])
+    assert code == 0
+    payload = json.loads((work / "cv.json").read_text())
+    assert payload["k"] == 2 and payload["sets"]["tiny_grounding"]["cases"] == 12
+    assert "nested" in " ".join(payload["cv"])
