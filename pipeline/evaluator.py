@@ -15,13 +15,14 @@ from typing import Protocol
 
 from pipeline.assemble import assemble
 from pipeline.convert import convert
-from pipeline.judges.base import Judge, JudgeError
+from pipeline.judges.base import Judge
 from pipeline.nli import run_nli
 from pipeline.nli_grouping import NliGrouper, nli_judge
 from pipeline.refusal import RefusalClassifier
+from schemas.errors import StageError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from schemas.results import Converted, NliResult, RefusalResult, Stage
+from schemas.results import Converted, NliResult, RefusalResult
 from schemas.settings import Settings
 
 
@@ -29,14 +30,6 @@ class RelevanceScorerLike(Protocol):
     """What the evaluator needs of a relevance scorer (``pipeline.metrics.relevance``)."""
 
     async def score(self, question: str, answer: str) -> float: ...
-
-
-class StageError(JudgeError):
-    """A stage of the evaluation failed; ``stage`` names it, the message says why."""
-
-    def __init__(self, stage: Stage, message: str) -> None:
-        super().__init__(f"{stage}: {message}")
-        self.stage: Stage = stage
 
 
 class Evaluator:

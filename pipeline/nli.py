@@ -52,10 +52,11 @@ from dataclasses import dataclass, replace
 
 from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
 from pipeline.convert import batches
-from pipeline.judges.base import JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.judges.window import window_tokens
 from pipeline.nli_grouping import EntailJudge
 from pipeline.sentences import split_sentences
+from schemas.errors import JudgeError
 from schemas.interaction import Passage
 from schemas.results import (
     Converted,

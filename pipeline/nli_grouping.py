@@ -29,8 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.judges.base import Judge, JudgeOutput, NliOutput, Premise
 from pipeline.judges.window import window_tokens
+from schemas.errors import JudgeError
 from schemas.settings import Settings
 
 

@@ -15,14 +15,12 @@ from pathlib import Path
 
 import nltk
 
+from schemas.errors import PunktMissingError
+
 PUNKT_DISTRIBUTION = "llama-index-core"
 PUNKT_PIN = "llama-index-core==0.14.25"
 PUNKT_RELATIVE_DIR = "llama_index/core/_static/nltk_cache"
 _INSTALL_HINT = f"install it with: pip install {PUNKT_PIN} --no-deps"
-
-
-class PunktMissingError(LookupError):
-    """The punkt_tab sentence data is not installed; the message says how to install it."""
 
 
 def punkt_data_dir() -> Path:

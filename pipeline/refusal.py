@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipeline.call_shares import share_calls
-from pipeline.judges.base import Judge, JudgeError
+from pipeline.judges.base import Judge
 from pipeline.sentences import first_sentences
+from schemas.errors import JudgeError
 from schemas.results import Converted, JudgeCall, RefusalResult
 from schemas.settings import Settings
 

@@ -10,18 +10,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from schemas.deadletter import DeadLetter
+from schemas.errors import InvalidMessage
 from schemas.results import Stage
 from schemas.settings import Limits
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class DecodeError(Exception):
-    """A message that is not valid JSON or does not validate against its model; the text says why."""
-
-    def __init__(self, message: str, interaction_id: str | None = None) -> None:
-        super().__init__(message)
-        self.interaction_id = interaction_id
 
 
 def payload_text(raw: bytes | str | None) -> str:
@@ -58,17 +51,17 @@ def _guess_id(data: Any) -> str | None:
 
 
 def decode(raw: bytes | str | None, model: type[M], limits: Limits | None = None) -> M:
-    """Parse and validate one message; raise DecodeError naming the field and the reason."""
+    """Parse and validate one message; raise InvalidMessage naming the field and the reason."""
     if raw is None:
-        raise DecodeError("empty message (no value)")
+        raise InvalidMessage("empty message (no value)")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DecodeError(f"not valid JSON: {exc}") from exc
+        raise InvalidMessage(f"not valid JSON: {exc}") from exc
     try:
         return model.model_validate(data, context={"limits": limits or Limits()})
     except ValidationError as exc:
-        raise DecodeError(
+        raise InvalidMessage(
             f"invalid {model.__name__}: {describe_validation_error(exc)}", interaction_id=_guess_id(data)
         ) from exc
 
@@ -137,7 +130,7 @@ def dead_letter(
 ) -> DeadLetter:
     """The dead letter of a message; ``original`` is the Interaction JSON when known (replayable onto
     interactions). ``StreamContext.send_dead`` fits it to the byte budget (``fit_letter``)."""
-    if interaction_id is None and isinstance(error, DecodeError):
+    if interaction_id is None and isinstance(error, InvalidMessage):
         interaction_id = error.interaction_id
     text = payload_text(payload)
     return DeadLetter(

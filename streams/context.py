@@ -96,11 +96,11 @@ class StreamContext:
 
     async def decode_or_dead_letter(self, raw: bytes, model: type[M], source_topic: str) -> M | None:
         """The message as ``model``, or None after dead-lettering it (stage "validate": which field, why)."""
-        from streams.codec import DecodeError, dead_letter, decode
+        from streams.codec import InvalidMessage, dead_letter, decode
 
         try:
             return decode(raw, model, self.settings.limits)
-        except DecodeError as exc:
+        except InvalidMessage as exc:
             await self.send_dead(
                 dead_letter(stage="validate", error=exc, payload=raw, source_topic=source_topic)
             )

@@ -45,19 +45,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.results import Converted, NliResult, RefusalResult
 from schemas.settings import JudgeSettings, Settings
 from streams.acks import OrderedAcks, Ticket
-from streams.codec import DecodeError, dead_letter, decode
+from streams.codec import dead_letter, decode
 from streams.context import StreamContext
 
 log = logging.getLogger(__name__)
 
 Part = Converted | NliResult | RefusalResult
-
-
-class JoinTimeout(Exception):
-    """An interaction's parts did not all arrive within the join timeout."""
 
 
 @dataclass
@@ -349,7 +346,7 @@ def register(ctx: StreamContext) -> Any:
         raw = event.value
         try:
             part = decode(raw, models[topic], settings.limits)
-        except DecodeError as exc:
+        except InvalidMessage as exc:
             if topic != names.converted:  # the nli processor dead-letters a bad Converted
                 await ctx.send_dead_or_give_up(
                     dead_letter(stage="validate", error=exc, payload=raw, source_topic=topic),

@@ -12,11 +12,8 @@ import faust
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 from faust.types.auth import CredentialsT
 
+from schemas.errors import KafkaAuthError
 from schemas.settings import KafkaSettings
-
-
-class KafkaAuthError(ValueError):
-    """The security settings do not make sense together; the message says which setting to fix."""
 
 
 def ssl_context(kafka: KafkaSettings) -> ssl.SSLContext:

@@ -27,10 +27,11 @@ from typing import get_args
 from tqdm import tqdm
 
 from pipeline.dataset import DatasetLine, LineError, read_dataset
-from pipeline.evaluator import Evaluator, RelevanceScorerLike, StageError
+from pipeline.evaluator import Evaluator, RelevanceScorerLike
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
 from pipeline.report import EvalReport, build_report
+from schemas.errors import StageError
 from schemas.evaluation import Evaluation
 from schemas.settings import JudgeKind, Settings
 

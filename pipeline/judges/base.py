@@ -39,10 +39,6 @@ class NliOutput:
     refusal: bool | None = None  # "same" mode: is the hypotheses' text a refusal
 
 
-class JudgeError(Exception):
-    """The judge could not produce a verdict (after its retries); the message says why."""
-
-
 @runtime_checkable
 class Judge(Protocol):
     name: str

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.judges.base import Judge, JudgeOutput, NliOutput, Premise
+from schemas.errors import JudgeError
 from schemas.results import HypothesisResult, JudgeCall
 from schemas.settings import JudgeSettings
 

@@ -29,6 +29,7 @@ from typing import IO
 
 import httpx
 
+from schemas.errors import LocalModelError
 from schemas.settings import JudgeSettings
 
 log = logging.getLogger(__name__)
@@ -59,10 +60,6 @@ MODEL_ALIAS = "local"
 def model_identity(file_name: str, sha256: str) -> str:
     """The model's identity in JudgeCalls and verdict cache keys: another GGUF, another identity."""
     return f"{file_name}@{sha256[:12]}"
-
-
-class LocalModelError(RuntimeError):
-    """The local model could not be assembled, verified, or served; the message says what to do."""
 
 
 # ---------------------------------------------------------------------- assembling the GGUF

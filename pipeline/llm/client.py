@@ -33,8 +33,8 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from pipeline.judges.base import JudgeError
 from prompts import RenderedPrompt
+from schemas.errors import JudgeError
 from schemas.results import JudgeCall, Stage
 from schemas.settings import JudgeSettings
 

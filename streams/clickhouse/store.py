@@ -40,6 +40,24 @@ T = TypeVar("T")
 _ROW_FIELDS = list(EvalRow.model_fields)
 
 
+def in_time_range(db: str, where: str) -> str:
+    """A WHERE clause for ``evaluations FINAL`` over a time range that reads only the interactions in it.
+
+    ``FINAL`` with a timestamp filter alone reads nearly the whole table: to stay exact, ClickHouse
+    widens the timestamp index's granules to every granule whose interaction_id range overlaps them,
+    and ids are random. Here the ids in range are found first without FINAL (the timestamp index prunes),
+    then FINAL merges only their rows (the primary key prunes), and the filter applies again to each
+    interaction's current version: one replayed with another timestamp leaves its old window.
+    ``where`` uses the parameters app, model, start and end."""
+    return f"interaction_id IN (SELECT interaction_id FROM {db}.evaluations WHERE {where}) AND {where}"
+
+
+WINDOW_ROWS = (
+    "app = {app:String} AND model = {model:String} "
+    "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}"
+)
+
+
 class ClickHouseStore:
     def __init__(self, client: Any, target: Target) -> None:
         self.client = client
@@ -133,9 +151,7 @@ class ClickHouseStore:
         """Deduplicated evaluation rows of one app/model with start <= timestamp < end."""
         cols = ", ".join(_ROW_FIELDS)
         rows = self.query_sync(
-            f"SELECT {cols} FROM {self.db}.evaluations FINAL "
-            "WHERE app = {app:String} AND model = {model:String} "
-            "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
+            f"SELECT {cols} FROM {self.db}.evaluations FINAL WHERE {in_time_range(self.db, WINDOW_ROWS)}",
             {"app": app, "model": model, "start": utc(start), "end": utc(end)},
         )
         return [EvalRow.model_validate(r) for r in rows]

@@ -15,14 +15,11 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from schemas.errors import DashboardConfigError
 from schemas.settings import DashboardSettings
 
 COOKIE = "groundwatch_dashboard_token"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class DashboardConfigError(ValueError):
-    """The dashboard's settings do not allow serving it as asked."""
 
 
 def is_loopback(host: str) -> bool:

@@ -26,7 +26,7 @@ from schemas.evaluation import Evaluation
 from schemas.latency import add_histograms, quantile
 from schemas.metrics import METRICS, MetricKind
 from streams.clickhouse.rows import ALERT_COLUMNS, utc
-from streams.clickhouse.store import ClickHouseStore
+from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore, in_time_range
 from streams.dashboard.rollup import choose_rollup
 
 _TS = "DateTime64(3, 'UTC')"
@@ -178,10 +178,7 @@ class DashboardQueries:
         return out
 
     async def bucket(self, q: BucketQuery) -> BucketInteractions:
-        where = (
-            f"FROM {self.db}.evaluations FINAL WHERE app = {{app:String}} AND model = {{model:String}} "
-            f"AND timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}}"
-        )
+        where = f"FROM {self.db}.evaluations FINAL WHERE {in_time_range(self.db, WINDOW_ROWS)}"
         params = {**self._range(q), "app": q.app, "model": q.model, "limit": q.limit}
         rows = await self.store.query(
             "SELECT interaction_id, timestamp, hallucination, context_entailment, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.judges.base import JudgeError
+from schemas.errors import JudgeError
 from schemas.interaction import Interaction
 from streams.context import StreamContext
 

@@ -13,8 +13,7 @@ import logging
 import time
 from typing import Any
 
-from pipeline.evaluator import StageError
-from pipeline.judges.base import JudgeError
+from schemas.errors import JudgeError, StageError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from streams.context import StreamContext

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.judges.base import JudgeError
+from schemas.errors import JudgeError
 from schemas.results import Converted
 from streams.context import StreamContext
 

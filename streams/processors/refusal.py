@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.judges.base import JudgeError
+from schemas.errors import InvalidMessage, JudgeError
 from schemas.results import Converted
-from streams.codec import DecodeError, decode
+from streams.codec import decode
 from streams.context import StreamContext
 
 
@@ -22,7 +22,7 @@ def register(ctx: StreamContext) -> Any:
         raw = event.value
         try:
             converted = decode(raw, Converted, settings.limits)
-        except DecodeError:
+        except InvalidMessage:
             return  # the nli processor reads the same topic and dead-letters it once
         iid = converted.interaction.interaction_id
         res = await ctx.res.wait_ready()

@@ -10,10 +10,11 @@ import functools
 import logging
 from typing import Any, cast
 
+from schemas.errors import InvalidMessage
 from schemas.evaluation import Evaluation
 from streams.acks import OrderedAcks
 from streams.clickhouse.sink import EvaluationSink
-from streams.codec import DecodeError, dead_letter, decode
+from streams.codec import dead_letter, decode
 from streams.context import StreamContext
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def register(ctx: StreamContext) -> Any:
             raw = event.value
             try:
                 evaluation = decode(raw, Evaluation, settings.limits)
-            except DecodeError as exc:
+            except InvalidMessage as exc:
                 await ctx.send_dead_or_give_up(
                     dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.evaluations),
                     f"{ctx.names.evaluations}@{ticket.offset}",

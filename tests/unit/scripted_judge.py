@@ -21,7 +21,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.judges.base import JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.judges.base import JudgeOutput, NliOutput, Premise
+from schemas.errors import JudgeError
 from schemas.results import VERDICT_SCORE, HypothesisResult, JudgeCall, StatementVerdict
 
 REFUSAL_PHRASES = ("i don't know", "i cannot", "i can't", "no information")

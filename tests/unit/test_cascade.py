@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from pipeline.judges.base import Judge, JudgeError, JudgeOutput, NliOutput, Premise
+from pipeline.judges.base import Judge, JudgeOutput, NliOutput, Premise
 from pipeline.judges.cascade import CascadeJudge
 from pipeline.judges.lexical import LexicalJudge
+from schemas.errors import JudgeError
 from schemas.results import HypothesisResult, JudgeCall, Stage, StatementVerdict
 from schemas.settings import JudgeSettings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.convert import batches, convert
-from pipeline.judges.base import JudgeError
+from schemas.errors import JudgeError
 from schemas.interaction import Interaction
 from schemas.settings import Settings
 from tests.unit.scripted_judge import ScriptedJudge

@@ -13,8 +13,8 @@ from tests.integration.chdb import fresh_chdb_url
 
 def letter(payload: str, original: str | None = None) -> bytes:
     return DeadLetter(
-        stage="validate", error_type="DecodeError", error="answer: too long", source_topic="gw.interactions",
-        interaction_id="i1", payload=payload, original=original,
+        stage="validate", error_type="InvalidMessage", error="answer: too long",
+        source_topic="gw.interactions", interaction_id="i1", payload=payload, original=original,
     ).model_dump_json().encode()  # fmt: skip
 
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from pipeline.evaluator import Evaluator, StageError
-from pipeline.judges.base import JudgeError
+from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
+from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
 from schemas.settings import Settings
 from tests.unit.scripted_judge import ScriptedJudge

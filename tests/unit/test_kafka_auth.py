@@ -7,8 +7,9 @@ import ssl
 import faust
 import pytest
 
+from schemas.errors import KafkaAuthError
 from schemas.settings import KafkaSettings, Settings
-from streams.kafka_auth import KafkaAuthError, aiokafka_auth, faust_credentials
+from streams.kafka_auth import aiokafka_auth, faust_credentials
 
 
 def test_plaintext_has_no_credentials() -> None:

@@ -10,9 +10,9 @@ import time
 import pytest
 from pydantic import SecretStr
 
-from pipeline.judges.base import JudgeError
 from pipeline.llm.client import JudgeClient, extract_json_object, price
 from prompts import Prompts, RefusalAnswer
+from schemas.errors import JudgeError
 from schemas.results import JudgeCall
 from schemas.settings import JudgeSettings, ModelPrice, Settings
 from tests.fakes.openai_server import FakeOpenAIServer

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.judges.base import JudgeError, Premise
+from pipeline.judges.base import Premise
 from pipeline.nli import combine_parts, max_premise_chars, run_nli, split_premise
+from schemas.errors import JudgeError
 from schemas.interaction import Interaction, Passage
 from schemas.results import Converted, HypothesisResult, StatementVerdict
 from schemas.settings import Settings

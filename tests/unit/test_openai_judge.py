@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from pipeline.judges.base import Judge, JudgeError, Premise
+from pipeline.judges.base import Judge, Premise
 from pipeline.judges.factory import open_judge
 from pipeline.judges.openai_judge import LLMJudge, hypothesis_result
 from prompts import StatementAnswer
+from schemas.errors import JudgeError
 from schemas.settings import JudgeSettings, Settings
 from tests.fakes.openai_server import FakeOpenAIServer, Script, default_refusal, default_statements
 

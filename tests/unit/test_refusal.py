@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import pytest
 
 from pipeline.call_shares import apportion, share_calls
-from pipeline.judges.base import JudgeError, JudgeOutput
+from pipeline.judges.base import JudgeOutput
 from pipeline.refusal import RefusalClassifier
+from schemas.errors import JudgeError
 from schemas.interaction import Interaction
 from schemas.results import Converted, JudgeCall
 from schemas.settings import Settings

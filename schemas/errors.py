@@ -1,0 +1,78 @@
+"""Every error groundwatch raises on purpose, in one hierarchy (catch ``GroundwatchError`` for all).
+
+    GroundwatchError
+    ├── ConfigError            a setting, argument or rules file is wrong; the message names it
+    │   ├── KafkaAuthError     the Kafka security settings do not fit together
+    │   └── DashboardConfigError  the dashboard may not be served as asked
+    ├── InvalidMessage         a message does not decode or validate; the message says which field, why
+    ├── JudgeError             the judge gave no verdict after its retries
+    │   └── StageError         one stage of an evaluation failed (``stage``)
+    ├── JoinTimeout            an interaction's parts did not all arrive in time
+    ├── DependencyMissing      an installable part is missing; the message says how to install it
+    │   ├── PunktMissingError  the punkt sentence data
+    │   └── LocalModelError    the local model could not be assembled, verified or served
+    └── WindowError            one window could not be closed (the others are)
+
+In the stream, processors raise; the worker turns an error into a dead letter with its stage, the reason
+and the original message in one place (``streams.context.StreamContext.send_dead``).
+"""
+
+from __future__ import annotations
+
+from schemas.results import Stage
+
+
+class GroundwatchError(Exception):
+    """Base of every error groundwatch raises on purpose."""
+
+
+class ConfigError(GroundwatchError, ValueError):
+    """A setting, command-line argument or rules file is wrong; the message names it and says why."""
+
+
+class KafkaAuthError(ConfigError):
+    """The Kafka security settings do not make sense together; the message says which setting to fix."""
+
+
+class DashboardConfigError(ConfigError):
+    """The dashboard's settings do not allow serving it as asked."""
+
+
+class InvalidMessage(GroundwatchError):
+    """A message that is not valid JSON or does not validate against its model; the text says why."""
+
+    def __init__(self, message: str, interaction_id: str | None = None) -> None:
+        super().__init__(message)
+        self.interaction_id = interaction_id
+
+
+class JudgeError(GroundwatchError):
+    """The judge could not produce a verdict (after its retries); the message says why."""
+
+
+class StageError(JudgeError):
+    """A stage of the evaluation failed; ``stage`` names it, the message says why."""
+
+    def __init__(self, stage: Stage, message: str) -> None:
+        super().__init__(f"{stage}: {message}")
+        self.stage: Stage = stage
+
+
+class JoinTimeout(GroundwatchError):
+    """An interaction's parts did not all arrive within the join timeout."""
+
+
+class DependencyMissing(GroundwatchError):
+    """Something installable is missing; the message says how to install it."""
+
+
+class PunktMissingError(DependencyMissing, LookupError):
+    """The punkt_tab sentence data is not installed; the message says how to install it."""
+
+
+class LocalModelError(DependencyMissing, RuntimeError):
+    """The local model could not be assembled, verified, or served; the message says what to do."""
+
+
+class WindowError(GroundwatchError):
+    """One window could not be closed or written; the others are closed regardless."""
