@@ -245,8 +245,7 @@ def tabulate(data: Path, judge: str, work: Path, settings: Settings) -> Row | No
     rows: list[tuple[DatasetLine, Evaluation]] = [
         (by_id[e.interaction_id], e) for e in evaluations if e.interaction_id in by_id
     ]
-    judge_settings = settings.model_copy(deep=True)
-    judge_settings.judge.kind = judge  # type: ignore[assignment]
+    judge_settings = settings.with_changes(judge={"kind": judge})
     reports = label_reports(rows, judge_settings)
     if not reports:
         return None
@@ -281,8 +280,7 @@ def tabulate(data: Path, judge: str, work: Path, settings: Settings) -> Row | No
             for e in read_evaluations(work / "lexical" / f"{data.stem}.evaluations.jsonl")
             if e.interaction_id in {ev.interaction_id for _, ev in rows} and e.interaction_id in by_id
         ]
-        lex_settings = settings.model_copy(deep=True)
-        lex_settings.judge.kind = "lexical"
+        lex_settings = settings.with_changes(judge={"kind": "lexical"})
         lex_block = label_reports(lex_rows, lex_settings).get(label) if lex_rows else None
         if lex_block is not None:
             lexical_same = {

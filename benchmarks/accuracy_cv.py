@@ -215,9 +215,9 @@ def load_set(path: Path, k: int, seed: int) -> LabeledSet | None:
 
 
 async def _run(config: Config, data: LabeledSet) -> list[float | None]:
-    settings = Settings()
-    settings.judge.kind = "lexical"
-    settings.pipeline.exact_match = config.exact_match
+    settings = Settings().with_changes(
+        judge={"kind": "lexical"}, pipeline={"exact_match": config.exact_match}
+    )
     evaluator = Evaluator(LexicalJudge(config.options), settings)
     try:
         rows, failures = await evaluate_all(data.lines, evaluator, 32)

@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "report": "Print trend tables per app/model from ClickHouse.",
     "demo": "Start a local broker, worker and judge, replay sample traffic, print figures.",
     "dashboard": "Serve the built-in dashboard over a ClickHouse server or a chDB path.",
+    "settings": "Print every GROUNDWATCH_* setting with its type, default and meaning (markdown).",
 }
 
 

@@ -23,122 +23,252 @@ NLI_PAIRS: tuple[NliPair, ...] = ("context_answer", "ground_truth_answer", "answ
 class Limits(BaseModel):
     """Size limits on an incoming interaction; a violation names the field and the limit."""
 
-    max_question_chars: int = 20_000
-    max_answer_chars: int = 50_000
-    max_ground_truth_chars: int = 50_000
-    max_contexts: int = 100
-    max_context_chars: int = 400_000  # all passages together
-    max_id_chars: int = 256
+    model_config = ConfigDict(frozen=True)
+
+    max_question_chars: int = Field(20_000, description="longest question (characters)")
+    max_answer_chars: int = Field(50_000, description="longest answer (characters)")
+    max_ground_truth_chars: int = Field(50_000, description="longest ground truth (characters)")
+    max_contexts: int = Field(100, description="most retrieved passages an interaction may carry")
+    max_context_chars: int = Field(400_000, description="most characters of all passages together")
+    max_id_chars: int = Field(256, description="longest interaction_id (characters)")
 
 
 class SplitSettings(BaseModel):
-    """Sentence conversion (seeds 000/001)."""
+    """Sentence conversion (docs/method.md)."""
 
-    max_sentence_chars: int = Field(500, ge=1)
-    min_sentence_chars: int = Field(20, ge=0)
-    keep_lists: bool = True  # list items stay with the sentence that introduces them
-    keep_tables: bool = True  # markdown table rows carry their header
+    model_config = ConfigDict(frozen=True)
+
+    max_sentence_chars: int = Field(
+        500,
+        ge=1,
+        description=(
+            "a sentence over this is split on blank lines, then newlines, then into chunks of this size"
+        ),
+    )
+    min_sentence_chars: int = Field(
+        20, ge=0, description="a sentence under this joins the next one (the previous one when it is last)"
+    )
+    keep_lists: bool = Field(True, description="list items stay with the sentence that introduces them")
+    keep_tables: bool = Field(True, description="markdown table rows carry their header")
 
 
 class ModelPrice(BaseModel):
-    input_per_1k: float = 0.0
-    output_per_1k: float = 0.0
+    model_config = ConfigDict(frozen=True)
+
+    input_per_1k: float = Field(0.0, description="USD per 1,000 input tokens")
+    output_per_1k: float = Field(0.0, description="USD per 1,000 output tokens")
 
 
 class JudgeSettings(BaseModel):
-    kind: JudgeKind = "lexical"
-    base_url: str | None = None  # OpenAI-compatible endpoint; None = OpenAI's default
-    model: str = "gpt-4o-mini"
-    api_key: SecretStr | None = None
-    max_in_flight: int = Field(32, ge=1)
-    max_retries: int = Field(4, ge=0)
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 8.0
-    timeout_s: float = 60.0
-    temperature: float = 0.0
-    max_output_tokens: int = 2048
-    structured_output: bool = True  # JSON-schema response_format, plain JSON as the fallback
+    model_config = ConfigDict(frozen=True)
+
+    kind: JudgeKind = Field(
+        "lexical",
+        description=(
+            "judge: openai (any OpenAI-compatible endpoint), local (llama.cpp started by groundwatch), "
+            "lexical "
+            "(no model) or cascade (lexical, then an LLM where unsure)"
+        ),
+    )
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; None = OpenAI's default")
+    model: str = Field("gpt-4o-mini", description="model name sent to the OpenAI-compatible endpoint")
+    api_key: SecretStr | None = Field(
+        None, description="API key of the endpoint (a secret: never in repr, logs or dead letters)"
+    )
+    max_in_flight: int = Field(32, ge=1, description="judge requests in flight at once")
+    max_retries: int = Field(
+        4, ge=0, description="retries of a failed request (429, 5xx, timeouts, unparseable output)"
+    )
+    backoff_base_s: float = Field(0.5, description="first retry delay; doubles each retry, with jitter")
+    backoff_max_s: float = Field(8.0, description="longest retry delay")
+    timeout_s: float = Field(60.0, description="timeout of one request to the endpoint")
+    temperature: float = Field(0.0, description="sampling temperature of the judge")
+    max_output_tokens: int = Field(2048, description="most tokens the judge may generate per request")
+    structured_output: bool = Field(
+        True, description="JSON-schema response_format, plain JSON as the fallback"
+    )
     prices: dict[str, ModelPrice] = Field(
+        description="USD per 1,000 tokens by model name (an exact name, else the longest prefix), for the "
+        "cost of every judge call",
         default_factory=lambda: {
             "gpt-4o-mini": ModelPrice(input_per_1k=0.00015, output_per_1k=0.0006),
             "gpt-4o": ModelPrice(input_per_1k=0.0025, output_per_1k=0.01),
-        }
+        },
     )
-    cache_enabled: bool = True
-    cache_path: Path | None = None  # None: in-memory cache for the life of the process
-    # the judge model's window, for models without an entry in ``context_windows`` (and the lexical
-    # judge); premises longer than the window are split. ``pipeline.judges.window.window_tokens`` picks
-    # the window of the judge in use: local_ctx for `local`, context_windows for `openai`
-    context_window_tokens: int = 4096
-    # cascade: the lexical verdict is trusted outside [unsure_low, unsure_high]
-    cascade_unsure_low: float = 0.2
-    cascade_unsure_high: float = 0.8
-    # local judge (llama.cpp server started by groundwatch)
-    local_model_dir: Path = Path.home() / ".cache" / "groundwatch" / "models"
-    local_threads: int = 2
-    local_ctx: int = 4096
-    local_port: int = 0  # 0 = a free port on 127.0.0.1
-    local_start_timeout_s: float = 180.0  # model load + first answer of /v1/models
-    local_timeout_s: float = 900.0  # one request to the local server (2 CPU cores: minutes under load)
-    local_max_in_flight: int = Field(1, ge=1)  # llama.cpp's server answers one request at a time
-    cache_max_entries: int = Field(100_000, ge=1)  # in-memory verdict cache (LRU)
-    cascade_llm: Literal["openai", "local"] = "local"  # the LLM behind the cascade's unsure cases
-    # ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the lexical
-    # phrases reach 0.977 balanced accuracy on DelucionQA dev, while the default local 1.5B model called
-    # 40% of plain answers refusals (19 of the first 48, docs/accuracy.md)
-    cascade_llm_refusals: bool = False
+    cache_enabled: bool = Field(
+        True, description="cache verdicts by content hash (premise, hypothesis, model, prompt version)"
+    )
+    cache_path: Path | None = Field(None, description="None: in-memory cache for the life of the process")
+    context_window_tokens: int = Field(
+        4096,
+        description=(
+            "the judge model's window, for models without an entry in ``context_windows`` (and the lexical "
+            "judge); premises longer than the window are split. ``pipeline.judges.window.window_tokens`` "
+            "picks "
+            "the window of the judge in use: local_ctx for `local`, context_windows for `openai`"
+        ),
+    )
+    cascade_unsure_low: float = Field(
+        0.2, description="cascade: the lexical verdict is trusted outside [unsure_low, unsure_high]"
+    )
+    cascade_unsure_high: float = Field(
+        0.8,
+        description=(
+            "cascade: a lexical score at or above this is trusted as supported (under cascade_unsure_low as "
+            "unsupported); between them the LLM judges"
+        ),
+    )
+    local_model_dir: Path = Field(
+        Path.home() / ".cache" / "groundwatch" / "models",
+        description="where the local judge's model is assembled (llama.cpp server started by groundwatch)",
+    )
+    local_threads: int = Field(2, description="CPU threads of the local llama.cpp server")
+    local_ctx: int = Field(4096, description="context window (tokens) of the local model")
+    local_port: int = Field(0, description="0 = a free port on 127.0.0.1")
+    local_start_timeout_s: float = Field(180.0, description="model load + first answer of /v1/models")
+    local_timeout_s: float = Field(
+        900.0, description="one request to the local server (2 CPU cores: minutes under load)"
+    )
+    local_max_in_flight: int = Field(1, ge=1, description="llama.cpp's server answers one request at a time")
+    cache_max_entries: int = Field(100_000, ge=1, description="in-memory verdict cache (LRU)")
+    cascade_llm: Literal["openai", "local"] = Field(
+        "local", description="the LLM behind the cascade's unsure cases"
+    )
+    cascade_llm_refusals: bool = Field(
+        False,
+        description=(
+            "ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the lexical "
+            "phrases reach 0.977 balanced accuracy on DelucionQA dev, while the default local 1.5B model "
+            "called"
+            " 40% of plain answers refusals (19 of the first 48, docs/accuracy.md)"
+        ),
+    )
     # context window (tokens) per hosted model, like ``prices``: an exact name, else the longest name the
     # model starts with (dated snapshots); models not listed use ``context_window_tokens``
     context_windows: dict[str, int] = Field(
-        default_factory=lambda: {"gpt-4o-mini": 128_000, "gpt-4o": 128_000}
+        description="context window (tokens) per hosted model, like prices",
+        default_factory=lambda: {"gpt-4o-mini": 128_000, "gpt-4o": 128_000},
     )
 
 
 class PipelineSettings(BaseModel):
-    pronoun_replacement: bool = True
-    pronoun_batch_size: int = Field(16, ge=1)  # sentences a prompt
-    # send a pronoun batch only when a sentence after its first holds an English pronoun or
-    # demonstrative (pipeline.convert.ANAPHORS); turn off for answers in other languages
-    pronoun_prefilter: bool = True
-    nli_mode: Literal["batched", "per_hypothesis"] = "batched"
-    # the NLI pairs judged (seed 000: all three); leaving one out saves its calls, its score is None
-    pairs: list[NliPair] = Field(default_factory=lambda: list(NLI_PAIRS), min_length=1)
-    refusal_mode: Literal["separate", "same"] = "separate"  # "same": asked inside the NLI prompt (seed 001)
-    refusal_sentences: int = Field(2, ge=1)
-    refusal_batch_size: int = Field(8, ge=1)  # texts a prompt
-    # context entailment under this = hallucination. Left unset, each judge kind uses its calibrated
-    # default from ``judge_hallucination_thresholds`` (this value for kinds not listed); set (env or
-    # code), it is used for every judge
-    hallucination_threshold: float = 0.5
-    unsupported_claim_threshold: float = 0.5  # statement score under this = unsupported claim
-    statement_weights: dict[str, float] = Field(default_factory=dict)  # tag -> weight (seed 002)
-    relevance: bool = False  # embedding relevance (seed 004); needs the `embeddings` extra
-    nli_batch_size: int = Field(16, ge=1)  # hypotheses a prompt in the "batched" NLI mode
-    refusal_linger_ms: float = Field(10.0, ge=0)  # a partly full refusal batch waits this long for more texts
-    # "batched" mode: NLI cases (premise + hypotheses) of concurrent interactions sharing one prompt, so
-    # its instructions are sent once per group (pipeline.nli_grouping); 1 = one case a prompt. Left
-    # unset, each judge kind uses its default from ``judge_nli_group_cases`` (this value for kinds not
-    # listed); set (env or code), it is used for every judge
-    nli_group_cases: int = Field(4, ge=1)
-    judge_nli_group_cases: dict[str, int] = Field(default_factory=lambda: {"local": 1})
-    nli_group_linger_ms: float = Field(20.0, ge=0)  # a partly full group waits this long for more cases
-    chars_per_token: float = Field(3.5, gt=0)  # premise budget: characters per token of the judge's window
-    nli_prompt_overhead_tokens: int = Field(600, ge=0)  # instructions and fences of an NLI prompt
-    nli_output_tokens_per_hypothesis: int = Field(150, ge=0)  # room kept for the verdicts' output
-    min_premise_chars: int = Field(1000, ge=1)  # a premise part is never made smaller than this
-    # a ground truth "a | b | c" (or metadata gold_answers) is one hypothesis: any alternative will do
-    ground_truth_alternatives: bool = True
-    # ground-truth pairs: an alternative the answer contains (normalised) is entailed without a judge call
-    exact_match: bool = True
+    model_config = ConfigDict(frozen=True)
+
+    pronoun_replacement: bool = Field(
+        True, description="ask the judge to replace pronouns in the answer and ground truth before NLI"
+    )
+    pronoun_batch_size: int = Field(16, ge=1, description="sentences a prompt")
+    pronoun_prefilter: bool = Field(
+        True,
+        description=(
+            "send a pronoun batch only when a sentence after its first holds an English pronoun or "
+            "demonstrative (pipeline.convert.ANAPHORS); turn off for answers in other languages"
+        ),
+    )
+    nli_mode: Literal["batched", "per_hypothesis"] = Field(
+        "batched",
+        description=(
+            "batched: all hypotheses of a pair share one prompt; per_hypothesis: one call per hypothesis "
+            "(the "
+            "method's original way)"
+        ),
+    )
+    pairs: list[NliPair] = Field(
+        default_factory=lambda: list(NLI_PAIRS),
+        min_length=1,
+        description=(
+            "the NLI pairs judged (by default all three); leaving one out saves its calls, its score is None"
+        ),
+    )
+    refusal_mode: Literal["separate", "same"] = Field(
+        "separate",
+        description=(
+            "separate: refusal prompts of their own, batched across interactions; same: asked inside the "
+            "NLI prompt (docs/method.md)"
+        ),
+    )
+    refusal_sentences: int = Field(
+        2, ge=1, description="first sentences of the answer and ground truth that the refusal check reads"
+    )
+    refusal_batch_size: int = Field(8, ge=1, description="texts a prompt")
+    hallucination_threshold: float = Field(
+        0.5,
+        description=(
+            "context entailment under this = hallucination. Left unset, each judge kind uses its calibrated "
+            "default from ``judge_hallucination_thresholds`` (this value for kinds not listed); set (env or "
+            "code), it is used for every judge"
+        ),
+    )
+    unsupported_claim_threshold: float = Field(
+        0.5, description="statement score under this = unsupported claim"
+    )
+    statement_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="statement tag -> weight in grounded-unit precision (docs/method.md)",
+    )
+    relevance: bool = Field(
+        False,
+        description=(
+            "score answer relevance to the last user message by embeddings; needs the `embeddings` extra"
+        ),
+    )
+    nli_batch_size: int = Field(16, ge=1, description='hypotheses a prompt in the "batched" NLI mode')
+    refusal_linger_ms: float = Field(
+        10.0, ge=0, description="a partly full refusal batch waits this long for more texts"
+    )
+    nli_group_cases: int = Field(
+        4,
+        ge=1,
+        description=(
+            '"batched" mode: NLI cases (premise + hypotheses) of concurrent interactions sharing one '
+            "prompt, so its instructions are sent once per group (pipeline.nli_grouping); 1 = one case a "
+            "prompt. Left unset, each judge kind uses its default from ``judge_nli_group_cases`` (this "
+            "value for kinds not listed); set (env or code), it is used for every judge"
+        ),
+    )
+    judge_nli_group_cases: dict[str, int] = Field(
+        default_factory=lambda: {"local": 1},
+        description="nli_group_cases per judge kind when nli_group_cases is not set",
+    )
+    nli_group_linger_ms: float = Field(
+        20.0, ge=0, description="a partly full group waits this long for more cases"
+    )
+    chars_per_token: float = Field(
+        3.5, gt=0, description="premise budget: characters per token of the judge's window"
+    )
+    nli_prompt_overhead_tokens: int = Field(600, ge=0, description="instructions and fences of an NLI prompt")
+    nli_output_tokens_per_hypothesis: int = Field(150, ge=0, description="room kept for the verdicts' output")
+    min_premise_chars: int = Field(1000, ge=1, description="a premise part is never made smaller than this")
+    ground_truth_alternatives: bool = Field(
+        True,
+        description=(
+            'a ground truth "a | b | c" (or metadata gold_answers) is one hypothesis: any alternative will do'
+        ),
+    )
+    exact_match: bool = Field(
+        True,
+        description=(
+            "ground-truth pairs: an alternative the answer contains (normalised) is entailed without a judge "
+            "call"
+        ),
+    )
     # operating thresholds by judge kind, calibrated on the dev sets (docs/accuracy.md has the curves that
     # chose them); a score at or over the threshold is the positive class (grounded / correct)
     judge_hallucination_thresholds: dict[str, float] = Field(
-        default_factory=lambda: {"lexical": 0.85, "cascade": 0.85}
+        description="hallucination_threshold per judge kind when hallucination_threshold is not set",
+        default_factory=lambda: {"lexical": 0.85, "cascade": 0.85},
     )
-    # answer_entails_ground_truth at or over this = the answer agrees with the ground truth ("correct");
-    # left unset, each judge kind uses its calibrated default from ``judge_correct_thresholds``
-    correct_threshold: float = 0.5
-    judge_correct_thresholds: dict[str, float] = Field(default_factory=dict)
+    correct_threshold: float = Field(
+        0.5,
+        description=(
+            "answer_entails_ground_truth at or over this = the answer agrees with the ground truth "
+            '("correct"); left unset, each judge kind uses its calibrated default from '
+            "``judge_correct_thresholds``"
+        ),
+    )
+    judge_correct_thresholds: dict[str, float] = Field(
+        default_factory=dict, description="correct_threshold per judge kind when correct_threshold is not set"
+    )
 
     def nli_group_cases_for(self, judge_kind: str) -> int:
         """NLI cases a prompt for a judge kind (``nli_group_cases``, see there)."""
@@ -166,88 +296,200 @@ class PipelineSettings(BaseModel):
 
 
 class KafkaSettings(BaseModel):
-    broker: str = "kafka://127.0.0.1:9092"
-    # security (production Kafka, MSK, Redpanda Cloud): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
-    sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    ssl_cafile: Path | None = None  # None: the system's CA bundle
-    ssl_certfile: Path | None = None  # client certificate (mutual TLS)
-    ssl_keyfile: Path | None = None
-    topic_prefix: str = "groundwatch."
-    partitions: int = Field(4, ge=1)
-    replicas: int = Field(1, ge=1)
-    consumer_group: str = "groundwatch"
-    stage_concurrency: int = Field(32, ge=1)  # interactions in flight inside each processor
-    # how long the join waits for an interaction's parts before it emits what it has (incomplete).
-    # None (the default): derived at start from the judge's worst case for one call, see
-    # ``streams.join.join_timeout``: 2 x ((max_retries + 1) x timeout_s + the backoffs) for an HTTP judge,
-    # 2 x local_timeout_s for the local one, at least 120 s. A set value under that worst case is used
-    # but logged as a warning (late parts still complete the Evaluation: see join_emitted_cache)
-    join_timeout_s: float | None = None
-    # Converted of interactions emitted recently (LRU, by interaction_id): a part that arrives after its
-    # interaction was emitted incomplete rebuilds and re-emits the complete Evaluation
-    join_emitted_cache: int = Field(10_000, ge=0)
-    # a dead letter's payload over this many bytes (UTF-8) is cut to this budget (its prefix, with the
-    # sha256 and byte length of the whole); the original interaction is dropped when over it. Keep it
-    # well under the broker's max message size (1 MB by default)
-    deadletter_max_bytes: int = Field(256_000, ge=1024)
-    # a message whose dead letter cannot be sent (the producer fails) is retried this many times, then
-    # acked anyway with an ERROR log naming its topic, partition and offset, so one message never
-    # blocks its partition for ever
-    deadletter_attempts: int = Field(5, ge=1)
-    session_timeout_s: float = 6.0
-    heartbeat_interval_s: float = 1.0
-    rebalance_timeout_s: float = 4.0
-    web_port: int = 6066
-    # faust's HTTP server (on dashboard.host:web_port): serves the built-in dashboard at /dashboard/
-    web_enabled: bool = False
-    commit_interval_s: float = Field(1.0, gt=0)
-    producer_linger_s: float = Field(0.005, ge=0)  # batch a stage's outputs this long before sending
-    # "staged": convert -> nli / refusal -> join, one topic a hop (stages scale and fail apart);
-    # "fused": one processor runs every stage of an interaction (interactions -> evaluations), far fewer
-    # Kafka hops; a stage failure dead-letters the interaction instead of an incomplete Evaluation
-    topology: Literal["staged", "fused"] = "staged"
-    datadir: Path | None = None  # faust's data directory; None: a temporary directory per worker
+    model_config = ConfigDict(frozen=True)
+
+    broker: str = Field(
+        "kafka://127.0.0.1:9092",
+        description="bootstrap servers, faust style: kafka://h1:9092;kafka://h2:9092",
+    )
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT",
+        description=(
+            "security (production Kafka, MSK, Redpanda Cloud): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
+        ),
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        "PLAIN", description="SASL mechanism (with SASL_PLAINTEXT or SASL_SSL)"
+    )
+    sasl_username: str | None = Field(None, description="SASL user name")
+    sasl_password: SecretStr | None = Field(None, description="SASL password (a secret)")
+    ssl_cafile: Path | None = Field(None, description="None: the system's CA bundle")
+    ssl_certfile: Path | None = Field(None, description="client certificate (mutual TLS)")
+    ssl_keyfile: Path | None = Field(None, description="private key of the client certificate (mutual TLS)")
+    topic_prefix: str = Field(
+        "groundwatch.",
+        description=(
+            "prefix of every topic name (interactions, converted, nli, refusals, evaluations, alerts, "
+            "deadletter)"
+        ),
+    )
+    partitions: int = Field(
+        4, ge=1, description="partitions of every topic (co-partitioned by interaction_id)"
+    )
+    replicas: int = Field(1, ge=1, description="replication factor of the topics groundwatch creates")
+    consumer_group: str = Field(
+        "groundwatch",
+        description="Kafka consumer group of the workers (workers in one group share the partitions)",
+    )
+    stage_concurrency: int = Field(32, ge=1, description="interactions in flight inside each processor")
+    join_timeout_s: float | None = Field(
+        None,
+        description=(
+            "how long the join waits for an interaction's parts before it emits what it has (incomplete). "
+            "None "
+            "(the default): derived at start from the judge's worst case for one call, see "
+            "``streams.join.join_timeout``: 2 x ((max_retries + 1) x timeout_s + the backoffs) for an HTTP "
+            "judge, 2 x local_timeout_s for the local one, at least 120 s. A set value under that worst "
+            "case is"
+            " used but logged as a warning (late parts still complete the Evaluation: see join_emitted_cache)"
+        ),
+    )
+    join_emitted_cache: int = Field(
+        10_000,
+        ge=0,
+        description=(
+            "Converted of interactions emitted recently (LRU, by interaction_id): a part that arrives after"
+            " its"
+            " interaction was emitted incomplete rebuilds and re-emits the complete Evaluation"
+        ),
+    )
+    deadletter_max_bytes: int = Field(
+        256_000,
+        ge=1024,
+        description=(
+            "a dead letter's payload over this many bytes (UTF-8) is cut to this budget (its prefix, with "
+            "the "
+            "sha256 and byte length of the whole); the original interaction is dropped when over it. Keep it "
+            "well under the broker's max message size (1 MB by default)"
+        ),
+    )
+    deadletter_attempts: int = Field(
+        5,
+        ge=1,
+        description=(
+            "a message whose dead letter cannot be sent (the producer fails) is retried this many times, "
+            "then "
+            "acked anyway with an ERROR log naming its topic, partition and offset, so one message never "
+            "blocks"
+            " its partition for ever"
+        ),
+    )
+    session_timeout_s: float = Field(6.0, description="Kafka consumer session timeout")
+    heartbeat_interval_s: float = Field(1.0, description="Kafka consumer heartbeat interval")
+    rebalance_timeout_s: float = Field(4.0, description="Kafka consumer group rebalance timeout")
+    web_port: int = Field(6066, description="port of the worker's web server (dashboard at /dashboard/)")
+    web_enabled: bool = Field(
+        False,
+        description=(
+            "faust's HTTP server (on dashboard.host:web_port): serves the built-in dashboard at /dashboard/"
+        ),
+    )
+    commit_interval_s: float = Field(1.0, gt=0, description="how often processed offsets are committed")
+    producer_linger_s: float = Field(
+        0.005, ge=0, description="batch a stage's outputs this long before sending"
+    )
+    topology: Literal["staged", "fused"] = Field(
+        "staged",
+        description=(
+            '"staged": convert -> nli / refusal -> join, one topic a hop (stages scale and fail apart); '
+            '"fused": one processor runs every stage of an interaction (interactions -> evaluations), far '
+            "fewer Kafka hops; a stage failure dead-letters the interaction instead of an incomplete "
+            "Evaluation"
+        ),
+    )
+    datadir: Path | None = Field(
+        None, description="faust's data directory; None: a temporary directory per worker"
+    )
 
 
 class ClickHouseSettings(BaseModel):
-    # a secret (an http(s) URL carries the password): repr() and logs never show it; pass it via env
-    url: SecretStr = SecretStr("chdb:///" + str(Path.cwd() / ".groundwatch" / "chdb"))
-    ttl_days: int = Field(90, ge=1)
-    batch_rows: int = Field(500, ge=1)
-    batch_seconds: float = 1.0
-    database: str = "groundwatch"  # used when the URL names none (chdb:///path, http://host:8123)
-    # the worker writes its table counts here after each flush (JSON): how a demo or a test follows an
-    # embedded chDB that only the worker's process may open
-    status_file: Path | None = None
-    # versioned DDL (NNN_name.sql); None: the repository's deploy/clickhouse
-    migrations_dir: Path | None = None
-    # a batch that fails this many flushes in a row is split in halves to find the row ClickHouse rejects;
-    # that row goes to deadletter (stage "sink") and the rest are written
-    sink_max_failures: int = Field(5, ge=1)
+    model_config = ConfigDict(frozen=True)
+
+    url: SecretStr = Field(
+        SecretStr("chdb:///" + str(Path.cwd() / ".groundwatch" / "chdb")),
+        description=(
+            "chdb:///abs/path (embedded) or http(s)://user:password@host:port/database; a secret (the URL "
+            "carries the password): repr() and logs never show it, pass it via the environment"
+        ),
+    )
+    ttl_days: int = Field(
+        90, ge=1, description="retention of every table, counted from when a row was written"
+    )
+    batch_rows: int = Field(500, ge=1, description="evaluations buffered before a ClickHouse insert")
+    batch_seconds: float = Field(
+        1.0, description="longest an evaluation waits in the buffer before an insert"
+    )
+    database: str = Field(
+        "groundwatch", description="used when the URL names none (chdb:///path, http://host:8123)"
+    )
+    status_file: Path | None = Field(
+        None,
+        description=(
+            "the worker writes its table counts here after each flush (JSON): how a demo or a test follows "
+            "an "
+            "embedded chDB that only the worker's process may open"
+        ),
+    )
+    migrations_dir: Path | None = Field(
+        None, description="versioned DDL (NNN_name.sql); None: the repository's deploy/clickhouse"
+    )
+    sink_max_failures: int = Field(
+        5,
+        ge=1,
+        description=(
+            "a batch that fails this many flushes in a row is split in halves to find the row ClickHouse "
+            'rejects; that row goes to deadletter (stage "sink") and the rest are written'
+        ),
+    )
 
 
 class WindowSettings(BaseModel):
-    size_seconds: int = Field(60, ge=1)
-    grace_seconds: int = Field(5, ge=0)
-    # a window also closes when no row has landed in it for this long (wall clock), so the last window of
-    # a stream that goes quiet is written; later rows reopen and recompute it
-    idle_close_seconds: float = Field(10.0, ge=0)
-    tick_seconds: float = Field(1.0, gt=0)  # how often due windows are looked for
-    reconcile_hours: float = Field(24.0, gt=0)  # at start, recompute windows left unclosed this far back
-    # the event-time watermark (one per app and model) takes no timestamp beyond wall clock + this: one
-    # event stamped in the future cannot close windows early
-    max_skew_seconds: float = Field(300.0, ge=0)
+    model_config = ConfigDict(frozen=True)
+
+    size_seconds: int = Field(60, ge=1, description="tumbling window size")
+    grace_seconds: int = Field(
+        5,
+        ge=0,
+        description="a window closes once its app and model's event-time watermark is this far past its end",
+    )
+    idle_close_seconds: float = Field(
+        10.0,
+        ge=0,
+        description=(
+            "a window also closes when no row has landed in it for this long (wall clock), so the last "
+            "window "
+            "of a stream that goes quiet is written; later rows reopen and recompute it"
+        ),
+    )
+    tick_seconds: float = Field(1.0, gt=0, description="how often due windows are looked for")
+    reconcile_hours: float = Field(
+        24.0, gt=0, description="at start, recompute windows left unclosed this far back"
+    )
+    max_skew_seconds: float = Field(
+        300.0,
+        ge=0,
+        description=(
+            "the event-time watermark (one per app and model) takes no timestamp beyond wall clock + this: "
+            "one "
+            "event stamped in the future cannot close windows early"
+        ),
+    )
 
 
 class AlertSettings(BaseModel):
-    rules_file: Path | None = None
-    webhook_url: SecretStr | None = None  # a secret (Slack hook URLs are credentials): pass it via env
-    webhook_retries: int = 3
-    webhook_backoff_s: float = 0.5
-    webhook_timeout_s: float = 5.0
+    model_config = ConfigDict(frozen=True)
+
+    rules_file: Path | None = Field(
+        None, description="YAML alert rules (deploy/alerts/rules.example.yaml); none: no alerts"
+    )
+    webhook_url: SecretStr | None = Field(
+        None,
+        description="Slack-compatible webhook the alerts are posted to; a secret (hook URLs are "
+        "credentials): pass it via the environment",
+    )
+    webhook_retries: int = Field(3, description="retries of a failed webhook post")
+    webhook_backoff_s: float = Field(0.5, description="first webhook retry delay (doubles)")
+    webhook_timeout_s: float = Field(5.0, description="timeout of one webhook post")
 
 
 class DashboardSettings(BaseModel):
@@ -281,17 +523,57 @@ class DashboardSettings(BaseModel):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GROUNDWATCH_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="GROUNDWATCH_", env_nested_delimiter="__", extra="ignore", frozen=True
+    )
 
-    limits: Limits = Field(default_factory=Limits)
-    split: SplitSettings = Field(default_factory=SplitSettings)
-    judge: JudgeSettings = Field(default_factory=JudgeSettings)
-    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
-    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
-    clickhouse: ClickHouseSettings = Field(default_factory=ClickHouseSettings)
-    window: WindowSettings = Field(default_factory=WindowSettings)
-    alerts: AlertSettings = Field(default_factory=AlertSettings)
-    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
+    limits: Limits = Field(default_factory=Limits, description="size limits on incoming interactions")
+    split: SplitSettings = Field(default_factory=SplitSettings, description="sentence conversion")
+    judge: JudgeSettings = Field(
+        default_factory=JudgeSettings, description="the judge (LLM endpoint, local model or lexical)"
+    )
+    pipeline: PipelineSettings = Field(
+        default_factory=PipelineSettings, description="the evaluation pipeline"
+    )
+    kafka: KafkaSettings = Field(
+        default_factory=KafkaSettings, description="Kafka connection, topics and stream processing"
+    )
+    clickhouse: ClickHouseSettings = Field(
+        default_factory=ClickHouseSettings, description="ClickHouse connection, retention and sink"
+    )
+    window: WindowSettings = Field(default_factory=WindowSettings, description="tumbling windows")
+    alerts: AlertSettings = Field(default_factory=AlertSettings, description="alert rules and webhook")
+    dashboard: DashboardSettings = Field(
+        default_factory=DashboardSettings, description="the built-in dashboard"
+    )
+
+    def with_changes(self, **sections: Mapping[str, Any] | BaseModel) -> Settings:
+        """A validated copy with fields of some sections changed (settings are frozen), e.g.
+        ``settings.with_changes(judge={"kind": "local"}, kafka={"broker": url})``. Fields set before
+        stay set and the changed ones become set (per-judge defaults look at which fields were set)."""
+        data: dict[str, Any] = {
+            name: getattr(self, name).model_dump(exclude_unset=True) for name in self.model_fields_set
+        }
+        for name, fields in sections.items():
+            if name not in type(self).model_fields:
+                raise ValueError(f"no settings section {name!r}")
+            values = fields.model_dump(exclude_unset=True) if isinstance(fields, BaseModel) else dict(fields)
+            data[name] = {**data.get(name, {}), **values}
+        return type(self).from_values(data)
+
+    @classmethod
+    def from_values(cls, data: Mapping[str, Any]) -> Settings:
+        """Settings from these values and the defaults only, never the environment (``model_validate``
+        of a BaseSettings reads it): each section is validated by its own model."""
+        unknown = sorted(set(data) - set(cls.model_fields))
+        if unknown:
+            raise ValueError(f"unknown settings sections: {', '.join(unknown)}")
+        sections: dict[str, Any] = {}
+        for name, value in data.items():
+            model = cls.model_fields[name].annotation
+            assert isinstance(model, type) and issubclass(model, BaseModel)
+            sections[name] = model.model_validate(value)
+        return cls.model_construct(_fields_set=set(sections), **sections)
 
 
 class _MappingEnvSource(EnvSettingsSource):
@@ -312,4 +594,4 @@ def settings_from_env(environ: Mapping[str, str]) -> Settings:
     """The Settings a process with exactly this environment would read (``GROUNDWATCH_*``, ``__``
     nesting, JSON for complex values), without reading or touching ``os.environ``."""
     values: dict[str, Any] = _MappingEnvSource(Settings, environ)()
-    return Settings.model_validate(values)
+    return Settings.from_values(values)

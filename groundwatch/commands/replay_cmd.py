@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = Settings()
     if args.broker:
-        settings.kafka.broker = args.broker
+        settings = settings.with_changes(kafka={"broker": args.broker})
     if not args.file.is_file():
         print(f"no such file: {args.file}")
         return 2

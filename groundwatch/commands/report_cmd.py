@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = Settings()
     if args.clickhouse:
-        settings.clickhouse.url = SecretStr(args.clickhouse)
+        settings = settings.with_changes(clickhouse={"url": SecretStr(args.clickhouse)})
     since = parse_since(args.since)
     url = settings.clickhouse.url.get_secret_value()
     try:

@@ -25,16 +25,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    settings = Settings()
+    kafka: dict[str, object] = {}
     if args.broker:
-        settings.kafka.broker = args.broker
-    if args.clickhouse:
-        settings.clickhouse.url = SecretStr(args.clickhouse)
-    if args.judge:
-        settings.judge.kind = args.judge
+        kafka["broker"] = args.broker
     if args.web_port is not None:
-        settings.kafka.web_port = args.web_port
-    return settings
+        kafka["web_port"] = args.web_port
+    changes: dict[str, dict[str, object]] = {"kafka": kafka}
+    if args.clickhouse:
+        changes["clickhouse"] = {"url": SecretStr(args.clickhouse)}
+    if args.judge:
+        changes["judge"] = {"kind": args.judge}
+    return Settings().with_changes(**changes)
 
 
 def run(args: argparse.Namespace) -> int:

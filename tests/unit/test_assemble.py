@@ -17,7 +17,7 @@ from schemas.results import (
     RefusalResult,
     StatementVerdict,
 )
-from schemas.settings import Settings
+from tests.settings_factory import make_settings
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -102,8 +102,8 @@ def refusal(answer: bool | None = False) -> RefusalResult:
 
 
 def test_all_fields() -> None:
-    settings = Settings()
-    settings.judge.kind = "cascade"
+    settings = make_settings()
+    settings = settings.with_changes(judge={"kind": "cascade"})
     ev = assemble(converted(), nli(), refusal(), settings, relevance=0.8)
     assert (ev.interaction_id, ev.timestamp, ev.app, ev.model, ev.conversation_id) == (
         "a1",
@@ -138,13 +138,13 @@ def test_all_fields() -> None:
     [([0.0, 0.0], 0.5, True), ([1.0, 0.0], 0.5, False), ([1.0, 0.0], 0.6, True), ([1.0, 1.0], 0.5, False)],
 )
 def test_hallucination_threshold(scores: list[float], threshold: float, expected: bool) -> None:
-    settings = Settings()
-    settings.pipeline.hallucination_threshold = threshold
+    settings = make_settings()
+    settings = settings.with_changes(pipeline={"hallucination_threshold": threshold})
     assert assemble(converted(), nli(scores), refusal(), settings).hallucination is expected
 
 
 def test_hallucination_none_for_refusal_no_context_unknown_refusal_or_no_answer() -> None:
-    s = Settings()
+    s = make_settings()
     assert assemble(converted(), nli([0.0]), refusal(True), s).hallucination is None
     assert assemble(converted(contexts=False), nli(None), refusal(), s).hallucination is None
     assert assemble(converted(), nli([0.0]), refusal(None), s).hallucination is None
@@ -152,7 +152,7 @@ def test_hallucination_none_for_refusal_no_context_unknown_refusal_or_no_answer(
 
 
 def test_missing_parts() -> None:
-    s = Settings()
+    s = make_settings()
     ev = assemble(converted(), None, refusal(), s, missing=["relevance"])
     assert ev.complete is False
     assert ev.missing == ["relevance", "nli"]
@@ -163,8 +163,8 @@ def test_missing_parts() -> None:
 
 
 def test_same_mode_takes_refusal_from_nli() -> None:
-    s = Settings()
-    s.pipeline.refusal_mode = "same"
+    s = make_settings()
+    s = s.with_changes(pipeline={"refusal_mode": "same"})
     ev = assemble(converted(), nli([0.0], answer_refusal=False, ground_truth_refusal=True), None, s)
     assert ev.complete is True
     assert (ev.answer_refusal, ev.ground_truth_refusal) == (False, True)
@@ -172,9 +172,9 @@ def test_same_mode_takes_refusal_from_nli() -> None:
 
 
 def test_weights_and_unsupported_threshold_come_from_settings() -> None:
-    s = Settings()
-    s.pipeline.statement_weights = {"claim": 2.0}
-    s.pipeline.unsupported_claim_threshold = 0.0
+    s = make_settings()
+    s = s.with_changes(pipeline={"statement_weights": {"claim": 2.0}})
+    s = s.with_changes(pipeline={"unsupported_claim_threshold": 0.0})
     ev = assemble(converted(), nli([1.0, 0.0]), refusal(), s)
     assert ev.grounded_precision == 0.5
     assert ev.unsupported_claims == []
@@ -187,17 +187,20 @@ def test_count_judge_calls() -> None:
 
 
 def test_threshold_for_judge_defaults_and_explicit_values() -> None:
-    pipe = Settings().pipeline
+    pipe = make_settings().pipeline
     assert pipe.threshold_for("context_entailment", "lexical") == 0.85
     assert pipe.threshold_for("grounded_precision", "cascade") == 0.85
     assert pipe.threshold_for("context_entailment", "openai") == 0.5
     assert pipe.threshold_for("answer_entails_ground_truth", "lexical") == 0.5
     assert pipe.threshold_for("relevance", "lexical") == 0.5
-    pipe.judge_correct_thresholds = {"local": 0.7}
+    pipe = make_settings(pipeline={"judge_correct_thresholds": {"local": 0.7}}).pipeline
     assert pipe.threshold_for("agreement", "local") == 0.7
-    pipe.correct_threshold = 0.6  # set explicitly: every judge
+    # set explicitly: every judge
+    pipe = make_settings(
+        pipeline={"judge_correct_thresholds": {"local": 0.7}, "correct_threshold": 0.6}
+    ).pipeline
     assert pipe.threshold_for("agreement", "local") == 0.6
-    settings = Settings()
-    settings.judge.kind = "openai"
+    settings = make_settings()
+    settings = settings.with_changes(judge={"kind": "openai"})
     ev = assemble(converted(), nli(), refusal(), settings)
     assert ev.hallucination is False  # 0.5 is not under the 0.5 threshold

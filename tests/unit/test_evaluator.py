@@ -11,7 +11,7 @@ from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
-from schemas.settings import Settings
+from tests.settings_factory import make_settings
 from tests.unit.scripted_judge import ScriptedJudge
 
 CONTEXT = "The reset button restores factory settings. The router has four ports."
@@ -42,8 +42,10 @@ class OverlapScorer:
 async def test_evaluate_runs_every_stage() -> None:
     judge = ScriptedJudge(pronouns={"It": "The router"})
     scorer = OverlapScorer()
-    settings = Settings()
-    settings.pipeline.hallucination_threshold = 0.5  # set: not the lexical kind's calibrated 0.85
+    settings = make_settings()
+    settings = settings.with_changes(
+        pipeline={"hallucination_threshold": 0.5}
+    )  # set: not the lexical kind's calibrated 0.85
     evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
     answer = "The reset button restores factory settings. It also has nine ethernet ports."
     ev = await evaluator.evaluate(interaction(1, answer, "The reset button restores factory settings."))
@@ -64,7 +66,7 @@ async def test_evaluate_runs_every_stage() -> None:
 
 async def test_concurrent_evaluations_share_refusal_prompts() -> None:
     judge = ScriptedJudge()
-    evaluator = Evaluator(judge, Settings())
+    evaluator = Evaluator(judge, make_settings())
     answers = [f"The reset button restores factory settings number {i}." for i in range(5)]
     evs = await asyncio.gather(
         *(evaluator.evaluate(interaction(i, a, "Factory settings.")) for i, a in enumerate(answers))
@@ -78,8 +80,8 @@ async def test_concurrent_evaluations_share_refusal_prompts() -> None:
 
 async def test_same_mode_makes_no_refusal_calls() -> None:
     judge = ScriptedJudge()
-    settings = Settings()
-    settings.pipeline.refusal_mode = "same"
+    settings = make_settings()
+    settings = settings.with_changes(pipeline={"refusal_mode": "same"})
     ev = await Evaluator(judge, settings).evaluate(interaction(1, "I don't know what the button does."))
     assert judge.refusal_calls == []
     assert ev.answer_refusal is True
@@ -94,7 +96,7 @@ async def test_same_mode_makes_no_refusal_calls() -> None:
 async def test_stage_errors_name_the_stage(method: str, stage: str) -> None:
     judge = ScriptedJudge(fail={method})
     with pytest.raises(StageError) as info:
-        await Evaluator(judge, Settings()).evaluate(
+        await Evaluator(judge, make_settings()).evaluate(
             interaction(1, "The reset button restores factory settings. It also has nine network ports.")
         )
     assert info.value.stage == stage
@@ -103,7 +105,7 @@ async def test_stage_errors_name_the_stage(method: str, stage: str) -> None:
 
 
 async def test_with_the_lexical_judge() -> None:
-    evaluator = Evaluator(LexicalJudge(), Settings())
+    evaluator = Evaluator(LexicalJudge(), make_settings())
     grounded = await evaluator.evaluate(interaction(1, "The reset button restores factory settings."))
     made_up = await evaluator.evaluate(
         interaction(2, "Pressing it orders a pizza from Napoli in 30 minutes.")

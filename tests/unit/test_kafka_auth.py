@@ -59,6 +59,6 @@ def test_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GROUNDWATCH_KAFKA__SECURITY_PROTOCOL", "SASL_SSL")
     monkeypatch.setenv("GROUNDWATCH_KAFKA__SASL_USERNAME", "svc")
     monkeypatch.setenv("GROUNDWATCH_KAFKA__SASL_PASSWORD", "s3cret")
-    kafka = Settings().kafka
+    kafka = Settings().kafka  # read from the environment
     assert "s3cret" not in repr(kafka)
     assert aiokafka_auth(kafka)["sasl_plain_password"] == "s3cret"

@@ -14,8 +14,9 @@ from pipeline.llm.client import JudgeClient, extract_json_object, price
 from prompts import Prompts, RefusalAnswer
 from schemas.errors import JudgeError
 from schemas.results import JudgeCall
-from schemas.settings import JudgeSettings, ModelPrice, Settings
+from schemas.settings import JudgeSettings, ModelPrice
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.settings_factory import make_settings
 
 SECRET = "sk-test-0123456789-very-secret"
 
@@ -199,7 +200,7 @@ def test_extract_json_object() -> None:
 async def test_api_key_never_shown(
     fake_openai: FakeOpenAIServer, prompts: Prompts, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = Settings(judge=settings_for(fake_openai))
+    settings = make_settings(judge=settings_for(fake_openai))
     assert SECRET not in repr(settings) and SECRET not in str(settings)
     assert SECRET not in settings.model_dump_json()
     fake_openai.faults = [500, "broken"]

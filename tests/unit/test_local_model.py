@@ -22,6 +22,7 @@ from pipeline.judges.local_model import (
 )
 from schemas.settings import JudgeSettings
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.settings_factory import make_settings
 
 
 def make_parts(tmp: Path, chunks: list[bytes]) -> tuple[list[Path], str]:
@@ -153,10 +154,9 @@ async def test_local_judge_entails() -> None:
         pytest.skip("the local model's part packages are not installed (extra `local`)")
     from pipeline.judges.base import Premise
     from pipeline.judges.factory import open_judge
-    from schemas.settings import Settings
 
     # the default model directory: the 1.1 GB GGUF is assembled once and reused (by the demo too)
-    settings = Settings(judge={"kind": "local", "max_output_tokens": 512})
+    settings = make_settings(judge={"kind": "local", "max_output_tokens": 512})
     assert ensure_local_model(settings.judge).stat().st_size == QWEN_CODER_1_5B.size
     async with open_judge(settings) as judge:
         assert judge.name == "local"

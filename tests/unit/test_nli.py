@@ -10,6 +10,7 @@ from schemas.errors import JudgeError
 from schemas.interaction import Interaction, Passage
 from schemas.results import Converted, HypothesisResult, StatementVerdict
 from schemas.settings import Settings
+from tests.settings_factory import make_settings
 from tests.unit.scripted_judge import ScriptedJudge
 
 
@@ -38,10 +39,7 @@ def converted(
 
 
 def settings(**pipeline: object) -> Settings:
-    s = Settings()
-    for key, value in pipeline.items():
-        setattr(s.pipeline, key, value)
-    return s
+    return make_settings(pipeline=pipeline)
 
 
 async def test_three_pairs_exact_premises_and_hypotheses() -> None:
@@ -142,17 +140,17 @@ async def test_per_hypothesis_mode_one_call_each() -> None:
 
 
 def test_max_premise_chars_from_the_window() -> None:
-    s = Settings()
-    s.judge.context_window_tokens = 4096
+    s = make_settings()
+    s = s.with_changes(judge={"context_window_tokens": 4096})
     hyps = ["x" * 100] * 4
     expected = int((4096 - s.pipeline.nli_prompt_overhead_tokens - 4 * 150) * 3.5) - 400
     assert max_premise_chars(s, hyps) == expected
-    s.judge.context_window_tokens = 1000
+    s = s.with_changes(judge={"context_window_tokens": 1000})
     assert max_premise_chars(s, hyps) == s.pipeline.min_premise_chars
 
 
 def test_split_premise_packs_passages_then_sentences() -> None:
-    s = Settings()
+    s = make_settings()
     passages = [
         Passage(text="a" * 400 + ".", document="A"),
         Passage(text="b" * 400 + ".", document="B"),
@@ -172,7 +170,9 @@ def test_split_premise_packs_passages_then_sentences() -> None:
 async def test_long_premise_is_split_and_each_statement_takes_its_best_support() -> None:
     judge = ScriptedJudge()
     s = settings(min_premise_chars=200)
-    s.judge.context_window_tokens = 700  # budget: (700-600-2*150)*3.5 < 200 -> 200 characters
+    s = s.with_changes(
+        judge={"context_window_tokens": 700}
+    )  # budget: (700-600-2*150)*3.5 < 200 -> 200 characters
     filler = " ".join(["Filler words fill this passage."] * 6)
     contexts = [
         {"text": "Alpha owns the red house. " + filler},
@@ -319,11 +319,11 @@ async def test_exact_match_off_asks_the_judge() -> None:
 
 
 def test_premise_budget_follows_the_judge_model_window() -> None:
-    small, large = Settings(), Settings()
-    small.judge.kind = "local"
-    small.judge.local_ctx = 4096
-    large.judge.kind = "openai"
-    large.judge.model = "gpt-4o-mini"
+    small, large = make_settings(), make_settings()
+    small = small.with_changes(judge={"kind": "local"})
+    small = small.with_changes(judge={"local_ctx": 4096})
+    large = large.with_changes(judge={"kind": "openai"})
+    large = large.with_changes(judge={"model": "gpt-4o-mini"})
     context = "The museum opens at ten. " * 800  # ~20k characters
     assert max_premise_chars(small, ["It opens at ten."]) < len(context)
     assert max_premise_chars(large, ["It opens at ten."]) > len(context)  # one premise, not split

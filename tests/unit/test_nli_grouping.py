@@ -113,7 +113,7 @@ async def test_grouper_groups_concurrent_cases(fake_openai: FakeOpenAIServer) ->
 
 async def test_grouper_keeps_groups_inside_the_window(fake_openai: FakeOpenAIServer) -> None:
     settings = settings_for(fake_openai, nli_group_cases=8, nli_group_linger_ms=20)
-    settings.judge.context_windows = {"gpt-4o-mini": 2000}
+    settings = settings.with_changes(judge={"context_windows": {"gpt-4o-mini": 2000}})
     judge = LLMJudge(settings.judge)
     grouper = NliGrouper(judge, settings, 8)
     long_premise = Premise("The Eiffel Tower is in Paris. " * 100)  # ~3000 characters, ~860 tokens
@@ -128,7 +128,7 @@ async def test_grouper_keeps_groups_inside_the_window(fake_openai: FakeOpenAISer
 
 async def test_grouper_output_room_limits_a_group(fake_openai: FakeOpenAIServer) -> None:
     settings = settings_for(fake_openai, nli_group_cases=8, nli_output_tokens_per_hypothesis=150)
-    settings.judge.max_output_tokens = 300
+    settings = settings.with_changes(judge={"max_output_tokens": 300})
     judge = LLMJudge(settings.judge)
     grouper = NliGrouper(judge, settings, 8)
     try:

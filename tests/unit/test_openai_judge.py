@@ -10,8 +10,9 @@ from pipeline.judges.factory import open_judge
 from pipeline.judges.openai_judge import LLMJudge, hypothesis_result
 from prompts import StatementAnswer
 from schemas.errors import JudgeError
-from schemas.settings import JudgeSettings, Settings
+from schemas.settings import JudgeSettings
 from tests.fakes.openai_server import FakeOpenAIServer, Script, default_refusal, default_statements
+from tests.settings_factory import make_settings
 
 PREMISE = Premise(
     "The Eiffel Tower, completed in 1889, is 330 metres tall. It stands in Paris.", document="Guide"
@@ -214,7 +215,7 @@ async def test_refusal_count_mismatch_retried(fake_openai: FakeOpenAIServer) -> 
 
 
 async def test_factory_openai(fake_openai: FakeOpenAIServer) -> None:
-    settings = Settings(judge={"kind": "openai", "base_url": fake_openai.base_url, "model": "m"})
+    settings = make_settings(judge={"kind": "openai", "base_url": fake_openai.base_url, "model": "m"})
     async with open_judge(settings) as judge:
         assert judge.name == "openai" and judge.model == "m"
         out = await judge.classify_refusals(["I don't know."])
@@ -222,7 +223,7 @@ async def test_factory_openai(fake_openai: FakeOpenAIServer) -> None:
 
 
 async def test_factory_lexical_needs_no_server() -> None:
-    async with open_judge(Settings(judge={"kind": "lexical"})) as judge:
+    async with open_judge(make_settings(judge={"kind": "lexical"})) as judge:
         assert judge.name == "lexical"
         out = await judge.entail(PREMISE, ["The Eiffel Tower is 330 metres tall."])
         assert len(out.value.hypotheses) == 1
@@ -236,11 +237,11 @@ async def test_factory_cascade_over_openai(fake_openai: FakeOpenAIServer) -> Non
         "model": "m",
     }
     # by default refusals stay with the lexical phrases: the LLM is not asked
-    async with open_judge(Settings(judge=judge_settings)) as judge:
+    async with open_judge(make_settings(judge=judge_settings)) as judge:
         out = await judge.classify_refusals(["The tower opens at nine in the morning."])
         assert out.value == [False]
     assert fake_openai.stats.by_prompt.get("refusal") is None
-    settings = Settings(judge={**judge_settings, "cascade_llm_refusals": True})
+    settings = make_settings(judge={**judge_settings, "cascade_llm_refusals": True})
     async with open_judge(settings) as judge:
         assert judge.name == "cascade" and judge.model.endswith("+m")
         # the lexical judge finds no refusal phrase in a plain answer: the LLM (over HTTP) decides

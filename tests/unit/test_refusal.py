@@ -13,7 +13,7 @@ from pipeline.refusal import RefusalClassifier
 from schemas.errors import JudgeError
 from schemas.interaction import Interaction
 from schemas.results import Converted, JudgeCall
-from schemas.settings import Settings
+from tests.settings_factory import make_settings
 from tests.unit.scripted_judge import ScriptedJudge
 
 
@@ -52,8 +52,8 @@ def test_share_calls_keeps_totals_and_one_owner() -> None:
 
 async def test_texts_are_the_first_sentences_of_the_original_answer_and_ground_truth() -> None:
     judge = ScriptedJudge()
-    settings = Settings()
-    settings.pipeline.refusal_sentences = 2
+    settings = make_settings()
+    settings = settings.with_changes(pipeline={"refusal_sentences": 2})
     classifier = RefusalClassifier(judge, settings)
     conv = converted(
         0, "I don't know the answer to that. Please ask support instead. Third sentence is here."
@@ -71,7 +71,9 @@ async def test_texts_are_the_first_sentences_of_the_original_answer_and_ground_t
 
 async def test_no_ground_truth_gives_none() -> None:
     judge = ScriptedJudge()
-    result = await RefusalClassifier(judge, Settings()).classify(converted(0, "The button resets it.", None))
+    result = await RefusalClassifier(judge, make_settings()).classify(
+        converted(0, "The button resets it.", None)
+    )
     assert result.answer_refusal is False
     assert result.ground_truth_refusal is None
     assert judge.refusal_calls == [["The button resets it."]]
@@ -79,7 +81,9 @@ async def test_no_ground_truth_gives_none() -> None:
 
 async def test_blank_texts_are_not_judged() -> None:
     judge = ScriptedJudge()
-    result = await RefusalClassifier(judge, Settings()).classify(converted(0, "   ", "It resets the device."))
+    result = await RefusalClassifier(judge, make_settings()).classify(
+        converted(0, "   ", "It resets the device.")
+    )
     assert result.answer_refusal is None
     assert result.ground_truth_refusal is False
     assert judge.refusal_calls == [["It resets the device."]]
@@ -87,7 +91,7 @@ async def test_blank_texts_are_not_judged() -> None:
 
 async def test_blank_everything_costs_no_call() -> None:
     judge = ScriptedJudge()
-    result = await RefusalClassifier(judge, Settings()).classify(converted(0, "", None))
+    result = await RefusalClassifier(judge, make_settings()).classify(converted(0, "", None))
     assert result.answer_refusal is None and result.ground_truth_refusal is None
     assert judge.refusal_calls == [] and result.calls == []
 
@@ -99,8 +103,8 @@ def test_blank_ground_truth_is_no_ground_truth() -> None:
 
 async def test_five_concurrent_callers_share_two_prompts() -> None:
     judge = ScriptedJudge(tokens_per_call=(100, 10))
-    settings = Settings()
-    settings.pipeline.refusal_batch_size = 8
+    settings = make_settings()
+    settings = settings.with_changes(pipeline={"refusal_batch_size": 8})
     classifier = RefusalClassifier(judge, settings)
     answers = [
         "I cannot help with that.",
@@ -123,8 +127,8 @@ async def test_five_concurrent_callers_share_two_prompts() -> None:
 
 async def test_a_caller_split_across_two_batches_gets_its_flags_in_order() -> None:
     judge = ScriptedJudge()
-    settings = Settings()
-    settings.pipeline.refusal_batch_size = 3
+    settings = make_settings()
+    settings = settings.with_changes(pipeline={"refusal_batch_size": 3})
     classifier = RefusalClassifier(judge, settings)
     convs = [
         converted(0, "The button resets it.", "It is red."),
@@ -143,7 +147,7 @@ async def test_a_caller_split_across_two_batches_gets_its_flags_in_order() -> No
 
 async def test_batch_error_reaches_every_caller() -> None:
     judge = ScriptedJudge(fail={"classify_refusals"})
-    classifier = RefusalClassifier(judge, Settings())
+    classifier = RefusalClassifier(judge, make_settings())
     results = await asyncio.gather(
         *(classifier.classify(converted(i, "The button resets it.")) for i in range(3)),
         return_exceptions=True,
@@ -155,7 +159,7 @@ async def test_batch_error_reaches_every_caller() -> None:
 async def test_wrong_flag_count_is_a_judge_error() -> None:
     judge = ScriptedJudge(wrong_counts={"classify_refusals"})
     with pytest.raises(JudgeError, match="returned 1 refusal flags for 2 texts"):
-        await RefusalClassifier(judge, Settings()).classify(converted(0, "The button resets it."))
+        await RefusalClassifier(judge, make_settings()).classify(converted(0, "The button resets it."))
 
 
 class BrokenJudge(ScriptedJudge):
@@ -165,14 +169,16 @@ class BrokenJudge(ScriptedJudge):
 
 async def test_other_errors_are_wrapped_in_judge_error() -> None:
     with pytest.raises(JudgeError, match="connection reset") as info:
-        await RefusalClassifier(BrokenJudge(), Settings()).classify(converted(0, "The button resets it."))
+        await RefusalClassifier(BrokenJudge(), make_settings()).classify(
+            converted(0, "The button resets it.")
+        )
     assert isinstance(info.value.__cause__, RuntimeError)
 
 
 async def test_a_cancelled_caller_does_not_block_others() -> None:
     judge = ScriptedJudge()
-    settings = Settings()
-    settings.pipeline.refusal_linger_ms = 50
+    settings = make_settings()
+    settings = settings.with_changes(pipeline={"refusal_linger_ms": 50})
     classifier = RefusalClassifier(judge, settings)
     waiting = asyncio.ensure_future(classifier.classify(converted(0, "I cannot help.", None)))
     await asyncio.sleep(0)
@@ -191,7 +197,7 @@ async def test_aclose_with_cancel_does_not_wait_for_a_slow_judge() -> None:
             await release.wait()  # never set: a judge that does not answer
             return await super().classify_refusals(texts)
 
-    classifier = RefusalClassifier(SlowJudge(), Settings())
+    classifier = RefusalClassifier(SlowJudge(), make_settings())
     caller = asyncio.create_task(classifier.classify(converted(0, "The button resets it.")))
     await asyncio.sleep(0.05)  # the batch is sent and stuck in the judge
     await asyncio.wait_for(classifier.aclose(cancel=True), timeout=5)

@@ -11,7 +11,8 @@ from pipeline.dataset import DatasetLine, LineError, parse_line
 from pipeline.report import build_report, distribution, gold_answers, label_reports, trust_eval_case
 from schemas.evaluation import Evaluation
 from schemas.results import JudgeCall
-from schemas.settings import Limits, Settings
+from schemas.settings import Limits
+from tests.settings_factory import make_settings
 
 
 def _line(n: int, **fields: object) -> DatasetLine:
@@ -52,8 +53,8 @@ def test_grounded_label_auc_balanced_accuracy_and_peers() -> None:
         )
         for i, (y, s, peer) in enumerate(zip(labels, scores, peers, strict=True))
     ]
-    settings = Settings()
-    settings.judge.kind = "openai"  # no calibrated default: the 0.5 threshold
+    settings = make_settings()
+    settings = settings.with_changes(judge={"kind": "openai"})  # no calibrated default: the 0.5 threshold
     report = label_reports(rows, settings)["grounded"]
     assert report.cases == 5
     p = report.primary
@@ -67,11 +68,11 @@ def test_grounded_label_auc_balanced_accuracy_and_peers() -> None:
     assert report.peers.peers == {"p": pytest.approx(0.75)} and report.peers.peer_cases == {"p": 4}
     assert report.peers.ours_balanced_accuracy == pytest.approx(0.5)
     # the lexical judge's calibrated threshold (0.85): only 0.9 is grounded -> TPR 1/2, TNR 2/2
-    lexical = label_reports(rows, Settings())["grounded"].primary
+    lexical = label_reports(rows, make_settings())["grounded"].primary
     assert lexical.threshold == 0.85 and lexical.balanced_accuracy == pytest.approx(0.75)
     # an explicit hallucination_threshold wins over the calibrated default
-    explicit = Settings()
-    explicit.pipeline.hallucination_threshold = 0.5
+    explicit = make_settings()
+    explicit = explicit.with_changes(pipeline={"hallucination_threshold": 0.5})
     assert label_reports(rows, explicit)["grounded"].primary.threshold == 0.5
 
 
@@ -90,7 +91,7 @@ def test_correct_and_refusal_labels() -> None:
             ),
         ),
     ]
-    reports = label_reports(rows, Settings())
+    reports = label_reports(rows, make_settings())
     assert reports["correct"].primary.score == "answer_entails_ground_truth"
     assert reports["correct"].primary.roc_auc == 1.0
     assert [o.score for o in reports["correct"].others] == ["ground_truth_entails_answer", "agreement"]
@@ -148,7 +149,7 @@ async def test_build_report_sums_and_errors() -> None:
         blank_lines=1,
         judge_name="lexical",
         judge_model="lexical-v1",
-        settings=Settings(),
+        settings=make_settings(),
         wall_seconds=2.0,
     )
     assert report.evaluated == 2 and report.failed == 2 and [e.line for e in report.errors] == [3, 7]
@@ -181,8 +182,8 @@ def test_bootstrap_intervals_with_every_auc_and_balanced_accuracy() -> None:
         )
         for i, (y, s, peer) in enumerate(zip(labels, scores, peers, strict=True))
     ]
-    settings = Settings()
-    settings.judge.kind = "openai"
+    settings = make_settings()
+    settings = settings.with_changes(judge={"kind": "openai"})
     block = label_reports(rows, settings, bootstrap=300)["grounded"]
     p = block.primary
     assert p.roc_auc == pytest.approx(0.8) and p.balanced_accuracy == pytest.approx(0.8)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from schemas.settings import KafkaSettings, Settings
+from schemas.settings import KafkaSettings
 from streams.app import create_app
+from tests.settings_factory import make_settings
 
 
 def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
-    settings = Settings(kafka=KafkaSettings(topic_prefix="x.", partitions=3, datadir=tmp_path, web_port=6070))
+    settings = make_settings(
+        kafka=KafkaSettings(topic_prefix="x.", partitions=3, datadir=tmp_path, web_port=6070)
+    )
     stream_app = create_app(settings)
     conf = stream_app.app.conf
     assert conf.web_bind == "127.0.0.1" and conf.web_port == 6070
@@ -20,13 +23,13 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
 
 
 def test_same_refusal_mode_has_no_refusal_processor(tmp_path) -> None:
-    settings = Settings(kafka=KafkaSettings(datadir=tmp_path))
-    settings.pipeline.refusal_mode = "same"
+    settings = make_settings(kafka=KafkaSettings(datadir=tmp_path))
+    settings = settings.with_changes(pipeline={"refusal_mode": "same"})
     assert "groundwatch.refusal" not in create_app(settings).app.agents
 
 
 def test_fused_topology_has_one_processor_and_the_sink(tmp_path) -> None:
-    settings = Settings(kafka=KafkaSettings(datadir=tmp_path, topology="fused"))
+    settings = make_settings(kafka=KafkaSettings(datadir=tmp_path, topology="fused"))
     assert set(create_app(settings).app.agents) == {
         "groundwatch.evaluate",
         "groundwatch.sink",

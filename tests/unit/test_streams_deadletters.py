@@ -13,9 +13,10 @@ import pytest
 from schemas.deadletter import DeadLetter
 from schemas.interaction import Interaction
 from schemas.results import Converted
-from schemas.settings import KafkaSettings, Settings
+from schemas.settings import KafkaSettings
 from streams.codec import dead_letter, fit_letter, original_of
 from streams.context import Resources, StreamContext, new_context
+from tests.settings_factory import make_settings
 
 INTERACTION = Interaction(interaction_id="i1", question="Where is it?", answer="It is here.")
 
@@ -75,7 +76,7 @@ class FailedDelivery:
 
 
 def context(tmp_path: Any) -> StreamContext:
-    settings = Settings(kafka=KafkaSettings(datadir=tmp_path, deadletter_max_bytes=2048))
+    settings = make_settings(kafka=KafkaSettings(datadir=tmp_path, deadletter_max_bytes=2048))
     return new_context(settings, app=None)  # type: ignore[arg-type]
 
 

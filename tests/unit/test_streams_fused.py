@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from schemas.interaction import Interaction
-from schemas.settings import Settings
 from streams.processors.evaluate import score_relevance, with_relevance
+from tests.settings_factory import make_settings
 
 INTERACTION = Interaction(
     interaction_id="f1", question="When does it open?", contexts=["It opens at 9 am."],
@@ -27,7 +27,7 @@ class Scorer:
 
 
 async def test_relevance_failure_is_missing_not_a_dead_letter() -> None:
-    settings = Settings()
+    settings = make_settings()
     evaluator = Evaluator(LexicalJudge(), settings)  # the fused processor's: no scorer inside
     try:
         evaluation = await evaluator.evaluate(INTERACTION)

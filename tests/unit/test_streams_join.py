@@ -8,6 +8,7 @@ from schemas.interaction import Interaction
 from schemas.results import Converted, NliResult, RefusalResult
 from streams.acks import Ticket
 from streams.join import JoinBuffer
+from tests.settings_factory import make_settings
 
 
 def converted(iid: str) -> Converted:
@@ -117,14 +118,14 @@ def test_the_late_parts_kept_are_bounded_lru() -> None:
 def test_join_timeout_is_derived_from_the_judge_and_a_short_one_is_warned_about(caplog) -> None:
     import logging
 
-    from schemas.settings import JudgeSettings, KafkaSettings, Settings
+    from schemas.settings import JudgeSettings, KafkaSettings
     from streams.join import join_timeout
 
-    assert join_timeout(Settings(judge=JudgeSettings(kind="lexical"))) == 120.0
+    assert join_timeout(make_settings(judge=JudgeSettings(kind="lexical"))) == 120.0
     # openai defaults: 5 attempts x 60 s + backoffs 0.5 + 1 + 2 + 4, plus 30 s
-    assert join_timeout(Settings(judge=JudgeSettings(kind="openai"))) == pytest.approx(337.5)
-    assert join_timeout(Settings(judge=JudgeSettings(kind="local", local_timeout_s=900))) == 930.0
-    short = Settings(judge=JudgeSettings(kind="openai"), kafka=KafkaSettings(join_timeout_s=4))
+    assert join_timeout(make_settings(judge=JudgeSettings(kind="openai"))) == pytest.approx(337.5)
+    assert join_timeout(make_settings(judge=JudgeSettings(kind="local", local_timeout_s=900))) == 930.0
+    short = make_settings(judge=JudgeSettings(kind="openai"), kafka=KafkaSettings(join_timeout_s=4))
     with caplog.at_level(logging.WARNING):
         assert join_timeout(short) == 4
     assert "under the openai judge's worst case" in caplog.text

@@ -25,7 +25,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_settings_repr_and_str_hide_the_clickhouse_url_and_the_webhook(
     env: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = Settings()
+    settings = Settings()  # read from the environment, as a worker does
     assert settings.clickhouse.url.get_secret_value() == URL  # same env var names as before
     assert settings.alerts.webhook_url is not None
     assert settings.alerts.webhook_url.get_secret_value() == HOOK

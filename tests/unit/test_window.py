@@ -40,4 +40,4 @@ def test_windows_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GROUNDWATCH_JUDGE__KIND", "openai")
     monkeypatch.setenv("GROUNDWATCH_JUDGE__MODEL", "acme-large")
     monkeypatch.setenv("GROUNDWATCH_JUDGE__CONTEXT_WINDOWS", '{"acme-large": 200000}')
-    assert window_tokens(Settings().judge) == 200_000
+    assert window_tokens(Settings().judge) == 200_000  # read from the environment
