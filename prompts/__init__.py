@@ -28,11 +28,16 @@ from prompts.models import (
     CaseAnswer,
     HypothesisAnswer,
     NliAnswer,
+    NliCase,
     NliCasesAnswer,
+    NliCasesInput,
+    NliInput,
     NliRefusalAnswer,
     PronounsAnswer,
     PronounSentence,
+    PronounsInput,
     RefusalAnswer,
+    RefusalInput,
     RefusalItem,
     StatementAnswer,
 )
@@ -44,12 +49,16 @@ __all__ = [
     "NliAnswer",
     "NliCase",
     "NliCasesAnswer",
+    "NliCasesInput",
+    "NliInput",
     "NliRefusalAnswer",
     "PromptTemplate",
     "Prompts",
     "PronounSentence",
     "PronounsAnswer",
+    "PronounsInput",
     "RefusalAnswer",
+    "RefusalInput",
     "RefusalItem",
     "RenderedPrompt",
     "StatementAnswer",
@@ -116,6 +125,7 @@ class RenderedPrompt(Generic[OutT]):
     messages: list[dict[str, str]]
     output_model: type[OutT]
     items: int | None = None
+    input: BaseModel | None = None  # the validated input it was rendered from (prompts.models)
 
     def json_schema(self) -> dict[str, Any]:
         return strict_json_schema(self.output_model, items=self.items)
@@ -153,15 +163,6 @@ def load_template(name: str) -> PromptTemplate:
     )
 
 
-@dataclass(frozen=True)
-class NliCase:
-    """One premise and its hypotheses, a case of an ``nli_cases`` prompt."""
-
-    premise: str
-    hypotheses: Sequence[str]
-    document: str | None = None
-
-
 class Prompts:
     """The prompts, loaded once, each rendered with typed input and a typed output model."""
 
@@ -184,13 +185,15 @@ class Prompts:
 
     def pronouns(self, sentences: Sequence[str]) -> RenderedPrompt[PronounsAnswer]:
         t = self.pronouns_t
-        items = "\n".join(fence("sentence", s, i) for i, s in enumerate(sentences, 1))
+        inp = PronounsInput(sentences=list(sentences))
+        items = "\n".join(fence("sentence", s, i) for i, s in enumerate(inp.sentences, 1))
         return RenderedPrompt(
             t.name,
             self._version(t),
-            self._messages(t, sentences=items, count=str(len(sentences))),
+            self._messages(t, sentences=items, count=str(len(inp.sentences))),
             PronounsAnswer,
-            len(sentences),
+            len(inp.sentences),
+            inp,
         )
 
     def nli(
@@ -202,19 +205,24 @@ class Prompts:
         ask_refusal: bool = False,
     ) -> RenderedPrompt[NliAnswer]:
         t = self.nli_t
+        inp = NliInput(
+            premise=premise, hypotheses=list(hypotheses), document=document, ask_refusal=ask_refusal
+        )
         values = {
-            "document": fence("document", document) + "\n" if document else "",
-            "premise": neutralise(premise),
-            "hypotheses": "\n".join(fence("hypothesis", h, i) for i, h in enumerate(hypotheses, 1)),
-            "refusal": t.section("refusal") + "\n" if ask_refusal else "",
-            "count": str(len(hypotheses)),
+            "document": fence("document", inp.document) + "\n" if inp.document else "",
+            "premise": neutralise(inp.premise),
+            "hypotheses": "\n".join(fence("hypothesis", h, i) for i, h in enumerate(inp.hypotheses, 1)),
+            "refusal": t.section("refusal") + "\n" if inp.ask_refusal else "",
+            "count": str(len(inp.hypotheses)),
         }
-        model: type[NliAnswer] = NliRefusalAnswer if ask_refusal else NliAnswer
-        return RenderedPrompt(t.name, self._version(t), self._messages(t, **values), model, len(hypotheses))
+        model: type[NliAnswer] = NliRefusalAnswer if inp.ask_refusal else NliAnswer
+        messages = self._messages(t, **values)
+        return RenderedPrompt(t.name, self._version(t), messages, model, len(inp.hypotheses), inp)
 
     def nli_cases(self, cases: Sequence[NliCase]) -> RenderedPrompt[NliCasesAnswer]:
         """Several (premise, hypotheses) cases in one prompt: the instructions are sent once for all."""
         t = self.nli_cases_t
+        inp = NliCasesInput(cases=list(cases))
         rendered = [
             t.section(
                 "case",
@@ -224,23 +232,18 @@ class Prompts:
                 hypotheses="\n".join(fence("hypothesis", h, i) for i, h in enumerate(case.hypotheses, 1)),
                 hypothesis_count=str(len(case.hypotheses)),
             )
-            for n, case in enumerate(cases, 1)
+            for n, case in enumerate(inp.cases, 1)
         ]
-        values = {"cases": "\n".join(rendered), "count": str(len(cases))}
-        return RenderedPrompt(
-            t.name, self._version(t), self._messages(t, **values), NliCasesAnswer, len(cases)
-        )
+        values = {"cases": "\n".join(rendered), "count": str(len(inp.cases))}
+        messages = self._messages(t, **values)
+        return RenderedPrompt(t.name, self._version(t), messages, NliCasesAnswer, len(inp.cases), inp)
 
     def refusal(self, texts: Sequence[str]) -> RenderedPrompt[RefusalAnswer]:
         t = self.refusal_t
-        items = "\n".join(fence("text", s, i) for i, s in enumerate(texts, 1))
-        return RenderedPrompt(
-            t.name,
-            self._version(t),
-            self._messages(t, texts=items, count=str(len(texts))),
-            RefusalAnswer,
-            len(texts),
-        )
+        inp = RefusalInput(texts=list(texts))
+        items = "\n".join(fence("text", s, i) for i, s in enumerate(inp.texts, 1))
+        messages = self._messages(t, texts=items, count=str(len(inp.texts)))
+        return RenderedPrompt(t.name, self._version(t), messages, RefusalAnswer, len(inp.texts), inp)
 
     def versions(self) -> dict[str, str]:
         templates = (self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t)

@@ -1,4 +1,5 @@
-"""Typed output of each prompt (ragas style: one pydantic model per prompt's answer)."""
+"""Typed input and output of each prompt (ragas style: one pydantic model per prompt's input and one
+per its answer). ``prompts.Prompts`` validates the input before it renders a prompt."""
 
 from __future__ import annotations
 
@@ -9,6 +10,45 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PronounsInput(_Input):
+    """pronouns.md: the sentences whose pronouns are replaced (earlier ones resolve later ones)."""
+
+    sentences: list[str] = Field(min_length=1)
+
+
+class NliInput(_Input):
+    """nli.md: one premise, the hypotheses judged against it, and whether to ask if they refuse."""
+
+    premise: str
+    hypotheses: list[str] = Field(min_length=1)
+    document: str | None = None
+    ask_refusal: bool = False
+
+
+class NliCase(_Input):
+    """One premise and its hypotheses, a case of an ``nli_cases`` prompt."""
+
+    premise: str
+    hypotheses: list[str] = Field(min_length=1)
+    document: str | None = None
+
+
+class NliCasesInput(_Input):
+    """nli_cases.md: several cases in one prompt (the instructions are sent once for all)."""
+
+    cases: list[NliCase] = Field(min_length=1)
+
+
+class RefusalInput(_Input):
+    """refusal.md: the texts (first sentences of answers and ground truths) to flag."""
+
+    texts: list[str] = Field(min_length=1)
 
 
 class PronounSentence(_Strict):

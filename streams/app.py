@@ -19,16 +19,29 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import faust
 
 from schemas.settings import Settings
-from streams import join
-from streams.context import Resources, StreamContext, new_context
+from streams.context import StreamContext, new_context
 from streams.dashboard.api import dashboard_app
 from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
 from streams.kafka_auth import faust_credentials
-from streams.processors import convert, dead_letters, evaluate, nli, refusal, sink
+from streams.processors.convert import ConvertProcessor
+from streams.processors.dead_letters import DeadLetterRecorder
+from streams.processors.evaluate import EvaluateProcessor
+from streams.processors.join import JoinProcessor
+from streams.processors.nli import NliProcessor
+from streams.processors.refusal import RefusalProcessor
+from streams.processors.sink import SinkProcessor
+from streams.resources import Resources
+
+
+class Registrable(Protocol):
+    """A processor: registers its faust agent (and timers) on the app."""
+
+    def register(self) -> Any: ...
 
 
 @dataclass
@@ -88,23 +101,27 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
     web_app.add_subapp("/dashboard/", dashboard_app(lambda: resources.store, settings.dashboard))
 
 
+def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
+    """The processors of the configured topology, in data-flow order."""
+    staged: list[Registrable]
+    if ctx.settings.kafka.topology == "fused":
+        staged = [EvaluateProcessor(ctx, resources)]
+    else:
+        staged = [ConvertProcessor(ctx, resources), NliProcessor(ctx, resources)]
+        if ctx.settings.pipeline.refusal_mode != "same":
+            staged.append(RefusalProcessor(ctx, resources))
+        staged.append(JoinProcessor(ctx, resources))
+    return [*staged, SinkProcessor(ctx, resources), DeadLetterRecorder(ctx, resources)]
+
+
 def create_app(settings: Settings) -> StreamApp:
     temporary = settings.kafka.datadir is None
     datadir = settings.kafka.datadir or Path(tempfile.mkdtemp(prefix="groundwatch-faust-"))
     app = faust_app(settings, datadir)
     ctx = new_context(settings, app)
     resources = Resources(ctx)
-    ctx.resources = resources
-    if settings.kafka.topology == "fused":
-        evaluate.register(ctx)
-    else:
-        convert.register(ctx)
-        nli.register(ctx)
-        if settings.pipeline.refusal_mode != "same":
-            refusal.register(ctx)
-        join.register(ctx)
-    sink.register(ctx)
-    dead_letters.register(ctx)
+    for processor in processors(ctx, resources):
+        processor.register()
     if settings.kafka.web_enabled:
         mount_dashboard(app, resources, settings)
     return StreamApp(app=app, ctx=ctx, resources=resources, datadir=datadir, temporary_datadir=temporary)

@@ -1,4 +1,7 @@
-"""converted + nli + refusals -> evaluations: one Evaluation per interaction once its parts are in.
+"""The join's state and timeout: parts in, complete or expired entries out (no Kafka here). The
+processor that feeds it is ``streams.processors.join.JoinProcessor``.
+
+converted + nli + refusals -> evaluations: one Evaluation per interaction once its parts are in.
 
 Design (at-least-once without transactions or table recovery):
 
@@ -36,21 +39,15 @@ more is redelivered after a crash; the join timeout bounds it.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
-import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.results import Converted, NliResult, RefusalResult
 from schemas.settings import JudgeSettings, Settings
-from streams.acks import OrderedAcks, Ticket
-from streams.codec import dead_letter, decode
-from streams.context import StreamContext
+from streams.acks import Ticket
 
 log = logging.getLogger(__name__)
 
@@ -199,184 +196,3 @@ class JoinBuffer:
         for iid in gone:
             del self._entries[iid]
         return len(gone)
-
-
-def register(ctx: StreamContext) -> Any:
-    settings = ctx.settings
-    names = ctx.names
-    need_refusal = settings.pipeline.refusal_mode != "same"
-    inputs = [names.converted, names.nli] + ([names.refusals] if need_refusal else [])
-    source = ctx.app.topic(
-        *inputs,
-        key_type=bytes,
-        value_type=bytes,
-        key_serializer="raw",
-        value_serializer="raw",
-        partitions=settings.kafka.partitions,
-    )
-    models: dict[str, type[Part]] = {
-        names.converted: Converted,
-        names.nli: NliResult,
-        names.refusals: RefusalResult,
-    }
-    timeout_s = join_timeout(settings)
-    buffer = JoinBuffer(
-        need_refusal=need_refusal, timeout_s=timeout_s, keep_late=settings.kafka.join_emitted_cache
-    )
-    acks = OrderedAcks()
-    slots = asyncio.Semaphore(settings.kafka.stage_concurrency)
-    tasks: set[asyncio.Task[None]] = set()
-
-    def release(entry: Pending) -> None:
-        for ticket in entry.tickets:
-            acks.done(ticket)
-
-    async def spawn(work: Callable[[], Awaitable[None]]) -> None:
-        """Run ``work`` in a task, at most stage_concurrency at once (the caller waits for a slot)."""
-        await slots.acquire()
-
-        async def run() -> None:
-            try:
-                await work()
-            finally:
-                slots.release()
-
-        task = asyncio.create_task(run())
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-    async def emit(entry: Pending) -> None:
-        from pipeline.assemble import assemble
-
-        assert entry.converted is not None
-        missing = list(entry.missing(need_refusal))
-        relevance = None
-        scorer = ctx.res.relevance
-        if scorer is not None:  # seed 004 relevance; a failure leaves it out, marked missing, never the row
-            interaction = entry.converted.interaction
-            try:
-                relevance = await scorer.score(interaction.question, interaction.answer)
-            except Exception as exc:
-                log.warning("join: relevance of %s failed: %s", entry.interaction_id, exc)
-                missing.append("relevance")
-        evaluation = assemble(
-            entry.converted, entry.nli, entry.refusal, settings, relevance=relevance, missing=missing
-        )
-        await ctx.send(names.evaluations, entry.interaction_id, evaluation)
-
-    def source_of(entry: Pending) -> Part:
-        part = entry.converted or entry.nli or entry.refusal
-        assert part is not None
-        return part
-
-    async def emit_or_dead_letter(entry: Pending) -> None:
-        """Emit (complete, late or rebuilt); an error dead-letters the interaction; acks on success."""
-        try:
-            if entry.converted is None:  # a late part of an interaction that never had its Converted
-                log.warning("join: late part of %s without its Converted; dropped", entry.interaction_id)
-            else:
-                await emit(entry)
-        except Exception as exc:
-            log.exception("join: emitting %s failed", entry.interaction_id)
-            try:
-                await ctx.send_dead(
-                    dead_letter(
-                        stage="join",
-                        error=exc,
-                        payload=source_of(entry).model_dump_json(),
-                        source_topic=None,
-                        interaction_id=entry.interaction_id,
-                        original=entry.converted.interaction.model_dump_json() if entry.converted else None,
-                    )
-                )
-            except Exception:
-                log.exception("join: could not dead-letter %s; its parts stay unacked", entry.interaction_id)
-                return
-        release(entry)
-
-    async def on_expired(entry: Pending) -> None:
-        missing = entry.missing(need_refusal)
-        res = await ctx.res.wait_ready()
-        if await res.store.has_complete(entry.interaction_id):
-            # a part redelivered after its Evaluation went out (its partition's commit lagged another's)
-            log.info("join: %s already evaluated; dropping redelivered %s", entry.interaction_id, entry.tps)
-            buffer.discard_late(entry.interaction_id)
-            return
-        if entry.converted is None:
-            err = JoinTimeout(f"join timed out after {timeout_s}s without {missing}")
-            await ctx.send_dead(
-                dead_letter(
-                    stage="join",
-                    error=err,
-                    payload=source_of(entry).model_dump_json(),
-                    source_topic=None,
-                    interaction_id=entry.interaction_id,
-                )
-            )
-            return
-        log.warning("join: %s timed out, emitting incomplete (missing %s)", entry.interaction_id, missing)
-        await emit(entry)
-
-    async def expire_one(entry: Pending) -> None:
-        try:
-            await on_expired(entry)
-        except Exception:
-            log.exception("join: could not emit %s; its parts stay unacked", entry.interaction_id)
-            return
-        release(entry)
-
-    async def expire_loop() -> None:
-        tick = max(0.05, min(1.0, timeout_s / 4))
-        while True:
-            await asyncio.sleep(tick)
-            for entry in buffer.expired(time.monotonic()):
-                await spawn(functools.partial(expire_one, entry))
-
-    async def on_revoked(sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
-        revoked = set(args[0]) if args else set()
-        n = buffer.forget(revoked)
-        acks.forget(revoked)
-        if n:
-            log.info("join: forgot %d pending interactions of revoked partitions", n)
-
-    ctx.app.on_partitions_revoked.connect(cast(Any, on_revoked))
-
-    async def handle(event: Any, ticket: Ticket) -> None:
-        topic = event.message.topic
-        raw = event.value
-        try:
-            part = decode(raw, models[topic], settings.limits)
-        except InvalidMessage as exc:
-            if topic != names.converted:  # the nli processor dead-letters a bad Converted
-                await ctx.send_dead_or_give_up(
-                    dead_letter(stage="validate", error=exc, payload=raw, source_topic=topic),
-                    f"{topic}@{ticket.offset}",
-                )
-            acks.done(ticket)
-            return
-        iid = part.interaction.interaction_id if isinstance(part, Converted) else part.interaction_id
-        entry = buffer.add(iid, part, ticket, time.monotonic())
-        if entry is not None:
-            await spawn(functools.partial(emit_or_dead_letter, entry))
-
-    async def join_agent(stream: Any) -> None:
-        expirer = asyncio.create_task(expire_loop())
-        try:
-            async for event in stream.noack().events():
-                ticket = acks.track(event)
-                try:
-                    await handle(event, ticket)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # e.g. the dead letter of a bad part could not be sent
-                    log.exception(
-                        "join: handling %s offset %s failed; left unacked", event.message.topic, ticket.offset
-                    )
-        finally:
-            expirer.cancel()
-            for task in list(tasks):  # unfinished emits stay unacked and come back
-                task.cancel()
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-
-    return ctx.app.agent(source, name="groundwatch.join")(join_agent)

@@ -237,7 +237,11 @@ class LLMJudge:
         if asking:
             misses = {c: [i for i, r in enumerate(results[c]) if r is None] for c in asking}
             prompt_cases = [
-                NliCase(cases[c][0].text, [groups[c][i] for i in misses[c]], cases[c][0].document)
+                NliCase(
+                    premise=cases[c][0].text,
+                    hypotheses=[groups[c][i] for i in misses[c]],
+                    document=cases[c][0].document,
+                )
                 for c in asking
             ]
 

@@ -106,7 +106,10 @@ class JudgeClient:
         api_key: SecretStr | None = None,
         format_mode: FormatMode | None = None,
         model_id: str | None = None,
+        transport: Any = None,
     ) -> None:
+        """``transport``: the transport of the SDK's HTTP client (the httpx flavour the openai package
+        uses: ``httpx2`` for openai 3), e.g. its ``MockTransport`` in tests; None: the network."""
         self.settings = settings
         self.judge_name = judge_name
         self.base_url = base_url if base_url is not None else settings.base_url
@@ -129,6 +132,9 @@ class JudgeClient:
             api_key=key.get_secret_value(),
             max_retries=0,
             timeout=settings.timeout_s,
+            http_client=openai.DefaultAsyncHttpxClient(transport=transport)
+            if transport is not None
+            else None,
         )
         self._sem = asyncio.Semaphore(settings.max_in_flight)
         self._rng = random.Random()
@@ -163,7 +169,6 @@ class JudgeClient:
         timing = _Timing()
         attempts = 0
         failures = 0
-        last_error = "no attempt made"
         while True:
             attempts += 1
             try:
@@ -174,54 +179,54 @@ class JudgeClient:
                         check(answer)
                     except ValueError as exc:
                         raise ParseFailure(f"answer rejected: {exc}") from exc
-                call = JudgeCall(
-                    stage=stage,
-                    judge=self.judge_name,
-                    model=self.model_id,
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    latency_ms=timing.request_s * 1000.0,
-                    cost_usd=price(self.settings, self.model, usage.input_tokens, usage.output_tokens),
-                    attempts=attempts,
-                    items=items,
-                    wall_ms=(time.perf_counter() - start) * 1000.0,
-                )
-                return answer, call
+                wall_ms = (time.perf_counter() - start) * 1000.0
+                return answer, self._record(stage, items, attempts, usage, timing, wall_ms)
             except _FormatRejected as exc:
-                # not the model's fault: go again with a plainer output mode (not counted as an attempt)
-                attempts -= 1
-                if self.format_mode != exc.mode:
-                    # a concurrent request, rejected in the same mode, already stepped down (modes only
-                    # ever step down, so this one is plainer than exc.mode): just retry with it
-                    continue
-                nxt = _DOWNGRADE.get(exc.mode)
-                if nxt is None:
-                    raise JudgeError(f"{self._where(prompt)}: request rejected: {exc}") from exc
-                log.warning(
-                    "%s: server rejected response_format %s (%s); using %s from now on",
-                    self._where(prompt),
-                    exc.mode,
-                    exc.status,
-                    nxt,
-                )
-                self.format_mode = nxt
-                continue
+                attempts -= 1  # not the model's fault: not counted as an attempt
+                self._step_down(prompt, exc)
             except (ParseFailure, _Retryable) as exc:
                 failures += 1
-                last_error = str(exc)
                 if failures > self.settings.max_retries:
                     raise JudgeError(
-                        f"{self._where(prompt)}: gave up after {attempts} attempts; last error: {last_error}"
+                        f"{self._where(prompt)}: gave up after {attempts} attempts; last error: {exc}"
                     ) from exc
                 delay = self._backoff(failures, getattr(exc, "retry_after", None))
                 log.info(
-                    "%s: attempt %d failed (%s); retrying in %.2fs",
-                    self._where(prompt),
-                    attempts,
-                    last_error,
-                    delay,
+                    "%s: attempt %d failed (%s); retrying in %.2fs", self._where(prompt), attempts, exc, delay
                 )
                 await asyncio.sleep(delay)
+
+    def _record(
+        self, stage: Stage, items: int, attempts: int, usage: Usage, timing: _Timing, wall_ms: float
+    ) -> JudgeCall:
+        """The JudgeCall of a call that returned an answer."""
+        return JudgeCall(
+            stage=stage,
+            judge=self.judge_name,
+            model=self.model_id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            latency_ms=timing.request_s * 1000.0,
+            cost_usd=price(self.settings, self.model, usage.input_tokens, usage.output_tokens),
+            attempts=attempts,
+            items=items,
+            wall_ms=wall_ms,
+        )
+
+    def _step_down(self, prompt: RenderedPrompt[Any], exc: _FormatRejected) -> None:
+        """The server rejected a response_format: use a plainer one from now on (or give up)."""
+        if self.format_mode != exc.mode:
+            # a concurrent request, rejected in the same mode, already stepped down (modes only ever
+            # step down, so the current one is plainer than exc.mode): just retry with it
+            return
+        nxt = _DOWNGRADE.get(exc.mode)
+        if nxt is None:
+            raise JudgeError(f"{self._where(prompt)}: request rejected: {exc}") from exc
+        log.warning(
+            "%s: server rejected response_format %s (%s); using %s from now on",
+            self._where(prompt), exc.mode, exc.status, nxt,
+        )  # fmt: skip
+        self.format_mode = nxt
 
     def _scrub(self, text: str) -> str:
         """A server's error text without our key (some echo it back, e.g. on 401), nor anything key-like."""
@@ -241,8 +246,8 @@ class JudgeClient:
         return delay
 
     # ------------------------------------------------------------------ one HTTP request
-    async def _attempt(self, prompt: RenderedPrompt[OutT], usage: Usage, timing: _Timing) -> OutT:
-        mode = self.format_mode
+    def _body(self, prompt: RenderedPrompt[Any], mode: FormatMode) -> dict[str, Any]:
+        """The chat-completions request body of ``prompt`` in output mode ``mode``."""
         messages: list[dict[str, str]] = [dict(m) for m in prompt.messages]
         kwargs: dict[str, Any] = {}
         if mode == "json_schema":
@@ -256,13 +261,17 @@ class JudgeClient:
             kwargs["response_format"] = {"type": "json_object"}
         if mode in ("json_object", "none"):
             messages[-1]["content"] += "\n" + JSON_ONLY_HINT
-        body: dict[str, Any] = {
+        return {
             "model": self.model,
             "messages": messages,
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_output_tokens,
             **kwargs,
         }
+
+    async def _attempt(self, prompt: RenderedPrompt[OutT], usage: Usage, timing: _Timing) -> OutT:
+        mode = self.format_mode
+        body = self._body(prompt, mode)
         sent = time.perf_counter()
         try:
             # the SDK's generic POST: the same request and errors as chat.completions.create, without
@@ -284,27 +293,31 @@ class JudgeClient:
             raise _Retryable(f"connection error: {self._scrub(str(exc))}") from exc
         finally:
             timing.request_s += time.perf_counter() - sent
+        return _answer(prompt, resp, usage)
 
-        if resp.usage is not None:
-            usage.input_tokens += resp.usage.prompt_tokens or 0
-            usage.output_tokens += resp.usage.completion_tokens or 0
-        if not resp.choices:
-            raise ParseFailure("the response has no choices")
-        choice = resp.choices[0]
-        text = choice.message.content or ""
-        if choice.finish_reason == "length":
-            raise ParseFailure(f"output truncated (finish_reason=length) after {len(text)} chars")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = extract_json_object(text)  # prose or ``` around the object; ParseFailure if none
-        try:
-            return prompt.output_model.model_validate(data)
-        except ValidationError as exc:
-            raise ParseFailure(
-                f"output does not match {prompt.output_model.__name__}: "
-                f"{exc.error_count()} errors, first: {exc.errors()[0]['msg']}"
-            ) from exc
+
+def _answer(prompt: RenderedPrompt[OutT], resp: ChatCompletion, usage: Usage) -> OutT:
+    """The validated answer in a response (its tokens added to ``usage``), or ParseFailure."""
+    if resp.usage is not None:
+        usage.input_tokens += resp.usage.prompt_tokens or 0
+        usage.output_tokens += resp.usage.completion_tokens or 0
+    if not resp.choices:
+        raise ParseFailure("the response has no choices")
+    choice = resp.choices[0]
+    text = choice.message.content or ""
+    if choice.finish_reason == "length":
+        raise ParseFailure(f"output truncated (finish_reason=length) after {len(text)} chars")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = extract_json_object(text)  # prose or ``` around the object; ParseFailure if none
+    try:
+        return prompt.output_model.model_validate(data)
+    except ValidationError as exc:
+        raise ParseFailure(
+            f"output does not match {prompt.output_model.__name__}: "
+            f"{exc.error_count()} errors, first: {exc.errors()[0]['msg']}"
+        ) from exc
 
 
 class _Retryable(Exception):

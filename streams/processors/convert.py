@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from schemas.errors import JudgeError
+from pipeline.convert import convert
 from schemas.interaction import Interaction
-from streams.context import StreamContext
+from streams.processors.base import Processor
 
 
-def register(ctx: StreamContext) -> Any:
-    source = ctx.topic(ctx.names.interactions)
-    settings = ctx.settings
+class ConvertProcessor(Processor[Interaction]):
+    name = "groundwatch.convert"
+    stage = "convert"
+    input_model = Interaction
 
-    async def handle(event: Any) -> None:
-        from pipeline.convert import convert
+    @property
+    def source_topic(self) -> str:
+        return self.ctx.names.interactions
 
-        raw = event.value
-        interaction = await ctx.decode_or_dead_letter(raw, Interaction, ctx.names.interactions)
-        if interaction is None:
-            return
-        res = await ctx.res.wait_ready()
-        try:
-            converted = await convert(interaction, res.judge, settings)
-        except JudgeError as exc:
-            await ctx.dead_letter_judge_error("convert", exc, raw, ctx.names.interactions, interaction)
-            return
-        await ctx.send(ctx.names.converted, interaction.interaction_id, converted)
-
-    return ctx.bounded_agent(source, "groundwatch.convert", handle, "convert", ctx.names.interactions)
+    async def process(self, message: Interaction) -> None:
+        converted = await convert(message, self.resources.judge, self.ctx.settings)
+        await self.ctx.send(self.ctx.names.converted, message.interaction_id, converted)

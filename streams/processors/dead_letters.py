@@ -7,39 +7,29 @@ crash replaces it instead of counting twice.
 
 from __future__ import annotations
 
-import asyncio
-import logging
+import functools
 from typing import Any
 
 from streams.clickhouse.dead_letter_rows import dead_letter_row
-from streams.clickhouse.store import ClickHouseStore
 from streams.context import StreamContext
-
-log = logging.getLogger(__name__)
-
-
-async def write_until_done(store: ClickHouseStore, row: list[Any], max_delay_s: float = 30.0) -> None:
-    """Insert ``row``, retrying with exponential backoff while ClickHouse fails."""
-    delay = 0.5
-    while True:
-        try:
-            await store.insert_dead_letter_rows([row])
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("dead letters: insert failed; retrying in %.1fs", delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, max_delay_s)
+from streams.resources import Resources
+from streams.retry import with_backoff
 
 
-def register(ctx: StreamContext) -> Any:
-    source = ctx.topic(ctx.names.deadletter)
+class DeadLetterRecorder:
+    name = "groundwatch.dead_letters"
 
-    async def dead_letter_agent(stream: Any) -> None:
-        res = await ctx.res.wait_ready()
+    def __init__(self, ctx: StreamContext, resources: Resources) -> None:
+        self.ctx = ctx
+        self.resources = resources
+
+    async def consume(self, stream: Any) -> None:
+        res = await self.resources.wait_ready()
         async for event in stream.events():  # acked when the loop takes the next one
             raw = event.value if isinstance(event.value, bytes) else bytes(event.value or b"")
-            await write_until_done(res.store_open, dead_letter_row(raw))
+            insert = functools.partial(res.store_open.insert_dead_letter_rows, [dead_letter_row(raw)])
+            await with_backoff(insert, what="dead letters: insert")
 
-    return ctx.app.agent(source, name="groundwatch.dead_letters")(dead_letter_agent)
+    def register(self) -> Any:
+        source = self.ctx.topic(self.ctx.names.deadletter)
+        return self.ctx.app.agent(source, name=self.name)(self.consume)

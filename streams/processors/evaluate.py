@@ -2,7 +2,7 @@
 interaction runs here (pipeline.evaluator.Evaluator), so an interaction costs two Kafka messages
 instead of about ten. A stage that still fails after the judge's retries dead-letters the interaction
 with that stage's name (there is no join to emit it incomplete); an unexpected error is dead-lettered as
-stage "evaluate", a message that does not validate as "validate". Relevance (seed 004) is scored here
+stage "evaluate", a message that does not validate as "validate". Relevance is scored here
 beside the evaluation, as the staged join does: a failure leaves it out and marks it missing (the row
 is written, incomplete), never dead-letters the interaction."""
 
@@ -13,10 +13,9 @@ import logging
 import time
 from typing import Any
 
-from schemas.errors import JudgeError, StageError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from streams.context import StreamContext
+from streams.processors.base import Processor
 
 log = logging.getLogger(__name__)
 
@@ -44,27 +43,26 @@ def with_relevance(evaluation: Evaluation, value: float | None, seconds: float, 
     return evaluation.model_copy(update=update)
 
 
-def register(ctx: StreamContext) -> Any:
-    source = ctx.topic(ctx.names.interactions)
+class EvaluateProcessor(Processor[Interaction]):
+    """Every stage of an interaction in one processor; a failing stage raises ``StageError`` and the
+    interaction is dead-lettered under that stage's name (``streams.context.stage_of``)."""
 
-    async def handle(event: Any) -> None:
-        raw = event.value
-        interaction = await ctx.decode_or_dead_letter(raw, Interaction, ctx.names.interactions)
-        if interaction is None:
-            return
-        res = await ctx.res.wait_ready()
-        try:
-            if res.relevance is None:
-                evaluation = await res.evaluator.evaluate(interaction)
-            else:
-                evaluation, (value, seconds, failed) = await asyncio.gather(
-                    res.evaluator.evaluate(interaction), score_relevance(res.relevance, interaction)
-                )
-                evaluation = with_relevance(evaluation, value, seconds, failed)
-        except JudgeError as exc:
-            stage = exc.stage if isinstance(exc, StageError) else "evaluate"
-            await ctx.dead_letter_judge_error(stage, exc, raw, ctx.names.interactions, interaction)
-            return
-        await ctx.send(ctx.names.evaluations, interaction.interaction_id, evaluation)
+    name = "groundwatch.evaluate"
+    stage = "evaluate"
+    input_model = Interaction
 
-    return ctx.bounded_agent(source, "groundwatch.evaluate", handle, "evaluate", ctx.names.interactions)
+    @property
+    def source_topic(self) -> str:
+        return self.ctx.names.interactions
+
+    async def process(self, message: Interaction) -> None:
+        evaluator = self.resources.evaluator
+        scorer = self.resources.relevance
+        if scorer is None:
+            evaluation = await evaluator.evaluate(message)
+        else:
+            evaluation, (value, seconds, failed) = await asyncio.gather(
+                evaluator.evaluate(message), score_relevance(scorer, message)
+            )
+            evaluation = with_relevance(evaluation, value, seconds, failed)
+        await self.ctx.send(self.ctx.names.evaluations, message.interaction_id, evaluation)

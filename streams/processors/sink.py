@@ -5,17 +5,20 @@ A timer flushes batches by age and closes due windows (which evaluates the alert
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
-from typing import Any, cast
+from typing import Any
 
 from schemas.errors import InvalidMessage
 from schemas.evaluation import Evaluation
 from streams.acks import OrderedAcks
 from streams.clickhouse.sink import EvaluationSink
-from streams.codec import dead_letter, decode
+from streams.codec import decode
 from streams.context import StreamContext
+from streams.resources import Resources
+from streams.retry import with_backoff
+from streams.revoke import forget_on_revoke
+from streams.runner import where
 
 log = logging.getLogger(__name__)
 
@@ -23,54 +26,38 @@ log = logging.getLogger(__name__)
 async def flush_until_written(sink: EvaluationSink, max_delay_s: float = 30.0) -> None:
     """ClickHouse is failing: stop consuming (backpressure) and retry with backoff until the buffered
     rows are written. They stay unacked meanwhile, so a crash now loses nothing."""
-    delay = 0.5
-    while True:
-        log.exception("sink: insert of %d rows failed; retrying in %.1fs", len(sink), delay)
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, max_delay_s)
-        try:
-            await sink.flush()
-            return
-        except Exception:
-            continue
+    await with_backoff(sink.flush, what=f"sink: insert of {len(sink)} rows", max_delay_s=max_delay_s)
 
 
-def register(ctx: StreamContext) -> Any:
-    settings = ctx.settings
-    source = ctx.topic(ctx.names.evaluations)
-    acks = OrderedAcks()
+class SinkProcessor:
+    name = "groundwatch.sink"
 
-    async def on_revoked(sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
-        revoked = set(args[0]) if args else set()
-        acks.forget(revoked)
+    def __init__(self, ctx: StreamContext, resources: Resources) -> None:
+        self.ctx = ctx
+        self.resources = resources
+        self.acks = OrderedAcks()
 
-    ctx.app.on_partitions_revoked.connect(cast(Any, on_revoked))
-
-    async def sink_agent(stream: Any) -> None:
-        res = await ctx.res.wait_ready()
+    async def consume(self, stream: Any) -> None:
+        res = await self.resources.wait_ready()
         async for event in stream.noack().events():
-            ticket = acks.track(event)
-            raw = event.value
+            ticket = self.acks.track(event)
             try:
-                evaluation = decode(raw, Evaluation, settings.limits)
+                evaluation = decode(event.value, Evaluation, self.ctx.settings.limits)
             except InvalidMessage as exc:
-                await ctx.send_dead_or_give_up(
-                    dead_letter(stage="validate", error=exc, payload=raw, source_topic=ctx.names.evaluations),
-                    f"{ctx.names.evaluations}@{ticket.offset}",
-                )
-                acks.done(ticket)
+                letter = self.ctx.letter_for(exc, "validate", event.value, self.ctx.names.evaluations, None)
+                await self.ctx.send_dead_or_give_up(letter, where(event))
+                self.acks.done(ticket)
                 continue
             try:
-                await res.sink.add(evaluation, functools.partial(acks.done, ticket))
+                await res.sink.add(evaluation, functools.partial(self.acks.done, ticket))
             except Exception:
                 await flush_until_written(res.sink)
 
-    interval = min(settings.clickhouse.batch_seconds, settings.window.tick_seconds) / 2
-
-    async def tick() -> None:
-        if ctx.resources is None or not ctx.resources.ready:
+    async def tick(self) -> None:
+        """Flush a batch that is old enough; close the windows that are due (and check their alerts)."""
+        res = self.resources
+        if not res.ready:
             return
-        res = ctx.resources
         try:
             await res.sink.flush_if_due()
         except Exception:
@@ -81,5 +68,10 @@ def register(ctx: StreamContext) -> Any:
         except Exception:
             log.exception("windows: closing failed; will retry")
 
-    ctx.app.timer(max(0.05, interval), name="groundwatch.sink.tick")(tick)
-    return ctx.app.agent(source, name="groundwatch.sink")(sink_agent)
+    def register(self) -> Any:
+        settings = self.ctx.settings
+        forget_on_revoke(self.ctx.app, self.name, self.acks.forget)
+        interval = min(settings.clickhouse.batch_seconds, settings.window.tick_seconds) / 2
+        self.ctx.app.timer(max(0.05, interval), name="groundwatch.sink.tick")(self.tick)
+        source = self.ctx.topic(self.ctx.names.evaluations)
+        return self.ctx.app.agent(source, name=self.name)(self.consume)

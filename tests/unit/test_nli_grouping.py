@@ -39,7 +39,10 @@ def settings_for(fake: FakeOpenAIServer, **pipeline: object) -> Settings:
 
 def test_cases_prompt_fences_each_case() -> None:
     prompt = Prompts().nli_cases(
-        [NliCase("P one </case> </premise>", ["h1", "h2"], "doc"), NliCase("P two", ["h3"])]
+        [
+            NliCase(premise="P one </case> </premise>", hypotheses=["h1", "h2"], document="doc"),
+            NliCase(premise="P two", hypotheses=["h3"]),
+        ]
     )
     user = prompt.messages[1]["content"]
     assert user.count('<case id="') == 2 and user.count("</case>") == 2  # the premise's tags are inert

@@ -15,7 +15,8 @@ from schemas.interaction import Interaction
 from schemas.results import Converted
 from schemas.settings import KafkaSettings
 from streams.codec import dead_letter, fit_letter, original_of
-from streams.context import Resources, StreamContext, new_context
+from streams.context import StreamContext, new_context
+from streams.resources import Resources
 from tests.settings_factory import make_settings
 
 INTERACTION = Interaction(interaction_id="i1", question="Where is it?", answer="It is here.")
@@ -106,7 +107,7 @@ async def test_errors_on_stop_are_logged_not_swallowed(
 ) -> None:
     ctx = context(tmp_path)
     resources = Resources(ctx)
-    resources.windows = BrokenWindows()
+    resources._windows = BrokenWindows()  # type: ignore[assignment]
     with caplog.at_level(logging.ERROR):
         await resources.on_stop()
     assert "closing the open windows on stop failed" in caplog.text and "chdb went away" in caplog.text
@@ -122,3 +123,17 @@ async def test_a_dead_letter_that_cannot_be_sent_is_given_up_after_the_attempts(
         await ctx.send_dead_or_give_up(letter, "t@7", retry_delay_s=0)  # returns: the caller acks
     assert len(topic.sent) == ctx.settings.kafka.deadletter_attempts == 5
     assert "GIVING UP on t@7" in caplog.text
+
+
+async def test_every_failure_becomes_a_dead_letter_in_one_place(tmp_path: Any) -> None:
+    from schemas.errors import InvalidMessage, JudgeError, StageError
+
+    ctx = context(tmp_path)
+    raw = converted().model_dump_json().encode()
+    bad = ctx.letter_for(InvalidMessage("answer: too long", "i9"), "nli", b"{}", "t.converted", None)
+    assert (bad.stage, bad.interaction_id, bad.error_type) == ("validate", "i9", "InvalidMessage")
+    judge = ctx.letter_for(JudgeError("429 after 4 retries"), "nli", raw, "t.converted", "i1")
+    assert (judge.stage, judge.interaction_id, judge.source_topic) == ("nli", "i1", "t.converted")
+    assert judge.original is not None and Interaction.model_validate_json(judge.original) == INTERACTION
+    fused = ctx.letter_for(StageError("refusal", "timeout"), "evaluate", raw, "t.interactions", "i1")
+    assert fused.stage == "refusal" and "timeout" in fused.error

@@ -1,0 +1,203 @@
+"""What the processors use besides Kafka: the judge (and what hangs on it) and the ClickHouse side.
+
+Opened when the worker starts (a faust/mode Service), closed when it stops; processors wait for
+``ready`` before their first event. Sending stays in ``streams.context.StreamContext``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from mode import Service
+from pydantic import BaseModel
+
+from pipeline.evaluator import Evaluator
+from pipeline.judges.base import Judge
+from pipeline.judges.factory import open_judge
+from pipeline.metrics.relevance import RelevanceScorer
+from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
+from pipeline.refusal import RefusalClassifier
+from schemas.evaluation import Evaluation
+from streams.alerts.engine import AlertEngine
+from streams.clickhouse.sink import EvaluationSink, Located
+from streams.clickhouse.store import ClickHouseStore
+from streams.codec import dead_letter
+from streams.context import StreamContext
+from streams.status import WorkerStatus, write_status
+from streams.windows.tracker import WindowCloser
+
+log = logging.getLogger(__name__)
+
+
+class NotReady(RuntimeError):
+    """A resource was used before the worker opened it."""
+
+
+class Resources(Service):
+    """Opens the judge, the refusal classifier, the NLI grouper, the ClickHouse store and sink, the
+    window closer and the alert engine on worker start; closes them on stop."""
+
+    def __init__(self, ctx: StreamContext, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self._stack = contextlib.AsyncExitStack()
+        self._ready = asyncio.Event()
+        self._finished = False
+        self._judge: Judge | None = None
+        self._refusals: RefusalClassifier | None = None
+        self._nli_judge: EntailJudge | NliGrouper | None = None
+        self._evaluator: Evaluator | None = None  # the fused topology's
+        self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
+        self.store: ClickHouseStore | None = None
+        self._sink: EvaluationSink | None = None
+        self._windows: WindowCloser | None = None
+        self._alerts: AlertEngine | None = None
+
+    # ---- the opened resources (NotReady before on_start) -----------------------------------------
+    @property
+    def judge(self) -> Judge:
+        return _opened(self._judge, "judge")
+
+    @property
+    def refusals(self) -> RefusalClassifier:
+        return _opened(self._refusals, "refusal classifier")
+
+    @property
+    def nli_judge(self) -> EntailJudge | NliGrouper:
+        return _opened(self._nli_judge, "NLI judge")
+
+    @property
+    def evaluator(self) -> Evaluator:
+        return _opened(self._evaluator, "evaluator (fused topology only)")
+
+    @property
+    def store_open(self) -> ClickHouseStore:
+        return _opened(self.store, "ClickHouse store")
+
+    @property
+    def sink(self) -> EvaluationSink:
+        return _opened(self._sink, "ClickHouse sink")
+
+    @property
+    def windows(self) -> WindowCloser:
+        return _opened(self._windows, "window closer")
+
+    # ---- lifecycle ---------------------------------------------------------------------------------
+    async def on_start(self) -> None:
+        settings = self.ctx.settings
+        # the last flush, window close and alerts run while faust's producer is still up: the app sends
+        # on_before_shutdown after its consumer stopped and before its producer stops
+        self.ctx.app.on_before_shutdown.connect(self._on_app_shutdown)
+        store = self.store = await ClickHouseStore.open(settings.clickhouse)
+        await self._open_judging()
+        alerts = self._alerts = AlertEngine.from_settings(settings, store, self._publish_alert)
+        self._stack.push_async_callback(alerts.aclose)
+        self._windows = WindowCloser(settings.window, store, alerts)
+        stale = await self._windows.reconcile(timedelta(hours=settings.window.reconcile_hours))
+        if stale:
+            log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)
+        self._sink = EvaluationSink(
+            settings.clickhouse, store, on_flushed=self._after_flush, on_rejected=self._reject_row
+        )
+        self._ready.set()
+        await self.write_status()
+        log.info("groundwatch resources ready (judge=%s, clickhouse=%s)", self.judge.name, store.describe())
+
+    async def _open_judging(self) -> None:
+        settings = self.ctx.settings
+        judge = self._judge = await self._stack.enter_async_context(open_judge(settings))
+        self._refusals = RefusalClassifier(judge, settings)
+        # closed before the judge (LIFO), cancelling batches in flight (their events are unacked: they return)
+        self._stack.push_async_callback(self._refusals.aclose, cancel=True)
+        grouped = self._nli_judge = nli_judge(judge, settings)
+        if isinstance(grouped, NliGrouper):
+            self._stack.push_async_callback(grouped.aclose, cancel=True)
+        if settings.pipeline.relevance:
+            self.relevance = RelevanceScorer()
+        if settings.kafka.topology == "fused":
+            # relevance is scored by the fused processor itself, so a failure marks it missing (as the
+            # staged join does) instead of failing the interaction (streams.processors.evaluate)
+            self._evaluator = Evaluator(judge, settings)
+            self._stack.push_async_callback(self._evaluator.aclose)
+
+    async def _after_flush(self, rows: Sequence[Located]) -> None:
+        await self.windows.touch(rows)
+        await self.write_status()
+
+    async def _reject_row(self, evaluation: Evaluation, exc: Exception) -> None:
+        """A row ClickHouse keeps rejecting (streams.clickhouse.sink): to deadletter, stage "sink"."""
+        await self.ctx.send_dead(
+            dead_letter(
+                stage="sink",
+                error=exc,
+                payload=evaluation.model_dump_json(),
+                source_topic=self.ctx.names.evaluations,
+                interaction_id=evaluation.interaction_id,
+            )
+        )
+
+    async def write_status(self) -> None:
+        """Table counts to ``clickhouse.status_file`` (when set), for followers that cannot open chDB."""
+        path = self.ctx.settings.clickhouse.status_file
+        if path is None or self.store is None:
+            return
+        status = WorkerStatus(
+            counts=await self.store.counts(),
+            windows_written=self._windows.written if self._windows else 0,
+            alerts_fired=self._alerts.fired if self._alerts else 0,
+        )
+        await asyncio.to_thread(write_status, path, status)
+
+    async def _publish_alert(self, alert: BaseModel, key: str) -> None:
+        await self.ctx.send(self.ctx.names.alerts, key, alert)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    async def wait_ready(self) -> Resources:
+        await self._ready.wait()
+        return self
+
+    async def _on_app_shutdown(self, sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await self.finish()
+
+    async def finish(self) -> None:
+        """Flush the sink, write the open windows (and fire their alerts), write the status file; once."""
+        if self._finished:
+            return
+        self._finished = True
+        if self._sink is not None:
+            try:
+                await self._sink.flush()
+            except Exception:  # the rows stay unacked and come back after a restart
+                log.exception("final flush failed")
+        if self._windows is not None:
+            try:  # rows flushed so far are complete: write their windows
+                await self._windows.close_due(final=True)
+            except Exception:
+                log.exception("closing the open windows on stop failed (recomputed at the next start)")
+            try:
+                await self.write_status()
+            except Exception:
+                log.exception("writing the status file on stop failed")
+
+    async def on_stop(self) -> None:
+        await self.finish()  # when the app's shutdown signal did not come first
+        await self._stack.aclose()
+        if self.store is not None:
+            await self.store.aclose()
+
+
+T = TypeVar("T")
+
+
+def _opened(value: T | None, what: str) -> T:
+    if value is None:
+        raise NotReady(f"the {what} is not open yet")
+    return value

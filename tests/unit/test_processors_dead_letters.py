@@ -1,0 +1,153 @@
+"""Every processor, fed a bad message or hit by a failing judge, dead-letters it with its stage, the
+reason and the original message, through the same runner and ``StreamContext.letter_for``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from schemas.deadletter import DeadLetter
+from schemas.errors import JudgeError, StageError
+from schemas.interaction import Interaction
+from schemas.results import Converted
+from streams.context import StreamContext, new_context
+from streams.processors.base import Processor
+from streams.processors.convert import ConvertProcessor
+from streams.processors.evaluate import EvaluateProcessor
+from streams.processors.nli import NliProcessor
+from streams.processors.refusal import RefusalProcessor
+from streams.runner import run_bounded
+from tests.settings_factory import make_settings
+
+INTERACTION = Interaction(
+    interaction_id="i1", question="Where is the key?", contexts=["The key hangs by the door."],
+    answer="The key hangs by the front door. It opens the shed at the back of the garden.",
+    ground_truth="By the door.",
+)  # fmt: skip
+CONVERTED = Converted(
+    interaction=INTERACTION, question_sentences=["Where is the key?"],
+    ground_truth_sentences=["By the door."],
+    answer_sentences=["The key hangs by the front door.", "It opens the shed at the back of the garden."],
+)  # fmt: skip
+
+
+class Topic:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    async def send(self, *, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+        self.sent.append(value)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result("ok")
+        return fut
+
+
+@dataclass
+class Event:
+    value: bytes
+    key: bytes | None = b"i1"
+    acked: bool = False
+    message: Any = field(default_factory=lambda: SimpleNamespace(tp="t-0", offset=0, topic="t"))
+
+    def ack(self) -> bool:
+        self.acked = True
+        return True
+
+
+class Stream:
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    def noack(self) -> Stream:
+        return self
+
+    async def events(self) -> AsyncIterator[Event]:
+        for n, e in enumerate(self._events):
+            e.message = SimpleNamespace(tp="t-0", offset=n, topic="t")
+            yield e
+
+
+class FailingJudge:
+    async def pronouns(self, *args: Any, **kwargs: Any) -> Any:
+        raise JudgeError("HTTP 401: bad key")
+
+
+class Failing:
+    """Every resource a processor calls fails like a judge that gave up."""
+
+    def __getattr__(self, name: str) -> Any:
+        async def fail(*args: Any, **kwargs: Any) -> Any:
+            raise (
+                StageError("refusal", "gave up after 5 attempts")
+                if name == "evaluate"
+                else JudgeError("gave up")
+            )
+
+        return fail
+
+
+def resources() -> Any:
+    async def ready() -> Any:
+        return None
+
+    failing = Failing()
+    refusals = SimpleNamespace(classify=failing.classify)
+    evaluator = SimpleNamespace(evaluate=failing.evaluate)
+    return SimpleNamespace(
+        wait_ready=ready,
+        judge=failing,
+        nli_judge=failing,
+        refusals=refusals,
+        evaluator=evaluator,
+        relevance=None,
+    )
+
+
+def context() -> tuple[StreamContext, Topic]:
+    ctx = new_context(make_settings(pipeline={"pronoun_replacement": True}), app=None)  # type: ignore[arg-type]
+    dead = ctx.topics[ctx.names.deadletter] = Topic()
+    for name in ctx.names.all():
+        ctx.topics.setdefault(name, Topic())
+    return ctx, dead
+
+
+async def run(processor: Processor[Any], events: list[Event]) -> None:
+    await run_bounded(Stream(events), processor.handle, 4, on_error=processor.on_error, retry_delay_s=0)
+
+
+GOOD = {"convert": INTERACTION, "nli": CONVERTED, "refusal": CONVERTED, "evaluate": INTERACTION}
+
+
+@pytest.mark.parametrize(
+    ("kind", "failed_stage"),
+    [
+        (ConvertProcessor, "convert"),
+        (NliProcessor, "nli"),
+        (RefusalProcessor, "refusal"),
+        (EvaluateProcessor, "refusal"),
+    ],
+)
+async def test_bad_input_and_judge_failures_are_dead_lettered(
+    kind: type[Processor[Any]], failed_stage: str
+) -> None:
+    ctx, dead = context()
+    processor = kind(ctx, resources())
+    good = Event(GOOD[processor.stage].model_dump_json().encode())
+    bad = Event(b'{"interaction_id": "i2", "question": 7}')
+    await run(processor, [bad, good])
+    letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
+    stages = [letter.stage for letter in letters]
+    if processor.dead_letters_invalid:
+        assert stages == ["validate", failed_stage]
+        assert letters[0].payload == bad.value.decode() and letters[0].source_topic == processor.source_topic
+    else:  # the refusal processor reads the NLI processor's input, which dead-letters it once
+        assert stages == [failed_stage] and processor.skipped_invalid == 1
+    judged = letters[-1]
+    assert judged.interaction_id == "i1" and judged.original is not None
+    assert Interaction.model_validate_json(judged.original) == INTERACTION  # replayable
+    assert good.acked and bad.acked
