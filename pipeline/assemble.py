@@ -42,6 +42,48 @@ def count_judge_calls(calls: Iterable[JudgeCall]) -> int:
     return sum(1 for call in calls if not call.cached and call.attempts > 0)
 
 
+def _absent(
+    nli: NliResult | None, refusal: RefusalResult | None, same: bool, missing: Iterable[str]
+) -> list[str]:
+    """The parts missing from the Evaluation: those given, and the stage results that did not arrive."""
+    absent = list(dict.fromkeys(missing))
+    if nli is None and "nli" not in absent:
+        absent.append("nli")
+    if refusal is None and not same and "refusal" not in absent:
+        absent.append("refusal")
+    return absent
+
+
+def _refusal_flags(
+    nli: NliResult | None, refusal: RefusalResult | None, same: bool
+) -> tuple[bool | None, bool | None]:
+    """(answer refusal, ground-truth refusal): from the refusal stage, else (``same`` mode) from NLI."""
+    if refusal is not None:
+        return refusal.answer_refusal, refusal.ground_truth_refusal
+    if same and nli is not None:
+        return nli.answer_refusal, nli.ground_truth_refusal
+    return None, None
+
+
+def _calls_and_seconds(
+    converted: Converted,
+    nli: NliResult | None,
+    refusal: RefusalResult | None,
+    extra_seconds: Mapping[str, float] | None,
+) -> tuple[list[JudgeCall], dict[str, float]]:
+    """Every call of every stage, and the seconds each stage took."""
+    calls: list[JudgeCall] = list(converted.calls)
+    stage_seconds: dict[str, float] = {"convert": converted.seconds}
+    if nli is not None:
+        calls.extend(nli.calls)
+        stage_seconds["nli"] = nli.seconds
+    if refusal is not None:
+        calls.extend(refusal.calls)
+        stage_seconds["refusal"] = refusal.seconds
+    stage_seconds.update(extra_seconds or {})
+    return calls, stage_seconds
+
+
 def assemble(
     converted: Converted,
     nli: NliResult | None,
@@ -57,12 +99,7 @@ def assemble(
     pipe = settings.pipeline
     same = pipe.refusal_mode == "same"
 
-    answer_refusal: bool | None = None
-    gt_refusal: bool | None = None
-    if refusal is not None:
-        answer_refusal, gt_refusal = refusal.answer_refusal, refusal.ground_truth_refusal
-    elif same and nli is not None:
-        answer_refusal, gt_refusal = nli.answer_refusal, nli.ground_truth_refusal
+    answer_refusal, gt_refusal = _refusal_flags(nli, refusal, same)
 
     context_pair = _pair(nli, "context_answer")
     context_entailment = context_pair.score if context_pair is not None else None
@@ -71,21 +108,9 @@ def assemble(
     if answered and answer_refusal is False and context_entailment is not None:
         hallucination = context_entailment < pipe.threshold_for("context_entailment", settings.judge.kind)
 
-    absent = list(dict.fromkeys(missing))
-    if nli is None and "nli" not in absent:
-        absent.append("nli")
-    if refusal is None and not same and "refusal" not in absent:
-        absent.append("refusal")
+    absent = _absent(nli, refusal, same, missing)
 
-    calls: list[JudgeCall] = list(converted.calls)
-    stage_seconds: dict[str, float] = {"convert": converted.seconds}
-    if nli is not None:
-        calls.extend(nli.calls)
-        stage_seconds["nli"] = nli.seconds
-    if refusal is not None:
-        calls.extend(refusal.calls)
-        stage_seconds["refusal"] = refusal.seconds
-    stage_seconds.update(extra_seconds or {})
+    calls, stage_seconds = _calls_and_seconds(converted, nli, refusal, extra_seconds)
 
     scored = context_pair if context_pair is not None and context_pair.score is not None else None
     return Evaluation(

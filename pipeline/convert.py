@@ -1,4 +1,4 @@
-"""Sentence conversion stage (seeds 000/001): split, then replace pronouns with the judge.
+"""Sentence conversion stage (docs/method.md): split, then replace pronouns with the judge.
 
 The question, answer and ground truth are split by ``pipeline.sentences.split_sentences``. When
 ``settings.pipeline.pronoun_replacement`` is on, the answer's and the ground truth's sentences go to

@@ -1,4 +1,4 @@
-"""NLI stage (seed 000): three (premise, hypotheses) pairs judged by the judge.
+"""NLI stage (docs/method.md): three (premise, hypotheses) pairs judged by the judge.
 
 Pairs (``schemas.results.PairName``):
 
@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
 from pipeline.convert import batches
@@ -243,57 +243,78 @@ def _best_alternative(ground_truth: str, results: Sequence[HypothesisResult]) ->
     return HypothesisResult(hypothesis=ground_truth, statements=statements, score=best.score)
 
 
-async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) -> NliResult:
-    """Judge the three pairs (see the module docstring).
+@dataclass
+class _Plan:
+    """The NLI calls of one interaction: which hypotheses go to the judge against which premise part."""
 
-    ``judge``: a Judge, or ``pipeline.nli_grouping.nli_judge(judge, settings)`` to group the cases of
-    concurrent interactions into shared prompts.
-    """
-    started = time.perf_counter()
+    pairs: list[tuple[PairName, list[Passage], list[str]]]
+    alternatives_pair: bool
+    jobs: list[_Job] = field(default_factory=list)
+    premises: dict[tuple[PairName, int], Premise] = field(default_factory=dict)
+    part_counts: dict[PairName, int] = field(default_factory=dict)
+    decided: dict[PairName, dict[int, HypothesisResult]] = field(default_factory=dict)
+
+
+def _plan(converted: Converted, settings: Settings) -> _Plan:
+    """Decide what exact match settles, split long premises, and batch the rest into judge calls."""
     pipe = settings.pipeline
-    size = pipe.nli_batch_size if pipe.nli_mode == "batched" else 1
     same = pipe.refusal_mode == "same"
-    pairs = [
-        (name, passages if name in pipe.pairs else [], hypotheses)
-        for name, passages, hypotheses in build_pairs(converted, settings)
-    ]
-    question_end = converted.question_sentences[-1] if converted.question_sentences else ""
-    alternatives_pair = pipe.ground_truth_alternatives and bool(
-        ground_truth_alternatives(converted.interaction)
+    plan = _Plan(
+        pairs=[
+            (name, passages if name in pipe.pairs else [], hypotheses)
+            for name, passages, hypotheses in build_pairs(converted, settings)
+        ],
+        alternatives_pair=pipe.ground_truth_alternatives
+        and bool(ground_truth_alternatives(converted.interaction)),
     )
     answer_refusal_pair: PairName | None = None
     if same:
-        answer_refusal_pair = next((name for name, prem, hyps in pairs[:2] if prem and hyps), None)
-    jobs: list[_Job] = []
-    premises: dict[tuple[PairName, int], Premise] = {}
-    part_counts: dict[PairName, int] = {}
-    decided: dict[PairName, dict[int, HypothesisResult]] = {}
-    for name, passages, hypotheses in pairs:
+        answer_refusal_pair = next((name for name, prem, hyps in plan.pairs[:2] if prem and hyps), None)
+    for name, passages, hypotheses in plan.pairs:
         if not passages or not hypotheses:
             continue
-        decided[name] = decided_by_exact_match(converted, name, hypotheses, settings)
+        plan.decided[name] = decided_by_exact_match(converted, name, hypotheses, settings)
         asks = same and (name == answer_refusal_pair or name == "answer_ground_truth")
-        todo = [i for i in range(len(hypotheses)) if i not in decided[name]]
-        if name == "answer_ground_truth" and alternatives_pair and decided[name]:
+        todo = [i for i in range(len(hypotheses)) if i not in plan.decided[name]]
+        if name == "answer_ground_truth" and plan.alternatives_pair and plan.decided[name]:
             todo = []  # one alternative already holds: the best of them cannot score more
-        part_counts[name] = 1
-        if not todo and not asks:
-            continue
-        todo = todo or [0]  # the refusal question still needs a call with a hypothesis
-        chunks = batches([hypotheses[i] for i in todo], size)
-        index_chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-        budget = min(max_premise_chars(settings, chunk) for chunk in chunks)
-        parts = split_premise(passages, budget, settings)
-        part_counts[name] = len(parts)
-        for p, premise in enumerate(parts):
-            if name != "context_answer" and question_end and premise.text.startswith(question_end):
-                premise = replace(premise, question=question_end)
-            premises[(name, p)] = premise
-            for c, (chunk, indices) in enumerate(zip(chunks, index_chunks, strict=True)):
-                jobs.append(_Job(name, p, indices, chunk, asks and p == 0 and c == 0))
+        plan.part_counts[name] = 1
+        if todo or asks:
+            _plan_pair(plan, converted, settings, name, passages, hypotheses, todo or [0], asks)
+    return plan
 
+
+def _plan_pair(
+    plan: _Plan,
+    converted: Converted,
+    settings: Settings,
+    name: PairName,
+    passages: list[Passage],
+    hypotheses: list[str],
+    todo: list[int],
+    asks: bool,
+) -> None:
+    """The jobs of one pair: ``todo`` hypotheses (the refusal question needs one even when none is left)
+    in batches, against each part of the premise."""
+    size = settings.pipeline.nli_batch_size if settings.pipeline.nli_mode == "batched" else 1
+    question_end = converted.question_sentences[-1] if converted.question_sentences else ""
+    chunks = batches([hypotheses[i] for i in todo], size)
+    index_chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    budget = min(max_premise_chars(settings, chunk) for chunk in chunks)
+    parts = split_premise(passages, budget, settings)
+    plan.part_counts[name] = len(parts)
+    for p, premise in enumerate(parts):
+        if name != "context_answer" and question_end and premise.text.startswith(question_end):
+            premise = replace(premise, question=question_end)
+        plan.premises[(name, p)] = premise
+        for c, (chunk, indices) in enumerate(zip(chunks, index_chunks, strict=True)):
+            plan.jobs.append(_Job(name, p, indices, chunk, asks and p == 0 and c == 0))
+
+
+async def _judge_jobs(judge: EntailJudge, plan: _Plan) -> list[JudgeOutput[NliOutput]]:
     async def run(job: _Job) -> JudgeOutput[NliOutput]:
-        out = await judge.entail(premises[(job.pair, job.part)], job.hypotheses, ask_refusal=job.ask_refusal)
+        premise = plan.premises[(job.pair, job.part)]
+        out = await judge.entail(premise, job.hypotheses, ask_refusal=job.ask_refusal)
         got = out.value.hypotheses
         if len(got) != len(job.hypotheses):
             raise JudgeError(
@@ -301,47 +322,59 @@ async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) 
             )
         return out
 
-    outputs = await asyncio.gather(*(run(job) for job in jobs))
+    return await asyncio.gather(*(run(job) for job in plan.jobs))
 
+
+def _pair_results(
+    converted: Converted, plan: _Plan, per_part: dict[tuple[PairName, int], list[HypothesisResult]]
+) -> list[PairResult]:
+    """Each pair's hypotheses (decided by exact match, or the best support across premise parts)."""
+    results: list[PairResult] = []
+    for name, _passages, hypotheses in plan.pairs:
+        if name not in plan.part_counts:
+            results.append(PairResult(pair=name))
+            continue
+        decided = plan.decided[name]
+        judged = [
+            decided[i] if i in decided else combine_parts(per_part[(name, i)])
+            for i in range(len(hypotheses))
+            if i in decided or (name, i) in per_part
+        ]
+        if name == "answer_ground_truth" and plan.alternatives_pair:
+            gt = (converted.interaction.ground_truth or "").strip()
+            judged = [_best_alternative(gt, judged)]
+        score = _mean([h.score for h in judged])
+        results.append(
+            PairResult(pair=name, hypotheses=judged, score=score, premise_parts=plan.part_counts[name])
+        )
+    return results
+
+
+async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) -> NliResult:
+    """Judge the three pairs (see the module docstring).
+
+    ``judge``: a Judge, or ``pipeline.nli_grouping.nli_judge(judge, settings)`` to group the cases of
+    concurrent interactions into shared prompts.
+    """
+    started = time.perf_counter()
+    plan = _plan(converted, settings)
+    outputs = await _judge_jobs(judge, plan)
     per_part: dict[tuple[PairName, int], list[HypothesisResult]] = {}
     calls: list[JudgeCall] = []
     answer_refusal: bool | None = None
     gt_refusal: bool | None = None
-    for job, out in zip(jobs, outputs, strict=True):
+    for job, out in zip(plan.jobs, outputs, strict=True):
         calls.extend(out.calls)
-        output = out.value
-        for index, result in zip(job.indices, output.hypotheses, strict=True):
+        for index, result in zip(job.indices, out.value.hypotheses, strict=True):
             per_part.setdefault((job.pair, index), []).append(result)
         if job.ask_refusal:
             if job.pair == "answer_ground_truth":
-                gt_refusal = output.refusal
+                gt_refusal = out.value.refusal
             else:
-                answer_refusal = output.refusal
-
-    results: list[PairResult] = []
-    for name, _passages, hypotheses in pairs:
-        if name not in part_counts:
-            results.append(PairResult(pair=name))
-            continue
-        judged = [
-            decided[name][i] if i in decided[name] else combine_parts(per_part[(name, i)])
-            for i in range(len(hypotheses))
-            if i in decided[name] or (name, i) in per_part
-        ]
-        if name == "answer_ground_truth" and alternatives_pair:
-            gt = (converted.interaction.ground_truth or "").strip()
-            judged = [_best_alternative(gt, judged)]
-        results.append(
-            PairResult(
-                pair=name,
-                hypotheses=judged,
-                score=_mean([h.score for h in judged]),
-                premise_parts=part_counts[name],
-            )
-        )
+                answer_refusal = out.value.refusal
     return NliResult(
         interaction_id=converted.interaction.interaction_id,
-        pairs=results,
+        pairs=_pair_results(converted, plan, per_part),
         calls=calls,
         seconds=time.perf_counter() - started,
         answer_refusal=answer_refusal,

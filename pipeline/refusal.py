@@ -1,4 +1,4 @@
-"""Refusal stage (seed 001): is the answer (and the ground truth) an answer refusal?
+"""Refusal stage (docs/method.md): is the answer (and the ground truth) an answer refusal?
 
 Each interaction contributes up to two texts: the first ``refusal_sentences`` converted sentences of
 the *original* answer and of the original ground truth (when there is one), joined by a space.

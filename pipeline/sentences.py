@@ -1,4 +1,4 @@
-"""Sentence conversion of seeds 000/001, plus list and table handling.
+"""Sentence conversion (docs/method.md), plus list and table handling.
 
 The seed rules (``SplitSettings``: ``max_sentence_chars`` = 500, ``min_sentence_chars`` = 20):
 
@@ -340,7 +340,7 @@ def split_sentences(text: str | None, settings: SplitSettings | None = None) -> 
 
 
 def last_sentence(question: str | None, settings: SplitSettings | None = None) -> str:
-    """The question's last sentence after conversion (seed 000's "end of the question"); "" if none."""
+    """The question's last sentence after conversion (the "end of the question" of docs/method.md); "" if none."""
     sentences = split_sentences(question, settings)
     return sentences[-1] if sentences else ""
 

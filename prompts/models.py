@@ -81,7 +81,7 @@ class NliAnswer(_Strict):
 
 
 class NliRefusalAnswer(NliAnswer):
-    """nli.md with the refusal question (seed 001's "same" mode)."""
+    """nli.md with the refusal question (refusal_mode "same")."""
 
     refusal: bool
 

@@ -19,14 +19,14 @@ class Evaluation(BaseModel):
     conversation_id: str | None = None
     judge: str
 
-    # seed 000 outputs
+    # the NLI scores and refusal flags (docs/method.md)
     context_entailment: float | None = None  # answer entailed by the contexts
     ground_truth_entails_answer: float | None = None  # answer entailed by question end + ground truth
     answer_entails_ground_truth: float | None = None  # ground truth entailed by question end + answer
     answer_refusal: bool | None = None
     ground_truth_refusal: bool | None = None
 
-    # seeds 002 and 004
+    # grounded-unit precision, unsupported claims, hallucination flag, relevance (docs/method.md)
     grounded_precision: float | None = None  # weighted share of answer statements the contexts support
     unsupported_claims: list[str] = Field(default_factory=list)
     hallucination: bool | None = None  # answered, not a refusal, context entailment under the threshold

@@ -12,7 +12,7 @@ Verdict = Literal["entailed", "contradicted", "not_stated"]
 PairName = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
 Stage = Literal["convert", "pronouns", "nli", "refusal", "relevance", "join", "sink", "validate", "evaluate"]
 
-#: the score a verdict contributes to its hypothesis (seed 000: mean over statements)
+#: the score a verdict contributes to its hypothesis (a hypothesis scores the mean over its statements)
 VERDICT_SCORE: dict[str, float] = {"entailed": 1.0, "contradicted": 0.0, "not_stated": 0.0}
 
 
@@ -51,7 +51,7 @@ class HypothesisResult(BaseModel):
 
 
 class PairResult(BaseModel):
-    """(premise, hypotheses) of seed 000; score = mean of its hypotheses, None when it has none."""
+    """One (premise, hypotheses) pair; score = mean of its hypotheses, None when it has none."""
 
     pair: PairName
     hypotheses: list[HypothesisResult] = Field(default_factory=list)

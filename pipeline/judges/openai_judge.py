@@ -235,42 +235,53 @@ class LLMJudge:
                 for i, res in enumerate(results)
             ]
         if asking:
-            misses = {c: [i for i, r in enumerate(results[c]) if r is None] for c in asking}
-            prompt_cases = [
-                NliCase(
-                    premise=cases[c][0].text,
-                    hypotheses=[groups[c][i] for i in misses[c]],
-                    document=cases[c][0].document,
-                )
-                for c in asking
-            ]
-
-            def check(answer: NliCasesAnswer) -> None:
-                _expect_ids([case.id for case in answer.cases], len(prompt_cases), "case")
-                for case in answer.cases:
-                    what = f"case {case.id} hypothesis"
-                    _expect_ids(
-                        [h.id for h in case.hypotheses], len(prompt_cases[case.id - 1].hypotheses), what
-                    )
-
-            sent = sum(len(m) for m in misses.values())
-            answer, call = await self.client.complete(
-                self.prompts.nli_cases(prompt_cases), stage="nli", items=sent, check=check
-            )
-            by_case = {case.id: {h.id: h for h in case.hypotheses} for case in answer.cases}
-            shares = share_calls([call], [len(misses[c]) for c in asking])
-            writes: list[tuple[str, str]] = []
-            for n, c in enumerate(asking, 1):
-                calls[c].extend(shares[n - 1])
-                for j, i in enumerate(misses[c], 1):
-                    verdict = hypothesis_result(groups[c][i], by_case[n][j].statements)
-                    results[c][i] = verdict
-                    writes.append((keys[c][i], verdict.model_dump_json()))
-            await self._put(writes)
+            await self._ask_cases(cases, groups, keys, asking, results, calls)
         return [
             JudgeOutput(NliOutput(hypotheses=[r for r in res if r is not None]), calls[c])
             for c, res in enumerate(results)
         ]
+
+    async def _ask_cases(
+        self,
+        cases: Sequence[tuple[Premise, Sequence[str]]],
+        groups: list[list[str]],
+        keys: list[list[str]],
+        asking: list[int],
+        results: list[list[HypothesisResult | None]],
+        calls: list[list[JudgeCall]],
+    ) -> None:
+        """Ask the uncached hypotheses of the ``asking`` cases in one nli_cases prompt; fill ``results``
+        and ``calls`` in place and cache the verdicts."""
+        misses = {c: [i for i, r in enumerate(results[c]) if r is None] for c in asking}
+        prompt_cases = [
+            NliCase(
+                premise=cases[c][0].text,
+                hypotheses=[groups[c][i] for i in misses[c]],
+                document=cases[c][0].document,
+            )
+            for c in asking
+        ]
+
+        def check(answer: NliCasesAnswer) -> None:
+            _expect_ids([case.id for case in answer.cases], len(prompt_cases), "case")
+            for case in answer.cases:
+                what = f"case {case.id} hypothesis"
+                _expect_ids([h.id for h in case.hypotheses], len(prompt_cases[case.id - 1].hypotheses), what)
+
+        sent = sum(len(m) for m in misses.values())
+        answer, call = await self.client.complete(
+            self.prompts.nli_cases(prompt_cases), stage="nli", items=sent, check=check
+        )
+        by_case = {case.id: {h.id: h for h in case.hypotheses} for case in answer.cases}
+        shares = share_calls([call], [len(misses[c]) for c in asking])
+        writes: list[tuple[str, str]] = []
+        for n, c in enumerate(asking, 1):
+            calls[c].extend(shares[n - 1])
+            for j, i in enumerate(misses[c], 1):
+                verdict = hypothesis_result(groups[c][i], by_case[n][j].statements)
+                results[c][i] = verdict
+                writes.append((keys[c][i], verdict.model_dump_json()))
+        await self._put(writes)
 
     # ------------------------------------------------------------------ refusal
     async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:

@@ -1,4 +1,4 @@
-"""Grounded-unit precision and unsupported claims (seeds 002 and 004).
+"""Grounded-unit precision and unsupported claims (docs/method.md).
 
 The verifiable units are the statements of the ``context_answer`` pair (every statement of every
 answer hypothesis); a hypothesis the judge returned without statements counts as one unit with the

