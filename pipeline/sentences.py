@@ -340,7 +340,8 @@ def split_sentences(text: str | None, settings: SplitSettings | None = None) -> 
 
 
 def last_sentence(question: str | None, settings: SplitSettings | None = None) -> str:
-    """The question's last sentence after conversion (the "end of the question" of docs/method.md); "" if none."""
+    """The question's last sentence after conversion ("the end of the question", docs/method.md); "" if
+    none."""
     sentences = split_sentences(question, settings)
     return sentences[-1] if sentences else ""
 
