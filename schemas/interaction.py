@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+import json
+import math
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -25,10 +28,68 @@ def _limits(info: ValidationInfo) -> Limits:
     return limits if isinstance(limits, Limits) else Limits()
 
 
+def _now(info: ValidationInfo) -> datetime | None:
+    """The wall clock event time is checked against (``context["now"]``); None: not checked here."""
+    ctx = info.context or {}
+    now = ctx.get("now") if isinstance(ctx, dict) else None
+    if callable(now):
+        now = now()
+    if isinstance(now, datetime):
+        return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    return None
+
+
 def _check_len(value: str, limit: int, field: str) -> str:
     if len(value) > limit:
         raise ValueError(f"{field} has {len(value)} characters, over the limit of {limit}")
     return value
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+#: |seconds| beyond this is not a plausible Unix time in seconds (year ~5138); pydantic would read it
+#: as milliseconds, which silently turned -62135596800 (year 1) into 1968
+MAX_EPOCH_SECONDS = 1e11
+
+
+def epoch_seconds(value: Any) -> datetime | None:
+    """A number (or a string of one) as Unix time in SECONDS, UTC; None for anything else.
+
+    Raises ValueError for a number that is not finite or too large to be seconds (milliseconds or
+    microseconds are refused rather than guessed: send seconds, or an ISO 8601 time)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and _NUMBER.match(value.strip()):
+        value = float(value.strip())
+    if not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"timestamp {value!r} is not a time")
+    if abs(value) > MAX_EPOCH_SECONDS:
+        raise ValueError(
+            f"timestamp {value!r} is out of range for Unix time in seconds (milliseconds are not "
+            "accepted: send seconds since 1970-01-01 UTC, or an ISO 8601 time)"
+        )
+    try:
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=float(value))
+    except (OverflowError, ValueError) as exc:  # pragma: no cover - bounded above
+        raise ValueError(f"timestamp {value!r} is out of range: {exc}") from exc
+
+
+def check_event_time(ts: datetime, now: datetime, max_age_days: float, max_future_s: float) -> datetime:
+    """``ts`` when it lies within [now - max_age_days, now + max_future_s]; else ValueError saying why."""
+    earliest = now - timedelta(days=max_age_days)
+    latest = now + timedelta(seconds=max_future_s)
+    if ts < earliest:
+        raise ValueError(
+            f"timestamp {ts.isoformat()} is more than {max_age_days:g} days before the wall clock "
+            f"({now.isoformat()}; limit max_event_age_days)"
+        )
+    if ts > latest:
+        raise ValueError(
+            f"timestamp {ts.isoformat()} is more than {max_future_s:g} seconds after the wall clock "
+            f"({now.isoformat()}; limit max_event_future_seconds)"
+        )
+    return ts
 
 
 class Interaction(BaseModel):
@@ -37,9 +98,18 @@ class Interaction(BaseModel):
     Input lines may use ``id`` for ``interaction_id`` and plain strings for passages; any field this
     model does not know is kept under ``metadata`` (nothing is dropped silently). Size limits come from
     ``Limits`` passed as validation context: ``Interaction.model_validate(d, context={"limits": ...})``.
+
+    Event time: ``timestamp`` is an ISO 8601 time (UTC when it has no zone) or a number of SECONDS since
+    1970-01-01 UTC (never milliseconds: a number too large for seconds is refused). With a wall clock in
+    the context (``context={"limits": ..., "now": datetime}``, which ``streams.codec.decode`` passes for
+    this model, the one messages enter by), a timestamp more than ``limits.max_event_age_days`` before
+    it or ``limits.max_event_future_seconds`` after it is refused. An interaction nested in a later
+    message (a Converted, an Evaluation) was checked when it entered and is not checked again.
     """
 
     model_config = ConfigDict(extra="forbid")
+    #: ``streams.codec.decode`` passes the wall clock in the context for this model (event-time check)
+    checks_event_time: ClassVar[bool] = True
 
     interaction_id: str = Field(min_length=1)
     timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -77,12 +147,53 @@ class Interaction(BaseModel):
             data["metadata"] = metadata
         return data
 
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any) -> Any:
+        as_seconds = epoch_seconds(value)
+        return value if as_seconds is None else as_seconds
+
     @field_validator("timestamp")
     @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+    def _utc(cls, value: datetime, info: ValidationInfo) -> datetime:
+        try:
+            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except (OverflowError, ValueError) as exc:  # 0001-01-01T00:00:00+01:00 has no UTC time
+            raise ValueError(f"timestamp {value.isoformat()} has no UTC time: {exc}") from exc
+        now = _now(info)
+        if now is not None:
+            limits = _limits(info)
+            check_event_time(value, now, limits.max_event_age_days, limits.max_event_future_seconds)
+        return value
+
+    @field_validator("app")
+    @classmethod
+    def _app_len(cls, value: str, info: ValidationInfo) -> str:
+        return _check_len(value, _limits(info).max_app_chars, "app")
+
+    @field_validator("model")
+    @classmethod
+    def _model_len(cls, value: str, info: ValidationInfo) -> str:
+        return _check_len(value, _limits(info).max_model_chars, "model")
+
+    @field_validator("conversation_id")
+    @classmethod
+    def _conversation_len(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        return _check_len(value, _limits(info).max_conversation_id_chars, "conversation_id")
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_size(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        limit = _limits(info).max_metadata_chars
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise ValueError(f"metadata cannot be stored as JSON: {exc}") from exc
+        if size > limit:
+            raise ValueError(f"metadata has {size} characters as JSON, over the limit of {limit}")
+        return value
 
     @field_validator("interaction_id")
     @classmethod
@@ -112,10 +223,18 @@ class Interaction(BaseModel):
         limits = _limits(info)
         if len(value) > limits.max_contexts:
             raise ValueError(f"contexts has {len(value)} passages, over the limit of {limits.max_contexts}")
-        total = sum(len(p.text) for p in value)
+        for i, passage in enumerate(value):
+            if passage.document is not None and len(passage.document) > limits.max_document_chars:
+                raise ValueError(
+                    f"contexts[{i}].document has {len(passage.document)} characters, over the limit of "
+                    f"{limits.max_document_chars}"
+                )
+        # document names go into the judge's prompt too: they count in the budget
+        total = sum(len(p.text) + len(p.document or "") for p in value)
         if total > limits.max_context_chars:
             raise ValueError(
-                f"contexts have {total} characters in all, over the limit of {limits.max_context_chars}"
+                f"contexts have {total} characters in all (passages and document names), over the limit "
+                f"of {limits.max_context_chars}"
             )
         return value
 

@@ -31,6 +31,35 @@ class Limits(BaseModel):
     max_contexts: int = Field(100, description="most retrieved passages an interaction may carry")
     max_context_chars: int = Field(400_000, description="most characters of all passages together")
     max_id_chars: int = Field(256, description="longest interaction_id (characters)")
+    max_document_chars: int = Field(
+        1_000,
+        ge=1,
+        description="longest document name of a passage (characters); document names also count in "
+        "max_context_chars, since they go into the judge's prompt",
+    )
+    max_app_chars: int = Field(200, ge=1, description="longest app name (characters)")
+    max_model_chars: int = Field(200, ge=1, description="longest model name (characters)")
+    max_conversation_id_chars: int = Field(256, ge=1, description="longest conversation_id (characters)")
+    max_metadata_chars: int = Field(
+        20_000, ge=2, description="largest metadata object, as compact JSON (characters)"
+    )
+    max_json_depth: int = Field(
+        64,
+        ge=2,
+        description="deepest nesting of objects and arrays in an incoming message (checked before parsing)",
+    )
+    max_event_age_days: float = Field(
+        400.0,
+        gt=0,
+        description="an interaction stamped more than this many days before the wall clock is rejected "
+        "(dead-lettered, stage validate): its windows could never be written or read",
+    )
+    max_event_future_seconds: float = Field(
+        3_600.0,
+        ge=0,
+        description="an interaction stamped more than this many seconds after the wall clock is rejected "
+        "(dead-lettered, stage validate)",
+    )
 
 
 class SplitSettings(BaseModel):
@@ -473,6 +502,12 @@ class WindowSettings(BaseModel):
             "one "
             "event stamped in the future cannot close windows early"
         ),
+    )
+    max_close_attempts: int = Field(
+        5,
+        ge=1,
+        description="a window whose close fails this many ticks in a row is dropped from the pending "
+        "windows with an ERROR log naming it (the other windows are closed regardless)",
     )
 
 

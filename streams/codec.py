@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -15,6 +17,58 @@ from schemas.results import Stage
 from schemas.settings import Limits
 
 M = TypeVar("M", bound=BaseModel)
+
+# a JSON string (skipped whole, at C speed) or one bracket; what is left between them cannot nest
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def json_depth_exceeds(text: str, limit: int) -> bool:
+    """True when objects and arrays in ``text`` nest deeper than ``limit``; a linear scan without
+    recursion (``json.loads`` recurses once a level and a deep enough message raises RecursionError).
+    Brackets inside strings do not count; for text that is not JSON the answer is only an estimate."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for m in _STRING_OR_BRACKET.finditer(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return False
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _text_of(raw: bytes | str) -> str:
+    """The message as text (UTF-8, or UTF-16/32 with its BOM as json.loads reads them); ValueError when
+    the bytes are not valid in that encoding."""
+    if isinstance(raw, str):
+        return raw
+    encoding = json.detect_encoding(raw)
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid {encoding.upper()}: {exc.reason} at byte {exc.start}") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def parse_json(raw: bytes | str, max_depth: int) -> Any:
+    """``json.loads`` made safe for untrusted input: the nesting depth is checked first (without
+    recursion), NaN and Infinity are refused; any failure is a ValueError saying why."""
+    text = _text_of(raw)
+    if json_depth_exceeds(text, max_depth):
+        raise ValueError(f"nested deeper than {max_depth} levels (limit max_json_depth)")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        raise
+    except Exception as exc:  # RecursionError, MemoryError: never escape as themselves
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
 
 def payload_text(raw: bytes | str | None) -> str:
@@ -38,32 +92,55 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def _guess_id(data: Any) -> str | None:
+def _guess_id(data: Any, max_chars: int = 256) -> str | None:
+    """The interaction id a message names, when it is a plausible one (a string or integer up to
+    ``max_chars``): it keys the dead letter."""
     if isinstance(data, dict):
         for key in ("interaction_id", "id"):
             value = data.get(key)
-            if isinstance(value, str | int):
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int) and abs(value) < 10**max_chars:
                 return str(value)
+            if isinstance(value, str) and 0 < len(value) <= max_chars:
+                return value
         inner = data.get("interaction")
         if isinstance(inner, dict):
-            return _guess_id(inner)
+            return _guess_id(inner, max_chars)
     return None
 
 
-def decode(raw: bytes | str | None, model: type[M], limits: Limits | None = None) -> M:
-    """Parse and validate one message; raise InvalidMessage naming the field and the reason."""
+def decode(
+    raw: bytes | str | None, model: type[M], limits: Limits | None = None, now: datetime | None = None
+) -> M:
+    """Parse and validate one message; raise InvalidMessage naming the field and the reason.
+
+    Nothing else escapes: invalid UTF-8, JSON nested deeper than ``limits.max_json_depth`` (checked
+    before parsing, without recursion), NaN, numbers Python refuses, RecursionError and MemoryError all
+    become InvalidMessage. A model that ``checks_event_time`` (Interaction, the model messages enter by)
+    gets the wall clock ``now`` (default: the system clock) to check its timestamp against."""
     if raw is None:
         raise InvalidMessage("empty message (no value)")
+    limits = limits or Limits()
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidMessage(f"not valid JSON: {exc}") from exc
+        data = parse_json(raw, limits.max_json_depth)
+    except ValueError as exc:
+        raise InvalidMessage(f"not valid JSON: {exc}") from None
+    context: dict[str, Any] = {"limits": limits}
+    if getattr(model, "checks_event_time", False):
+        context["now"] = now or datetime.now(UTC)
     try:
-        return model.model_validate(data, context={"limits": limits or Limits()})
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise InvalidMessage(
-            f"invalid {model.__name__}: {describe_validation_error(exc)}", interaction_id=_guess_id(data)
-        ) from exc
+            f"invalid {model.__name__}: {describe_validation_error(exc)}",
+            interaction_id=_guess_id(data, limits.max_id_chars),
+        ) from None
+    except Exception as exc:  # RecursionError, MemoryError, a validator's own bug: still a bad message
+        raise InvalidMessage(
+            f"invalid {model.__name__}: {type(exc).__name__}: {exc}",
+            interaction_id=_guess_id(data, limits.max_id_chars),
+        ) from None
 
 
 def encode(model: BaseModel) -> bytes:
@@ -75,15 +152,15 @@ def original_of(raw: bytes | str | None) -> str | None:
     interaction (question and answer), or its ``interaction`` object (a Converted); else None."""
     if raw is None:
         return None
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    try:  # the message may be what failed to decode: parse it safely, and give up quietly
+        data = parse_json(raw, Limits().max_json_depth)
+        if not isinstance(data, dict):
+            return None
+        inner = data.get("interaction")
+        if isinstance(inner, dict):
+            return json.dumps(inner, ensure_ascii=False)
+    except Exception:
         return None
-    if not isinstance(data, dict):
-        return None
-    inner = data.get("interaction")
-    if isinstance(inner, dict):
-        return json.dumps(inner, ensure_ascii=False)
     if "question" in data and "answer" in data:
         return payload_text(raw)
     return None
@@ -92,10 +169,10 @@ def original_of(raw: bytes | str | None) -> str | None:
 def fit_payload(text: str, max_bytes: int) -> tuple[str, int, str | None, bool]:
     """(payload, byte length of the whole, sha256 of the whole when cut, cut?): a payload over
     ``max_bytes`` (UTF-8) keeps its longest prefix that fits, cut on a character boundary."""
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "surrogatepass")
     if len(data) <= max_bytes:
         return text, len(data), None, False
-    prefix = data[:max_bytes].decode("utf-8", "ignore")
+    prefix = data[:max_bytes].decode("utf-8", "ignore")  # (a cut lone surrogate is dropped)
     return prefix, len(data), hashlib.sha256(data).hexdigest(), True
 
 
@@ -105,7 +182,9 @@ def fit_letter(letter: DeadLetter, max_bytes: int) -> DeadLetter:
     in what is left is dropped (None); the error text is capped at 4000 characters."""
     text, size, digest, truncated = fit_payload(letter.payload, max_bytes)
     original = letter.original
-    if original is not None and len(original.encode("utf-8")) > max_bytes - len(text.encode("utf-8")):
+    if original is not None and len(original.encode("utf-8", "surrogatepass")) > max_bytes - len(
+        text.encode("utf-8", "surrogatepass")
+    ):
         original = None
     return letter.model_copy(
         update={
@@ -133,13 +212,17 @@ def dead_letter(
     if interaction_id is None and isinstance(error, InvalidMessage):
         interaction_id = error.interaction_id
     text = payload_text(payload)
+    try:
+        reason = str(error) or repr(error)
+    except Exception as exc:  # an exception whose str() fails still gets its letter
+        reason = f"{type(error).__name__} (its message could not be read: {type(exc).__name__})"
     return DeadLetter(
         stage=stage,
         error_type=type(error).__name__,
-        error=str(error) or repr(error),
+        error=reason[:4000],
         source_topic=source_topic,
         interaction_id=interaction_id,
         payload=text,
-        payload_bytes=len(text.encode("utf-8")),
+        payload_bytes=len(text.encode("utf-8", "surrogatepass")),
         original=original,
     )

@@ -9,6 +9,12 @@ last window written, and a window still running is not closed early). Its aggreg
 recomputed from the ``evaluations`` table with FINAL, so
 redelivered or replayed rows never count twice, and written to ``window_aggregates`` (a rewrite
 replaces). Rows that arrive after a window closed touch it again and it is recomputed.
+
+Each due window closes or fails on its own: a failure (ClickHouse refuses its query, its alerts cannot
+be published) is logged with the window's key and counted, the others are closed regardless, and it is
+tried again at the next tick, ``max_close_attempts`` times in all; then it is dropped from the pending
+windows with an ERROR log (it is no message, so it cannot be dead-lettered; rows that arrive for it
+later touch it again).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from streams.clickhouse.rows import utc
 from streams.clickhouse.sink import Located
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
-from streams.windows.tumbling import TumblingWindows
+from streams.windows.tumbling import TumblingWindows, shift
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,9 @@ class WindowCloser:
         self._dirty: dict[WindowKey, float] = {}  # -> monotonic time of the last row
         self.watermarks: dict[tuple[str, str], datetime] = {}  # (app, model) -> event-time watermark
         self.written = 0
+        self.failures: dict[WindowKey, int] = {}  # failed closes in a row, by window
+        self.failed = 0  # failed closes in all
+        self.dropped = 0  # windows given up after max_close_attempts
 
     async def touch(self, evaluations: Sequence[Located], wall: datetime | None = None) -> None:
         now = time.monotonic()
@@ -81,7 +90,7 @@ class WindowCloser:
         for key, touched in self._dirty.items():
             end = self.windows.end_of(key[2])
             watermark = self.watermarks.get((key[0], key[1]))
-            by_watermark = watermark is not None and watermark >= end + grace
+            by_watermark = watermark is not None and watermark >= shift(end, grace)
             idle = now - touched >= self.settings.idle_close_seconds and end <= wall
             if final or by_watermark or idle:
                 out.append(key)
@@ -93,28 +102,60 @@ class WindowCloser:
         return WindowStats().extend(rows).result(window_start=start, window_end=end, app=app, model=model)
 
     async def close_due(self, final: bool = False) -> list[WindowAggregate]:
+        """Close every due window, each on its own: one that fails is logged, counted and retried at the
+        next call (``max_close_attempts`` in all, then dropped with an ERROR log); the others close."""
         out = []
         for key in self.due(final=final):
-            touched = self._dirty.get(key)
-            app, model, start = key
-            aggregate = await self.compute(app, model, start)
-            await self.store.insert_window(aggregate, datetime.now(UTC))
-            self.written += 1
-            out.append(aggregate)
-            log.info(
-                "window %s %s/%s closed: %d interactions, hallucination rate %s",
-                start.isoformat(),
-                app,
-                model,
-                aggregate.count,
-                aggregate.hallucination_rate,
-            )
-            if self.listener is not None:
-                try:
-                    await self.listener.on_window(aggregate)
-                except Exception:  # the window stays due: its rules are evaluated (and sent) again
-                    log.exception("alerts of window %s %s/%s failed; will retry", start, app, model)
-                    continue
-            if self._dirty.get(key) == touched:  # not touched again meanwhile
-                self._dirty.pop(key, None)
+            try:
+                aggregate = await self._close(key)
+            except Exception as exc:
+                self._failed(key, exc)
+                continue
+            self.failures.pop(key, None)
+            if aggregate is not None:
+                out.append(aggregate)
         return out
+
+    async def _close(self, key: WindowKey) -> WindowAggregate | None:
+        """Write one window's aggregate and run its alert rules; raise when either fails. None when the
+        aggregate was written but its alerts failed (the window stays due)."""
+        touched = self._dirty.get(key)
+        app, model, start = key
+        aggregate = await self.compute(app, model, start)
+        await self.store.insert_window(aggregate, datetime.now(UTC))
+        self.written += 1
+        log.info(
+            "window %s %s/%s closed: %d interactions, hallucination rate %s",
+            start.isoformat(),
+            app,
+            model,
+            aggregate.count,
+            aggregate.hallucination_rate,
+        )
+        if self.listener is not None:
+            # a failure raises: the window stays due and its rules are evaluated (and sent) again
+            await self.listener.on_window(aggregate)
+        if self._dirty.get(key) == touched:  # not touched again meanwhile
+            self._dirty.pop(key, None)
+        return aggregate
+
+    def _failed(self, key: WindowKey, exc: Exception) -> None:
+        app, model, start = key
+        attempts = self.failures.get(key, 0) + 1
+        self.failed += 1
+        limit = self.settings.max_close_attempts
+        if attempts < limit:
+            self.failures[key] = attempts
+            log.warning(
+                "window %s %s/%s: closing failed (attempt %d of %d; will retry): %s: %s",
+                start.isoformat(), app, model, attempts, limit, type(exc).__name__, str(exc)[:500],
+            )  # fmt: skip
+            return
+        self.failures.pop(key, None)
+        self._dirty.pop(key, None)
+        self.dropped += 1
+        log.error(
+            "window %s %s/%s: closing failed %d times; DROPPED from the pending windows (no aggregate "
+            "or alert written for it; new rows in it will try again): %s: %s",
+            start.isoformat(), app, model, attempts, type(exc).__name__, str(exc)[:500],
+        )  # fmt: skip

@@ -1,4 +1,9 @@
-"""Tumbling windows by event time: fixed, non-overlapping [start, start + size) slots."""
+"""Tumbling windows by event time: fixed, non-overlapping [start, start + size) slots.
+
+The arithmetic never overflows: a window that would begin before ``datetime.min`` or end after
+``datetime.max`` is clamped to them (validation keeps such timestamps out of the stream; this keeps one
+that slips through from stopping every other window).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MIN_TIME = datetime.min.replace(tzinfo=UTC)
+MAX_TIME = datetime.max.replace(tzinfo=UTC)
 
 
 def _utc(ts: datetime) -> datetime:
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    if ts.tzinfo is None:
+        return ts.replace(tzinfo=UTC)
+    try:
+        return ts.astimezone(UTC)
+    except (OverflowError, ValueError):  # 0001-01-01T00:00+01:00 has no UTC time
+        return MIN_TIME if ts.year == 1 else MAX_TIME
+
+
+def shift(ts: datetime, delta: timedelta) -> datetime:
+    """``ts + delta``, clamped to [MIN_TIME, MAX_TIME] instead of raising OverflowError."""
+    try:
+        return _utc(ts) + delta
+    except OverflowError:
+        return MAX_TIME if delta > timedelta(0) else MIN_TIME
 
 
 @dataclass(frozen=True)
@@ -20,12 +40,12 @@ class TumblingWindows:
         """The start of the window holding ``ts`` (aligned to the epoch, UTC)."""
         ms = int((_utc(ts) - EPOCH) / timedelta(milliseconds=1))
         size_ms = self.size_seconds * 1000
-        return EPOCH + timedelta(milliseconds=ms - ms % size_ms)
+        return shift(EPOCH, timedelta(milliseconds=ms - ms % size_ms))
 
     def end_of(self, start: datetime) -> datetime:
-        return _utc(start) + timedelta(seconds=self.size_seconds)
+        return shift(start, timedelta(seconds=self.size_seconds))
 
     def last_k(self, start: datetime, k: int) -> tuple[datetime, datetime]:
         """The span of the k windows ending with the one that starts at ``start``."""
         end = self.end_of(start)
-        return _utc(start) - timedelta(seconds=self.size_seconds * (k - 1)), end
+        return shift(start, -timedelta(seconds=self.size_seconds * (k - 1))), end
