@@ -56,18 +56,21 @@ unit: $(VENV)/.dev
 integration: $(VENV)/.dev
 	$(BIN)/pytest tests/integration -q
 
-# Debian packages of the browser tests (headless Chromium and its driver): installed when missing if we are
-# root with apt-get; otherwise a note (those tests skip, or fail under CI=true)
+# Debian packages the real-part tests use: headless Chromium and its driver (browser), Prometheus
+# (prometheus), Alertmanager (alertmanager). Installed when missing if we are root with apt-get;
+# otherwise a note (those tests skip, or fail under CI=true)
+SYSTEM_PACKAGES := chromium:chromium chromedriver:chromium-driver prometheus:prometheus prometheus-alertmanager:prometheus-alertmanager
 system-deps:
 	@missing=""; \
-	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	for pair in $(SYSTEM_PACKAGES); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$missing (Debian)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "note:$$missing not installed: the browser tests skip (sudo apt-get install$$missing)"; \
+	    echo "note:$$missing not installed: their tests skip (sudo apt-get install$$missing)"; \
 	  fi; \
 	fi
 

@@ -28,6 +28,7 @@ from streams.context import StreamContext, new_context
 from streams.dashboard.api import dashboard_app
 from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
 from streams.kafka_auth import faust_credentials
+from streams.probes import add_probe_routes
 from streams.processors.convert import ConvertProcessor
 from streams.processors.dead_letters import DeadLetterRecorder
 from streams.processors.evaluate import EvaluateProcessor
@@ -36,6 +37,7 @@ from streams.processors.nli import NliProcessor
 from streams.processors.refusal import RefusalProcessor
 from streams.processors.sink import SinkProcessor
 from streams.resources import Resources
+from streams.telemetry import faust_lag
 
 
 class Registrable(Protocol):
@@ -90,15 +92,19 @@ def faust_app(settings: Settings, datadir: Path) -> faust.App:
 
 
 def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) -> None:
-    """The built-in dashboard at /dashboard/ on faust's web server: this process owns the ClickHouse
-    store (with chDB, the only process that may open its path). Off loopback, credentials are required
-    and guard every page of the web server, faust's own included."""
+    """The built-in dashboard at /dashboard/ on faust's web server (this process owns the ClickHouse
+    store: with chDB, the only process that may open its path), and /metrics, /healthz, /readyz. Off
+    loopback, credentials are required and guard every page of the web server, faust's own included."""
     host = settings.dashboard.host
     require_credentials(host, settings.dashboard)
     web_app = app.web.web_app  # type: ignore[attr-defined]
     if not is_loopback(host):
         web_app.middlewares.append(auth_middleware(settings.dashboard))
     web_app.add_subapp("/dashboard/", dashboard_app(lambda: resources.store, settings.dashboard))
+    metrics = resources.ctx.metrics
+    metrics.watch_lag(faust_lag(app))
+    metrics.watch_counts(resources.totals)
+    add_probe_routes(web_app, app, resources, metrics)
 
 
 def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:

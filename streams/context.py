@@ -16,6 +16,7 @@ from schemas.results import Stage
 from schemas.settings import Settings
 from streams.codec import dead_letter, encode, fit_letter, original_of
 from streams.retry import with_backoff
+from streams.telemetry import WorkerMetrics
 from streams.topics import TopicNames, topic_names
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ class StreamContext:
     app: faust.App
     names: TopicNames
     topics: dict[str, Any] = field(default_factory=dict)  # topic name -> faust Topic
+    metrics: WorkerMetrics = field(default_factory=WorkerMetrics)
 
     def topic(self, name: str) -> Any:
         if name not in self.topics:
@@ -67,6 +69,7 @@ class StreamContext:
             letter.error[:300],
         )
         await self.send(self.names.deadletter, letter.interaction_id, letter)
+        self.metrics.dead_letter(letter.stage, letter.error_type)
 
     def letter_for(
         self, exc: BaseException, default_stage: Stage, raw: bytes | None, source_topic: str, key: str | None

@@ -102,7 +102,11 @@ class Resources(Service):
         if stale:
             log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)
         self._sink = EvaluationSink(
-            settings.clickhouse, store, on_flushed=self._after_flush, on_rejected=self._reject_row
+            settings.clickhouse,
+            store,
+            on_flushed=self._after_flush,
+            on_rejected=self._reject_row,
+            on_written=self.ctx.metrics.written,
         )
         self._ready.set()
         await self.write_status()
@@ -155,6 +159,13 @@ class Resources(Service):
 
     async def _publish_alert(self, alert: BaseModel, key: str) -> None:
         await self.ctx.send(self.ctx.names.alerts, key, alert)
+
+    def totals(self) -> dict[str, int]:
+        """Counts kept by the window closer and the alert engine (for /metrics)."""
+        return {
+            "windows_closed": self._windows.written if self._windows else 0,
+            "alerts_fired": self._alerts.fired if self._alerts else 0,
+        }
 
     @property
     def ready(self) -> bool:

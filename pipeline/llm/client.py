@@ -150,6 +150,14 @@ class JudgeClient:
     async def aclose(self) -> None:
         await self._sdk.close()
 
+    async def ping(self, timeout_s: float = 3.0) -> bool:
+        """The endpoint answers ``GET /models`` (for readiness probes); never raises."""
+        try:
+            await self._sdk.with_options(timeout=timeout_s, max_retries=0).models.list()
+            return True
+        except Exception:
+            return False
+
     # ------------------------------------------------------------------ one call, with its retries
     async def complete(
         self,

@@ -47,11 +47,13 @@ class EvaluationSink:
         store: ClickHouseStore,
         on_flushed: OnFlushed | None = None,
         on_rejected: OnRejected | None = None,
+        on_written: Callable[[list[Evaluation], float], object] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.on_flushed = on_flushed
         self.on_rejected = on_rejected
+        self.on_written = on_written  # (rows written, seconds the insert took): for metrics
         self.failures = 0  # failed flushes in a row
         self.rejected = 0
         self._rows: list[Evaluation] = []
@@ -95,6 +97,7 @@ class EvaluationSink:
             self._rows, self._done, self._oldest = [], [], None
             try:
                 before = await self.store.current_rows([e.interaction_id for e in rows])
+                started = time.perf_counter()
                 try:
                     await self.store.insert_evaluations(rows)
                 except Exception:
@@ -112,6 +115,8 @@ class EvaluationSink:
             for callback in done:
                 callback()
             self.flushed_rows += len(rows)
+            if self.on_written is not None:
+                self.on_written(list(rows), time.perf_counter() - started)
         if self.on_flushed is not None:
             await self.on_flushed([*before, *rows])
         return len(rows)

@@ -19,6 +19,8 @@ from schemas.errors import DashboardConfigError
 from schemas.settings import DashboardSettings
 
 COOKIE = "groundwatch_dashboard_token"
+#: answered without credentials: Kubernetes probes carry none, and they reveal nothing but up/ready
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -67,7 +69,7 @@ def auth_middleware(settings: DashboardSettings) -> Middleware:
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not settings.has_credentials or authorised(request, settings):
+        if not settings.has_credentials or authorised(request, settings) or request.path in OPEN_PATHS:
             return await handler(request)
         token = settings.token.get_secret_value() if settings.token else ""
         given = request.query.get("token", "")

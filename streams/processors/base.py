@@ -54,6 +54,7 @@ class Processor(ABC, Generic[In]):
         """Handle one decoded message: send the output, or raise."""
 
     async def handle(self, event: Any) -> None:
+        self.ctx.metrics.events_in.labels(self.stage).inc()
         try:
             message: In = decode(event.value, self.input_model, self.ctx.settings.limits)  # type: ignore[assignment]
         except InvalidMessage:
@@ -64,6 +65,7 @@ class Processor(ABC, Generic[In]):
             return
         await self.resources.wait_ready()
         await self.process(message)
+        self.ctx.metrics.events_out.labels(self.stage).inc()
 
     async def on_error(self, event: Any, exc: Exception) -> None:
         await self.ctx.send_dead(

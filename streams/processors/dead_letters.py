@@ -29,6 +29,7 @@ class DeadLetterRecorder:
             raw = event.value if isinstance(event.value, bytes) else bytes(event.value or b"")
             insert = functools.partial(res.store_open.insert_dead_letter_rows, [dead_letter_row(raw)])
             await with_backoff(insert, what="dead letters: insert")
+            await res.write_status()  # dead letters are rare: keep the status file's counts current
 
     def register(self) -> Any:
         source = self.ctx.topic(self.ctx.names.deadletter)

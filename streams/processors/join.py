@@ -91,6 +91,7 @@ class JoinProcessor:
     async def emit(self, entry: Pending) -> None:
         evaluation = await self.evaluation(entry)
         await self.ctx.send(self.ctx.names.evaluations, entry.interaction_id, evaluation)
+        self.ctx.metrics.events_out.labels("join").inc()
 
     async def dead_letter(self, entry: Pending, exc: Exception) -> None:
         converted = entry.converted
@@ -156,6 +157,7 @@ class JoinProcessor:
     # ---- consuming --------------------------------------------------------------------------------
     async def handle(self, event: Any, ticket: Ticket) -> None:
         topic = event.message.topic
+        self.ctx.metrics.events_in.labels("join").inc()
         try:
             part = decode(event.value, self.models[topic], self.ctx.settings.limits)
         except InvalidMessage as exc:

@@ -41,6 +41,7 @@ class SinkProcessor:
         res = await self.resources.wait_ready()
         async for event in stream.noack().events():
             ticket = self.acks.track(event)
+            self.ctx.metrics.events_in.labels("sink").inc()
             try:
                 evaluation = decode(event.value, Evaluation, self.ctx.settings.limits)
             except InvalidMessage as exc:

@@ -1,0 +1,157 @@
+"""The worker's Prometheus metrics, on a registry of its own (served at /metrics by streams.probes).
+
+Counted where things happen: events in and out per processor, dead letters by stage and error type,
+sink rows and flush time, windows closed and alerts fired (read at scrape time); judge calls, retries,
+errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records as the
+sink writes it (one place sees every call of every stage, on either topology). Consumer lag is read
+from the consumer when Prometheus scrapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from schemas.evaluation import Evaluation
+
+#: seconds; judge calls take milliseconds (cache) to minutes (a local model under load)
+LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+
+LagSource = Callable[[], Iterable[tuple[str, int, int]]]  # (topic, partition, lag)
+
+
+class ConsumerLag(Collector):
+    """groundwatch_consumer_lag{topic,partition}: messages behind the high-water mark, per partition."""
+
+    def __init__(self, source: LagSource) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "groundwatch_consumer_lag",
+            "messages not yet committed, per partition",
+            labels=["topic", "partition"],
+        )
+        try:
+            rows = list(self.source())
+        except Exception:  # the consumer is not up yet (or stopping): no samples
+            rows = []
+        for topic, partition, lag in rows:
+            family.add_metric([topic, str(partition)], float(lag))
+        yield family
+
+
+class Totals(Collector):
+    """groundwatch_<name>_total for counts another component keeps (windows_closed, alerts_fired)."""
+
+    def __init__(self, source: Callable[[], dict[str, int]]) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        try:
+            counts = self.source()
+        except Exception:
+            counts = {}
+        for name, value in sorted(counts.items()):
+            yield CounterMetricFamily(
+                f"groundwatch_{name}", f"{name.replace('_', ' ')} since start", value=value
+            )
+
+
+class WorkerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.events_in = Counter(
+            "groundwatch_events_in", "messages taken by a processor", ["stage"], registry=r
+        )
+        self.events_out = Counter(
+            "groundwatch_events_out", "messages a processor finished (output sent or row written)", ["stage"],
+            registry=r,
+        )  # fmt: skip
+        self.dead_letters = Counter(
+            "groundwatch_dead_letters", "dead letters sent", ["stage", "error_type"], registry=r
+        )
+        self.judge_calls = Counter(
+            "groundwatch_judge_calls",
+            "judge calls that reached a model",
+            ["judge", "model", "stage"],
+            registry=r,
+        )
+        self.judge_retries = Counter(
+            "groundwatch_judge_retries", "extra attempts of judge calls", ["judge", "model"], registry=r
+        )
+        self.judge_cache_hits = Counter(
+            "groundwatch_judge_cache_hits", "verdicts served from the cache", ["judge", "model"], registry=r
+        )
+        self.judge_errors = Counter(
+            "groundwatch_judge_errors",
+            "judge failures that dead-lettered an interaction",
+            ["stage"],
+            registry=r,
+        )
+        self.tokens = Counter(
+            "groundwatch_judge_tokens", "judge tokens", ["judge", "model", "direction"], registry=r
+        )
+        self.cost = Counter("groundwatch_judge_cost_usd", "judge cost in USD", ["judge", "model"], registry=r)
+        self.judge_latency = Histogram(
+            "groundwatch_judge_call_seconds", "latency of judge calls that reached a model",
+            ["judge", "model"], buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.sink_rows = Counter("groundwatch_sink_rows", "evaluations written to ClickHouse", registry=r)
+        self.sink_flush = Histogram("groundwatch_sink_flush_seconds", "ClickHouse insert time", registry=r)
+
+    def watch_lag(self, source: LagSource) -> None:
+        self.registry.register(ConsumerLag(source))
+
+    def watch_counts(self, source: Callable[[], dict[str, int]]) -> None:
+        """Counters kept elsewhere (windows written, alerts fired), read at scrape time."""
+        self.registry.register(Totals(source))
+
+    def dead_letter(self, stage: str, error_type: str) -> None:
+        self.dead_letters.labels(stage, error_type).inc()
+        if error_type in ("JudgeError", "StageError"):
+            self.judge_errors.labels(stage).inc()
+
+    def written(self, evaluations: Sequence[Evaluation], seconds: float) -> None:
+        """A batch of evaluations went to ClickHouse: count the rows and their judge calls."""
+        self.sink_rows.inc(len(evaluations))
+        self.events_out.labels("sink").inc(len(evaluations))
+        self.sink_flush.observe(seconds)
+        for evaluation in evaluations:
+            self._calls(evaluation)
+
+    def _calls(self, evaluation: Evaluation) -> None:
+        for call in evaluation.calls:
+            if call.judge == "lexical":
+                continue
+            if call.cached:
+                self.judge_cache_hits.labels(call.judge, call.model).inc()
+                continue
+            if call.attempts <= 0:  # a share of a batched call another interaction made
+                continue
+            self.judge_calls.labels(call.judge, call.model, call.stage).inc()
+            self.judge_retries.labels(call.judge, call.model).inc(call.attempts - 1)
+            self.tokens.labels(call.judge, call.model, "in").inc(call.input_tokens)
+            self.tokens.labels(call.judge, call.model, "out").inc(call.output_tokens)
+            self.cost.labels(call.judge, call.model).inc(call.cost_usd)
+            self.judge_latency.labels(call.judge, call.model).observe(call.latency_ms / 1000.0)
+
+
+def faust_lag(app: Any) -> LagSource:
+    """Lag per assigned partition from a faust app's consumer (high-water mark - committed offset)."""
+
+    def rows() -> Iterable[tuple[str, int, int]]:
+        consumer = app.consumer
+        committed = getattr(consumer, "_committed_offset", {})
+        for tp in consumer.assignment():
+            high = consumer.highwater(tp)
+            done = committed.get(tp) or 0
+            if high is not None:
+                yield tp.topic, tp.partition, max(0, int(high) - int(done))
+
+    return rows

@@ -1,0 +1,60 @@
+"""Worker metrics: judge calls counted from Evaluations, dead letters by stage, lag and totals at scrape."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from prometheus_client import generate_latest
+
+from schemas.evaluation import Evaluation
+from schemas.results import JudgeCall
+from streams.telemetry import WorkerMetrics, faust_lag
+
+
+def value(metrics: WorkerMetrics, name: str, **labels: str) -> float:
+    got = metrics.registry.get_sample_value(name, labels)
+    return 0.0 if got is None else got
+
+
+def test_judge_calls_tokens_cost_and_cache_hits_come_from_the_call_records() -> None:
+    calls = [
+        JudgeCall(stage="nli", judge="openai", model="m", input_tokens=100, output_tokens=20, latency_ms=400,
+                  cost_usd=0.01, attempts=3),
+        JudgeCall(stage="refusal", judge="openai", model="m", input_tokens=10, output_tokens=2, attempts=0),
+        JudgeCall(stage="nli", judge="openai", model="m", cached=True),
+        JudgeCall(stage="nli", judge="lexical", model="lexical-v1"),
+    ]  # fmt: skip
+    metrics = WorkerMetrics()
+    evaluation = Evaluation(interaction_id="i", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
+                            judge="openai", calls=calls)  # fmt: skip
+    metrics.written([evaluation, evaluation.model_copy(update={"calls": []})], 0.25)
+    assert value(metrics, "groundwatch_sink_rows_total") == 2
+    assert value(metrics, "groundwatch_events_out_total", stage="sink") == 2
+    assert value(metrics, "groundwatch_judge_calls_total", judge="openai", model="m", stage="nli") == 1
+    assert value(metrics, "groundwatch_judge_calls_total", judge="openai", model="m", stage="refusal") == 0
+    assert value(metrics, "groundwatch_judge_retries_total", judge="openai", model="m") == 2
+    assert value(metrics, "groundwatch_judge_tokens_total", judge="openai", model="m", direction="in") == 100
+    assert value(metrics, "groundwatch_judge_cost_usd_total", judge="openai", model="m") == 0.01
+    assert value(metrics, "groundwatch_judge_cache_hits_total", judge="openai", model="m") == 1
+    assert value(metrics, "groundwatch_judge_call_seconds_count", judge="openai", model="m") == 1
+    assert value(metrics, "groundwatch_sink_flush_seconds_sum") == 0.25
+
+
+def test_dead_letters_judge_errors_lag_and_totals() -> None:
+    metrics = WorkerMetrics()
+    metrics.dead_letter("validate", "InvalidMessage")
+    metrics.dead_letter("nli", "JudgeError")
+    from collections import namedtuple
+
+    tp = namedtuple("TP", "topic partition")("gw.interactions", 1)
+    consumer = SimpleNamespace(assignment=lambda: {tp}, highwater=lambda t: 120, _committed_offset={tp: 100})
+    metrics.watch_lag(faust_lag(SimpleNamespace(consumer=consumer)))
+    metrics.watch_counts(lambda: {"windows_closed": 7, "alerts_fired": 1})
+    assert (
+        value(metrics, "groundwatch_dead_letters_total", stage="validate", error_type="InvalidMessage") == 1
+    )
+    assert value(metrics, "groundwatch_judge_errors_total", stage="nli") == 1
+    assert value(metrics, "groundwatch_consumer_lag", topic="gw.interactions", partition="1") == 20
+    assert value(metrics, "groundwatch_windows_closed_total") == 7
+    text = generate_latest(metrics.registry).decode()
+    assert "groundwatch_alerts_fired_total 1.0" in text
