@@ -64,11 +64,16 @@ def parse_json(raw: bytes | str, max_depth: int) -> Any:
     if json_depth_exceeds(text, max_depth):
         raise ValueError(f"nested deeper than {max_depth} levels (limit max_json_depth)")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant)
+        if "\\u" in text:  # an escaped lone surrogate parses, but no later stage could encode it
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a string holds a lone UTF-16 surrogate (\\ud800-\\udfff unpaired)") from None
     except ValueError:
         raise
     except Exception as exc:  # RecursionError, MemoryError: never escape as themselves
         raise ValueError(f"{type(exc).__name__}: {exc}") from None
+    return data
 
 
 def payload_text(raw: bytes | str | None) -> str:
