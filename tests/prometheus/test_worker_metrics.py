@@ -68,3 +68,19 @@ def test_prometheus_counters_agree_with_clickhouse(tmp_path: Path, prometheus_fa
     assert counts.get("dead_letters") == len(BAD)  # every dead letter is also a row
     assert taken == GOOD + len(BAD)
     assert lag is not None and lag >= 1  # one series per assigned partition
+
+
+def test_the_shipped_scrape_config_is_valid(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    promtool = shutil.which("promtool") or "/usr/bin/promtool"
+    token = tmp_path / "token"
+    token.write_text("t")
+    config = (ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text()
+    checked = tmp_path / "prometheus.yml"
+    checked.write_text(config.replace("/etc/prometheus/groundwatch-token", str(token)))
+    out = subprocess.run(
+        [promtool, "check", "config", str(checked)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
