@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
 
 from schemas.alert import Alert
+from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
 _AGO = re.compile(r"^(\d+)\s*([smhd])$")
@@ -45,6 +46,8 @@ def _pct(value: float | None) -> str:
 
 
 def render(report: Report) -> str:
+    """The report as text; app and model names and alert messages are shown escaped (one line each,
+    no terminal control sequences: ``schemas.safe_text``), while stored values stay as sent."""
     lines = [
         "rows: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()),
     ]
@@ -61,7 +64,7 @@ def render(report: Report) -> str:
         halluc = sum(w.hallucinations for w in windows)
         lines += [
             "",
-            f"== {app} / {model}: {total} interactions in {len(windows)} windows, "
+            f"== {safe_text(app)} / {safe_text(model)}: {total} interactions in {len(windows)} windows, "
             f"hallucination rate {_pct(halluc / answered if answered else None)} ==",
             header,
         ]
@@ -76,5 +79,5 @@ def render(report: Report) -> str:
             )
     lines += ["", f"alerts: {len(report.alerts)}"]
     for a in report.alerts:
-        lines.append(f"  {a.fired_at:%Y-%m-%d %H:%M:%S} {a.message}")
+        lines.append(f"  {a.fired_at:%Y-%m-%d %H:%M:%S} {safe_text(a.message)}")
     return "\n".join(lines)

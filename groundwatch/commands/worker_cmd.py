@@ -41,9 +41,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def run(args: argparse.Namespace) -> int:
     import faust
 
+    from schemas.safe_text import install_safe_logging
     from streams.app import create_app
     from streams.topics import ensure_topics
 
+    install_safe_logging()  # every record escaped: a message's text can never forge a log line
     settings = settings_from(args)
     logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.loglevel != "debug":  # httpx logs every judge request at INFO: ~4% of the worker's CPU
