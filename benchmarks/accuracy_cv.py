@@ -5,6 +5,8 @@
 
 What it does (every figure out-of-fold unless it says in-sample):
 
+0. Lines. Each set's primary score (``pipeline.report.LABEL_SCORES``) and, for correctness, the other
+   direction (``SECONDARY``: question + ground truth => answer, its own NLI pair) as a line of its own.
 1. Groups. Cases that share a question or a source passage are one group (``group_keys``: the
    normalised question, unless one question is shared by over half of the set, as FaithBench's
    "Summarize the passage."; and the first 60 characters of the first context passage, so lightly
@@ -77,8 +79,9 @@ GROUNDING_SHARED = ("grounding_faithbench", "grounding_halueval_qa")
 
 def judge_source() -> bytes:
     """The code whose change invalidates cached scores: the lexical judge, its refusal phrases and text
-    normalisation. The judge's module docstring and its options model are left out: a configuration's
-    key holds every option's value, so a changed default or description scores nothing differently."""
+    normalisation. The judge's module docstring and its options model (with the default refusal list
+    before it) are left out: a configuration's key holds every option's value, so a changed default or
+    description scores nothing differently."""
     out = []
     for name in ("pipeline/judges/lexical.py", "pipeline/refusal_phrases.py", "pipeline/text_normalise.py"):
         path = REPO / name
@@ -87,7 +90,7 @@ def judge_source() -> bytes:
         text = path.read_text(encoding="utf-8")
         if name.endswith("lexical.py"):
             text = text[text.index('"""', 3) + 3 :]  # after the module docstring
-            start, end = text.find("class LexicalOptions("), text.find("#: the former name")
+            start, end = text.find("#: refusal patterns off by default"), text.find("#: the former name")
             if 0 <= start < end:
                 text = text[:start] + text[end:]
         out.append(text.encode())
@@ -185,6 +188,23 @@ def group_keys(questions: Sequence[str], first_contexts: Sequence[str]) -> list[
 
 
 # -- data and scores ----------------------------------------------------------------------------------
+
+
+#: scores measured beside a label's primary one: the other direction of the correctness comparison (its
+#: own NLI pair: question + ground truth => answer); the other secondary lines are derived from these
+SECONDARY: dict[str, tuple[str, ...]] = {"correct": ("ground_truth_entails_answer",)}
+
+
+def load_sets(path: Path, k: int, seed: int) -> list[LabeledSet]:
+    """The set's primary line (named by the file) and its ``SECONDARY`` lines (``stem.score``)."""
+    data = load_set(path, k, seed)
+    if data is None:
+        return []
+    extra = [
+        LabeledSet(**{**data.__dict__, "name": f"{data.name}.{score}", "score": score})
+        for score in SECONDARY.get(data.label, ())
+    ]
+    return [data, *extra]
 
 
 def load_set(path: Path, k: int, seed: int) -> LabeledSet | None:
@@ -498,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = sorted(args.data.glob("*.jsonl"))
     wanted = {s for s in args.sets.split(",") if s}
     paths = [p for p in paths if not wanted or p.stem in wanted]
-    loaded = {p.stem: (d, p) for p in paths if (d := load_set(p, args.k, args.seed)) is not None}
+    loaded = {d.name: (d, p) for p in paths for d in load_sets(p, args.k, args.seed)}
     if not loaded:
         print(f"[accuracy_cv] no labeled sets in {args.data}", file=sys.stderr)
         return 0

@@ -1,34 +1,53 @@
 """LexicalJudge: a fast, deterministic judge that needs no LLM (judge kind ``lexical``).
 
-Entailment
-    Each hypothesis is split into statements (clauses, see ``split_statements``). A statement's score is
-    the weighted share of its content tokens (``pipeline.text_normalise.tokens_of``: stemmed words,
-    names, canonical numbers) found in the premise: a number weighs 3, a name (capitalised token) 2, a
-    word 1; a word that shares a 5-letter prefix with a premise word counts half. Numbers match when equal
-    after normalisation ("67 million" = "67,000,000") or when the statement's number is the premise's
-    rounded to its significant digits ("$181.7 million" for "181,674,817"; 1997 is not 1995).
-    A number absent from the premise is strong evidence of a hallucination: the score is capped at
-    ``number_cap`` times the support and the verdict is ``contradicted`` when the premise has other numbers
-    (else ``not_stated``). A year (a whole number 1000-2099) matches only itself. A missing name caps the
-    score at ``name_cap``.
-    The verdict is ``entailed`` when the score is at least ``entail_threshold`` (0.5), else ``not_stated``
-    (or ``contradicted`` as above). The reason lists the missing tokens; the tag is ``number`` when the
-    statement has a number, ``entity`` when it has a name, else ``claim``.
-    A hypothesis whose content tokens are all in the premise is entailed in full (score 1): this is how a
-    short answer ("Jonathan Stark") that the context contains is judged. Gold-answer lists of QA sets
-    (``a | b | c``): a hypothesis written so takes its best alternative, and when the premise's last line
-    is such a list, a hypothesis that contains any alternative (normalised tokens, in order) is entailed.
+What it sees, and what it cannot
+    It compares surface tokens: stemmed words, capitalised names and canonical numbers
+    (``pipeline.text_normalise``). It sees whether the claims of a statement are spelled out in the
+    premise, numbers that are absent, names that are absent, and the wording of refusals. It cannot
+    see meaning: a paraphrase with other words ("the ecology" for "the environment"), a negation or a
+    swapped relation made of the premise's own words ("A beat B" for "B beat A"), world knowledge
+    (Dakar -> Senegal), or a pronoun's referent. It does not read the answer's length: a score only
+    falls with words the premise lacks (on HaluEval, where right answers are short, a length-only score
+    does better than it; ``docs/accuracy.md``). Its operating threshold is a setting
+    (``judge_hallucination_thresholds``); out-of-fold figures and the rule ablation are in
+    ``docs/accuracy.md``. Every rule below has a switch in ``LexicalOptions``; (off) marks those off
+    by default.
 
-Question-framed premises
-    When the premise carries ``Premise.question`` (the ground-truth pairs: question's end + ground truth
-    or answer), the question frames the claim but is not evidence: a hypothesis token that occurs in the
-    question is left out of the check, and the rest must be found in the premise after the question.
-    A hypothesis made only of question words is checked against the premise after the question
-    ("lithium" for "what is the main mineral in lithium batteries" needs "lithium" in the answer).
+Entailment
+    Each hypothesis is split into statements (clauses, ``split_statements``; ``clauses``). A
+    statement's score is the weighted share of its content tokens found in the premise: a number weighs
+    3, a name 2, a word 1 (``kind_weights``); a word that shares a 5-letter prefix with a premise word
+    counts half (``prefix_credit``); the share is raised to the power ``sharpness`` (3; ``sharpen``).
+    Numbers match when equal after normalisation ("67 million" = "67,000,000"); a number word ("two")
+    is a word (``number_words``, off: as a number); a rounding ("$181.7 million" for 181,674,817) is
+    no match (``number_rounding``, off; with it, a year is no rounding of another: ``years_exact``).
+    A number absent from the premise caps the score at ``number_cap`` times the support and the verdict
+    is ``contradicted`` when the premise has other numbers, else ``not_stated``
+    (``number_cap_rule``). A missing name caps the score at ``name_cap`` (``name_cap_rule``).
+    Framing words ("the passage describes", "a concise summary") the premise lacks are not checked
+    (``FRAMING``; ``framing_words``). The verdict is ``entailed`` when the score is at least
+    ``entail_threshold`` (0.5), else ``not_stated`` (or ``contradicted`` as above); the reason lists
+    the missing tokens; the tag is ``number``, ``entity`` or ``claim``. The hypothesis score is the
+    mean of its statements'. (Off: a hypothesis whose tokens are all found scores 1 without splitting,
+    ``whole_hypothesis``; a hypothesis written ``a | b`` takes its best part,
+    ``hypothesis_alternatives``: the pipeline splits ground-truth alternatives before the judge.)
+    When the premise's last line is a list of gold answers ``a | b | c``, a hypothesis containing any
+    of them (normalised tokens, in order) is entailed (``premise_alternatives``).
+
+Question-framed premises (a reference answer against a candidate, ``Premise.question``)
+    The question frames the claim but is not evidence: a hypothesis token the question has is left
+    out, the rest must be in the premise after the question (``question_not_evidence``). The
+    comparison is plain weighted recall, a missing name not capped (``reference_lenient``), unless the
+    premise has a rival name or number beside a shared one ("Emmitt Smith" for "Timmy Smith";
+    ``competitor_check``). A reference number the candidate leaves out, with no rival, is less
+    specific, not wrong (``less_specific_numbers``); a date the premise gives at a coarser granularity
+    is entailed ("1965" for "1 August 1965", ``coarser_dates``; "the 16th century" or "the 1520s" for
+    1524, ``centuries_decades``); initials and acronyms match names ("B. R. Ambedkar", "DMV";
+    ``initials``, ``acronyms``; off: a letter the question asks about is no initial, ``asked_letter``).
 
 Refusals
-    Phrase patterns (``pipeline.refusal_phrases``): "I don't know", "not mentioned in the context",
-    "the passage does not provide", "I'm sorry, but", ...
+    Phrase patterns (``pipeline.refusal_phrases``), those named in ``refusal_off`` left out: "I don't
+    know", "the passage does not provide", "is not mentioned", "I'm sorry, but", ...
 
 Pronouns
     A lexical judge cannot resolve pronouns: ``replace_pronouns`` returns the sentences unchanged.
@@ -66,12 +85,23 @@ _CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[\s-]+century\b(?!\s*(?:BC|B\.
 _DECADE = re.compile(r"\b(1\d\d|20\d)0'?s\b")
 
 
+#: refusal patterns off by default: none of them helped out-of-fold on the labeled refusal set (most never
+#: fired there, ``there_is_no`` only raised false refusals), so none is known to be worth its risk
+REFUSAL_OFF: frozenset[str] = frozenset(
+    """i_have_no_information i_am_not_sure unable_to not_possible_to not_mentioned_in there_is_no
+    please_provide_more it_is_unclear unrelated_to does_not_relate beyond_scope insufficient_information
+    cannot_be_determined""".split()
+)
+
+
 class LexicalOptions(BaseModel):
     """The lexical judge's numbers and rule switches (frozen; ``LexicalJudge(options)``).
 
     Every switch turns one rule, feature or word list on (True) or off; ``benchmarks/accuracy_cv.py``
-    measures each one's out-of-fold effect on every labeled set (``docs/accuracy.md``). The factory
-    builds the judge with these defaults.
+    measures each one's out-of-fold effect on every labeled set (``docs/accuracy.md``). The defaults are
+    what that ablation kept: a rule is on when it helped on average over the sets and hurt none by more
+    than its fold-to-fold sd; rules that never changed a score, and ``asked_letter`` (a quirk of a few
+    questions of one set), are off. The factory builds the judge with these defaults.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -91,17 +121,17 @@ class LexicalOptions(BaseModel):
     clauses: bool = Field(True, description="a hypothesis is split into clause statements, scores averaged")
     kind_weights: bool = Field(True, description="a number weighs 3, a name 2, a word 1 (else all 1)")
     prefix_credit: bool = Field(True, description="a word sharing a prefix_len-letter prefix counts half")
-    number_words: bool = Field(True, description='number words ("two", "third") are numbers, not words')
-    number_rounding: bool = Field(True, description='"$181.7 million" matches 181,674,817')
-    years_exact: bool = Field(True, description="a year (1000-2099) is no rounding of another number")
+    number_words: bool = Field(False, description='number words ("two", "third") are numbers, not words')
+    number_rounding: bool = Field(False, description='"$181.7 million" matches 181,674,817')
+    years_exact: bool = Field(True, description="with number_rounding: a year is no rounding of another")
     number_cap_rule: bool = Field(True, description="a missing number caps the score at number_cap")
     name_cap_rule: bool = Field(True, description="a missing name caps the score at name_cap")
     sharpen: bool = Field(True, description="score = support ** sharpness (else plain weighted support)")
-    whole_hypothesis: bool = Field(True, description="a hypothesis whose tokens are all found scores 1")
+    whole_hypothesis: bool = Field(False, description="a hypothesis whose tokens are all found scores 1")
     premise_alternatives: bool = Field(
         True, description="a premise ending in 'a | b | c' entails a hypothesis containing any of them"
     )
-    hypothesis_alternatives: bool = Field(True, description="a hypothesis 'a | b' takes its best part")
+    hypothesis_alternatives: bool = Field(False, description="a hypothesis 'a | b' takes its best part")
     question_not_evidence: bool = Field(
         True, description="in question-framed premises the question's words are given, not evidence"
     )
@@ -117,11 +147,14 @@ class LexicalOptions(BaseModel):
     coarser_dates: bool = Field(True, description='"1965" is entailed by "1 August 1965" in references')
     centuries_decades: bool = Field(True, description='"the 16th century" / "the 1520s" entail 1524')
     initials: bool = Field(True, description='"B. R. Ambedkar": an initial matches a name')
-    asked_letter: bool = Field(True, description='a letter the question asks about ("what does G stand for")')
+    asked_letter: bool = Field(
+        False, description='a letter the question asks about ("what does G stand for") is no initial'
+    )
     acronyms: bool = Field(True, description='"DMV" matches "Department of Motor Vehicles"')
     framing_words: bool = Field(True, description='"the passage describes": framing words are not claims')
-    # refusal phrase patterns (``pipeline.refusal_phrases.REFUSAL_PATTERNS`` names) not used
-    refusal_off: frozenset[str] = frozenset()
+    # refusal phrase patterns (``pipeline.refusal_phrases.REFUSAL_PATTERNS`` names) not used: by default
+    # those that did not help on the labeled refusal set (``docs/accuracy.md``, ablation)
+    refusal_off: frozenset[str] = REFUSAL_OFF
 
 
 #: the former name of the options

@@ -174,3 +174,20 @@ def test_end_to_end_on_a_tiny_set(tmp_path: Path) -> None:
     folds = payload["cv"]["every rule on"]["tiny_grounding"]
     assert [f["balanced_accuracy"] for f in folds] == [1.0, 1.0]
     assert "clauses" in payload["ablation"] and "Ablation" in out.read_text()
+
+
+def test_correctness_sets_carry_the_other_direction_as_a_line(tmp_path: Path) -> None:
+    lines = [
+        {"id": f"c{i}", "question": f"q{i // 2}", "contexts": [], "ground_truth": "Paris", "answer": "Paris",
+         "labels": {"correct": i % 2}}
+        for i in range(6)
+    ]  # fmt: skip
+    path = tmp_path / "correctness_tiny.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    primary, other = cv.load_sets(path, 2, 0)
+    assert (primary.name, primary.score) == ("correctness_tiny", "answer_entails_ground_truth")
+    assert (other.name, other.score) == (
+        "correctness_tiny.ground_truth_entails_answer",
+        "ground_truth_entails_answer",
+    )
+    assert other.folds == primary.folds and len(set(primary.groups)) == 3

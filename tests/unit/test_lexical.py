@@ -6,8 +6,10 @@ import pytest
 
 from pipeline.judges.base import Judge, Premise
 from pipeline.judges.lexical import (
+    SWITCHES,
     LexicalConfig,
     LexicalJudge,
+    LexicalOptions,
     PremiseIndex,
     judge_hypothesis,
     judge_statement,
@@ -15,6 +17,9 @@ from pipeline.judges.lexical import (
 )
 from pipeline.refusal_phrases import is_refusal, refusal_match
 from pipeline.text_normalise import normalise_text, parse_number, stem, tokens_of
+
+#: every rule on: tests of a rule that is off by default (docs/accuracy.md, ablation) turn it on
+ALL_ON = LexicalOptions(**{s: True for s in SWITCHES}, refusal_off=frozenset())
 
 
 @pytest.mark.parametrize(
@@ -104,17 +109,21 @@ def test_number_written_differently_is_supported() -> None:
 
 
 def test_wrong_number_is_contradicted() -> None:
-    index = PremiseIndex("Poseidon grossed $181,674,817 on a budget of $160 million.")
-    ok = judge_statement("Poseidon grossed $181.7 million", index, LexicalConfig())  # rounding is fine
-    bad = judge_statement("Poseidon had a budget of $150 million", index, LexicalConfig())
+    text = "Poseidon grossed $181,674,817 on a budget of $160 million."
+    index = PremiseIndex(text, ALL_ON)
+    ok = judge_statement("Poseidon grossed $181.7 million", index, ALL_ON)  # with rounding: fine
+    bad = judge_statement("Poseidon had a budget of $150 million", index, ALL_ON)
     assert ok.verdict == "entailed"
     assert bad.verdict == "contradicted" and bad.score < 0.25 and "150 million" in bad.reason
+    # by default a rounded number is no match (the rule did not help out of fold)
+    default = judge_statement("Poseidon grossed $181.7 million", PremiseIndex(text), LexicalOptions())
+    assert default.verdict == "contradicted"
 
 
 def test_missing_name_caps_the_score() -> None:
     index = PremiseIndex("Jonathan Stark won two Grand Slam doubles titles.")
     verdict = judge_statement("Henri Leconte won two Grand Slam doubles titles", index, LexicalConfig())
-    assert verdict.verdict == "not_stated" and verdict.tag == "number"
+    assert verdict.verdict == "not_stated" and verdict.tag == "entity"  # "two" is a word by default
     assert verdict.score <= LexicalConfig().name_cap
     assert "Henri (name)" in verdict.reason
 
@@ -128,7 +137,7 @@ def test_partial_credit_is_monotone() -> None:
 
 
 async def test_entail_short_answer_and_gold_alternatives() -> None:
-    judge = LexicalJudge()
+    judge = LexicalJudge(ALL_ON)  # hypothesis alternatives are off by default
     assert isinstance(judge, Judge)
     context = Premise("Jonathan Stark (born 1971) won two Grand Slam doubles titles.")
     out = await judge.entail(context, ["Jonathan Stark", "Henri Leconte won more titles."])
@@ -145,6 +154,12 @@ async def test_entail_short_answer_and_gold_alternatives() -> None:
     # a hypothesis written as alternatives takes its best one
     out = await judge.entail(Premise("what is hosanna\nit is a cry to save us"), ["savior | save | rescue"])
     assert out.value.hypotheses[0].score == 1.0
+    # by default a hypothesis is not split at "|" (the pipeline splits ground-truth alternatives first)
+    hosanna = Premise("what is hosanna\nit is a cry to save us")
+    default = await LexicalJudge().entail(hosanna, ["savior | save | rescue"])
+    assert default.value.hypotheses[0].score < 0.5
+    contains_default = await LexicalJudge().entail(gold, ["It means to save or rescue."])
+    assert "gold answer" in contains_default.value.hypotheses[0].statements[0].reason  # on by default
 
 
 async def test_calls_are_recorded_without_tokens() -> None:
@@ -301,7 +316,10 @@ async def test_initials_and_acronyms_match_names() -> None:
 
 async def test_an_initial_the_question_asks_about_is_not_evidence() -> None:
     q = "what does g stand for in ncis los angeles"
-    assert await _ref_score(q, "G. Callen", "Grisha") == 0.0
+    premise = Premise(f"{q}\nG. Callen", question=q)
+    with_rule = await LexicalJudge(ALL_ON).entail(premise, ["Grisha"])
+    assert with_rule.value.hypotheses[0].score == 0.0
+    assert await _ref_score(q, "G. Callen", "Grisha") == 1.0  # off by default: a one-set quirk
     assert await _ref_score("who wrote it", "G. Callen", "Grisha Callen") == 1.0
 
 

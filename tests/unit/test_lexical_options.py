@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from pipeline.judges.base import Premise
-from pipeline.judges.lexical import SWITCHES, LexicalJudge, LexicalOptions
+from pipeline.judges.lexical import REFUSAL_OFF, SWITCHES, LexicalJudge, LexicalOptions
+from pipeline.refusal_phrases import REFUSAL_PATTERNS
+
+#: every rule on: each switch is tested against the others on
+ALL_ON = LexicalOptions(**{s: True for s in SWITCHES}, refusal_off=frozenset())
 
 # switch -> (question or None, premise after the question, hypothesis): an example the rule decides
 EXAMPLES: dict[str, tuple[str | None, str, str]] = {
@@ -48,8 +52,8 @@ def test_every_switch_has_an_example() -> None:
 @pytest.mark.parametrize("switch", sorted(EXAMPLES))
 async def test_turning_a_switch_off_changes_its_example(switch: str) -> None:
     question, premise, hypothesis = EXAMPLES[switch]
-    on = LexicalOptions(**{switch: True})
-    off = LexicalOptions(**{switch: False})
+    on = ALL_ON
+    off = ALL_ON.model_copy(update={switch: False})
     with_rule = await _score(on, question, premise, hypothesis)
     without = await _score(off, question, premise, hypothesis)
     if switch == "whole_hypothesis":  # the same score, decided without splitting into statements
@@ -72,5 +76,8 @@ def test_options_are_frozen_and_strict() -> None:
 def test_refusal_patterns_can_be_turned_off_one_by_one() -> None:
     text = "I don't know the answer to that."
     assert LexicalJudge().is_refusal(text)
+    assert REFUSAL_OFF < set(REFUSAL_PATTERNS)  # some patterns stay on by default
+    assert LexicalJudge(ALL_ON).is_refusal("That is beyond the scope of the manual.")
+    assert not LexicalJudge().is_refusal("That is beyond the scope of the manual.")  # off by default
     assert not LexicalJudge(LexicalOptions(refusal_off=frozenset({"i_cannot"}))).is_refusal(text)
     assert LexicalJudge(LexicalOptions(refusal_off=frozenset({"apology"}))).is_refusal(text)
