@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from schemas.errors import GroundwatchError
+from schemas.safe_text import safe_text
 
 # sub-command name -> module under groundwatch.commands; each module has add_arguments(parser) and run(args)
 COMMANDS: dict[str, str] = {
@@ -22,18 +28,59 @@ COMMANDS: dict[str, str] = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groundwatch", description=__doc__)
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of any error (also GROUNDWATCH_DEBUG=1)",
+    )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of any error")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():
         module = importlib.import_module(f"groundwatch.commands.{name}_cmd")
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[debug])
         module.add_arguments(p)
         p.set_defaults(_module=module)
     return parser
 
 
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(what, why) of an error for one line: which setting, file or service, and the reason."""
+    if isinstance(exc, ValidationError):
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err.get("loc", ()))
+            problems.append(f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg")))
+        return f"invalid {exc.title}", "; ".join(problems)
+    if isinstance(exc, OSError):
+        where = exc.filename if exc.filename is not None else type(exc).__name__
+        return str(where), exc.strerror or str(exc) or type(exc).__name__
+    if isinstance(exc, GroundwatchError):
+        return type(exc).__name__, str(exc) or type(exc).__name__
+    return f"internal error ({type(exc).__name__})", (
+        f"{exc} (run with --debug or GROUNDWATCH_DEBUG=1 for the traceback)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one sub-command. An error it raises on purpose (GroundwatchError), an invalid setting
+    (pydantic ValidationError) or an OS error ends it with ONE line on stderr,
+    ``groundwatch <cmd>: <what>: <why>``, and exit code 2; any other exception (a bug) with one line and
+    exit code 1. ``--debug`` or GROUNDWATCH_DEBUG=1 shows the traceback instead."""
     args = build_parser().parse_args(argv)
-    result = args._module.run(args)
+    debug = bool(getattr(args, "debug", False)) or os.environ.get("GROUNDWATCH_DEBUG", "") not in ("", "0")
+    try:
+        result = args._module.run(args)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        if debug:
+            raise
+        what, why = describe_error(exc)
+        print(f"groundwatch {args.command}: {safe_text(what)}: {safe_text(why, 2000)}", file=sys.stderr)
+        expected = isinstance(exc, GroundwatchError | ValidationError | OSError)
+        return 2 if expected else 1
     return int(result or 0)
 
 

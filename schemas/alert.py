@@ -1,11 +1,24 @@
-"""Alert rules (from a config file) and the alerts they fire."""
+"""Alert rules and receivers (from a config file) and the alert transitions they produce.
+
+Two rule kinds (``kind:``, default ``threshold`` so older rule files keep working):
+
+- ``threshold``: the metric over the pooled last ``windows`` windows crosses a fixed threshold, on
+  ``for_windows`` consecutive windows, each with at least ``min_interactions`` behind it;
+- ``baseline``: the metric over the current ``windows`` window(s) against a trailing baseline of the same
+  app/model (the ``baseline_windows`` windows before them), firing when the change is statistically
+  significant at ``confidence`` (one-sided) and at least ``min_effect`` in the rule's direction.
+
+Both fire once (state ``firing``) and resolve once (state ``resolved``) when the metric is back, with
+hysteresis (docs/alerts.md). Each transition is one ``Alert``: a row in ``alerts``, an event on the
+alerts topic and one notification per receiver.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 AlertMetric = Literal[
     "hallucination_rate",
@@ -15,38 +28,168 @@ AlertMetric = Literal[
     "mean_ground_truth_entails_answer",
     "mean_answer_entails_ground_truth",
 ]
+RATE_METRICS = frozenset({"hallucination_rate", "answer_refusal_rate", "ground_truth_refusal_rate"})
+Severity = Literal["info", "warning", "critical"]
 
 
-class AlertRule(BaseModel):
-    name: str
+class _RuleBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = Field(min_length=1)
     metric: AlertMetric
-    op: Literal[">", ">=", "<", "<="] = ">"
-    threshold: float
-    windows: int = Field(3, ge=1)  # the last K closed windows, pooled
+    windows: int = Field(3, ge=1, description="the last K closed windows, pooled, are the current value")
     # interactions carrying the metric (its denominator: answered ones for the hallucination rate, known
-    # flags for a refusal rate, scored ones for a mean), pooled, needed before the rule may fire
+    # flags for a refusal rate, scored ones for a mean), pooled, needed before a window counts at all
     min_interactions: int = Field(20, ge=1)
-    cooldown_seconds: int = Field(900, ge=0)
+    for_windows: int = Field(1, ge=1, alias="for", description="consecutive windows in breach to fire")
+    resolve_for: int = Field(2, ge=1, description="consecutive windows back to normal to resolve")
+    cooldown_seconds: int = Field(900, ge=0, description="event time between two firings, at least")
+    severity: Severity = "warning"
     app: str | None = None  # None: every app
     model: str | None = None  # None: every model
 
 
+class AlertRule(_RuleBase):
+    """A fixed threshold on the pooled last ``windows`` windows."""
+
+    kind: Literal["threshold"] = "threshold"
+    op: Literal[">", ">=", "<", "<="] = ">"
+    threshold: float
+    # resolved when the metric is this far back on the good side of the threshold (0.25 with ">" and
+    # hysteresis 0.05: resolved at or below 0.20; every metric is a share between 0 and 1)
+    hysteresis: float = Field(0.05, ge=0)
+
+
+class BaselineRule(_RuleBase):
+    """The current window(s) against the app/model's own trailing baseline."""
+
+    kind: Literal["baseline"]
+    windows: int = Field(1, ge=1)
+    direction: Literal["up", "down"] | None = Field(
+        None, description="the bad direction; None: up for a rate, down for a mean entailment"
+    )
+    baseline_windows: int = Field(24, ge=2, description="windows before the current ones: the baseline")
+    min_baseline_interactions: int = Field(100, ge=1)
+    confidence: float = Field(0.99, gt=0.5, lt=1, description="one-sided confidence of the change")
+    min_effect: float = Field(0.05, gt=0, le=1, description="smallest change that alerts (0.05 = 5 points)")
+    resolve_effect: float | None = Field(
+        None, ge=0, description="resolved when the change is below this; None: half of min_effect"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> BaselineRule:
+        if self.resolve_effect is not None and self.resolve_effect >= self.min_effect:
+            raise ValueError("resolve_effect must be below min_effect (the hysteresis)")
+        return self
+
+    @property
+    def bad_direction(self) -> Literal["up", "down"]:
+        if self.direction is not None:
+            return self.direction
+        return "up" if self.metric in RATE_METRICS else "down"
+
+    @property
+    def resolve_below(self) -> float:
+        return self.min_effect / 2 if self.resolve_effect is None else self.resolve_effect
+
+
+def _rule_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("kind", "threshold"))
+    return str(getattr(value, "kind", "threshold"))
+
+
+AnyRule = Annotated[
+    Annotated[AlertRule, Tag("threshold")] | Annotated[BaselineRule, Tag("baseline")],
+    Discriminator(_rule_kind),
+]
+
+
+class Receiver(BaseModel):
+    """Where transitions are sent. Secrets (a signing secret, a Slack hook URL) can live in the
+    environment: ``secret_env`` / ``url_env`` name the variable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["webhook", "slack", "alertmanager"]
+    url: str | None = Field(None, description="webhook URL, Slack hook URL, or Alertmanager base URL")
+    url_env: str | None = Field(None, description="environment variable holding the URL instead")
+    secret: str | None = Field(None, description="webhook: HMAC-SHA256 signing secret")
+    secret_env: str | None = Field(None, description="webhook: environment variable holding the secret")
+    signature_header: str = "X-Groundwatch-Signature"
+    retries: int = Field(5, ge=0)
+    backoff_s: float = Field(1.0, ge=0, description="first retry delay, doubling")
+    timeout_s: float = Field(5.0, gt=0)
+    firing_ttl_hours: float = Field(
+        168, gt=0, description="alertmanager: endsAt of a firing alert (Alertmanager resolves it after)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Receiver:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError(f"receiver {self.name!r}: give exactly one of url and url_env")
+        if self.kind != "webhook" and (self.secret or self.secret_env):
+            raise ValueError(f"receiver {self.name!r}: only a webhook receiver is signed")
+        if self.secret is not None and self.secret_env is not None:
+            raise ValueError(f"receiver {self.name!r}: give at most one of secret and secret_env")
+        return self
+
+
 class AlertRules(BaseModel):
-    rules: list[AlertRule]
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[AnyRule]
+    receivers: list[Receiver] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> AlertRules:
+        named = (("rule", [r.name for r in self.rules]), ("receiver", [r.name for r in self.receivers]))
+        for what, names in named:
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"duplicate {what} names: {', '.join(dup)}")
+        return self
+
+
+AlertState = Literal["firing", "resolved"]
 
 
 class Alert(BaseModel):
-    alert_id: str  # rule + app + model + last window start: a re-evaluation never fires twice
+    """One transition of one alert. The firing's ``alert_id`` (rule + app + model + the window it fired
+    on) is the incident's id; the resolution's is that id + ``|resolved``. Both are deterministic: every
+    worker that evaluates the same windows produces the same ids."""
+
+    alert_id: str
     rule: str
     metric: AlertMetric
     app: str
     model: str
-    value: float
-    threshold: float
+    value: float  # the current value (pooled over ``windows`` windows)
+    threshold: float  # threshold rule: its threshold; baseline rule: baseline +/- min_effect
     op: str
     windows: int
     interactions: int  # the interactions the metric was computed over (its denominator)
     window_start: datetime
     window_end: datetime
-    fired_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    fired_at: datetime = Field(default_factory=lambda: datetime.now(UTC))  # wall time of the transition
     message: str
+    state: AlertState = "firing"
+    kind: Literal["threshold", "baseline"] = "threshold"
+    incident_id: str = ""  # the firing's alert_id ("" in rows from before migration 004: alert_id)
+    starts_at: datetime | None = None  # event time the alert started firing (end of its window)
+    ends_at: datetime | None = None  # event time it resolved (resolved transitions only)
+    baseline: float | None = None  # baseline rule: the baseline (frozen when it fired)
+    baseline_interactions: int = 0
+    severity: str = "warning"
+
+    @field_validator("window_start", "window_end", "fired_at", "starts_at", "ends_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @property
+    def incident(self) -> str:
+        return self.incident_id or self.alert_id

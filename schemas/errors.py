@@ -8,6 +8,8 @@
     ├── JudgeError             the judge gave no verdict after its retries
     │   └── StageError         one stage of an evaluation failed (``stage``)
     ├── JoinTimeout            an interaction's parts did not all arrive in time
+    ├── ClickHouseUnavailable  the ClickHouse server does not answer (the message names it, no password)
+    ├── BrokerUnavailable      the Kafka broker does not answer (the message names it)
     ├── DependencyMissing      an installable part is missing; the message says how to install it
     │   ├── PunktMissingError  the punkt sentence data
     │   └── LocalModelError    the local model could not be assembled, verified or served
@@ -60,6 +62,15 @@ class StageError(JudgeError):
 
 class JoinTimeout(GroundwatchError):
     """An interaction's parts did not all arrive within the join timeout."""
+
+
+class ClickHouseUnavailable(GroundwatchError):
+    """The ClickHouse server could not be reached or refused the connection; the message names it
+    (never with its password) and says why."""
+
+
+class BrokerUnavailable(GroundwatchError):
+    """The Kafka broker could not be reached; the message names it and says why."""
 
 
 class DependencyMissing(GroundwatchError):

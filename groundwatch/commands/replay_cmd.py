@@ -4,19 +4,59 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import math
 from pathlib import Path
 
+from schemas.errors import BrokerUnavailable, ConfigError
 from schemas.settings import Settings
+
+
+def positive_rate(text: str) -> float:
+    """argparse type of --rate: a finite number over 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of interactions a second, got {text!r}"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number over 0, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of --limit: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
+def check_utf8(path: Path) -> None:
+    """ConfigError naming the first line that is not UTF-8 (checked before anything is sent)."""
+    with path.open("rb") as fh:
+        for number, line in enumerate(fh, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"{path} line {number} is not UTF-8 (byte 0x{line[exc.start]:02x} at column "
+                    f"{exc.start + 1}); nothing was sent"
+                ) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="JSONL, one interaction a line")
     parser.add_argument(
-        "--rate", type=float, help="at most N interactions a second (default: as fast as it can)"
+        "--rate", type=positive_rate, help="at most N interactions a second (default: as fast as it can)"
     )
     parser.add_argument("--app", help="set every interaction's app")
     parser.add_argument("--model", help="set every interaction's model")
-    parser.add_argument("--limit", type=int, help="send only the first N lines")
+    parser.add_argument("--limit", type=non_negative_int, help="send only the first N lines")
     parser.add_argument("--broker", help="override GROUNDWATCH_KAFKA__BROKER (kafka://host:port)")
 
 
@@ -27,13 +67,24 @@ def run(args: argparse.Namespace) -> int:
     if args.broker:
         settings = settings.with_changes(kafka={"broker": args.broker})
     if not args.file.is_file():
-        print(f"no such file: {args.file}")
-        return 2
-    result = asyncio.run(
-        replay(
-            settings, read_lines(args.file), rate=args.rate, app=args.app, model=args.model, limit=args.limit
+        raise ConfigError(f"no such file: {args.file}")
+    check_utf8(args.file)
+    from aiokafka.errors import KafkaError
+
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # its connection errors: one line below
+    try:
+        result = asyncio.run(
+            replay(
+                settings,
+                read_lines(args.file),
+                rate=args.rate,
+                app=args.app,
+                model=args.model,
+                limit=args.limit,
+            )
         )
-    )
+    except KafkaError as exc:
+        raise BrokerUnavailable(f"cannot send to the broker at {settings.kafka.broker}: {exc}") from exc
     print(
         f"sent {result.sent} interactions in {result.seconds:.2f}s"
         f" to {settings.kafka.topic_prefix}interactions"
@@ -44,6 +95,6 @@ def run(args: argparse.Namespace) -> int:
 if __name__ == "__main__":  # `python -m groundwatch.commands.replay_cmd`: this command alone
     import sys
 
-    _parser = argparse.ArgumentParser(prog="groundwatch replay", description=__doc__)
-    add_arguments(_parser)
-    sys.exit(run(_parser.parse_args()))
+    from groundwatch.cli import main
+
+    sys.exit(main(["replay", *sys.argv[1:]]))  # errors end in one line, as with `groundwatch replay`

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from pydantic import SecretStr
 
+from schemas.errors import ClickHouseUnavailable, ConfigError
 from schemas.settings import Settings
 
 
@@ -26,23 +28,18 @@ def run(args: argparse.Namespace) -> int:
     from streams.clickhouse.client import parse_url
     from streams.clickhouse.store import ClickHouseStore
 
+    logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)  # its errors: one line, below
     settings = Settings()
     if args.clickhouse:
         settings = settings.with_changes(clickhouse={"url": SecretStr(args.clickhouse)})
-    since = parse_since(args.since)
-    url = settings.clickhouse.url.get_secret_value()
     try:
-        where = parse_url(url, settings.clickhouse.database).describe()  # without the password
+        since = parse_since(args.since)
     except ValueError as exc:
-        print(f"invalid ClickHouse URL: {exc}")
-        return 2
-    try:
-        store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)  # read-only: no DDL
-    except Exception as exc:
-        print(f"cannot open ClickHouse at {where}: {exc}")
-        if url.startswith("chdb:"):
-            print("(an embedded chDB path can be opened by one process at a time: stop the worker first)")
-        return 2
+        raise ConfigError(str(exc)) from None
+    url = settings.clickhouse.url.get_secret_value()
+    where = parse_url(url, settings.clickhouse.database).describe()  # without the password (ConfigError)
+    # ConfigError (a chDB path another process holds: the message says so) or ClickHouseUnavailable
+    store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)  # read-only: no DDL
     try:
         windows = [
             w
@@ -56,8 +53,10 @@ def run(args: argparse.Namespace) -> int:
         ]
         report = Report(counts=store.counts_sync(), windows=windows, alerts=alerts)
     except Exception as exc:  # read-only: a database the worker never set up has no tables
-        print(f"cannot read the groundwatch tables at {where} (has a worker run on it?): {exc}")
-        return 2
+        raise ClickHouseUnavailable(
+            f"cannot read the groundwatch tables at {where} (has a worker run on it?): "
+            f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__}"
+        ) from exc
     finally:
         store.close()
     print(report.model_dump_json(indent=2) if args.json else render(report))
@@ -67,6 +66,6 @@ def run(args: argparse.Namespace) -> int:
 if __name__ == "__main__":  # `python -m groundwatch.commands.report_cmd`: this command alone
     import sys
 
-    _parser = argparse.ArgumentParser(prog="groundwatch report", description=__doc__)
-    add_arguments(_parser)
-    sys.exit(run(_parser.parse_args()))
+    from groundwatch.cli import main
+
+    sys.exit(main(["report", *sys.argv[1:]]))  # errors end in one line, as with `groundwatch report`

@@ -8,6 +8,7 @@ import logging
 
 from pydantic import SecretStr
 
+from schemas.errors import ConfigError
 from schemas.settings import Settings
 
 
@@ -38,6 +39,25 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings().with_changes(**changes)
 
 
+def preflight(settings: Settings) -> None:
+    """What would otherwise fail inside faust's start-up with a long traceback, checked first so the
+    command ends with one line (groundwatch.cli): the alert rules file, and that ClickHouse opens (an
+    embedded chDB path another worker holds is named as such; the engine stays open for this process,
+    which the worker's store then reuses)."""
+    from streams.alerts.rules import load_rules
+    from streams.clickhouse.client import connect, parse_url
+
+    rules = settings.alerts.rules_file
+    if rules is not None:
+        if not rules.is_file():
+            raise ConfigError(f"alert rules file {rules} (GROUNDWATCH_ALERTS__RULES_FILE) does not exist")
+        load_rules(rules)  # a bad rule: pydantic ValidationError naming it
+    target = parse_url(settings.clickhouse.url.get_secret_value(), settings.clickhouse.database)
+    client = connect(target)
+    if target.kind != "chdb":  # the embedded engine lives as long as the process
+        client.close()
+
+
 def run(args: argparse.Namespace) -> int:
     import faust
 
@@ -47,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     install_safe_logging()  # every record escaped: a message's text can never forge a log line
     settings = settings_from(args)
+    preflight(settings)
     logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.loglevel != "debug":  # httpx logs every judge request at INFO: ~4% of the worker's CPU
         logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -64,6 +85,6 @@ def run(args: argparse.Namespace) -> int:
 if __name__ == "__main__":  # `python -m groundwatch.commands.worker_cmd`: this command alone
     import sys
 
-    _parser = argparse.ArgumentParser(prog="groundwatch worker", description=__doc__)
-    add_arguments(_parser)
-    sys.exit(run(_parser.parse_args()))
+    from groundwatch.cli import main
+
+    sys.exit(main(["worker", *sys.argv[1:]]))  # errors end in one line, as with `groundwatch worker`

@@ -1,32 +1,45 @@
-"""Evaluates the alert rules on each closed window and delivers firings: alerts topic, table, webhook.
+"""Evaluates the alert rules on each closed window and delivers the transitions (firing, resolved):
+alerts topic, ``alerts`` table, one notification per receiver.
 
-Order: the alerts topic first (keyed by alert_id; consumers dedupe on it), then the ``alerts`` table (what
-cool-downs and "already fired" read), then the webhook in the background. A failed publish raises before
-the table row exists, so the window stays due (streams.windows.tracker) and the firing is retried; a
-retry after a publish whose table insert failed publishes the same alert_id again (at-least-once).
+Per rule and app/model: read the rule's latest transition (``alerts``) and the recent windows
+(``window_aggregates``), and let ``streams.alerts.lifecycle.decide`` say whether to fire or resolve.
+Transition ids are deterministic, so every worker closing the same window decides the same transition:
+the topic gets it at least once (keyed by alert_id; consumers dedupe on it), the table once (a
+ReplacingMergeTree keyed by alert_id).
 
-Several workers: each closes the windows of the rows its sink wrote, so the same (app, model, window)
-can be closed by more than one worker, and both may see ``alert_exists`` false before either inserted:
-the alert then goes out once per such worker (same alert_id on the topic, one row in the table, but a
-webhook post each). Run the alert rules in one worker (``GROUNDWATCH_ALERTS__RULES_FILE`` on one worker
-only) when duplicate webhook posts matter.
+Order: the topic first, then the table (what the next evaluation reads), then the receivers in the
+background. A failed publish raises before the table row exists, so the window stays due
+(streams.windows.tracker) and the transition is retried.
+
+Notifications, however many workers: before sending, a worker claims the delivery (alert id + receiver)
+in the ``alert_deliveries`` ledger; only the earliest claim sends (``ClickHouseStore.claim_delivery``),
+with retries and backoff, and records the outcome there. A delivery that fails every retry is logged as
+an ERROR, counted (``delivery_failures``) and kept in the ledger with its last error. Requests carry
+the delivery id (``X-Groundwatch-Delivery``) and Alertmanager merges posts of the same labels, so the
+rare double send of two claims racing within one round trip is still one notification at those
+receivers (docs/alerts.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
 from schemas.alert import Alert, AlertRules
 from schemas.settings import AlertSettings, Settings
 from schemas.window import WindowAggregate
+from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
+from streams.alerts.receivers import Clock, Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
-from streams.alerts.webhook import post_webhook
+from streams.alerts.stats import EMPTY, observe
+from streams.alerts.webhook import Sleep
+from streams.clickhouse.rows import utc
 from streams.clickhouse.store import ClickHouseStore
-from streams.windows.aggregator import WindowStats
 from streams.windows.tumbling import TumblingWindows
 
 log = logging.getLogger(__name__)
@@ -35,14 +48,13 @@ Publish = Callable[[Alert, str], Awaitable[None]]
 
 
 def _log_failure(task: asyncio.Task[bool]) -> None:
-    """Done-callback of a webhook task: an exception (a bug, not an HTTP error) is logged, not lost."""
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        log.error("webhook delivery crashed", exc_info=exc)
-    elif task.result() is False:
-        log.error("webhook delivery failed after its retries")
+    """Done-callback of a delivery task: an exception (a bug or a ledger outage) is logged, not lost."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("alert delivery crashed", exc_info=task.exception())
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 class AlertEngine:
@@ -53,15 +65,26 @@ class AlertEngine:
         windows: TumblingWindows,
         store: ClickHouseStore,
         publish: Publish | None = None,
+        *,
+        targets: list[Target] | None = None,
+        clock: Clock = _now,
+        sleep: Sleep = asyncio.sleep,
+        claimant: str | None = None,
     ) -> None:
         self.evaluator = RuleEvaluator(rules)
         self.settings = settings
         self.windows = windows
         self.store = store
         self.publish = publish
-        self.fired = 0
+        self.targets = resolve(rules.receivers, settings) if targets is None else targets
+        self.clock = clock
+        self.sleep = sleep
+        self.claimant = claimant or uuid.uuid4().hex  # this engine's name in the delivery ledger
+        self.fired = 0  # transitions made (firing and resolved)
+        self.delivered = 0
+        self.delivery_failures = 0
         self._http: httpx.AsyncClient | None = None
-        self._hooks: set[asyncio.Task[bool]] = set()
+        self._tasks: set[asyncio.Task[bool]] = set()
 
     @classmethod
     def from_settings(
@@ -71,54 +94,87 @@ class AlertEngine:
         rules = load_rules(path) if path is not None else AlertRules(rules=[])
         return cls(rules, settings.alerts, TumblingWindows(settings.window.size_seconds), store, publish)
 
-    async def pooled(self, window: WindowAggregate, k: int) -> WindowAggregate:
-        """The figures of the k windows ending with ``window``, pooled from the deduplicated rows."""
-        start, end = self.windows.last_k(window.window_start, k)
-        rows = await self.store.rows_between(window.app, window.model, start, end)
-        return (
-            WindowStats()
-            .extend(rows)
-            .result(window_start=start, window_end=end, app=window.app, model=window.model)
-        )
+    async def slots(self, rule: Rule, window: WindowAggregate) -> list[Slot]:
+        """The windows ``decide`` reads for this rule, ending with ``window`` (empty slots included)."""
+        n = history_needed(rule)
+        start, _ = self.windows.last_k(window.window_start, n)
+        stored = await self.store.alert_windows(window.app, window.model, start, window.window_start)
+        by_start = {utc(w.window_start): w for w in stored}
+        size = timedelta(seconds=self.windows.size_seconds)
+        out = []
+        for i in range(n):
+            s = start + i * size
+            w = window if i == n - 1 else by_start.get(s)
+            out.append(Slot(s, s + size, observe(rule.metric, w) if w is not None else EMPTY))
+        return out
+
+    async def evaluate(self, rule: Rule, window: WindowAggregate) -> Alert | None:
+        """The transition this window makes for one rule (None: none, or already made)."""
+        latest = await self.store.latest_alert(rule.name, window.app, window.model)
+        if latest is not None and window.window_end < latest.window_end:
+            return None  # an older window closed again after a later transition: history stands
+        open_alert = latest if latest is not None and latest.state == "firing" else None
+        last_fired = await self.store.last_alert_end(rule.name, window.app, window.model)
+        slots = await self.slots(rule, window)
+        alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock())
+        if alert is None or await self.store.alert_exists(alert.alert_id):
+            return None
+        return alert
 
     async def on_window(self, window: WindowAggregate) -> list[Alert]:
-        fired = []
-        cache: dict[int, WindowAggregate] = {}
+        made = []
         for rule in self.evaluator.rules_for(window.app, window.model):
-            if rule.windows not in cache:
-                cache[rule.windows] = await self.pooled(window, rule.windows)
-            last = await self.store.last_alert_end(rule.name, window.app, window.model)
-            alert = self.evaluator.check(rule, cache[rule.windows], last_window=window, last_fired_end=last)
-            if alert is None or await self.store.alert_exists(alert.alert_id):
-                continue
-            await self.deliver(alert)
-            fired.append(alert)
-        return fired
+            alert = await self.evaluate(rule, window)
+            if alert is not None:
+                await self.deliver(alert)
+                made.append(alert)
+        return made
 
     async def deliver(self, alert: Alert) -> None:
-        if self.publish is not None:  # first: when it fails, nothing marks the alert as fired
+        if self.publish is not None:  # first: when it fails, nothing marks the transition as made
             await self.publish(alert, alert.alert_id)
-        await self.store.insert_alert(alert)  # then the table (cool-downs and alert_exists read it)
+        await self.store.insert_alert(alert)  # then the table (the next evaluation reads it)
         self.fired += 1
         log.warning("ALERT %s", alert.message)
-        if self.settings.webhook_url:
-            if self._http is None:
-                self._http = httpx.AsyncClient(timeout=self.settings.webhook_timeout_s)
-            task = asyncio.create_task(
-                post_webhook(
-                    self._http,
-                    self.settings.webhook_url.get_secret_value(),
-                    alert.message,
-                    retries=self.settings.webhook_retries,
-                    backoff_s=self.settings.webhook_backoff_s,
-                )
-            )
-            self._hooks.add(task)
-            task.add_done_callback(self._hooks.discard)
+        for target in self.targets:
+            task = asyncio.create_task(self.notify(target, alert))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
             task.add_done_callback(_log_failure)
 
+    async def notify(self, target: Target, alert: Alert) -> bool:
+        """Claim, send (with retries) and record one delivery; False when another worker sends it or
+        it failed (then logged and counted)."""
+        delivery_id = f"{alert.alert_id}|{target.name}"
+        if not await self.store.claim_delivery(
+            delivery_id, alert.alert_id, target.name, self.claimant, self.clock()
+        ):
+            log.info("delivery %s is another worker's", delivery_id)
+            return False
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        outcome = await target.send(self._http, alert, delivery_id, self.clock(), self.sleep)
+        status = "delivered" if outcome.ok else "failed"
+        await self.store.finish_delivery(
+            delivery_id, self.claimant, status, outcome.attempts, outcome.error, self.clock()
+        )
+        if outcome.ok:
+            self.delivered += 1
+            return True
+        self.delivery_failures += 1
+        log.error(
+            "webhook delivery failed after %d attempts: %s to receiver %s (%s): %s; kept in alert_deliveries",
+            outcome.attempts, delivery_id, target.name, target.receiver.kind, outcome.error,
+        )  # fmt: skip
+        return False
+
+    async def drain(self) -> None:
+        """Wait for the deliveries in flight."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
     async def aclose(self) -> None:
-        if self._hooks:
-            await asyncio.gather(*self._hooks, return_exceptions=True)
+        await self.drain()
         if self._http is not None:
             await self._http.aclose()
+            self._http = None

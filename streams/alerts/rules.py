@@ -1,10 +1,9 @@
-"""Alert rules from a YAML/JSON file and their pure evaluation (no Kafka, no ClickHouse)."""
+"""Alert rules from a YAML/JSON file, and the single-window threshold test (the lifecycle of both rule
+kinds is streams.alerts.lifecycle)."""
 
 from __future__ import annotations
 
 import json
-import operator
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -12,17 +11,15 @@ import yaml
 
 from schemas.alert import Alert, AlertRule, AlertRules
 from schemas.window import WindowAggregate
+from streams.alerts.lifecycle import OPS, Rule, alert_id
+from streams.alerts.stats import DENOMINATORS
 
-OPS: dict[str, Callable[[float, float], bool]] = {
-    ">": operator.gt,
-    ">=": operator.ge,
-    "<": operator.lt,
-    "<=": operator.le,
-}
+__all__ = ["DENOMINATORS", "OPS", "RuleEvaluator", "alert_id", "load_rules", "metric_support", "metric_value"]
 
 
 def load_rules(path: Path) -> AlertRules:
-    """``rules:`` list in YAML (.yaml/.yml) or JSON; a bad rule raises with the field and the reason."""
+    """``rules:`` (and ``receivers:``) in YAML (.yaml/.yml) or JSON; a bad rule raises a pydantic
+    ValidationError naming the rule's index, its kind, the field and the reason."""
     text = path.read_text(encoding="utf-8")
     data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     if isinstance(data, list):
@@ -30,45 +27,29 @@ def load_rules(path: Path) -> AlertRules:
     return AlertRules.model_validate(data or {"rules": []})
 
 
-#: the WindowAggregate field that counts the interactions a metric is computed over (its denominator)
-DENOMINATORS: dict[str, str] = {
-    "hallucination_rate": "answered",
-    "answer_refusal_rate": "answer_refusal_known",
-    "ground_truth_refusal_rate": "ground_truth_refusal_known",
-    "mean_context_entailment": "context_scored",
-    "mean_ground_truth_entails_answer": "ground_truth_answer_scored",
-    "mean_answer_entails_ground_truth": "answer_ground_truth_scored",
-}
-
-
-def metric_support(rule: AlertRule, pooled: WindowAggregate) -> int:
+def metric_support(rule: Rule, pooled: WindowAggregate) -> int:
     """How many interactions the rule's metric is computed over (not the window's count: a rate of
     refusals among 3 known flags is no firmer because 50 interactions arrived)."""
     return int(getattr(pooled, DENOMINATORS[rule.metric]))
 
 
-def metric_value(rule: AlertRule, pooled: WindowAggregate) -> float | None:
+def metric_value(rule: Rule, pooled: WindowAggregate) -> float | None:
     value = getattr(pooled, rule.metric)
     return None if value is None else float(value)
-
-
-def alert_id(rule: AlertRule, app: str, model: str, window_start: datetime) -> str:
-    """Deterministic: the same rule on the same window fires (at most) once, whoever evaluates it."""
-    return f"{rule.name}|{app}|{model}|{window_start.strftime('%Y-%m-%dT%H:%M:%S')}"
 
 
 class RuleEvaluator:
     def __init__(self, rules: AlertRules) -> None:
         self.rules = rules.rules
 
-    def rules_for(self, app: str, model: str) -> list[AlertRule]:
+    def rules_for(self, app: str, model: str) -> list[Rule]:
         return [
             r for r in self.rules if (r.app is None or r.app == app) and (r.model is None or r.model == model)
         ]
 
     @staticmethod
     def check(
-        rule: AlertRule,
+        rule: AlertRule,  # a threshold rule (the engine runs streams.alerts.lifecycle.decide)
         pooled: WindowAggregate,
         *,
         last_window: WindowAggregate,
@@ -93,8 +74,12 @@ class RuleEvaluator:
             if last_window.window_end <= last_fired_end:
                 return None
         app, model = last_window.app, last_window.model
+        aid = alert_id(rule, app, model, last_window.window_start)
         return Alert(
-            alert_id=alert_id(rule, app, model, last_window.window_start),
+            alert_id=aid,
+            incident_id=aid,
+            starts_at=last_window.window_end,
+            severity=rule.severity,
             rule=rule.name,
             metric=rule.metric,
             app=app,

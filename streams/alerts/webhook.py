@@ -1,30 +1,74 @@
-"""Slack-compatible webhook: POST {"text": ...}, retried with exponential backoff on errors, 429 and 5xx."""
+"""HTTP delivery with retries: exponential backoff on connection errors, timeouts, 429 and 5xx; a 4xx is
+final. ``post_webhook`` is the Slack-compatible post ({"text": ...}) of GROUNDWATCH_ALERTS__WEBHOOK_URL."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
 log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    attempts: int
+    error: str = ""  # the last failure ("" when delivered)
+
+
+async def post_with_retries(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    content: bytes,
+    headers: Mapping[str, str],
+    retries: int,
+    backoff_s: float,
+    what: str = "webhook",
+    sleep: Sleep = asyncio.sleep,
+    timeout_s: float | None = None,
+) -> Outcome:
+    """POST ``content`` until a 2xx, at most ``retries`` + 1 times; never raises an HTTP error."""
+    error = ""
+    for attempt in range(retries + 1):
+        try:
+            response = await client.post(
+                url, content=content, headers=dict(headers), timeout=timeout_s or client.timeout
+            )
+            if response.status_code < 300:
+                return Outcome(True, attempt + 1)
+            error = f"HTTP {response.status_code}: {response.text[:200]}"
+            log.warning("%s answered %s (attempt %d)", what, response.status_code, attempt + 1)
+            if response.status_code != 429 and response.status_code < 500:
+                return Outcome(False, attempt + 1, error)
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("%s failed (attempt %d): %s", what, attempt + 1, error)
+        if attempt < retries:
+            await sleep(backoff_s * (2**attempt))
+    return Outcome(False, retries + 1, error)
 
 
 async def post_webhook(
     client: httpx.AsyncClient, url: str, text: str, *, retries: int = 3, backoff_s: float = 0.5
 ) -> bool:
     """True when the hook accepted the message (2xx); False after the last retry (logged, never raised)."""
-    for attempt in range(retries + 1):
-        try:
-            response = await client.post(url, json={"text": text})
-            if response.status_code < 300:
-                return True
-            retryable = response.status_code == 429 or response.status_code >= 500
-            log.warning("webhook answered %s (attempt %d)", response.status_code, attempt + 1)
-            if not retryable:
-                return False
-        except httpx.HTTPError as exc:
-            log.warning("webhook failed (attempt %d): %s", attempt + 1, exc)
-        if attempt < retries:
-            await asyncio.sleep(backoff_s * (2**attempt))
-    return False
+    outcome = await post_with_retries(
+        client, url, content=json_bytes({"text": text}), headers=JSON, retries=retries, backoff_s=backoff_s
+    )
+    return outcome.ok
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+def json_bytes(payload: Any) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8")

@@ -1,13 +1,23 @@
-"""A clickhouse-connect client from ONE URL: ``chdb:///abs/path`` (embedded) or ``http(s)://u:p@h:port/db``."""
+"""A clickhouse-connect client from ONE URL: ``chdb:///abs/path`` (embedded) or ``http(s)://u:p@h:port/db``.
+
+No error raised here shows a password: URLs in messages are redacted (``redact_url``) and a password
+that a driver echoes is replaced. An embedded chDB directory this creates is private (0700). A chDB
+path another process holds (one process per path) is a ConfigError naming the path and the cause.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
 import clickhouse_connect
+
+from schemas.errors import ClickHouseUnavailable, ConfigError
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -40,20 +50,40 @@ class Target:
         return f"{self.kind}://{user}{self.host}:{self.port}/{self.database}"
 
 
+def redact_url(url: str) -> str:
+    """The URL with any password (user:password@) and secret-looking query values replaced by ***."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, hostport = netloc.rpartition("@")
+            user = userinfo.split(":", 1)[0]
+            netloc = f"{user}:***@{hostport}" if ":" in userinfo else f"{user}@{hostport}"
+        query = re.sub(r"(?i)((?:password|passwd|pwd|secret|token|key)=)[^&]*", r"\1***", parts.query)
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return "(an unparseable URL)"
+
+
 def parse_url(url: str, default_database: str = "groundwatch") -> Target:
-    parsed = urlparse(url)
+    """Errors are ValueError (a ConfigError) naming the URL without its password."""
+    try:
+        parsed = urlparse(url)
+        parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise ConfigError(f"invalid ClickHouse URL {redact_url(url)!r}: {exc}") from None
     query = parse_qs(parsed.query)
     if parsed.scheme == "chdb":
         if parsed.netloc:
-            raise ValueError(f"chdb URL needs an absolute path: chdb:///abs/path (got {url!r})")
+            raise ConfigError(f"chdb URL needs an absolute path: chdb:///abs/path (got {redact_url(url)!r})")
         path = unquote(parsed.path)
         if not path.startswith("/"):
-            raise ValueError(f"chdb URL needs an absolute path: chdb:///abs/path (got {url!r})")
+            raise ConfigError(f"chdb URL needs an absolute path: chdb:///abs/path (got {redact_url(url)!r})")
         database = query.get("database", [default_database])[0]
         return Target(kind="chdb", database=check_identifier(database), path=path)
     if parsed.scheme in ("http", "https"):
         if not parsed.hostname:
-            raise ValueError("ClickHouse URL has no host (http(s)://user:password@host:port/database)")
+            raise ConfigError("ClickHouse URL has no host (http(s)://user:password@host:port/database)")
         database = unquote(parsed.path.strip("/")) or query.get("database", [default_database])[0]
         return Target(
             kind=parsed.scheme,
@@ -63,18 +93,79 @@ def parse_url(url: str, default_database: str = "groundwatch") -> Target:
             username=unquote(parsed.username) if parsed.username else None,
             password=unquote(parsed.password) if parsed.password else None,
         )
-    raise ValueError(f"unsupported ClickHouse URL scheme {parsed.scheme!r}: use chdb:///path or http(s)://")
+    raise ConfigError(f"unsupported ClickHouse URL scheme {parsed.scheme!r}: use chdb:///path or http(s)://")
+
+
+def _without_password(text: str, target: Target) -> str:
+    if target.password:
+        text = text.replace(target.password, "***")
+    return re.sub(r"(?i)(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+
+
+def lock_holder(path: str) -> bool:
+    """True when another process holds the chDB directory's lock (its ``status`` file, flock'ed by the
+    engine). Only asked after opening failed: this process's own engine holds it too."""
+    status = Path(path) / "status"
+    if not status.exists():
+        return False
+    try:
+        import fcntl
+
+        with status.open("rb") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    except (OSError, ImportError):
+        return False
+    return False
+
+
+def _private_dir(path: str) -> None:
+    """Create the chDB directory readable by its owner only (0700); an existing one is left alone."""
+    directory = Path(path)
+    if directory.exists():
+        return
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(directory, 0o700)
+    os.chmod(directory, 0o700)  # the umask may have narrowed it further, never widened: make it exact
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:500]
 
 
 def connect(target: Target) -> Any:
-    """A synchronous clickhouse-connect client on the server's default database (ours may not exist yet)."""
+    """A synchronous clickhouse-connect client on the server's default database (ours may not exist yet).
+
+    Raises ConfigError when an embedded chDB path cannot be opened (another process holding it is
+    named as the cause) and ClickHouseUnavailable when a server does not answer; neither message shows
+    the password."""
     if target.kind == "chdb":
         assert target.path is not None
-        return clickhouse_connect.get_client(dsn=f"chdb://{target.path}")
-    return clickhouse_connect.get_client(
-        host=target.host,
-        port=target.port,
-        username=target.username or "default",
-        password=target.password or "",
-        secure=target.kind == "https",
-    )
+        try:
+            _private_dir(target.path)
+            return clickhouse_connect.get_client(dsn=f"chdb://{target.path}")
+        except Exception as exc:
+            if lock_holder(target.path):
+                why = (
+                    "another process holds it (an embedded chDB path can be opened by one process at a "
+                    "time: stop the other worker, or give this one its own GROUNDWATCH_CLICKHOUSE__URL)"
+                )
+            else:
+                why = _first_line(exc)
+            raise ConfigError(f"cannot open the embedded chDB at {target.path}: {why}") from None
+    try:
+        return clickhouse_connect.get_client(
+            host=target.host,
+            port=target.port,
+            username=target.username or "default",
+            password=target.password or "",
+            secure=target.kind == "https",
+        )
+    except Exception as exc:
+        why = _without_password(f"{type(exc).__name__}: {_first_line(exc)}", target)
+        raise ClickHouseUnavailable(f"cannot connect to ClickHouse at {target.describe()}: {why}") from None

@@ -147,6 +147,8 @@ def window_row(w: WindowAggregate, computed_at: datetime) -> list[Any]:
 
 def alert_row(a: Alert) -> list[Any]:
     values = a.model_dump()
-    for key in ("window_start", "window_end", "fired_at"):
-        values[key] = utc(values[key])
+    for key in ("window_start", "window_end", "fired_at", "starts_at", "ends_at"):
+        if values[key] is not None:
+            values[key] = utc(values[key])
+    values["incident_id"] = a.incident
     return [values[c] for c in ALERT_COLUMNS]

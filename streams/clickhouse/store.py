@@ -52,6 +52,11 @@ def in_time_range(db: str, where: str) -> str:
     return f"interaction_id IN (SELECT interaction_id FROM {db}.evaluations WHERE {where}) AND {where}"
 
 
+DELIVERY_COLUMNS = [
+    "delivery_id", "alert_id", "receiver", "claimant", "claimed_at",
+    "status", "attempts", "error", "updated_at",
+]  # fmt: skip
+
 WINDOW_ROWS = (
     "app = {app:String} AND model = {model:String} "
     "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}"
@@ -188,14 +193,92 @@ class ClickHouseStore:
         return bool(rows and rows[0]["n"])
 
     async def last_alert_end(self, rule: str, app: str, model: str) -> datetime | None:
+        """The end of the window the rule last fired on for this app/model (its cool-down counts from it)."""
         rows = await self.query(
             f"SELECT max(window_end) AS last, count() AS n FROM {self.db}.alerts "
-            "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String}",
+            "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
+            "AND state = 'firing'",
             {"rule": rule, "app": app, "model": model},
         )
         if not rows or not rows[0]["n"]:
             return None
         return utc(rows[0]["last"])
+
+    async def latest_alert(self, rule: str, app: str, model: str) -> Alert | None:
+        """The rule's latest transition for this app/model (by event time; a resolution before the
+        firing of the same window): an open alert when its state is firing."""
+        rows = await self.query(
+            "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
+            "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
+            "ORDER BY window_end DESC, state = 'resolved' DESC LIMIT 1",
+            {"rule": rule, "app": app, "model": model},
+        )
+        return Alert.model_validate(rows[0]) if rows else None
+
+    async def alert_windows(
+        self, app: str, model: str, start: datetime, end: datetime
+    ) -> list[WindowAggregate]:
+        """The stored windows of one app/model with start <= window_start < end (what alert rules read)."""
+        rows = await self.query(
+            "SELECT " + ", ".join(WindowAggregate.model_fields) + f" FROM {self.db}.window_aggregates FINAL "
+            "WHERE app = {app:String} AND model = {model:String} "
+            "AND window_start >= {start:DateTime64(3, 'UTC')} AND window_start < {end:DateTime64(3, 'UTC')} "
+            "ORDER BY window_start",
+            {"app": app, "model": model, "start": utc(start), "end": utc(end)},
+        )
+        return [WindowAggregate.model_validate(r) for r in rows]
+
+    async def claim_delivery(
+        self, delivery_id: str, alert_id: str, receiver: str, claimant: str, claimed_at: datetime
+    ) -> bool:
+        """Claim a notification (the ledger of migration 004); True when this claim arrived first (the
+        server's insert time), so this claimant sends; a delivery already recorded as delivered or failed
+        is never claimed again. Any reader that sees a later claim also sees the first one."""
+        at = utc(claimed_at)
+        # a claim's version (updated_at) is the epoch: an outcome row always replaces it, never the reverse
+        row = [
+            delivery_id,
+            alert_id,
+            receiver,
+            claimant,
+            at,
+            "claimed",
+            0,
+            "",
+            datetime(1970, 1, 1, tzinfo=UTC),
+        ]
+        await self._run(
+            lambda: self.client.insert(f"{self.db}.alert_deliveries", [row], column_names=DELIVERY_COLUMNS)
+        )
+        rows = await self.query(
+            f"SELECT claimant, status FROM {self.db}.alert_deliveries FINAL WHERE delivery_id = {{d:String}} "
+            "ORDER BY status = 'claimed' ASC, inserted ASC, claimant ASC LIMIT 1",
+            {"d": delivery_id},
+        )
+        return bool(rows) and rows[0]["status"] == "claimed" and rows[0]["claimant"] == claimant
+
+    async def finish_delivery(
+        self, delivery_id: str, claimant: str, status: str, attempts: int, error: str, at: datetime
+    ) -> None:
+        """Record the outcome of a claimed delivery (replaces the claim row of this claimant)."""
+        rows = await self.query(
+            "SELECT " + ", ".join(DELIVERY_COLUMNS) + f" FROM {self.db}.alert_deliveries FINAL "
+            "WHERE delivery_id = {d:String} AND claimant = {c:String}",
+            {"d": delivery_id, "c": claimant},
+        )
+        claim: dict[str, Any] = rows[0] if rows else {"alert_id": "", "receiver": "", "claimed_at": at}
+        row = [delivery_id, claim["alert_id"], claim["receiver"], claimant, utc(claim["claimed_at"]),
+               status, attempts, error[:2000], utc(at)]  # fmt: skip
+        await self._run(
+            lambda: self.client.insert(f"{self.db}.alert_deliveries", [row], column_names=DELIVERY_COLUMNS)
+        )
+
+    def deliveries_sync(self) -> list[dict[str, Any]]:
+        """Every claim and outcome in the ledger (deduplicated), oldest claim first."""
+        return self.query_sync(
+            "SELECT " + ", ".join(DELIVERY_COLUMNS) + f" FROM {self.db}.alert_deliveries FINAL "
+            "ORDER BY claimed_at, delivery_id, claimant"
+        )
 
     def stale_windows_sync(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         """(app, model, window start) of windows whose rows were written after their aggregate (or that

@@ -1,0 +1,107 @@
+"""The statistics of the baseline rules, pure: pooled observations and one-sided z-tests.
+
+A window contributes an ``Obs``: for a rate, the events and the interactions the rate is over (its
+denominator); for a mean entailment, the sum of the scores and how many were scored. Windows store only
+a mean and a count, not a variance, so the test on means estimates the per-interaction variance from how
+much the baseline's window means scatter around their pooled mean (method of moments: each window mean
+has variance sigma^2 / n_i), capped by the largest variance a score between 0 and 1 with that mean can
+have, m (1 - m), which is also the fallback when the baseline has fewer than 4 windows with data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from schemas.alert import RATE_METRICS
+from schemas.window import WindowAggregate
+
+#: the WindowAggregate field that counts the interactions a metric is computed over (its denominator)
+DENOMINATORS: dict[str, str] = {
+    "hallucination_rate": "answered",
+    "answer_refusal_rate": "answer_refusal_known",
+    "ground_truth_refusal_rate": "ground_truth_refusal_known",
+    "mean_context_entailment": "context_scored",
+    "mean_ground_truth_entails_answer": "ground_truth_answer_scored",
+    "mean_answer_entails_ground_truth": "answer_ground_truth_scored",
+}
+MIN_VARIANCE = 1e-4  # a floor, so a baseline of identical scores does not make every wobble significant
+
+
+@dataclass(frozen=True)
+class Obs:
+    total: float  # events (a rate) or the sum of the scores (a mean)
+    n: int  # the metric's denominator
+
+    @property
+    def value(self) -> float | None:
+        return None if self.n <= 0 else self.total / self.n
+
+
+EMPTY = Obs(0.0, 0)
+
+
+def observe(metric: str, window: WindowAggregate) -> Obs:
+    """The window's observation of one metric (an empty one when it has no value)."""
+    n = int(getattr(window, DENOMINATORS[metric]))
+    value = getattr(window, metric)
+    if value is None or n <= 0:
+        return EMPTY
+    if metric == "hallucination_rate":
+        return Obs(float(window.hallucinations), n)
+    total = round(float(value) * n) if metric in RATE_METRICS else float(value) * n
+    return Obs(float(total), n)
+
+
+def pool(observations: Iterable[Obs]) -> Obs:
+    total, n = 0.0, 0
+    for o in observations:
+        total += o.total
+        n += o.n
+    return Obs(total, n)
+
+
+def z_critical(confidence: float) -> float:
+    """The one-sided critical value: 0.99 -> 2.326."""
+    return NormalDist().inv_cdf(confidence)
+
+
+def z_rates(current: Obs, baseline: Obs) -> float:
+    """Two-proportion z statistic (pooled variance) of current minus baseline; 0 without variance."""
+    if current.n <= 0 or baseline.n <= 0:
+        return 0.0
+    p = (current.total + baseline.total) / (current.n + baseline.n)
+    se = math.sqrt(p * (1 - p) * (1 / current.n + 1 / baseline.n))
+    if se == 0:
+        return 0.0
+    return (current.total / current.n - baseline.total / baseline.n) / se
+
+
+def mean_variance(baseline_windows: Iterable[Obs]) -> float:
+    """Per-interaction variance of a score in [0, 1], from the baseline's windows (module docstring)."""
+    used = [o for o in baseline_windows if o.n > 0]
+    pooled = pool(used)
+    if pooled.n == 0:
+        return 0.25
+    m = pooled.total / pooled.n
+    bound = max(m * (1 - m), MIN_VARIANCE)
+    if len(used) < 4:
+        return bound
+    scatter = sum(o.n * (o.total / o.n - m) ** 2 for o in used) / (len(used) - 1)
+    return min(max(scatter, MIN_VARIANCE), bound)
+
+
+def z_means(current: Obs, baseline: Obs, variance: float) -> float:
+    if current.n <= 0 or baseline.n <= 0:
+        return 0.0
+    se = math.sqrt(variance * (1 / current.n + 1 / baseline.n))
+    return (current.total / current.n - baseline.total / baseline.n) / se
+
+
+def z_change(metric: str, current: Obs, baseline: Obs, baseline_windows: Iterable[Obs]) -> float:
+    """The z statistic of current minus baseline for this metric (rates: two proportions; means: above)."""
+    if metric in RATE_METRICS:
+        return z_rates(current, baseline)
+    return z_means(current, baseline, mean_variance(baseline_windows))

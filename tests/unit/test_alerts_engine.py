@@ -1,0 +1,191 @@
+"""Two alert engines (standing in for two workers) over one chDB store: one transition each way, one
+notification per transition and receiver, a failing receiver recorded and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from schemas.alert import AlertRules, BaselineRule, Receiver
+from schemas.window import WindowAggregate
+from streams.alerts.engine import AlertEngine
+from streams.alerts.receivers import resolve
+from streams.clickhouse.store import ClickHouseStore
+from streams.windows.tumbling import TumblingWindows
+from tests.integration.chdb import fresh_chdb_url
+from tests.settings_factory import make_settings
+
+HOUR = timedelta(hours=1)
+# recent event time: the tables' retention counts from fired_at and computed_at (the injected clock)
+T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
+
+
+class Hook:
+    def __init__(self, codes: list[int] | None = None) -> None:
+        self.codes = codes or []
+        self.posts: list[tuple[dict[str, str], bytes]] = []
+
+
+@pytest.fixture()
+def hook() -> Iterator[tuple[str, Hook]]:
+    state = Hook()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            state.posts.append((dict(self.headers), body))
+            self.send_response(state.codes.pop(0) if state.codes else 200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", state
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture()
+def store() -> Iterator[ClickHouseStore]:
+    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
+    yield s
+    s.close()
+
+
+def window(i: int, n: int, bad: int) -> WindowAggregate:
+    start = T0 + i * HOUR
+    return WindowAggregate(
+        window_start=start, window_end=start + HOUR, app="bot", model="m", count=n,
+        mean_context_entailment=0.8, mean_ground_truth_entails_answer=None,
+        mean_answer_entails_ground_truth=None,
+        answered=n, hallucinations=bad, hallucination_rate=bad / n, answer_refusal_rate=0.0,
+        ground_truth_refusal_rate=None, input_tokens=0, output_tokens=0, cost_usd=0.0,
+        judge_latency_p50_ms=None, judge_latency_p95_ms=None, incomplete=0, answer_refusal_known=n,
+        context_scored=n,
+    )  # fmt: skip
+
+
+RULES = AlertRules(
+    rules=[
+        BaselineRule(
+            name="drift", kind="baseline", metric="hallucination_rate", baseline_windows=6,
+            min_interactions=50, min_baseline_interactions=100, for_windows=2, resolve_for=2,
+            cooldown_seconds=0,
+        )
+    ]
+)  # fmt: skip
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def no_sleep(_: float) -> None:
+    return None
+
+
+def engines(store: ClickHouseStore, rules: AlertRules, url: str, clock: Clock) -> list[AlertEngine]:
+    settings = make_settings().alerts
+    receivers = [Receiver(name="signed", kind="webhook", url=url, secret="s3cret", retries=2, backoff_s=0)]
+    targets = resolve(receivers, settings, env={})
+    return [
+        AlertEngine(rules, settings, TumblingWindows(3600), store, targets=targets, clock=clock,
+                    sleep=no_sleep, claimant=f"worker-{k}")
+        for k in range(2)
+    ]  # fmt: skip
+
+
+async def run(
+    store: ClickHouseStore, engines_: list[AlertEngine], rates: list[int], clock: Clock
+) -> list[Any]:
+    """The distinct transitions made (two engines deciding at once may both make the same one: the same
+    alert_id, one row; the ledger still sends it once)."""
+    made: dict[str, Any] = {}
+    for i, bad in enumerate(rates):
+        w = window(i, 100, bad)
+        clock.now = w.window_end
+        await store.insert_window(w, clock.now)
+        # both workers close the same window at the same time
+        for out in await asyncio.gather(*(engine.on_window(w) for engine in engines_)):
+            made |= {a.alert_id: a for a in out}
+        for engine in engines_:
+            await engine.drain()
+    return list(made.values())
+
+
+async def test_drift_fires_once_and_resolves_once_across_two_engines(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    url, state = hook
+    clock = Clock()
+    pair = engines(store, RULES, url, clock)
+    # 8 windows at 5 %, 4 at 20 % (drift), 4 back at 5 %
+    made = await run(store, pair, [5] * 8 + [20] * 4 + [5] * 4, clock)
+    states = [(a.state, a.window_end - T0) for a in made]
+    assert states == [("firing", 10 * HOUR), ("resolved", 14 * HOUR)]  # for: 2 windows; resolve_for: 2
+    fired, back = made
+    assert fired.baseline == pytest.approx(0.05) and fired.value == pytest.approx(0.20)
+    assert back.baseline == pytest.approx(0.05) and back.ends_at == T0 + 14 * HOUR
+    assert back.starts_at == fired.starts_at == T0 + 10 * HOUR and back.incident_id == fired.alert_id
+    assert [a.state for a in store.alerts_sync()] == ["firing", "resolved"]
+    # one signed post per transition, though two engines evaluated every window
+    assert len(state.posts) == 2
+    for headers, body in state.posts:
+        mac = hmac.new(b"s3cret", headers["X-Groundwatch-Timestamp"].encode() + b"." + body, hashlib.sha256)
+        assert headers["X-Groundwatch-Signature"] == "sha256=" + mac.hexdigest()
+    assert [json.loads(b)["alert"]["state"] for _, b in state.posts] == ["firing", "resolved"]
+    assert [d["status"] for d in store.deliveries_sync()].count("delivered") == 2
+    assert sum(e.delivered for e in pair) == 2 and sum(e.delivery_failures for e in pair) == 0
+
+
+async def test_the_ledger_lets_one_of_two_claims_send(store: ClickHouseStore, hook: tuple[str, Hook]) -> None:
+    url, state = hook
+    clock = Clock()
+    pair = engines(store, RULES, url, clock)
+    made = await run(store, pair[:1], [5] * 8 + [20] * 2, clock)
+    state.posts.clear()
+    # both workers decided the same transition before either stored it: both try to notify
+    sent = await asyncio.gather(*(e.notify(e.targets[0], made[0]) for e in pair))
+    assert sent == [False, False] and state.posts == []  # delivered already (by run()): never again
+    fresh = made[0].model_copy(update={"alert_id": "other|bot|m|x"})
+    sent = await asyncio.gather(*(e.notify(e.targets[0], fresh) for e in pair))
+    assert sorted(sent) == [False, True] and len(state.posts) == 1
+    rows = [d for d in store.deliveries_sync() if d["alert_id"] == "other|bot|m|x"]
+    assert sorted(d["status"] for d in rows) == ["claimed", "delivered"]
+
+
+async def test_a_failing_receiver_is_retried_then_recorded_and_counted(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    url, state = hook
+    state.codes = [503] * 10
+    clock = Clock()
+    pair = engines(store, RULES, url, clock)
+    made = await run(store, pair, [5] * 8 + [20] * 2, clock)
+    assert [a.state for a in made] == ["firing"]
+    assert len(state.posts) == 3  # 1 + 2 retries, by one engine only
+    failed = [d for d in store.deliveries_sync() if d["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["attempts"] == 3 and "503" in failed[0]["error"]
+    assert sum(e.delivery_failures for e in pair) == 1
+
+
+async def test_stable_rate_never_fires(store: ClickHouseStore, hook: tuple[str, Hook]) -> None:
+    url, state = hook
+    clock = Clock()
+    made = await run(store, engines(store, RULES, url, clock), [5, 6, 4, 5, 7, 5, 4, 6, 5, 6, 5, 4], clock)
+    assert made == [] and state.posts == []

@@ -1,0 +1,168 @@
+"""Every CLI command ends an expected failure with ONE line, `groundwatch <cmd>: <what>: <why>`, exit 2;
+no password is ever echoed; the chDB directory is private; a held chDB path is named as such."""
+
+from __future__ import annotations
+
+import fcntl
+import stat
+from pathlib import Path
+
+import pytest
+
+from groundwatch import cli
+from schemas.errors import ConfigError
+from schemas.safe_text import uninstall_safe_logging
+from streams.clickhouse import client as ch
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
+    code = cli.main(list(argv))
+    err = capsys.readouterr().err.strip().splitlines()
+    return code, err
+
+
+@pytest.fixture(autouse=True)
+def no_groundwatch_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("GROUNDWATCH_"):
+            monkeypatch.delenv(name)
+
+
+def test_report_since_garbage(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run(capsys, "report", "--since", "garbage")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("groundwatch report: ConfigError: --since: expected e.g. 30m")
+
+
+def test_an_invalid_setting_from_the_environment(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GROUNDWATCH_KAFKA__PARTITIONS", "zero")
+    (tmp_path / "in.jsonl").write_text("{}\n")
+    code, err = run(capsys, "replay", str(tmp_path / "in.jsonl"))
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("groundwatch replay: invalid Settings: kafka.partitions: Input should be")
+
+
+def test_replay_of_a_file_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"id": "a", "question": "q", "answer": "a"}\n{"id": "\xff"}\n')
+    code, err = run(capsys, "replay", str(path), "--broker", "kafka://127.0.0.1:9")
+    assert code == 2 and err == [
+        f"groundwatch replay: ConfigError: {path} line 2 is not UTF-8 (byte 0xff at column 9); "
+        "nothing was sent"
+    ]
+    code, err = run(capsys, "replay", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and err == [
+        f"groundwatch replay: ConfigError: no such file: {tmp_path / 'missing.jsonl'}"
+    ]
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--rate", "-5"), ("--rate", "0"), ("--rate", "nan"),
+                                              ("--limit", "-1"), ("--limit", "x")])  # fmt: skip
+def test_replay_rejects_bad_numbers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["replay", str(tmp_path / "in.jsonl"), flag, value])
+    assert exit_.value.code == 2 and f"argument {flag}:" in capsys.readouterr().err
+
+
+def test_replay_without_a_broker(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from aiokafka.errors import KafkaConnectionError
+
+    import groundwatch.replay
+
+    async def unreachable(*args: object, **kwargs: object) -> None:
+        raise KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 9)]")
+
+    monkeypatch.setattr(groundwatch.replay, "replay", unreachable)
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "question": "q", "answer": "a"}\n')
+    code, err = run(capsys, "replay", str(path), "--broker", "kafka://127.0.0.1:9")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(
+        "groundwatch replay: BrokerUnavailable: cannot send to the broker at kafka://127.0.0.1:9: "
+    )
+
+
+def test_worker_with_a_missing_rules_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GROUNDWATCH_ALERTS__RULES_FILE", str(tmp_path / "rules.yaml"))
+    try:
+        code, err = run(capsys, "worker")
+    finally:
+        uninstall_safe_logging()
+    assert code == 2 and err == [
+        f"groundwatch worker: ConfigError: alert rules file {tmp_path / 'rules.yaml'} "
+        "(GROUNDWATCH_ALERTS__RULES_FILE) does not exist"
+    ]
+
+
+def test_an_unreachable_clickhouse_never_shows_the_password(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run(capsys, "report", "--clickhouse", "http://bob:hunter2@127.0.0.1:9/db")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("groundwatch report: ClickHouseUnavailable: cannot connect to ClickHouse at "
+                             "http://bob@127.0.0.1:9/db: ")  # fmt: skip
+    code, err2 = run(capsys, "report", "--clickhouse", "http://bob:hunter2@127.0.0.1:port/db")
+    assert code == 2 and "bob:***@127.0.0.1:port" in err2[0]
+    assert "hunter2" not in " ".join(err + err2)
+
+
+def test_urls_are_redacted_in_every_error() -> None:
+    for url in ("chdb://bob:hunter2@host/x", "ftp://bob:hunter2@h/db", "http://bob:hunter2@h:nope/db",
+                "chdb:relative?password=hunter2"):  # fmt: skip
+        with pytest.raises(ConfigError) as err:
+            ch.parse_url(url)
+        assert "hunter2" not in str(err.value), url
+    assert (
+        ch.redact_url("https://u:p%40ss@h:8443/db?token=abc&x=1") == "https://u:***@h:8443/db?token=***&x=1"
+    )
+
+
+def test_a_bug_is_one_line_with_exit_1_and_debug_shows_the_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from groundwatch.commands import schema_cmd
+
+    def broken(args: object) -> int:
+        raise KeyError("oops")
+
+    monkeypatch.setattr(schema_cmd, "run", broken)
+    code, err = run(capsys, "schema")
+    assert code == 1 and len(err) == 1 and err[0].startswith("groundwatch schema: internal error (KeyError)")
+    with pytest.raises(KeyError):
+        cli.main(["schema", "--debug"])
+    monkeypatch.setenv("GROUNDWATCH_DEBUG", "1")
+    with pytest.raises(KeyError):
+        cli.main(["schema"])
+
+
+def test_the_chdb_directory_is_created_private(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "chdb"
+    ch._private_dir(str(path))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+
+
+def test_a_chdb_path_another_process_holds_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "chdb"
+    path.mkdir()
+    (path / "status").write_text("")
+
+    def refused(**kwargs: object) -> object:
+        raise RuntimeError("Unable to open the chdb engine: Code: 36. DB::Exception: Error initializing")
+
+    monkeypatch.setattr(ch.clickhouse_connect, "get_client", refused)
+    target = ch.parse_url(f"chdb://{path}")
+    with (path / "status").open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the engine of another worker does
+        with pytest.raises(ConfigError) as err:
+            ch.connect(target)
+    assert str(err.value).startswith(f"cannot open the embedded chDB at {path}: another process holds it")
+    with pytest.raises(ConfigError, match="Error initializing"):  # not held: chDB's own reason
+        ch.connect(target)
