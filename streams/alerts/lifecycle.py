@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from schemas.alert import Alert, AlertRule, BaselineRule
-from streams.alerts.stats import Obs, pool, z_change, z_critical
+from streams.alerts.stats import Obs, pool, significant
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
@@ -98,8 +98,9 @@ def baseline_check(
     back = frozen is not None and sign * (value - frozen) < rule.resolve_below
     if base.n < rule.min_baseline_interactions or base.value is None:
         return Check(False, back, value, obs.n, start, end, base)
-    z = sign * z_change(rule.metric, obs, base, base_slots)
-    breach = z >= z_critical(rule.confidence) and sign * (value - base.value) >= rule.min_effect
+    up = rule.bad_direction == "up"
+    sig, z = significant(rule.metric, obs, base, base_slots, rule.confidence, up)
+    breach = sig and sign * (value - base.value) >= rule.min_effect
     return Check(breach, back, value, obs.n, start, end, base, z)
 
 

@@ -100,8 +100,42 @@ def z_means(current: Obs, baseline: Obs, variance: float) -> float:
     return (current.total / current.n - baseline.total / baseline.n) / se
 
 
-def z_change(metric: str, current: Obs, baseline: Obs, baseline_windows: Iterable[Obs]) -> float:
-    """The z statistic of current minus baseline for this metric (rates: two proportions; means: above)."""
+def wilson(obs: Obs, z: float) -> tuple[float, float]:
+    """Wilson score interval of a rate (z: the one-sided critical value of each bound)."""
+    n, p = obs.n, obs.total / obs.n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
+
+
+def newcombe_lower(current: Obs, baseline: Obs, z: float) -> float:
+    """Lower bound of current minus baseline rate (Newcombe's hybrid score interval from the two Wilson
+    intervals; unlike the z-test it keeps its coverage at a few events per window)."""
+    p1, p0 = current.total / current.n, baseline.total / baseline.n
+    low1, _ = wilson(current, z)
+    _, up0 = wilson(baseline, z)
+    return p1 - p0 - math.sqrt((p1 - low1) ** 2 + (up0 - p0) ** 2)
+
+
+def upper_change(current: Obs, baseline: Obs, z: float) -> float:
+    """Upper bound of current minus baseline rate (the same interval, the other side)."""
+    flipped = Obs(current.n - current.total, current.n), Obs(baseline.n - baseline.total, baseline.n)
+    return -newcombe_lower(*flipped, z)
+
+
+def significant(
+    metric: str, current: Obs, baseline: Obs, baseline_windows: Iterable[Obs], confidence: float, up: bool
+) -> tuple[bool, float]:
+    """Whether current moved away from baseline in the bad direction at this one-sided confidence, and
+    the z statistic (for the message). Rates: the Newcombe interval of the difference excludes 0; means:
+    a z-test with the variance of ``mean_variance``."""
+    zc = z_critical(confidence)
+    if current.n <= 0 or baseline.n <= 0:
+        return False, 0.0
     if metric in RATE_METRICS:
-        return z_rates(current, baseline)
-    return z_means(current, baseline, mean_variance(baseline_windows))
+        z = z_rates(current, baseline)
+        bound = newcombe_lower(current, baseline, zc) if up else -upper_change(current, baseline, zc)
+        return bound > 0, z if up else -z
+    z = z_means(current, baseline, mean_variance(baseline_windows))
+    z = z if up else -z
+    return z >= zc, z

@@ -79,7 +79,8 @@ def window(i: int, n: int, bad: int) -> WindowAggregate:
 RULES = AlertRules(
     rules=[
         BaselineRule(
-            name="drift", kind="baseline", metric="hallucination_rate", baseline_windows=6,
+            name="drift", kind="baseline", metric="hallucination_rate", baseline_windows=6, windows=1,
+            confidence=0.99,
             min_interactions=50, min_baseline_interactions=100, for_windows=2, resolve_for=2,
             cooldown_seconds=0,
         )
