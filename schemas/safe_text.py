@@ -73,7 +73,7 @@ class SafeLogFilter(logging.Filter):
         except Exception:  # a bad format string: show what there is
             message = f"{record.msg!r} % {record.args!r}"
         record.msg = safe_text(message)
-        record.args = None
+        record.args = ()  # not None: faust's formatter would format the message again with (None,)
         if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
             exc_type, exc, tb = record.exc_info
             assert exc_type is not None

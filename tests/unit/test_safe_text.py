@@ -72,6 +72,18 @@ def test_every_log_record_is_escaped_once_installed(safe_logging: None) -> None:
     assert "\x1b" not in stream.getvalue()
 
 
+def test_faust_s_formatter_shows_the_escaped_message_as_is(safe_logging: None) -> None:
+    """mode's ExtensionFormatter (the worker's) turns args into a tuple and formats again: the escaped
+    message must come out unchanged, a literal % and a %s in the data included."""
+    from mode.utils.logging import ExtensionFormatter
+
+    logger, stream = _capture()
+    logger.handlers[0].setFormatter(ExtensionFormatter(stream=stream, fmt="%(message)s"))
+    logger.info("Creating topic %s at 50%%", "a%sb\n")
+    logger.info("plain 100% done")
+    assert stream.getvalue().splitlines() == ["Creating topic a%sb\\n at 50%", "plain 100% done"]
+
+
 def test_without_the_factory_a_forged_line_appears_and_the_filter_stops_it() -> None:
     logger, stream = _capture()
     logger.warning("app=%s", FORGED)
