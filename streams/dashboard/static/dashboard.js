@@ -153,9 +153,11 @@ function placeMarkers(u, alerts) {
     const t = Date.parse(a.window_end) / 1000;
     const x = u.valToPos(t, "x");
     if (!(x >= 0 && x <= u.over.clientWidth)) continue;
-    const title = `${a.rule}: ${a.metric} ${fmt(a.value)} ${a.op} ${a.threshold} (${a.app} / ${a.model}), window ending ${a.window_end}`;
-    const marker = el("div", { class: "alert-marker", title, "data-t": String(t), "data-rule": a.rule, "data-app": a.app, "data-model": a.model });
-    if (x - lastLabelled > 90) { marker.append(el("span", {}, "⚠ " + a.rule)); lastLabelled = x; }
+    const state = a.state || "firing";
+    const against = a.baseline !== null && a.baseline !== undefined ? `baseline ${fmt(a.baseline)}` : `${a.op} ${a.threshold}`;
+    const title = `${state}: ${a.rule}: ${a.metric} ${fmt(a.value)} (${against}) (${a.app} / ${a.model}), window ending ${a.window_end}`;
+    const marker = el("div", { class: "alert-marker" + (state === "resolved" ? " resolved" : ""), title, "data-t": String(t), "data-rule": a.rule, "data-app": a.app, "data-model": a.model, "data-state": state });
+    if (x - lastLabelled > 90) { marker.append(el("span", {}, (state === "resolved" ? "✓ " : "⚠ ") + a.rule)); lastLabelled = x; }
     marker.style.left = x + "px";
     u.over.append(marker);
   }
@@ -309,12 +311,14 @@ async function loadAlerts() {
   if (models.length === 1) q.set("model", models[0]);
   let alerts = await api("alerts", q);
   if (models.length > 1) alerts = alerts.filter((a) => models.includes(a.model));
-  const cols = ["fired at", "rule", "app / model", "metric", "value", "threshold", "window", "interactions", "state", "message"];
+  const cols = ["state", "rule", "app / model", "metric", "started", "ended", "baseline", "current", "threshold", "window", "interactions", "message"];
+  const num = (v) => (v === null || v === undefined ? "–" : fmt(v));
   $("alerts-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
-  $("alerts-table").querySelector("tbody").replaceChildren(...alerts.map((a) => el("tr", { class: "bad" },
-    el("td", {}, a.fired_at), el("td", {}, a.rule), el("td", {}, `${a.app} / ${a.model}`), el("td", {}, a.metric),
-    el("td", { class: "num" }, fmt(a.value)), el("td", { class: "num" }, `${a.op} ${a.threshold}`),
-    el("td", {}, `${a.window_start} – ${a.window_end}`), el("td", { class: "num" }, a.interactions), el("td", {}, "fired"), el("td", {}, a.message))));
+  $("alerts-table").querySelector("tbody").replaceChildren(...alerts.map((a) => el("tr", { class: (a.state || "firing") === "resolved" ? "resolved" : "bad", "data-state": a.state || "firing" },
+    el("td", {}, a.state || "firing"), el("td", {}, a.rule), el("td", {}, `${a.app} / ${a.model}`), el("td", {}, a.metric),
+    el("td", {}, a.starts_at || a.window_end), el("td", {}, a.ends_at || "–"),
+    el("td", { class: "num" }, num(a.baseline)), el("td", { class: "num" }, fmt(a.value)), el("td", { class: "num" }, `${a.op} ${a.threshold}`),
+    el("td", {}, `${a.window_start} – ${a.window_end}`), el("td", { class: "num" }, a.interactions), el("td", {}, a.message))));
   if (!alerts.length) $("alerts-table").querySelector("tbody").append(el("tr", {}, el("td", { colSpan: cols.length }, "no alerts in this range")));
 }
 

@@ -1,0 +1,118 @@
+"""Pure lifecycle: threshold `for` and hysteresis, baseline frozen while firing, rule-file validation,
+receiver payloads and secrets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from schemas.alert import Alert, AlertRule, BaselineRule, Receiver
+from schemas.errors import ConfigError
+from streams.alerts.lifecycle import Slot, decide
+from streams.alerts.receivers import Target, alertmanager_alert, resolve, verify
+from streams.alerts.rules import load_rules
+from streams.alerts.stats import Obs
+from tests.settings_factory import make_settings
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+
+
+def run(rule: AlertRule | BaselineRule, counts: list[tuple[int, int]]) -> list[Alert]:
+    slots: list[Slot] = []
+    open_alert, last, made = None, None, []
+    for i, (bad, n) in enumerate(counts):
+        slots.append(Slot(T0 + i * HOUR, T0 + (i + 1) * HOUR, Obs(bad, n)))
+        alert = decide(rule, "a", "m", slots, open_alert, last, T0)
+        if alert is not None:
+            made.append(alert)
+            open_alert = alert if alert.state == "firing" else None
+            last = alert.window_end if alert.state == "firing" else last
+    return made
+
+
+def test_threshold_for_and_hysteresis() -> None:
+    rule = AlertRule(name="t", metric="hallucination_rate", threshold=0.25, windows=1, min_interactions=10,
+                     for_windows=2, resolve_for=2, hysteresis=0.05, cooldown_seconds=0)  # fmt: skip
+    # one window over: nothing; two: fires; 0.22 is inside the hysteresis band: still firing
+    made = run(rule, [(30, 100), (10, 100), (30, 100), (30, 100), (22, 100), (22, 100), (20, 100), (10, 100)])
+    assert [(a.state, a.window_end - T0) for a in made] == [("firing", 4 * HOUR), ("resolved", 8 * HOUR)]
+    assert made[1].starts_at == made[0].starts_at and made[1].ends_at == T0 + 8 * HOUR
+    assert made[1].alert_id == made[0].alert_id + "|resolved"
+
+
+def test_baseline_stays_frozen_while_firing() -> None:
+    rule = BaselineRule(name="b", kind="baseline", metric="hallucination_rate", windows=1, baseline_windows=4,
+                        min_interactions=50, min_baseline_interactions=100, confidence=0.99, resolve_for=1,
+                        cooldown_seconds=0)  # fmt: skip
+    made = run(rule, [(5, 100)] * 4 + [(20, 100)] * 10)
+    assert [a.state for a in made] == ["firing"]  # the trailing baseline fills with 20 %; the alert holds
+    assert (
+        made[0].baseline == pytest.approx(0.05)
+        and made[0].op == ">"
+        and made[0].threshold == pytest.approx(0.10)
+    )
+    assert [a.state for a in run(rule, [(5, 100)] * 4 + [(20, 100)] + [(6, 100)])] == ["firing", "resolved"]
+
+
+def test_baseline_on_a_falling_mean() -> None:
+    rule = BaselineRule(name="g", kind="baseline", metric="mean_context_entailment", windows=1,
+                        baseline_windows=6, min_interactions=50, min_baseline_interactions=100,
+                        cooldown_seconds=0)  # fmt: skip
+    steady = [(80 + d, 100) for d in (1, -1, 2, -2, 0, 1)]  # means 0.78-0.82
+    assert run(rule, [*steady, (79, 100)]) == []
+    fired = run(rule, [*steady, (60, 100)])
+    assert [a.state for a in fired] == ["firing"] and fired[0].op == "<"
+
+
+def test_rules_file_errors_name_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "r.yaml"
+    bad.write_text("rules:\n  - {name: r, kind: baseline, metric: hallucination_rate, min_effect: 0.05, "
+                   "resolve_effect: 0.1}\n")  # fmt: skip
+    with pytest.raises(ValidationError, match="resolve_effect must be below min_effect"):
+        load_rules(bad)
+    bad.write_text("rules:\n  - {name: r, kind: baseline, metric: hallucination_rate, thresold: 1}\n")
+    with pytest.raises(ValidationError, match="thresold"):
+        load_rules(bad)
+    bad.write_text("rules: []\nreceivers:\n  - {name: x, kind: slack}\n")
+    with pytest.raises(ValidationError, match="exactly one of url and url_env"):
+        load_rules(bad)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("rules:\n  - {name: r, kind: baseline, metric: hallucination_rate, for: 3}\n")
+    assert load_rules(ok).rules[0].for_windows == 3
+
+
+def test_receivers_resolve_secrets_from_the_environment() -> None:
+    hook = Receiver(name="h", kind="webhook", url_env="HOOK_URL", secret_env="HOOK_SECRET")
+    settings = make_settings(alerts={"webhook_url": "http://legacy/hook"}).alerts
+    targets = resolve([hook], settings, env={"HOOK_URL": "http://h/x", "HOOK_SECRET": "k"})
+    assert [(t.name, t.url, t.secret) for t in targets] == [
+        ("h", "http://h/x", "k"),
+        ("webhook", "http://legacy/hook", None),
+    ]
+    with pytest.raises(ConfigError, match="HOOK_SECRET"):
+        resolve([hook], make_settings().alerts, env={"HOOK_URL": "http://h/x"})
+
+
+def test_requests_of_each_receiver_kind() -> None:
+    rule = AlertRule(name="t", metric="hallucination_rate", threshold=0.2, windows=1, min_interactions=1,
+                     resolve_for=1, cooldown_seconds=0, severity="critical")  # fmt: skip
+    fired, back = run(rule, [(50, 100), (10, 100)])
+    now = T0 + 5 * HOUR
+    _, body, headers = Target(
+        Receiver(name="w", kind="webhook", url="http://w", secret="k"), "http://w", "k"
+    ).request(fired, "d1", now)
+    assert headers["X-Groundwatch-Delivery"] == "d1"
+    assert verify("k", headers["X-Groundwatch-Timestamp"], body, headers["X-Groundwatch-Signature"])
+    assert not verify("other", headers["X-Groundwatch-Timestamp"], body, headers["X-Groundwatch-Signature"])
+    am = Target(Receiver(name="am", kind="alertmanager", url="http://am:9093/"), "http://am:9093/")
+    assert am.request(fired, "d", now)[0] == "http://am:9093/api/v2/alerts"
+    firing = alertmanager_alert(fired, now, timedelta(hours=1))
+    assert {k: firing["labels"][k] for k in ("app", "model", "rule", "severity")} == {
+        "app": "a", "model": "m", "rule": "t", "severity": "critical",
+    }  # fmt: skip
+    assert firing["startsAt"] == "2026-01-01T01:00:00.000Z" and firing["endsAt"] == "2026-01-01T06:00:00.000Z"
+    assert alertmanager_alert(back, now, timedelta(hours=1))["endsAt"] == "2026-01-01T02:00:00.000Z"
