@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "eval": "Evaluate a JSONL file of interactions offline and write a report.",
     "worker": "Run the stream processors against the configured Kafka and ClickHouse.",
     "replay": "Produce interactions from a JSONL file onto the interactions topic.",
+    "otlp": "Turn OpenTelemetry traces (OTLP/JSON) into interactions JSONL.",
     "report": "Print trend tables per app/model from ClickHouse.",
     "demo": "Start a local broker, worker and judge, replay sample traffic, print figures.",
     "dashboard": "Serve the built-in dashboard over a ClickHouse server or a chDB path.",

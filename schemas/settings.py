@@ -407,6 +407,11 @@ class KafkaSettings(BaseModel):
     heartbeat_interval_s: float = Field(1.0, description="Kafka consumer heartbeat interval")
     rebalance_timeout_s: float = Field(4.0, description="Kafka consumer group rebalance timeout")
     web_port: int = Field(6066, description="port of the worker's web server (dashboard at /dashboard/)")
+    otlp_input: bool = Field(
+        False,
+        description="also read OpenTelemetry traces (OTLP/JSON export requests, as an OpenTelemetry "
+        "Collector's Kafka exporter writes them with encoding otlp_json) from the topic <prefix>otlp",
+    )
     web_enabled: bool = Field(
         False,
         description=(

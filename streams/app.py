@@ -34,6 +34,7 @@ from streams.processors.dead_letters import DeadLetterRecorder
 from streams.processors.evaluate import EvaluateProcessor
 from streams.processors.join import JoinProcessor
 from streams.processors.nli import NliProcessor
+from streams.processors.otlp import OtlpProcessor
 from streams.processors.refusal import RefusalProcessor
 from streams.processors.sink import SinkProcessor
 from streams.resources import Resources
@@ -117,7 +118,8 @@ def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
         if ctx.settings.pipeline.refusal_mode != "same":
             staged.append(RefusalProcessor(ctx, resources))
         staged.append(JoinProcessor(ctx, resources))
-    return [*staged, SinkProcessor(ctx, resources), DeadLetterRecorder(ctx, resources)]
+    inputs: list[Registrable] = [OtlpProcessor(ctx, resources)] if ctx.settings.kafka.otlp_input else []
+    return [*inputs, *staged, SinkProcessor(ctx, resources), DeadLetterRecorder(ctx, resources)]
 
 
 def create_app(settings: Settings) -> StreamApp:

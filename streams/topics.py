@@ -23,6 +23,7 @@ class TopicNames:
     evaluations: str
     alerts: str
     deadletter: str
+    otlp: str  # OpenTelemetry traces (OTLP/JSON), read when kafka.otlp_input is on
 
     def all(self) -> list[str]:
         return [
@@ -33,6 +34,7 @@ class TopicNames:
             self.evaluations,
             self.alerts,
             self.deadletter,
+            self.otlp,
         ]
 
 
@@ -46,6 +48,7 @@ def topic_names(kafka: KafkaSettings) -> TopicNames:
         evaluations=f"{p}evaluations",
         alerts=f"{p}alerts",
         deadletter=f"{p}deadletter",
+        otlp=f"{p}otlp",
     )
 
 

@@ -1,0 +1,61 @@
+"""OpenTelemetry traces -> interactions: GenAI (JSON messages and indexed), OpenInference, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline.otlp import attribute_value, convert_request, messages
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "otlp_traces.jsonl"
+
+
+def converted() -> tuple[list, list]:
+    interactions, errors = [], []
+    for line in FIXTURE.read_text().splitlines():
+        result = convert_request(json.loads(line))
+        interactions += result.interactions
+        errors += result.errors
+    return interactions, errors
+
+
+def test_a_genai_chat_span_takes_its_traces_retrieved_passages_as_context() -> None:
+    interactions, _ = converted()
+    chat = next(i for i in interactions if i.app == "support-bot")
+    assert chat.interaction_id == "a" * 32 + ":" + "2" * 16  # trace + span: a re-export is the same one
+    assert chat.question == "How long is its warranty?"  # the last user turn
+    assert chat.answer == "The B7 battery is covered for 8 years or 100,000 miles."
+    assert chat.model == "gpt-4o-mini-2024-07-18" and chat.conversation_id == "conv-7"
+    assert [(c.document, c.text[:6]) for c in chat.contexts] == [
+        ("warranty.pdf", "The B7"),
+        ("specs.pdf", "The X2"),
+    ]
+    assert chat.metadata["turns"] == 4 and chat.timestamp.year == 2026
+
+
+def test_openllmetry_indexed_attributes_and_a_ground_truth() -> None:
+    interactions, _ = converted()
+    wiki = next(i for i in interactions if i.app == "wiki-bot")
+    assert (wiki.question, wiki.answer, wiki.model) == (
+        "Who wrote Hamlet?",
+        "William Shakespeare wrote Hamlet.",
+        "gpt-4o",
+    )
+    assert wiki.ground_truth == "William Shakespeare" and wiki.contexts == []
+
+
+def test_a_model_call_without_an_answer_is_an_error_and_other_spans_are_ignored() -> None:
+    interactions, errors = converted()
+    assert len(interactions) == 2  # the HTTP span is neither a model call nor a retrieval
+    assert [(e.name, e.reason) for e in errors] == [("llm", "the model call has no output message")]
+
+
+def test_openinference_messages_and_any_values() -> None:
+    attrs = {
+        "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be brief.",
+        "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": "Hi?",
+        "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "Hello.",
+    }  # fmt: skip
+    assert messages(attrs) == ([("system", "Be brief."), ("user", "Hi?")], [("assistant", "Hello.")])
+    assert attribute_value({"arrayValue": {"values": [{"intValue": "3"}, {"boolValue": True}]}}) == [3, True]
+    assert messages({"input.value": "Q", "output.value": "A"}) == ([("user", "Q")], [("assistant", "A")])
