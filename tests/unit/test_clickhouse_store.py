@@ -13,7 +13,7 @@ from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
 from schemas.settings import ClickHouseSettings
-from streams.clickhouse.migrations import apply_migrations
+from streams.clickhouse.migrations import apply_migrations, ddl_dir
 from streams.clickhouse.sink import EvaluationSink
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
@@ -57,7 +57,8 @@ def store(settings: ClickHouseSettings) -> Iterator[ClickHouseStore]:
 def test_migrations_apply_once_and_set_ttl(store: ClickHouseStore) -> None:
     assert apply_migrations(store.client, store.db, ttl_days=30) == []  # already applied at open
     versions = store.query_sync(f"SELECT version FROM {store.db}.schema_migrations")
-    assert sorted(r["version"] for r in versions) == [1, 2, 3]
+    shipped = sorted(int(f.name[:3]) for f in ddl_dir().glob("[0-9][0-9][0-9]_*.sql"))
+    assert sorted(r["version"] for r in versions) == shipped and shipped[:3] == [1, 2, 3]
     ddl = store.client.command(f"SHOW CREATE TABLE {store.db}.evaluations")
     assert "TTL" in ddl and "toIntervalDay(30)" in ddl
 
