@@ -12,6 +12,7 @@ Everything here is pure and rule based (no model, no data files):
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -67,11 +68,20 @@ class Token:
     surface: str  # as written (for reasons)
 
 
-def fold(text: str) -> str:
-    """Unicode-fold: accents removed (Müller -> Muller), curly quotes and dashes made plain."""
+def _fold_text(text: str) -> str:
     text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    if not text.isascii():  # (ASCII has no combining marks: skip the per-character pass)
+        text = "".join(ch for ch in text if not unicodedata.combining(ch))
     return text.replace("’", "'").replace("‘", "'").replace("–", "-").replace("—", "-")
+
+
+@functools.lru_cache(maxsize=64)
+def fold(text: str) -> str:
+    """Unicode-fold: accents removed (Müller -> Muller), curly quotes and dashes made plain.
+
+    Cached (the last 64 texts): a long answer is folded for each ground-truth sentence it is compared
+    with (tokens, refusal phrases)."""
+    return _fold_text(text)
 
 
 def canonical_number(value: Decimal) -> str:
@@ -184,6 +194,11 @@ def tokens_of(text: str) -> list[Token]:
     return out
 
 
+@functools.lru_cache(maxsize=128)
 def normalise_text(text: str) -> str:
-    """Canonical string of a text's content tokens (for exact/normalised matching of short answers)."""
+    """Canonical string of a text's content tokens (for exact/normalised matching of short answers).
+
+    Cached (the last 128 texts): exact match compares every ground-truth sentence with the whole
+    answer, and every answer sentence with the whole ground truth, so without the cache a long answer
+    was tokenised once per sentence of the other side (quadratic: 50k characters each took ~60 s)."""
     return " ".join(t.norm for t in tokens_of(text))
