@@ -52,6 +52,7 @@ from benchmarks.machine import Machine, rss_mb  # noqa: E402
 from schemas.alert import Alert  # noqa: E402
 from schemas.dashboard import BucketQuery, OverviewQuery  # noqa: E402
 from schemas.evaluation import Evaluation  # noqa: E402
+from schemas.evaluation_row import EvalRow  # noqa: E402
 from schemas.interaction import Interaction  # noqa: E402
 from schemas.latency import LATENCY_BUCKET_EDGES_MS, LATENCY_BUCKETS  # noqa: E402
 from schemas.results import JudgeCall  # noqa: E402
@@ -67,7 +68,7 @@ from streams.clickhouse.store import ClickHouseStore  # noqa: E402
 from streams.dashboard.api import root_app  # noqa: E402
 from streams.dashboard.queries import DashboardQueries, overview_sql  # noqa: E402
 from streams.dashboard.rollup import choose_rollup  # noqa: E402
-from streams.windows.aggregator import EvalRow, WindowStats, percentile  # noqa: E402
+from streams.windows.aggregator import WindowStats, percentile  # noqa: E402
 
 #: (app, model, share of the interactions, base context entailment): volumes and quality differ
 SERIES = (

@@ -7,8 +7,8 @@ from typing import Any
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
+from schemas.evaluation_row import call_latencies
 from schemas.window import WindowAggregate
-from streams.windows.aggregator import call_latencies
 
 EVALUATION_COLUMNS = [
     "interaction_id",

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow
 from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
@@ -32,7 +33,6 @@ from streams.clickhouse.rows import (
     utc,
     window_row,
 )
-from streams.windows.aggregator import EvalRow
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

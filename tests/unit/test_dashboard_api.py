@@ -15,13 +15,14 @@ from pipeline.metrics.wilson import wilson_interval
 from schemas.alert import Alert
 from schemas.errors import DashboardConfigError
 from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
 from schemas.settings import ClickHouseSettings, DashboardSettings
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.dashboard.auth import require_credentials
-from streams.windows.aggregator import EvalRow, WindowStats
+from streams.windows.aggregator import WindowStats
 from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)

@@ -22,13 +22,14 @@ import yaml
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow, call_latencies
 from schemas.latency import histogram, quantile
 from schemas.metrics import METRICS, MetricKind
 from schemas.results import JudgeCall
 from schemas.settings import ClickHouseSettings
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
 from streams.clickhouse.store import ClickHouseStore
-from streams.windows.aggregator import EvalRow, WindowStats, call_latencies
+from streams.windows.aggregator import WindowStats
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.grafana_macros import QueryContext, Variable, expand
 

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from groundwatch.trend_report import Report, parse_since, render
-from streams.windows.aggregator import EvalRow, WindowStats
+from schemas.evaluation_row import EvalRow
+from streams.windows.aggregator import WindowStats
 
 NOW = datetime(2026, 1, 2, 0, 0, tzinfo=UTC)
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from streams.windows.aggregator import EvalRow, WindowStats, percentile
+from schemas.evaluation_row import EvalRow
+from streams.windows.aggregator import WindowStats, percentile
 from streams.windows.tumbling import TumblingWindows
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -62,8 +63,8 @@ def test_latency_quantiles_are_over_judge_calls_not_interaction_sums() -> None:
 
 def test_call_latencies_skip_cached_and_lexical_calls() -> None:
     from schemas.evaluation import Evaluation
+    from schemas.evaluation_row import call_latencies
     from schemas.results import JudgeCall
-    from streams.windows.aggregator import call_latencies
 
     calls = [
         JudgeCall(stage="nli", judge="openai", model="m", latency_ms=120.0),
