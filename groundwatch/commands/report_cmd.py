@@ -7,7 +7,8 @@ import logging
 
 from pydantic import SecretStr
 
-from schemas.errors import ClickHouseUnavailable, ConfigError
+from schemas.errors import ConfigError, GroundwatchError
+from schemas.safe_text import safe_text
 from schemas.settings import Settings
 
 
@@ -38,8 +39,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     url = settings.clickhouse.url.get_secret_value()
     where = parse_url(url, settings.clickhouse.database).describe()  # without the password (ConfigError)
-    # ConfigError (a chDB path another process holds: the message says so) or ClickHouseUnavailable
-    store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)  # read-only: no DDL
+    try:
+        store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)  # read-only: no DDL
+    except GroundwatchError as exc:  # a chDB path another process holds, a server that does not answer
+        print(f"groundwatch report: cannot open ClickHouse at {where}: {safe_text(exc)}")
+        return 2
     try:
         windows = [
             w
@@ -53,10 +57,12 @@ def run(args: argparse.Namespace) -> int:
         ]
         report = Report(counts=store.counts_sync(), windows=windows, alerts=alerts)
     except Exception as exc:  # read-only: a database the worker never set up has no tables
-        raise ClickHouseUnavailable(
-            f"cannot read the groundwatch tables at {where} (has a worker run on it?): "
-            f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__}"
-        ) from exc
+        why = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        print(
+            f"groundwatch report: cannot read the groundwatch tables at {where} (has a worker run on it?): "
+            f"{safe_text(why)}"
+        )
+        return 2
     finally:
         store.close()
     print(report.model_dump_json(indent=2) if args.json else render(report))
