@@ -28,6 +28,8 @@ TTL_COLUMNS: dict[str, str] = {
     "window_aggregates": "computed_at",
     "alerts": "fired_at",
     "dead_letters": "inserted_at",
+    # claimed_at, not updated_at: a claim row carries a 1970 updated_at until it is delivered
+    "alert_deliveries": "claimed_at",
 }
 
 

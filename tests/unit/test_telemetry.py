@@ -49,7 +49,7 @@ def test_dead_letters_judge_errors_lag_and_totals() -> None:
     tp = namedtuple("TP", "topic partition")("gw.interactions", 1)
     consumer = SimpleNamespace(assignment=lambda: {tp}, highwater=lambda t: 120, _committed_offset={tp: 100})
     metrics.watch_lag(faust_lag(SimpleNamespace(consumer=consumer)))
-    metrics.watch_counts(lambda: {"windows_closed": 7, "alerts_fired": 1})
+    metrics.watch_counts(lambda: {"windows_closed": 7, "alert_transitions": 1})
     assert (
         value(metrics, "groundwatch_dead_letters_total", stage="validate", error_type="InvalidMessage") == 1
     )
@@ -57,4 +57,4 @@ def test_dead_letters_judge_errors_lag_and_totals() -> None:
     assert value(metrics, "groundwatch_consumer_lag", topic="gw.interactions", partition="1") == 20
     assert value(metrics, "groundwatch_windows_closed_total") == 7
     text = generate_latest(metrics.registry).decode()
-    assert "groundwatch_alerts_fired_total 1.0" in text
+    assert "groundwatch_alert_transitions_total 1.0" in text
