@@ -1,10 +1,10 @@
 """The worker's Prometheus metrics, on a registry of its own (served at /metrics by streams.probes).
 
 Counted where things happen: events in and out per processor, dead letters by stage and error type,
-sink rows and flush time, windows closed, alert transitions and failed deliveries (read at scrape time); judge calls, retries,
-errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records as the
-sink writes it (one place sees every call of every stage, on either topology). Consumer lag is read
-from the consumer when Prometheus scrapes.
+sink rows and flush time; windows closed, alert transitions and failed deliveries are read at scrape
+time; judge calls, retries, errors, tokens, cost, cache hits and call latency are read off each
+Evaluation's call records as the sink writes it (one place sees every call of every stage, on either
+topology). Consumer lag is read from the consumer when Prometheus scrapes.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class WorkerMetrics:
         self.registry.register(ConsumerLag(source))
 
     def watch_counts(self, source: Callable[[], dict[str, int]]) -> None:
-        """Counters kept elsewhere (windows written, alert transitions, failed deliveries), read at scrape time."""
+        """Counters kept elsewhere (windows, alert transitions, failed deliveries), read at scrape time."""
         self.registry.register(Totals(source))
 
     def dead_letter(self, stage: str, error_type: str) -> None:
