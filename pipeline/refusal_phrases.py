@@ -1,6 +1,6 @@
 """Phrase patterns that mark an answer refusal (the lexical judge's refusal detector).
 
-A refusal (seed 000) explicitly says that information is missing or insufficient, or declines to answer.
+A refusal (docs/method.md) explicitly says that information is missing or insufficient, or declines to answer.
 The patterns were written from the refusal definition and checked on the DelucionQA dev file
 (``groundwatch eval ../shared/data/refusal_delucionqa.jsonl --judge lexical``); they look only at
 the text given (the pipeline passes the first sentences of an answer).

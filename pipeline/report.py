@@ -5,7 +5,7 @@ Accuracy against human labels (an input line's ``labels``), one block per label:
 - ``grounded`` (1 = the answer is supported by its context): scored by ``context_entailment``
   (primary) and ``grounded_precision``;
 - ``correct`` (1 = the answer is acceptable against the ground truth): ``answer_entails_ground_truth``
-  (primary, issue 2 item 10: question end + answer => ground truth; with a ground truth of alternatives,
+  (primary: question end + answer => ground truth, docs/method.md; with a ground truth of alternatives,
   any alternative will do, see ``pipeline.alternatives``), then ``ground_truth_entails_answer`` (the
   other direction) and their mean ``agreement`` as secondary lines;
 - ``answer_refusal`` (1 = the answer is a refusal): the ``answer_refusal`` flag as 1/0.
