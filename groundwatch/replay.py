@@ -15,10 +15,14 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from schemas.settings import Settings
+from streams.codec import parse_json
 from streams.kafka_auth import aiokafka_auth
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
 
 log = logging.getLogger(__name__)
+
+#: deeper lines are sent untouched (the worker dead-letters them); parsing them here could recurse
+MAX_REPLAY_DEPTH = 256
 
 
 @dataclass
@@ -41,8 +45,8 @@ def prepare(
     the record has no timestamp (so a redelivery keeps its window). A line that is not a JSON object is
     passed through untouched: validation happens in the worker, which dead-letters it with the reason."""
     try:
-        data: Any = json.loads(line)
-    except ValueError:
+        data: Any = parse_json(line, MAX_REPLAY_DEPTH)
+    except ValueError:  # not JSON, or nested too deep to parse safely: the worker says why
         return None, line.encode("utf-8")
     if not isinstance(data, dict):
         return None, line.encode("utf-8")

@@ -19,6 +19,7 @@ Exact match (Trust-Eval's EM, SQuAD normalisation)
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Sequence
@@ -65,15 +66,26 @@ def squad_normalise(text: str) -> str:
 _NEGATION = re.compile(r"\b(not|no|never|neither|nor|cannot|none|nobody|nothing)\b|n't\b", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=256)
+def _negates_or_refuses(answer: str) -> bool:
+    """Once per answer, however many ground-truth alternatives it is compared with."""
+    return bool(_NEGATION.search(answer)) or is_refusal(answer)
+
+
+@functools.lru_cache(maxsize=256)
+def _squad(text: str) -> str:
+    return squad_normalise(text)
+
+
 def exact_match(answer: str, alternative: str) -> bool:
     """True when the alternative occurs in the answer as whole normalised words or content tokens.
 
     Never for an answer that negates or refuses (the judge decides those), nor for a gold answer without
     a content word ("No.", "it"), which would match almost anything."""
-    if _NEGATION.search(answer) or is_refusal(answer) or not normalise_text(alternative):
+    if _negates_or_refuses(answer) or not normalise_text(alternative):
         return False
     gold = squad_normalise(alternative)
-    if gold and f" {gold} " in f" {squad_normalise(answer)} ":
+    if gold and f" {gold} " in f" {_squad(answer)} ":
         return True
     gold_tokens = normalise_text(alternative)
     return bool(gold_tokens) and f" {gold_tokens} " in f" {normalise_text(answer)} "

@@ -164,6 +164,8 @@ class Resources(Service):
         """Counts kept by the window closer and the alert engine (for /metrics)."""
         return {
             "windows_closed": self._windows.written if self._windows else 0,
+            "window_close_failures": self._windows.failed if self._windows else 0,
+            "windows_dropped": self._windows.dropped if self._windows else 0,  # given up after retries
             "alert_transitions": self._alerts.fired if self._alerts else 0,  # firing and resolved
             "alert_delivery_failures": self._alerts.delivery_failures if self._alerts else 0,
         }

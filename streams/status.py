@@ -22,7 +22,9 @@ def write_status(path: Path, status: WorkerStatus) -> None:
     """Atomic: write beside, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(status.model_dump_json(), encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # readable by its owner only
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(status.model_dump_json())
     os.replace(tmp, path)
 
 

@@ -429,6 +429,10 @@ def judge_statement(statement: str, index: PremiseIndex, options: LexicalOptions
     """Score one statement: weighted share of its content tokens found, sharpened, capped (module doc)."""
     tokens = index.content(tokens_of(statement, options))
     tag = _tag(tokens)
+    if not any(ch.isalnum() for ch in statement):  # only punctuation or symbols: nothing is claimed
+        return StatementVerdict(
+            statement=statement, verdict="not_stated", score=0.0, tag=tag, reason="no words or numbers"
+        )
     if not tokens:
         return StatementVerdict(
             statement=statement, verdict="entailed", score=1.0, tag=tag, reason="no content words to check"

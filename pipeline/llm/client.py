@@ -119,6 +119,8 @@ class JudgeClient:
         #: name is only an alias (the local judge: GGUF file name and sha256 prefix)
         self.model_id = model_id if model_id is not None else self.model
         key = api_key if api_key is not None else settings.api_key
+        if key is not None and not key.get_secret_value().strip():
+            key = None  # an empty key is no key: say so now, not when the SDK asks for OPENAI_API_KEY
         if key is None:
             if self.base_url is None:
                 raise JudgeError(

@@ -346,3 +346,12 @@ async def test_framing_words_are_not_claims() -> None:
     about = Premise("The summary was written by the board.")
     out = await judge.entail(about, ["The summary was written by the board."])
     assert out.value.hypotheses[0].score == 1.0
+
+
+def test_an_answer_of_only_punctuation_is_not_grounded() -> None:
+    from pipeline.judges.lexical import LexicalOptions, PremiseIndex, judge_statement
+
+    options = LexicalOptions()
+    index = PremiseIndex("The battery lasts eight years.", options)
+    verdict = judge_statement("?!... --", index, options)
+    assert (verdict.verdict, verdict.score) == ("not_stated", 0.0)
