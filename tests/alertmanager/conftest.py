@@ -4,7 +4,6 @@ storage path. Without it the tests skip, except under CI=true, where a missing A
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 
 from groundwatch.commands.demo_cmd import free_port
 from groundwatch.local.supervise import wait_for
+from tests.system_parts import mark_directory, require
 
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 CONFIG = """
@@ -27,18 +27,11 @@ receivers:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/alertmanager/" in str(item.fspath):
-            item.add_marker(pytest.mark.alertmanager)
+    mark_directory(items, "alertmanager", pytest.mark.alertmanager)
 
 
 def _require_alertmanager() -> None:
-    if os.access(ALERTMANAGER, os.X_OK):
-        return
-    message = f"{ALERTMANAGER} not installed (apt-get install prometheus-alertmanager)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    require(ALERTMANAGER, package="prometheus-alertmanager")
 
 
 def _ready(url: str) -> bool:

@@ -8,7 +8,6 @@ except under CI=true, where a missing browser fails the run.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pytest
 from groundwatch.commands.demo_cmd import free_port
 from groundwatch.demo_history import History, simulate
 from groundwatch.local.stack import LocalStack
+from tests.system_parts import mark_directory, require
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"
@@ -28,19 +28,11 @@ WINDOW_SECONDS = 3600
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/browser/" in str(item.fspath):
-            item.add_marker(pytest.mark.browser)
+    mark_directory(items, "browser", pytest.mark.browser)
 
 
 def _require_browser() -> None:
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
-    if not missing:
-        return
-    message = f"{', '.join(missing)} not installed (apt-get install chromium chromium-driver)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    require(CHROMIUM, CHROMEDRIVER, package="chromium chromium-driver")
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.system_parts import mark_directory
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/fault/" in str(item.fspath):
-            item.add_marker(pytest.mark.fault)
+    mark_directory(items, "fault", pytest.mark.fault)

@@ -3,7 +3,6 @@ binary the tests skip, except under CI=true, where its absence fails the run."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -15,22 +14,17 @@ from typing import Any
 
 import pytest
 
+from tests.system_parts import mark_directory, require
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/prometheus/" in str(item.fspath):
-            item.add_marker(pytest.mark.prometheus)
+    mark_directory(items, "prometheus", pytest.mark.prometheus)
 
 
 def require_prometheus() -> None:
-    if os.access(PROMETHEUS, os.X_OK):
-        return
-    message = f"{PROMETHEUS} not installed (apt-get install prometheus)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    require(PROMETHEUS, package="prometheus")
 
 
 class Prometheus:
