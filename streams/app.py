@@ -1,11 +1,15 @@
 """The faust app: built by a factory from Settings (the faust app is the only global the brief allows,
 and we do not even keep one: ``create_app`` returns a fresh app and its resources service).
 
-Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same partition count):
+Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same partition count;
+docs/architecture.md draws it with the processors' names):
 
+    otlp -> [otlp] -> interactions            (kafka.otlp_input)
     interactions -> [convert] -> converted -> [nli]     -> nli      -+
                                           \\-> [refusal] -> refusals -+-> [join] -> evaluations
+    interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
     evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
+    deadletter -> [dead_letters] -> ClickHouse dead_letters
     any stage: invalid message / judge error -> deadletter
 
 Delivery is at-least-once: no exactly_once / transactions / idempotent producer (the test broker has
