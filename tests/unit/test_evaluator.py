@@ -45,7 +45,7 @@ async def test_evaluate_runs_every_stage() -> None:
     settings = make_settings()
     settings = settings.with_changes(
         pipeline={"hallucination_threshold": 0.5}
-    )  # set: not the lexical kind's calibrated 0.85
+    )  # set: not the lexical kind's cross-validated 0.81
     evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
     answer = "The reset button restores factory settings. It also has nine ethernet ports."
     ev = await evaluator.evaluate(interaction(1, answer, "The reset button restores factory settings."))

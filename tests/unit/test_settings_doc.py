@@ -37,7 +37,7 @@ def test_settings_are_frozen_and_changed_by_copy() -> None:
     assert (settings.judge.kind, changed.judge.kind) == ("lexical", "local")
     # an explicitly set threshold applies to every judge; the default one is per judge kind
     assert changed.pipeline.threshold_for("context_entailment", "lexical") == 0.3
-    assert settings.pipeline.threshold_for("context_entailment", "lexical") == 0.85
+    assert settings.pipeline.threshold_for("context_entailment", "lexical") == 0.81
     with pytest.raises(ValidationError):
         settings.with_changes(kafka={"partitions": 0})
 

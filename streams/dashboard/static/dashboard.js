@@ -268,7 +268,7 @@ function pairPanel(pair) {
     const block = el("div", { class: "hypothesis" });
     for (const s of h.statements) {
       block.append(el("span", { class: "statement verdict-" + s.verdict, "data-verdict": s.verdict },
-        s.statement, el("span", { class: "meta" }, `${s.verdict.replace("_", " ")}${s.tag ? " · " + s.tag : ""}${s.reason ? " · " + s.reason : ""}`)));
+        s.statement, el("span", { class: "meta" }, `${s.verdict.replace("_", " ")} · support ${fmt(s.score)}${s.tag ? " · " + s.tag : ""}${s.reason ? " · " + s.reason : ""}`)));
     }
     panel.append(block);
   }
