@@ -14,6 +14,7 @@ served by ``groundwatch dashboard``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -45,8 +46,6 @@ def _json(model: BaseModel | list[Any], status: int = 200) -> web.Response:
 
 
 def bad_request(error: str, details: list[dict[str, str]] | None = None) -> web.HTTPBadRequest:
-    import json
-
     body = json.dumps({"error": error, "details": details or []})
     return web.HTTPBadRequest(text=body, content_type="application/json")
 

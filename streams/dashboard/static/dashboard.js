@@ -291,7 +291,7 @@ async function loadInteraction() {
   add("grounded precision", fmt(e.grounded_precision)); add("judge calls", String(e.judge_calls));
   add("tokens in / out", `${e.input_tokens} / ${e.output_tokens}`); add("cost", fmt(e.cost_usd, "usd"));
   add("judge latency", `${e.judge_latency_ms.toFixed(0)} ms`); add("complete", e.complete ? "yes" : `no (missing ${e.missing.join(", ")})`);
-  const contexts = el("div", { class: "panel" }, el("h3", {}, `Context (${(i.contexts || []).length} passages)`));
+  const contexts = el("div", { class: "panel" }, el("h3", {}, `Context (${(i.contexts || []).length} passage${(i.contexts || []).length === 1 ? "" : "s"})`));
   (i.contexts || []).forEach((c) => contexts.append(el("div", { class: "passage" }, (c.document ? `[${c.document}] ` : "") + c.text)));
   body.replaceChildren(
     el("p", {}, badge("hallucination", e.hallucination, true), badge("answer refusal", e.answer_refusal, true), badge("ground-truth refusal", e.ground_truth_refusal, true)),
