@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "replay": "Produce interactions from a JSONL file onto the interactions topic.",
     "otlp": "Turn OpenTelemetry traces (OTLP/JSON) into interactions JSONL.",
     "report": "Print trend tables per app/model from ClickHouse.",
-    "demo": "Start a local broker, worker and judge, replay sample traffic, print figures.",
+    "demo": "Replay two weeks of sample traffic through a local broker and worker, then serve the dashboard.",
     "dashboard": "Serve the built-in dashboard over a ClickHouse server or a chDB path.",
     "settings": "Print every GROUNDWATCH_* setting with its type, default and meaning (markdown).",
 }
