@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
 
 from schemas.alert import Alert
+from schemas.metrics import METRICS_BY_NAME, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
@@ -60,12 +61,12 @@ def render(report: Report) -> str:
     )
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
-        answered = sum(w.answered for w in windows)
-        halluc = sum(w.hallucinations for w in windows)
+        halluc = pooled(METRICS_BY_NAME["hallucination_rate"], windows)
+        refusal = pooled(METRICS_BY_NAME["answer_refusal_rate"], windows)
         lines += [
             "",
             f"== {safe_text(app)} / {safe_text(model)}: {total} interactions in {len(windows)} windows, "
-            f"hallucination rate {_pct(halluc / answered if answered else None)} ==",
+            f"hallucination rate {_pct(halluc)}, answer refusal rate {_pct(refusal)} ==",
             header,
         ]
         for w in sorted(windows, key=lambda w: w.window_start):

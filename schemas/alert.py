@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from schemas.metrics import RATE_METRICS
+
 AlertMetric = Literal[
     "hallucination_rate",
     "answer_refusal_rate",
@@ -28,7 +30,6 @@ AlertMetric = Literal[
     "mean_ground_truth_entails_answer",
     "mean_answer_entails_ground_truth",
 ]
-RATE_METRICS = frozenset({"hallucination_rate", "answer_refusal_rate", "ground_truth_refusal_rate"})
 Severity = Literal["info", "warning", "critical"]
 
 

@@ -2,16 +2,19 @@
 
 Each metric is a ratio of two sums over ``window_aggregates`` rows (or a plain sum), so any number of
 windows (one window, an hour, a day, a whole range) pool exactly: a rate is the sum of its numerators over
-the sum of its denominators, a mean is weighted by the interactions that carry it. The dashboard API, the
-Grafana dashboard generator and their tests read this list; the SQL expressions use only columns of
-``window_aggregates`` (deploy/clickhouse).
+the sum of its denominators, a mean is weighted by the interactions that carry it. Window aggregation,
+alert rules, the trend report, the dashboard API, the Grafana dashboard generator and their tests all read
+this list; the SQL expressions use only columns of ``window_aggregates`` (deploy/clickhouse).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.window import WindowAggregate
 
 
 class MetricKind(StrEnum):
@@ -21,87 +24,156 @@ class MetricKind(StrEnum):
 
 
 class Metric(BaseModel):
+    """One metric, declared once: where its per-interaction values come from (an ``EvalRow`` field), which
+    ``window_aggregates`` columns hold its window value and its denominator, and from these the SQL that
+    pools it over any number of windows. Window aggregation (streams.windows.aggregator), alert rules,
+    the trend report, the dashboard API and the Grafana generator all read it from here."""
+
     model_config = ConfigDict(frozen=True)
 
-    name: str = Field(description="identifier used by the API, the charts and alert rules")
+    name: str = Field(
+        description="identifier used by the API, the charts and alert rules; for a rate or mean also the "
+        "window_aggregates column holding the window's value"
+    )
     label: str = Field(description="human-readable name for chart titles")
     kind: MetricKind = Field(description="how windows pool: rate, mean or sum")
-    numerator: str = Field(description="SQL over one window_aggregates row, summed over the bucket")
-    denominator: str | None = Field(None, description="SQL summed over the bucket; None for a sum")
+    source: str | None = Field(
+        None,
+        description="rate or mean: the per-interaction EvalRow field averaged over the interactions where it "
+        "is not null (a flag counts 1/0)",
+    )
+    count_column: str | None = Field(
+        None, description="rate or mean: the window_aggregates column counting the interactions it is over"
+    )
+    events_column: str | None = Field(
+        None, description="rate: a window_aggregates column counting its events exactly, when there is one"
+    )
+    sum_columns: tuple[str, ...] = Field((), description="sum: the window_aggregates columns it adds up")
     unit: str = Field("", description="unit shown beside values: '' (a share 0-1), 'count', 'tokens', 'USD'")
     lower_is_better: bool = Field(True, description="direction of a good change, for colouring")
 
+    @model_validator(mode="after")
+    def _complete(self) -> Metric:
+        if self.kind is MetricKind.SUM:
+            if not self.sum_columns or self.source or self.count_column:
+                raise ValueError(f"{self.name}: a sum names sum_columns only")
+        elif not (self.source and self.count_column) or self.sum_columns:
+            raise ValueError(f"{self.name}: a rate or mean names its source and count_column")
+        if self.events_column and self.kind is not MetricKind.RATE:
+            raise ValueError(f"{self.name}: only a rate counts events")
+        return self
+
+    @property
+    def numerator(self) -> str:
+        """SQL over one window_aggregates row whose sum over windows is the pooled numerator."""
+        if self.kind is MetricKind.SUM:
+            return " + ".join(self.sum_columns)
+        if self.events_column:
+            return self.events_column
+        scaled = f"ifNull({self.name}, 0) * {self.count_column}"
+        return f"round({scaled})" if self.kind is MetricKind.RATE else scaled
+
+    @property
+    def denominator(self) -> str | None:
+        """SQL summed over windows for the pooled denominator; None for a sum."""
+        return self.count_column
+
+    def totals(self, window: WindowAggregate) -> tuple[float, int]:
+        """(numerator, denominator) of one window, as the SQL above computes them; (sum, 0) for a sum."""
+        if self.kind is MetricKind.SUM:
+            return float(sum(getattr(window, c) for c in self.sum_columns)), 0
+        n = int(getattr(window, str(self.count_column)))
+        value = getattr(window, self.name)
+        if self.events_column:
+            return float(getattr(window, self.events_column)), n
+        if value is None or n <= 0:
+            return 0.0, n
+        total = float(value) * n
+        return (float(round(total)) if self.kind is MetricKind.RATE else total), n
+
+
+def _rate(name: str, label: str, source: str, count: str, events: str | None = None) -> Metric:
+    return Metric(
+        name=name, label=label, kind=MetricKind.RATE, source=source, count_column=count, events_column=events
+    )
+
+
+def _mean(name: str, label: str, source: str, count: str) -> Metric:
+    return Metric(
+        name=name, label=label, kind=MetricKind.MEAN, source=source, count_column=count, lower_is_better=False
+    )
+
 
 METRICS: tuple[Metric, ...] = (
-    Metric(
-        name="hallucination_rate",
-        label="Hallucination rate",
-        kind=MetricKind.RATE,
-        numerator="hallucinations",
-        denominator="answered",
+    _rate("hallucination_rate", "Hallucination rate", "hallucination", "answered", events="hallucinations"),
+    _rate("answer_refusal_rate", "Answer refusal rate", "answer_refusal", "answer_refusal_known"),
+    _rate(
+        "ground_truth_refusal_rate",
+        "Ground-truth refusal rate",
+        "ground_truth_refusal",
+        "ground_truth_refusal_known",
+    ),
+    _mean(
+        "mean_context_entailment",
+        "Context ⇒ answer (mean entailment)",
+        "context_entailment",
+        "context_scored",
+    ),
+    _mean(
+        "mean_ground_truth_entails_answer",
+        "Ground truth ⇒ answer (mean entailment)",
+        "ground_truth_entails_answer",
+        "ground_truth_answer_scored",
+    ),
+    _mean(
+        "mean_answer_entails_ground_truth",
+        "Answer ⇒ ground truth (mean entailment)",
+        "answer_entails_ground_truth",
+        "answer_ground_truth_scored",
+    ),
+    _mean(
+        "mean_grounded_precision",
+        "Grounded-unit precision",
+        "grounded_precision",
+        "grounded_precision_scored",
     ),
     Metric(
-        name="answer_refusal_rate",
-        label="Answer refusal rate",
-        kind=MetricKind.RATE,
-        numerator="round(ifNull(answer_refusal_rate, 0) * answer_refusal_known)",
-        denominator="answer_refusal_known",
+        name="interactions", label="Interactions", kind=MetricKind.SUM, sum_columns=("count",), unit="count"
     ),
-    Metric(
-        name="ground_truth_refusal_rate",
-        label="Ground-truth refusal rate",
-        kind=MetricKind.RATE,
-        numerator="round(ifNull(ground_truth_refusal_rate, 0) * ground_truth_refusal_known)",
-        denominator="ground_truth_refusal_known",
-    ),
-    Metric(
-        name="mean_context_entailment",
-        label="Context ⇒ answer (mean entailment)",
-        kind=MetricKind.MEAN,
-        numerator="ifNull(mean_context_entailment, 0) * context_scored",
-        denominator="context_scored",
-        lower_is_better=False,
-    ),
-    Metric(
-        name="mean_ground_truth_entails_answer",
-        label="Ground truth ⇒ answer (mean entailment)",
-        kind=MetricKind.MEAN,
-        numerator="ifNull(mean_ground_truth_entails_answer, 0) * ground_truth_answer_scored",
-        denominator="ground_truth_answer_scored",
-        lower_is_better=False,
-    ),
-    Metric(
-        name="mean_answer_entails_ground_truth",
-        label="Answer ⇒ ground truth (mean entailment)",
-        kind=MetricKind.MEAN,
-        numerator="ifNull(mean_answer_entails_ground_truth, 0) * answer_ground_truth_scored",
-        denominator="answer_ground_truth_scored",
-        lower_is_better=False,
-    ),
-    Metric(
-        name="mean_grounded_precision",
-        label="Grounded-unit precision",
-        kind=MetricKind.MEAN,
-        numerator="ifNull(mean_grounded_precision, 0) * grounded_precision_scored",
-        denominator="grounded_precision_scored",
-        lower_is_better=False,
-    ),
-    Metric(name="interactions", label="Interactions", kind=MetricKind.SUM, numerator="count", unit="count"),
     Metric(
         name="incomplete",
         label="Incomplete evaluations",
         kind=MetricKind.SUM,
-        numerator="incomplete",
+        sum_columns=("incomplete",),
         unit="count",
     ),
     Metric(
         name="judge_tokens",
         label="Judge tokens (in + out)",
         kind=MetricKind.SUM,
-        numerator="input_tokens + output_tokens",
+        sum_columns=("input_tokens", "output_tokens"),
         unit="tokens",
     ),
-    Metric(name="judge_cost_usd", label="Judge cost", kind=MetricKind.SUM, numerator="cost_usd", unit="USD"),
+    Metric(
+        name="judge_cost_usd", label="Judge cost", kind=MetricKind.SUM, sum_columns=("cost_usd",), unit="USD"
+    ),
 )
 
 METRICS_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+
+
+def pooled(metric: Metric, windows: Iterable[WindowAggregate]) -> float | None:
+    """A rate or mean over several windows: the sum of their numerators over the sum of their
+    denominators (None without a denominator); a sum's total."""
+    total, n = 0.0, 0
+    for window in windows:
+        t, k = metric.totals(window)
+        total, n = total + t, n + k
+    if metric.kind is MetricKind.SUM:
+        return total
+    return total / n if n else None
+
+
+#: the rates and means: what a window aggregates per interaction and alert rules may watch
+SCORED: tuple[Metric, ...] = tuple(m for m in METRICS if m.kind is not MetricKind.SUM)
+RATE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS if m.kind is MetricKind.RATE)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from mode import Service
 from pydantic import BaseModel
 
+from pipeline.clock import Clock, SystemClock
 from pipeline.evaluator import Evaluator
 from pipeline.judges.base import Judge
 from pipeline.judges.factory import open_judge
@@ -29,7 +30,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.codec import dead_letter
 from streams.context import StreamContext
 from streams.status import WorkerStatus, write_status
-from streams.windows.tracker import WindowCloser
+from streams.windows.closer import WindowCloser
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,10 @@ class Resources(Service):
     """Opens the judge, the refusal classifier, the NLI grouper, the ClickHouse store and sink, the
     window closer and the alert engine on worker start; closes them on stop."""
 
-    def __init__(self, ctx: StreamContext, **kwargs: Any) -> None:
+    def __init__(self, ctx: StreamContext, clock: Clock | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ctx = ctx
+        self.clock: Clock = clock or SystemClock()  # windows and alerts read time from it
         self._stack = contextlib.AsyncExitStack()
         self._ready = asyncio.Event()
         self._finished = False
@@ -95,9 +97,11 @@ class Resources(Service):
         self.ctx.app.on_before_shutdown.connect(self._on_app_shutdown)
         store = self.store = await ClickHouseStore.open(settings.clickhouse)
         await self._open_judging()
-        alerts = self._alerts = AlertEngine.from_settings(settings, store, self._publish_alert)
+        alerts = self._alerts = AlertEngine.from_settings(
+            settings, store, self._publish_alert, clock=self.clock.now
+        )
         self._stack.push_async_callback(alerts.aclose)
-        self._windows = WindowCloser(settings.window, store, alerts)
+        self._windows = WindowCloser(settings.window, store, alerts, clock=self.clock)
         stale = await self._windows.reconcile(timedelta(hours=settings.window.reconcile_hours))
         if stale:
             log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)

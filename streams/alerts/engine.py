@@ -9,7 +9,7 @@ ReplacingMergeTree keyed by alert_id).
 
 Order: the topic first, then the table (what the next evaluation reads), then the receivers in the
 background. A failed publish raises before the table row exists, so the window stays due
-(streams.windows.tracker) and the transition is retried.
+(streams.windows.closer) and the transition is retried.
 
 Notifications, however many workers: before sending, a worker claims the delivery (alert id + receiver)
 in the ``alert_deliveries`` ledger; only the earliest claim sends (``ClickHouseStore.claim_delivery``),
@@ -88,11 +88,12 @@ class AlertEngine:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, store: ClickHouseStore, publish: Publish | None
+        cls, settings: Settings, store: ClickHouseStore, publish: Publish | None, *, clock: Clock = _now
     ) -> AlertEngine:
         path = settings.alerts.rules_file
         rules = load_rules(path) if path is not None else AlertRules(rules=[])
-        return cls(rules, settings.alerts, TumblingWindows(settings.window.size_seconds), store, publish)
+        windows = TumblingWindows(settings.window.size_seconds)
+        return cls(rules, settings.alerts, windows, store, publish, clock=clock)
 
     async def slots(self, rule: Rule, window: WindowAggregate) -> list[Slot]:
         """The windows ``decide`` reads for this rule, ending with ``window`` (empty slots included)."""

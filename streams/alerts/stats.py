@@ -15,18 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from schemas.alert import RATE_METRICS
+from schemas.metrics import METRICS_BY_NAME, RATE_METRICS, SCORED
 from schemas.window import WindowAggregate
 
 #: the WindowAggregate field that counts the interactions a metric is computed over (its denominator)
-DENOMINATORS: dict[str, str] = {
-    "hallucination_rate": "answered",
-    "answer_refusal_rate": "answer_refusal_known",
-    "ground_truth_refusal_rate": "ground_truth_refusal_known",
-    "mean_context_entailment": "context_scored",
-    "mean_ground_truth_entails_answer": "ground_truth_answer_scored",
-    "mean_answer_entails_ground_truth": "answer_ground_truth_scored",
-}
+DENOMINATORS: dict[str, str] = {m.name: str(m.count_column) for m in SCORED}
 MIN_VARIANCE = 1e-4  # a floor, so a baseline of identical scores does not make every wobble significant
 
 
@@ -44,15 +37,10 @@ EMPTY = Obs(0.0, 0)
 
 
 def observe(metric: str, window: WindowAggregate) -> Obs:
-    """The window's observation of one metric (an empty one when it has no value)."""
-    n = int(getattr(window, DENOMINATORS[metric]))
-    value = getattr(window, metric)
-    if value is None or n <= 0:
-        return EMPTY
-    if metric == "hallucination_rate":
-        return Obs(float(window.hallucinations), n)
-    total = round(float(value) * n) if metric in RATE_METRICS else float(value) * n
-    return Obs(float(total), n)
+    """The window's observation of one metric (an empty one when it has no value), as the catalogue
+    (schemas.metrics) pools it."""
+    total, n = METRICS_BY_NAME[metric].totals(window)
+    return Obs(total, n) if n > 0 else EMPTY
 
 
 def pool(observations: Iterable[Obs]) -> Obs:

@@ -15,7 +15,7 @@ MIN_TIME = datetime.min.replace(tzinfo=UTC)
 MAX_TIME = datetime.max.replace(tzinfo=UTC)
 
 
-def _utc(ts: datetime) -> datetime:
+def utc(ts: datetime) -> datetime:
     if ts.tzinfo is None:
         return ts.replace(tzinfo=UTC)
     try:
@@ -27,7 +27,7 @@ def _utc(ts: datetime) -> datetime:
 def shift(ts: datetime, delta: timedelta) -> datetime:
     """``ts + delta``, clamped to [MIN_TIME, MAX_TIME] instead of raising OverflowError."""
     try:
-        return _utc(ts) + delta
+        return utc(ts) + delta
     except OverflowError:
         return MAX_TIME if delta > timedelta(0) else MIN_TIME
 
@@ -38,7 +38,7 @@ class TumblingWindows:
 
     def start_of(self, ts: datetime) -> datetime:
         """The start of the window holding ``ts`` (aligned to the epoch, UTC)."""
-        ms = int((_utc(ts) - EPOCH) / timedelta(milliseconds=1))
+        ms = int((utc(ts) - EPOCH) / timedelta(milliseconds=1))
         size_ms = self.size_seconds * 1000
         return shift(EPOCH, timedelta(milliseconds=ms - ms % size_ms))
 

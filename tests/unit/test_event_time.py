@@ -11,14 +11,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from pipeline.clock import ManualClock
 from schemas.errors import InvalidMessage
+from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.results import Converted
 from schemas.settings import ClickHouseSettings, Limits, WindowSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import dead_letter, decode
-from streams.windows.tracker import WindowCloser
+from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import MAX_TIME, MIN_TIME, TumblingWindows
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_clickhouse_store import evaluation
@@ -107,7 +109,7 @@ class FlakyStore:
         self.bad_app = bad_app
         self.written: list[WindowAggregate] = []
 
-    async def rows_between(self, app: str, model: str, start: datetime, end: datetime) -> list[object]:
+    async def rows_between(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
         if app == self.bad_app:
             raise ValueError(f"Cannot parse DateTime64 parameter {start.isoformat()}")
         return []
@@ -115,17 +117,22 @@ class FlakyStore:
     async def insert_window(self, window: WindowAggregate, computed_at: datetime) -> None:
         self.written.append(window)
 
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        return []
+
 
 async def test_one_bad_window_never_blocks_the_others(caplog: pytest.LogCaptureFixture) -> None:
     store = FlakyStore("bad")
-    closer = WindowCloser(WindowSettings(size_seconds=60, max_close_attempts=3), store)  # type: ignore[arg-type]
+    closer = WindowCloser(
+        WindowSettings(size_seconds=60, max_close_attempts=3), store, clock=ManualClock(NOW)
+    )
     far = [
         Row("bad", "m", datetime(1, 1, 1, tzinfo=UTC)),
         Row("bad", "m", datetime(9999, 12, 31, tzinfo=UTC)),
     ]
     good = [Row("good", "m", NOW), Row("good", "m", NOW + timedelta(minutes=1))]
-    await closer.touch([*far, *good], wall=NOW)  # type: ignore[arg-type]
-    caplog.set_level(logging.WARNING, logger="streams.windows.tracker")
+    await closer.touch([*far, *good])
+    caplog.set_level(logging.WARNING, logger="streams.windows.closer")
     closed = await closer.close_due(final=True)  # the bad ones come first in start order
     assert sorted(w.window_start for w in closed) == [NOW, NOW + timedelta(minutes=1)]
     assert closer.failed == 2 and len(closer.pending()) == 2 and closer.dropped == 0
@@ -151,14 +158,16 @@ def store() -> Iterator[ClickHouseStore]:
 async def test_on_chdb_windows_at_the_ends_of_time_fail_alone(store: ClickHouseStore) -> None:
     """The probe's timestamps reach the closer (as from rows written before validation had limits): the
     real window is written whatever chDB says about the others."""
-    closer = WindowCloser(WindowSettings(size_seconds=60, max_close_attempts=1), store)
+    closer = WindowCloser(
+        WindowSettings(size_seconds=60, max_close_attempts=1), store, clock=ManualClock(NOW)
+    )
     row = evaluation("ok").model_copy(update={"timestamp": NOW})
     await store.insert_evaluations([row])
     far = [
         Row("a", "m", datetime(1, 1, 1, tzinfo=UTC)),
         Row("a", "m", datetime(9999, 12, 31, 23, 59, tzinfo=UTC)),
     ]
-    await closer.touch([*far, row], wall=NOW)  # type: ignore[list-item]
+    await closer.touch([*far, row])
     closed = await closer.close_due(final=True)
     assert [(w.window_start, w.count) for w in closed if w.window_start == NOW] == [(NOW, 1)]
     assert closer.pending() == []  # written or dropped, none left blocking

@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from pipeline.clock import ManualClock
 from schemas.alert import Alert, AlertRule, AlertRules
 from schemas.settings import AlertSettings, ClickHouseSettings, WindowSettings
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.store import ClickHouseStore
-from streams.windows.tracker import WindowCloser
+from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import TumblingWindows
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_clickhouse_store import evaluation
@@ -55,10 +56,14 @@ async def test_windows_close_by_watermark_and_count_replays_once(store: ClickHou
 
 
 async def test_idle_windows_close_on_the_wall_clock(store: ClickHouseStore) -> None:
-    closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5), store)
+    clock = ManualClock(T0 + timedelta(seconds=20))
+    settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5)
+    closer = WindowCloser(settings, store, clock=clock)
     await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
-    touched = closer._dirty[("a", "m", T0)]
-    assert closer.due(now=touched + 4.9) == [] and closer.due(now=touched + 5) == [("a", "m", T0)]
+    clock.advance(4.9)
+    assert closer.due() == []
+    clock.advance(0.1)
+    assert closer.due() == [("a", "m", T0)]
 
 
 async def test_alert_engine_pools_last_k_windows_and_fires_once(store: ClickHouseStore) -> None:
@@ -111,23 +116,25 @@ async def test_a_future_event_closes_neither_other_apps_windows_nor_its_own_earl
     store: ClickHouseStore,
 ) -> None:
     settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=1000, max_skew_seconds=60)
-    closer = WindowCloser(settings, store)
     wall = T0 + timedelta(seconds=5)  # "now" is inside the first window
-    await closer.touch([located("a", 1), located("b", 1)], wall=wall)  # type: ignore[list-item]
-    await closer.touch([located("b", 10 * 365 * 86400)], wall=wall)  # type: ignore[list-item]  # a clock bug
+    closer = WindowCloser(settings, store, clock=ManualClock(wall))
+    await closer.touch([located("a", 1), located("b", 1)])  # type: ignore[list-item]
+    await closer.touch([located("b", 10 * 365 * 86400)])  # type: ignore[list-item]  # a clock bug
     assert closer.watermarks[("b", "m")] == wall + timedelta(seconds=60)  # clamped to wall + max skew
-    assert ("a", "m", T0) not in closer.due(wall=wall)  # app a's window is still open
-    assert ("b", "m", T0) in closer.due(wall=wall)  # b's own watermark passed it (by at most the skew)
-    assert ("b", "m", T0 + timedelta(days=3650)) not in closer.due(wall=wall)
+    assert ("a", "m", T0) not in closer.due()  # app a's window is still open
+    assert ("b", "m", T0) in closer.due()  # b's own watermark passed it (by at most the skew)
+    assert ("b", "m", T0 + timedelta(days=3650)) not in closer.due()
 
 
 async def test_idle_close_waits_for_the_window_end_on_the_wall_clock(store: ClickHouseStore) -> None:
-    closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5), store)
+    clock = ManualClock(T0 + timedelta(seconds=1))
+    settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5)
+    closer = WindowCloser(settings, store, clock=clock)
     await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
-    touched = closer._dirty[("a", "m", T0)]
-    inside = T0 + timedelta(seconds=3)
-    assert closer.due(now=touched + 60, wall=inside) == []  # idle, but the window has not ended yet
-    assert closer.due(now=touched + 60, wall=T0 + timedelta(seconds=10)) == [("a", "m", T0)]
+    clock.advance(6)
+    assert closer.due() == []  # idle, but the window has not ended yet on the wall clock (T0 + 7 s)
+    clock.advance(3)
+    assert closer.due() == [("a", "m", T0)]
 
 
 async def test_a_failed_publish_leaves_no_alert_row_and_is_retried(store: ClickHouseStore) -> None:

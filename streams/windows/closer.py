@@ -20,22 +20,38 @@ later touch it again).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
+from pipeline.clock import Clock, SystemClock
+from schemas.evaluation_row import EvalRow
 from schemas.settings import WindowSettings
 from schemas.window import WindowAggregate
-from streams.clickhouse.rows import utc
-from streams.clickhouse.sink import Located
-from streams.clickhouse.store import ClickHouseStore
-from streams.windows.aggregator import WindowStats
-from streams.windows.tumbling import TumblingWindows, shift
+from streams.windows.aggregator import aggregate
+from streams.windows.tumbling import TumblingWindows, shift, utc
 
 log = logging.getLogger(__name__)
 
 WindowKey = tuple[str, str, datetime]  # app, model, window start
+
+
+class Located(Protocol):
+    """Where a written row counts: its app, model and event time."""
+
+    app: str
+    model: str
+    timestamp: datetime
+
+
+class WindowStore(Protocol):
+    """What the closer needs from storage (streams.clickhouse.store.ClickHouseStore is one)."""
+
+    async def rows_between(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]: ...
+
+    async def insert_window(self, window: WindowAggregate, computed_at: datetime) -> None: ...
+
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[WindowKey]: ...
 
 
 class WindowListener(Protocol):
@@ -43,12 +59,20 @@ class WindowListener(Protocol):
 
 
 class WindowCloser:
+    """The one place windows close: marks windows as rows land (``touch``), finds the due ones and
+    writes their aggregates (``close_due``), handing each to the listener (the alert engine)."""
+
     def __init__(
-        self, settings: WindowSettings, store: ClickHouseStore, listener: WindowListener | None = None
+        self,
+        settings: WindowSettings,
+        store: WindowStore,
+        listener: WindowListener | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.listener = listener
+        self.clock: Clock = clock or SystemClock()
         self.windows = TumblingWindows(settings.size_seconds)
         self._dirty: dict[WindowKey, float] = {}  # -> monotonic time of the last row
         self.watermarks: dict[tuple[str, str], datetime] = {}  # (app, model) -> event-time watermark
@@ -57,9 +81,9 @@ class WindowCloser:
         self.failed = 0  # failed closes in all
         self.dropped = 0  # windows given up after max_close_attempts
 
-    async def touch(self, evaluations: Sequence[Located], wall: datetime | None = None) -> None:
-        now = time.monotonic()
-        cap = (wall or datetime.now(UTC)) + timedelta(seconds=self.settings.max_skew_seconds)
+    async def touch(self, evaluations: Sequence[Located]) -> None:
+        now = self.clock.monotonic()
+        cap = shift(self.clock.now(), timedelta(seconds=self.settings.max_skew_seconds))
         for e in evaluations:
             ts = utc(e.timestamp)
             self._dirty[(e.app, e.model, self.windows.start_of(ts))] = now
@@ -71,7 +95,7 @@ class WindowCloser:
     async def reconcile(self, lookback: timedelta) -> int:
         """Mark the windows a crashed worker left unclosed (rows written after their aggregate): their
         in-memory marks died with it; ClickHouse still knows. Returns how many were marked."""
-        since = datetime.now(UTC) - lookback
+        since = self.clock.now() - lookback
         stale = await self.store.stale_windows(self.settings.size_seconds, since)
         for key in stale:
             self._dirty.setdefault(key, float("-inf"))
@@ -80,11 +104,9 @@ class WindowCloser:
     def pending(self) -> list[WindowKey]:
         return sorted(self._dirty, key=lambda k: (k[2], k[0], k[1]))
 
-    def due(
-        self, now: float | None = None, final: bool = False, wall: datetime | None = None
-    ) -> list[WindowKey]:
-        now = time.monotonic() if now is None else now
-        wall = wall or datetime.now(UTC)
+    def due(self, final: bool = False) -> list[WindowKey]:
+        now = self.clock.monotonic()
+        wall = self.clock.now()
         grace = timedelta(seconds=self.settings.grace_seconds)
         out = []
         for key, touched in self._dirty.items():
@@ -99,7 +121,7 @@ class WindowCloser:
     async def compute(self, app: str, model: str, start: datetime) -> WindowAggregate:
         end = self.windows.end_of(start)
         rows = await self.store.rows_between(app, model, start, end)
-        return WindowStats().extend(rows).result(window_start=start, window_end=end, app=app, model=model)
+        return aggregate(rows, window_start=start, window_end=end, app=app, model=model)
 
     async def close_due(self, final: bool = False) -> list[WindowAggregate]:
         """Close every due window, each on its own: one that fails is logged, counted and retried at the
@@ -107,37 +129,36 @@ class WindowCloser:
         out = []
         for key in self.due(final=final):
             try:
-                aggregate = await self._close(key)
+                window = await self._close(key)
             except Exception as exc:
                 self._failed(key, exc)
                 continue
             self.failures.pop(key, None)
-            if aggregate is not None:
-                out.append(aggregate)
+            out.append(window)
         return out
 
-    async def _close(self, key: WindowKey) -> WindowAggregate | None:
-        """Write one window's aggregate and run its alert rules; raise when either fails. None when the
-        aggregate was written but its alerts failed (the window stays due)."""
+    async def _close(self, key: WindowKey) -> WindowAggregate:
+        """Write one window's aggregate and run its alert rules; raise when either fails (the window
+        stays due)."""
         touched = self._dirty.get(key)
         app, model, start = key
-        aggregate = await self.compute(app, model, start)
-        await self.store.insert_window(aggregate, datetime.now(UTC))
+        window = await self.compute(app, model, start)
+        await self.store.insert_window(window, self.clock.now())
         self.written += 1
         log.info(
             "window %s %s/%s closed: %d interactions, hallucination rate %s",
             start.isoformat(),
             app,
             model,
-            aggregate.count,
-            aggregate.hallucination_rate,
+            window.count,
+            window.hallucination_rate,
         )
         if self.listener is not None:
             # a failure raises: the window stays due and its rules are evaluated (and sent) again
-            await self.listener.on_window(aggregate)
+            await self.listener.on_window(window)
         if self._dirty.get(key) == touched:  # not touched again meanwhile
             self._dirty.pop(key, None)
-        return aggregate
+        return window
 
     def _failed(self, key: WindowKey, exc: Exception) -> None:
         app, model, start = key
