@@ -34,7 +34,7 @@ AREAS: list[tuple[str, tuple[str, ...]]] = [
     ("openai SDK request building (transform)", ("openai/_utils/_transform.py",)),
     ("HTTP (httpx/httpcore/anyio)", ("httpx", "httpcore", "anyio/")),
     ("openai SDK other (response parsing, client)", ("openai/",)),
-    ("judge client / LLM judge (ours)", ("pipeline/llm/", "pipeline/judges/openai_judge.py")),
+    ("judge client / LLM judge (ours)", ("pipeline/llm/", "pipeline/judges/llm_judge.py")),
     ("lexical judge", ("pipeline/judges/lexical.py", "pipeline/text_normalise.py")),
     ("sentence splitting (nltk punkt)", ("pipeline/sentences.py", "nltk/")),
     ("ClickHouse (chDB insert/query)", ("streams/clickhouse/", "clickhouse_connect", "chdb")),

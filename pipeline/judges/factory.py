@@ -18,7 +18,7 @@ from pipeline.judges.base import Judge
 from schemas.settings import JudgeSettings, Settings
 
 if TYPE_CHECKING:
-    from pipeline.judges.openai_judge import LLMJudge
+    from pipeline.judges.llm_judge import LLMJudge
 
 
 @asynccontextmanager
@@ -48,7 +48,7 @@ async def open_judge(settings: Settings) -> AsyncIterator[Judge]:
 
 
 async def _llm_judge(js: JudgeSettings, kind: Literal["openai", "local"], stack: AsyncExitStack) -> Judge:
-    from pipeline.judges.openai_judge import LLMJudge
+    from pipeline.judges.llm_judge import LLMJudge
 
     if kind == "openai":
         judge = LLMJudge(js, name="openai")
@@ -69,7 +69,7 @@ def local_llm_judge(js: JudgeSettings, base_url: str, model_id: str) -> LLMJudge
     file name and sha256 prefix), so another model never gets this one's cached verdicts.
     """
     from pipeline.judges.local_model import MODEL_ALIAS
-    from pipeline.judges.openai_judge import LLMJudge
+    from pipeline.judges.llm_judge import LLMJudge
 
     # llama.cpp's server answers one request at a time, slowly on a CPU: queue here, wait long there;
     # it takes the JSON schema as {"type": "json_object", "schema": ...}

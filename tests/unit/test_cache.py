@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from pipeline.judges.base import Premise
-from pipeline.judges.openai_judge import LLMJudge
+from pipeline.judges.llm_judge import LLMJudge
 from pipeline.llm.cache import MemoryCache, SqliteCache, cache_key, open_cache
 from schemas.settings import JudgeSettings
 from tests.fakes.openai_server import FakeOpenAIServer

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from pipeline.judges.base import Premise
 from pipeline.judges.lexical import LexicalJudge
-from pipeline.judges.openai_judge import LLMJudge
+from pipeline.judges.llm_judge import LLMJudge
 from pipeline.nli_grouping import NliGrouper, nli_judge
 from prompts import NliCase, Prompts
 from schemas.settings import PipelineSettings, Settings

@@ -7,7 +7,7 @@ from pydantic import SecretStr
 
 from pipeline.judges.base import Judge, Premise
 from pipeline.judges.factory import open_judge
-from pipeline.judges.openai_judge import LLMJudge, hypothesis_result
+from pipeline.judges.llm_judge import LLMJudge, hypothesis_result
 from prompts import StatementAnswer
 from schemas.errors import JudgeError
 from schemas.settings import JudgeSettings
