@@ -20,7 +20,7 @@ absent. Configurations:
 
 Figures come from the Evaluations (``calls``: requests = attempts of the records that reached the
 model; tokens from the server's ``usage``) and are checked against the fake server's own request and
-token counters. Targets (issue 5): batched NLI uses at most a third of the per-hypothesis input
+token counters. Targets: batched NLI uses at most a third of the per-hypothesis input
 tokens; a replay with the cache on costs no call.
 """
 

@@ -4,7 +4,7 @@ The verifiable units are the statements of the ``context_answer`` pair (every st
 answer hypothesis); a hypothesis the judge returned without statements counts as one unit with the
 hypothesis's own score and no tag. Precision = sum(weight * score) / sum(weight) over the units,
 with partial credit (a statement's score is in [0, 1]) and ``weight = statement_weights[tag]``
-(tags compared case-insensitively, 1.0 for a tag without a weight). Seed 002's example: four units,
+(tags compared case-insensitively, 1.0 for a tag without a weight). For example (docs/method.md): four units,
 three supported and one at 0.6 -> (3 + 0.6) / 4 = 0.9. None when there is no unit or no weight.
 """
 

@@ -1,5 +1,6 @@
-"""Seed 004 relevance in the stream: with pipeline.relevance on, every Evaluation the join emits carries
-the embedding cosine of the question and the answer (offline all-MiniLM-L6-v2, the `embeddings` extra)."""
+"""Relevance (docs/method.md) in the stream: with pipeline.relevance on, every Evaluation the join emits
+carries the embedding cosine of the question and the answer (offline all-MiniLM-L6-v2, the `embeddings`
+extra)."""
 
 from __future__ import annotations
 

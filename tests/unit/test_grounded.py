@@ -1,4 +1,4 @@
-"""Grounded-unit precision (seed 002) and unsupported claims."""
+"""Grounded-unit precision (docs/method.md) and unsupported claims."""
 
 from __future__ import annotations
 

@@ -90,7 +90,8 @@ def test_split_statements_on_clauses() -> None:
 
 
 def test_seed_002_example_partial_support() -> None:
-    """Seed 002: the documents confirm the capital but lack the population: one of two claims holds."""
+    """Grounded units (docs/method.md): the documents confirm the capital but lack the population: one
+    of two claims holds."""
     premise = "Paris is the capital and most populous city of France."
     hypothesis = "Paris is the capital of France, which has a population of 67 million"
     out = judge_hypothesis(hypothesis, PremiseIndex(premise), LexicalConfig())

@@ -1,4 +1,4 @@
-"""Relevance (seed 004): last user message, the lazy import, and cosine from the packaged MiniLM."""
+"""Relevance (docs/method.md): last user message, the lazy import, and cosine from the packaged MiniLM."""
 
 from __future__ import annotations
 
