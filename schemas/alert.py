@@ -72,7 +72,7 @@ class BaselineRule(_RuleBase):
     )
     baseline_windows: int = Field(24, ge=2, description="windows before the current ones: the baseline")
     min_baseline_interactions: int = Field(100, ge=1)
-    confidence: float = Field(0.9995, gt=0.5, lt=1, description="one-sided confidence of the change")
+    confidence: float = Field(0.999, gt=0.5, lt=1, description="one-sided confidence of the change")
     min_effect: float = Field(0.05, gt=0, le=1, description="smallest change that alerts (0.05 = 5 points)")
     resolve_effect: float | None = Field(
         None, ge=0, description="resolved when the change is below this; None: half of min_effect"

@@ -40,6 +40,18 @@ class Limits(BaseModel):
     max_app_chars: int = Field(200, ge=1, description="longest app name (characters)")
     max_model_chars: int = Field(200, ge=1, description="longest model name (characters)")
     max_conversation_id_chars: int = Field(256, ge=1, description="longest conversation_id (characters)")
+    max_history_turns: int = Field(
+        50,
+        ge=0,
+        description="most conversation turns kept before the question (history, from messages); past it "
+        "the oldest turns are dropped and the interaction is flagged history_truncated, not refused",
+    )
+    max_history_chars: int = Field(
+        20_000,
+        ge=0,
+        description="most characters of all history turns together; past it the oldest turns are dropped "
+        "(flagged history_truncated, not refused)",
+    )
     max_metadata_chars: int = Field(
         20_000, ge=2, description="largest metadata object, as compact JSON (characters)"
     )
@@ -184,7 +196,9 @@ class PipelineSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     pronoun_replacement: bool = Field(
-        True, description="ask the judge to replace pronouns in the answer and ground truth before NLI"
+        True,
+        description="ask the judge to replace pronouns in the answer and ground truth (and, in a "
+        "conversation, the question) before NLI",
     )
     pronoun_batch_size: int = Field(16, ge=1, description="sentences a prompt")
     pronoun_prefilter: bool = Field(
@@ -193,6 +207,17 @@ class PipelineSettings(BaseModel):
             "send a pronoun batch only when a sentence after its first holds an English pronoun or "
             "demonstrative (pipeline.convert.ANAPHORS); turn off for answers in other languages"
         ),
+    )
+    pronoun_history_turns: int = Field(
+        6,
+        ge=0,
+        description="the most recent user and assistant turns of a conversation's history given to the "
+        "pronoun prompt to resolve from (system turns never); 0: none",
+    )
+    pronoun_history_chars: int = Field(
+        4_000,
+        ge=0,
+        description="most characters of history given to the pronoun prompt (the oldest turns go first)",
     )
     nli_mode: Literal["batched", "per_hypothesis"] = Field(
         "batched",
@@ -421,6 +446,25 @@ class KafkaSettings(BaseModel):
         ),
     )
     commit_interval_s: float = Field(1.0, gt=0, description="how often processed offsets are committed")
+    topic_check_seconds: float = Field(
+        5.0,
+        gt=0,
+        description=(
+            "how often the worker checks that its topics still exist on the broker with the partitions "
+            "they had; when they are gone or changed at two checks in a row (a broker restarted with "
+            "empty storage) the worker stops with one line and exit code 2, so that its supervisor "
+            "restarts it (a new start recreates the topics)"
+        ),
+    )
+    shutdown_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description=(
+            "a stop (SIGTERM, SIGINT, or the broker losing the topics) still running after this many "
+            "seconds ends the process with one line and exit code 2; events not acked yet are read "
+            "again at the next start"
+        ),
+    )
     producer_linger_s: float = Field(
         0.005, ge=0, description="batch a stage's outputs this long before sending"
     )
@@ -532,6 +576,17 @@ class AlertSettings(BaseModel):
     webhook_retries: int = Field(3, description="retries of a failed webhook post")
     webhook_backoff_s: float = Field(0.5, description="first webhook retry delay (doubles)")
     webhook_timeout_s: float = Field(5.0, description="timeout of one webhook post")
+    delivery_lease_s: float = Field(
+        600.0,
+        gt=0,
+        description="a delivery claimed this long ago with no outcome recorded is taken over by another "
+        "worker (its claimant stopped mid-send); longer than a send with all its retries takes",
+    )
+    redeliver_hours: float = Field(
+        24.0,
+        gt=0,
+        description="how far back a worker looks for transitions whose notification was never recorded",
+    )
 
 
 class DashboardSettings(BaseModel):

@@ -101,6 +101,7 @@ class Resources(Service):
             settings, store, self._publish_alert, clock=self.clock.now
         )
         self._stack.push_async_callback(alerts.aclose)
+        await alerts.redeliver_due()  # notifications an earlier worker stored and never recorded
         self._windows = WindowCloser(settings.window, store, alerts, clock=self.clock)
         stale = await self._windows.reconcile(timedelta(hours=settings.window.reconcile_hours))
         if stale:

@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 
@@ -85,6 +86,9 @@ class AlertEngine:
         self.delivery_failures = 0
         self._http: httpx.AsyncClient | None = None
         self._tasks: set[asyncio.Task[bool]] = set()
+        self._last_redeliver: datetime | None = None
+        self._started: set[str] = set()  # delivery ids this engine has taken on (never twice)
+        self._refreshed: dict[str, datetime] = {}  # firing alert id -> when Alertmanager last heard of it
 
     @classmethod
     def from_settings(
@@ -123,13 +127,45 @@ class AlertEngine:
         return alert
 
     async def on_window(self, window: WindowAggregate) -> list[Alert]:
+        await self.redeliver_due()
         made = []
         for rule in self.evaluator.rules_for(window.app, window.model):
             alert = await self.evaluate(rule, window)
             if alert is not None:
                 await self.deliver(alert)
                 made.append(alert)
+            else:
+                await self.refresh_firing(rule, window)
         return made
+
+    async def refresh_firing(self, rule: Rule, window: WindowAggregate) -> bool:
+        """Post a still-firing alert to the Alertmanager receivers again, every quarter of their
+        ``firing_ttl_hours``, moving its endsAt forward, so Alertmanager never resolves an incident
+        groundwatch still has open (as Prometheus re-sends its active alerts). Alertmanager merges the
+        posts into one alert: no new notification. Not recorded in the ledger."""
+        targets = [t for t in self.targets if t.receiver.kind == "alertmanager"]
+        if not targets:
+            return False
+        latest = await self.store.latest_alert(rule.name, window.app, window.model)
+        if latest is None or latest.state != "firing":
+            return False
+        now = self.clock()
+        every = timedelta(hours=min(t.receiver.firing_ttl_hours for t in targets)) / 4
+        last = self._refreshed.get(latest.alert_id)
+        if last is not None and now - last < every:
+            return False
+        self._refreshed[latest.alert_id] = now
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        for target in targets:
+            outcome = await target.send(
+                self._http, latest, f"{latest.alert_id}|{target.name}", now, self.sleep
+            )
+            if not outcome.ok:
+                log.warning(
+                    "alert %s: refreshing it in %s failed: %s", latest.alert_id, target.name, outcome.error
+                )
+        return True
 
     async def deliver(self, alert: Alert) -> None:
         if self.publish is not None:  # first: when it fails, nothing marks the transition as made
@@ -138,17 +174,51 @@ class AlertEngine:
         self.fired += 1
         log.warning("ALERT %s", alert.message)
         for target in self.targets:
-            task = asyncio.create_task(self.notify(target, alert))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            task.add_done_callback(_log_failure)
+            self._spawn(self.notify(target, alert))
+
+    async def redeliver_due(self) -> int:
+        """Every half lease (and at the first window after start): send the notifications a stopped
+        worker claimed or was about to claim and never recorded (``redeliver``)."""
+        now = self.clock()
+        lease = timedelta(seconds=self.settings.delivery_lease_s)
+        if self._last_redeliver is not None and now - self._last_redeliver < lease / 2:
+            return 0
+        self._last_redeliver = now
+        return await self.redeliver()
+
+    async def redeliver(self) -> int:
+        """Claim and send each transition of the last ``redeliver_hours`` whose notification to a
+        receiver has no outcome and no live claim; returns how many were started."""
+        if not self.targets:
+            return 0
+        now = self.clock()
+        by_name = {t.name: t for t in self.targets}
+        since = now - timedelta(hours=self.settings.redeliver_hours)
+        stale = now - timedelta(seconds=self.settings.delivery_lease_s)
+        pending = await self.store.undelivered(list(by_name), since, stale)
+        for alert, receiver in pending:
+            log.warning("alert %s: notifying %s again (no outcome recorded)", alert.alert_id, receiver)
+            self._spawn(self.notify(by_name[receiver], alert))
+        return len(pending)
+
+    def _spawn(self, work: Coroutine[Any, Any, bool]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_log_failure)
 
     async def notify(self, target: Target, alert: Alert) -> bool:
         """Claim, send (with retries) and record one delivery; False when another worker sends it or
-        it failed (then logged and counted)."""
+        it failed (then logged and counted). A claim older than the lease without an outcome does not
+        stand in the way (its worker stopped)."""
         delivery_id = f"{alert.alert_id}|{target.name}"
+        if delivery_id in self._started:
+            return False
+        self._started.add(delivery_id)
+        now = self.clock()
+        stale = now - timedelta(seconds=self.settings.delivery_lease_s)
         if not await self.store.claim_delivery(
-            delivery_id, alert.alert_id, target.name, self.claimant, self.clock()
+            delivery_id, alert.alert_id, target.name, self.claimant, now, stale
         ):
             log.info("delivery %s is another worker's", delivery_id)
             return False

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from schemas.alert import Alert
@@ -229,11 +229,19 @@ class ClickHouseStore:
         return [WindowAggregate.model_validate(r) for r in rows]
 
     async def claim_delivery(
-        self, delivery_id: str, alert_id: str, receiver: str, claimant: str, claimed_at: datetime
+        self,
+        delivery_id: str,
+        alert_id: str,
+        receiver: str,
+        claimant: str,
+        claimed_at: datetime,
+        stale_before: datetime | None = None,
     ) -> bool:
         """Claim a notification (the ledger of migration 004); True when this claim arrived first (the
-        server's insert time), so this claimant sends; a delivery already recorded as delivered or failed
-        is never claimed again. Any reader that sees a later claim also sees the first one."""
+        server's insert time) among the live ones, so this claimant sends; a delivery already recorded
+        as delivered or failed is never claimed again. Any reader that sees a later claim also sees the
+        first one. A claim made before ``stale_before`` without an outcome is dead (its worker stopped
+        between claiming and recording): it no longer counts, so another claimant takes the delivery."""
         at = utc(claimed_at)
         # a claim's version (updated_at) is the epoch: an outcome row always replaces it, never the reverse
         row = [
@@ -252,10 +260,42 @@ class ClickHouseStore:
         )
         rows = await self.query(
             f"SELECT claimant, status FROM {self.db}.alert_deliveries FINAL WHERE delivery_id = {{d:String}} "
+            "AND NOT (status = 'claimed' AND claimed_at < {stale:DateTime64(3, 'UTC')}) "
             "ORDER BY status = 'claimed' ASC, inserted ASC, claimant ASC LIMIT 1",
-            {"d": delivery_id},
+            {
+                "d": delivery_id,
+                "stale": utc(stale_before) if stale_before else datetime(1970, 1, 1, tzinfo=UTC),
+            },
         )
         return bool(rows) and rows[0]["status"] == "claimed" and rows[0]["claimant"] == claimant
+
+    async def undelivered(
+        self, receivers: Sequence[str], since: datetime, stale_before: datetime
+    ) -> list[tuple[Alert, str]]:
+        """(alert, receiver) of the transitions since ``since`` (wall time) that no receiver outcome
+        records and no live claim covers: a worker stopped after writing the transition and before its
+        notification was recorded. Oldest first."""
+        if not receivers:
+            return []
+        alerts = await self.query(
+            "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
+            "WHERE fired_at >= {since:DateTime64(3, 'UTC')} ORDER BY fired_at, alert_id",
+            {"since": utc(since)},
+        )
+        if not alerts:
+            return []
+        settled = await self.query(
+            f"SELECT DISTINCT delivery_id FROM {self.db}.alert_deliveries FINAL "
+            "WHERE claimed_at >= {since:DateTime64(3, 'UTC')} "
+            "AND (status != 'claimed' OR claimed_at >= {stale:DateTime64(3, 'UTC')})",
+            {"since": utc(since) - timedelta(days=1), "stale": utc(stale_before)},
+        )
+        done = {r["delivery_id"] for r in settled}
+        out = []
+        for row in alerts:
+            alert = Alert.model_validate(row)
+            out += [(alert, r) for r in receivers if f"{alert.alert_id}|{r}" not in done]
+        return out
 
     async def finish_delivery(
         self, delivery_id: str, claimant: str, status: str, attempts: int, error: str, at: datetime

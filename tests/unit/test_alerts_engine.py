@@ -190,3 +190,57 @@ async def test_stable_rate_never_fires(store: ClickHouseStore, hook: tuple[str, 
     clock = Clock()
     made = await run(store, engines(store, RULES, url, clock), [5, 6, 4, 5, 7, 5, 4, 6, 5, 6, 5, 4], clock)
     assert made == [] and state.posts == []
+
+
+async def test_a_worker_that_stopped_mid_delivery_leaves_it_to_another(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    """Worker 0 stored two transitions and stopped: one after claiming its notification, one before.
+    While the claim is live nobody else sends; once it is older than the lease, worker 1 sends both,
+    each once, however often it looks."""
+    url, state = hook
+    clock = Clock()
+    crashed, survivor = engines(store, RULES, url, clock)
+    made = await run(store, [], [5] * 8 + [20] * 2, clock)  # the windows only
+    fired = await crashed.evaluate(RULES.rules[0], window(9, 100, 20))
+    assert fired is not None and made == []
+    other = fired.model_copy(update={"alert_id": "drift|bot|m|other"})
+    for alert in (fired, other):
+        await store.insert_alert(alert)
+    delivery = f"{fired.alert_id}|signed"
+    assert await store.claim_delivery(delivery, fired.alert_id, "signed", crashed.claimant, clock.now)
+    # the claim is live: only the transition nobody claimed is sent
+    assert await survivor.redeliver() == 1
+    await survivor.drain()
+    assert [json.loads(b)["alert"]["alert_id"] for _, b in state.posts] == [other.alert_id]
+    assert await survivor.redeliver() == 0  # recorded as delivered
+    clock.now += timedelta(seconds=make_settings().alerts.delivery_lease_s + 1)
+    assert await survivor.redeliver() == 1
+    await survivor.drain()
+    assert await survivor.redeliver() == 0
+    assert [json.loads(b)["alert"]["alert_id"] for _, b in state.posts] == [other.alert_id, fired.alert_id]
+    outcomes = {(d["delivery_id"], d["claimant"]): d["status"] for d in store.deliveries_sync()}
+    assert outcomes[(delivery, crashed.claimant)] == "claimed"  # the stopped worker's claim stays as it was
+    assert outcomes[(delivery, survivor.claimant)] == "delivered"
+
+
+async def test_a_long_firing_alert_is_posted_to_alertmanager_again_before_its_ends_at(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    """Alertmanager resolves an alert at its endsAt: while the drift lasts, each window re-posts the
+    firing alert (every quarter of firing_ttl_hours) with endsAt moved forward; one fired transition."""
+    url, state = hook
+    clock = Clock()
+    receivers = [Receiver(name="am", kind="alertmanager", url=url, retries=0, firing_ttl_hours=2)]
+    targets = resolve(receivers, make_settings().alerts, env={})
+    engine = AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
+                         clock=clock, sleep=no_sleep, claimant="w")  # fmt: skip
+    made = await run(store, [engine], [5] * 8 + [20] * 5, clock)
+    assert [a.state for a in made] == ["firing"]
+    posts = [json.loads(body)[0] for _, body in state.posts]
+    assert len(posts) == 4  # the firing, then one refresh a window (hourly > 2 h / 4)
+    ends = [datetime.fromisoformat(p["endsAt"].replace("Z", "+00:00")) for p in posts]
+    assert ends == sorted(ends) and len(set(ends)) == 4
+    assert all(e - clock.now <= timedelta(hours=2) for e in ends)
+    assert {p["labels"]["alertname"] for p in posts} == {"drift"}
+    assert {p["startsAt"] for p in posts} == {posts[0]["startsAt"]}
