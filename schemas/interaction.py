@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from schemas.settings import Limits
+
+#: the roles a conversation turn may have (OpenAI's chat format, without tool turns)
+Role = Literal["system", "user", "assistant"]
 
 
 class Passage(BaseModel):
@@ -20,6 +24,72 @@ class Passage(BaseModel):
 
     text: str
     document: str | None = None
+
+
+class ChatMessage(BaseModel):
+    """One turn of a conversation in OpenAI's chat format: ``{"role": "user", "content": "..."}``.
+
+    Keys whose value is null (``"refusal": null``, ``"tool_calls": null`` in OpenAI's own dumps) are
+    ignored; any other key is refused, and so are tool turns (role ``tool``) and non-string content."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Role = Field(description="who spoke: system, user or assistant")
+    content: str = Field(description="what was said (a string)")
+    name: str | None = Field(
+        None, description="the speaker's name (OpenAI's optional field); kept, not judged"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
+
+def split_conversation(
+    messages: Sequence[ChatMessage], question: str | None
+) -> tuple[str, list[ChatMessage]]:
+    """(question, history) of a conversation given as ``messages`` (see ``Interaction``).
+
+    The current turn is the last user turn. Without ``question`` its text is the question; with one
+    whose text is the same (whitespace trimmed) the messages repeat the question, and ``question`` is
+    kept; with one whose text differs, the messages hold only earlier turns. The history is every turn
+    before the current turn (all the messages when there is none); turns after it (the reply, when a log
+    carries it) are not history: the ``answer`` field is the reply that is judged. ValueError when there
+    is neither a question nor a user turn, or the question would be blank."""
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    last = users[-1] if users else None
+    if question is None:
+        if last is None:
+            raise ValueError(
+                "messages has no user turn and there is no question: give question, or a messages "
+                "list with at least one turn of role user"
+            )
+        if not messages[last].content.strip():
+            raise ValueError(f"messages[{last}] (the last user turn, the question) is empty")
+        return messages[last].content, list(messages[:last])
+    if last is not None and messages[last].content.strip() == question.strip():
+        return question, list(messages[:last])
+    return question, list(messages)
+
+
+def recent_turns(
+    turns: Sequence[ChatMessage], max_turns: int, max_chars: int
+) -> tuple[list[ChatMessage], int]:
+    """The most recent turns that fit both limits (at most ``max_turns`` turns, ``max_chars`` characters
+    of content in all), and how many older turns were dropped. Turns are kept newest first and the
+    first that does not fit ends the history: only the oldest turns are ever dropped."""
+    kept = 0
+    chars = 0
+    for turn in reversed(turns):
+        if kept >= max_turns or chars + len(turn.content) > max_chars:
+            break
+        kept += 1
+        chars += len(turn.content)
+    start = len(turns) - kept
+    return list(turns[start:]), start
 
 
 def _limits(info: ValidationInfo) -> Limits:
@@ -105,6 +175,14 @@ class Interaction(BaseModel):
     this model, the one messages enter by), a timestamp more than ``limits.max_event_age_days`` before
     it or ``limits.max_event_future_seconds`` after it is refused. An interaction nested in a later
     message (a Converted, an Evaluation) was checked when it entered and is not checked again.
+
+    Conversations: ``messages`` (OpenAI's chat format, roles system, user and assistant) may come
+    besides or instead of ``question``; it is input only and becomes ``question`` and ``history`` as
+    ``split_conversation`` says: the question is the last user turn (``question`` wins when both are
+    given) and the history is the turns before that turn. ``history`` may also be given directly (the
+    turns before the question; not together with ``messages``). A history over ``limits.max_history_turns``
+    turns or ``limits.max_history_chars`` characters loses its oldest turns and the interaction is
+    flagged ``history_truncated``: it is evaluated, never refused, for a long conversation.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -116,7 +194,23 @@ class Interaction(BaseModel):
     app: str = "default"
     model: str = "unknown"
     conversation_id: str | None = None
-    question: str
+    question: str = Field(
+        "",
+        description="the user's question (the last user message); required unless messages holds a user turn",
+    )
+    messages: list[ChatMessage] | None = Field(
+        None,
+        exclude=True,
+        description="input only: the conversation in OpenAI's chat format; its last user turn is the "
+        "question (unless question is given) and the turns before that turn are the history",
+    )
+    history: list[ChatMessage] = Field(
+        default_factory=list,
+        description="the conversation's turns before the question, oldest first (from messages, or given)",
+    )
+    history_truncated: bool = Field(
+        False, description="oldest history turns were dropped to fit max_history_turns / max_history_chars"
+    )
     contexts: list[Passage] = Field(default_factory=list)
     ground_truth: str | None = None
     answer: str
@@ -146,6 +240,29 @@ class Interaction(BaseModel):
             data = {k: v for k, v in data.items() if k in known}
             data["metadata"] = metadata
         return data
+
+    @model_validator(mode="after")
+    def _conversation(self, info: ValidationInfo) -> Interaction:
+        """The question and history from ``messages``; the history cut to the limits (oldest first)."""
+        limits = _limits(info)
+        given = "question" in self.model_fields_set
+        if self.messages is not None:
+            if self.history:
+                raise ValueError(
+                    "give messages or history, not both (history is the turns before the question)"
+                )
+            question, self.history = split_conversation(self.messages, self.question if given else None)
+            if not given:
+                self.question = _check_len(
+                    question, limits.max_question_chars, "question (the last user turn)"
+                )
+            self.messages = None
+        elif not given:
+            raise ValueError("question: missing (give question, or messages with a user turn)")
+        self.history, dropped = recent_turns(self.history, limits.max_history_turns, limits.max_history_chars)
+        if dropped:
+            self.history_truncated = True
+        return self
 
     @field_validator("timestamp", mode="before")
     @classmethod

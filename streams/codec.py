@@ -154,7 +154,8 @@ def encode(model: BaseModel) -> bytes:
 
 def original_of(raw: bytes | str | None) -> str | None:
     """The Interaction JSON inside a message when it is there: the message itself when it looks like an
-    interaction (question and answer), or its ``interaction`` object (a Converted); else None."""
+    interaction (a question or messages, and an answer), or its ``interaction`` object (a Converted);
+    else None."""
     if raw is None:
         return None
     try:  # the message may be what failed to decode: parse it safely, and give up quietly
@@ -166,7 +167,7 @@ def original_of(raw: bytes | str | None) -> str | None:
             return json.dumps(inner, ensure_ascii=False)
     except Exception:
         return None
-    if "question" in data and "answer" in data:
+    if ("question" in data or "messages" in data) and "answer" in data:
         return payload_text(raw)
     return None
 

@@ -37,6 +37,8 @@ EVALUATION_COLUMNS = [
     "missing",
     "version",
     "payload",
+    "history_turns",
+    "history_truncated",
 ]
 
 STATEMENT_COLUMNS = [
@@ -103,6 +105,8 @@ def evaluation_row(e: Evaluation) -> list[Any]:
         list(e.missing),
         evaluation_version(e),
         e.model_dump_json(),
+        len(e.interaction.history) if e.interaction is not None else 0,
+        int(e.interaction is not None and e.interaction.history_truncated),
     ]
 
 

@@ -275,6 +275,14 @@ function pairPanel(pair) {
   if (!pair.hypotheses.length) panel.append(el("p", { class: "hint" }, "nothing to judge"));
   return panel;
 }
+function conversationPanel(i) {
+  const turns = i.history || [];
+  if (!turns.length) return null;
+  const title = `Conversation before the question (${turns.length} turn${turns.length === 1 ? "" : "s"}${i.history_truncated ? "; older turns dropped" : ""})`;
+  const panel = el("div", { class: "panel conversation", "data-turns": String(turns.length) }, el("h3", {}, title));
+  turns.forEach((t) => panel.append(el("div", { class: "turn turn-" + t.role, "data-role": t.role }, el("span", { class: "meta" }, t.role + ": "), t.content)));
+  return panel;
+}
 function textPanel(title, text) { return el("div", { class: "panel" }, el("h3", {}, title), el("div", { class: "text" }, text == null ? "–" : text)); }
 
 async function loadInteraction() {
@@ -296,7 +304,7 @@ async function loadInteraction() {
   body.replaceChildren(
     el("p", {}, badge("hallucination", e.hallucination, true), badge("answer refusal", e.answer_refusal, true), badge("ground-truth refusal", e.ground_truth_refusal, true)),
     el("div", { class: "panel" }, facts),
-    textPanel("Question", i.question), contexts, textPanel("Answer", i.answer), textPanel("Ground truth", i.ground_truth),
+    ...[conversationPanel(i)].filter(Boolean), textPanel("Question", i.question), contexts, textPanel("Answer", i.answer), textPanel("Ground truth", i.ground_truth),
     ...e.pairs.map(pairPanel),
   );
 }
