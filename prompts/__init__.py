@@ -37,6 +37,7 @@ from prompts.models import (
     PronounsAnswer,
     PronounSentence,
     PronounsInput,
+    PronounTurn,
     RefusalAnswer,
     RefusalInput,
     RefusalItem,
@@ -56,6 +57,7 @@ __all__ = [
     "PromptTemplate",
     "Prompts",
     "PronounSentence",
+    "PronounTurn",
     "PronounsAnswer",
     "PronounsInput",
     "RefusalAnswer",
@@ -74,6 +76,8 @@ OutT = TypeVar("OutT", bound=BaseModel)
 #: tag names used as fences; any of them inside untrusted text is neutralised
 FENCE_TAGS = (
     "case",
+    "conversation",
+    "turn",
     "premise",
     "document",
     "hypotheses",
@@ -221,14 +225,20 @@ class Prompts:
     def _version(t: PromptTemplate) -> str:
         return f"{t.version}+{t.fingerprint}"
 
-    def pronouns(self, sentences: Sequence[str]) -> RenderedPrompt[PronounsAnswer]:
+    def pronouns(
+        self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
+    ) -> RenderedPrompt[PronounsAnswer]:
+        """The pronoun prompt; with ``history`` (earlier turns of the conversation, oldest first) its
+        ``history`` section fences them before the sentences, as context to resolve from."""
         t = self.pronouns_t
-        inp = PronounsInput(sentences=list(sentences))
+        inp = PronounsInput(sentences=list(sentences), history=list(history))
         items = "\n".join(fence("sentence", s, i) for i, s in enumerate(inp.sentences, 1))
+        turns = "\n".join(f'<turn role="{turn.role}">{neutralise(turn.text)}</turn>' for turn in inp.history)
+        context = t.section("history", turns=turns) + "\n" if inp.history else ""
         return RenderedPrompt(
             t.name,
             self._version(t),
-            self._messages(t, sentences=items, count=str(len(inp.sentences))),
+            self._messages(t, history=context, sentences=items, count=str(len(inp.sentences))),
             PronounsAnswer,
             len(inp.sentences),
             inp,

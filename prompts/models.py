@@ -16,10 +16,19 @@ class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class PronounTurn(_Input):
+    """A turn of the conversation before the sentences (pronouns.md's ``history`` section)."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
 class PronounsInput(_Input):
-    """pronouns.md: the sentences whose pronouns are replaced (earlier ones resolve later ones)."""
+    """pronouns.md: the sentences whose pronouns are replaced (earlier ones resolve later ones), and the
+    conversation turns before them, oldest first, which may resolve them too but are never rewritten."""
 
     sentences: list[str] = Field(min_length=1)
+    history: list[PronounTurn] = Field(default_factory=list)
 
 
 class NliInput(_Input):

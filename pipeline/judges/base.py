@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from prompts.models import PronounTurn
 from schemas.results import HypothesisResult, JudgeCall
 
 T = TypeVar("T")
@@ -44,9 +45,12 @@ class Judge(Protocol):
     name: str
     model: str
 
-    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+    async def replace_pronouns(
+        self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
+    ) -> JudgeOutput[list[str]]:
         """Return exactly one sentence per sentence given, pronouns replaced by their nouns.
 
+        ``history``: earlier turns of the conversation, oldest first, to resolve from (never rewritten).
         A judge that cannot keep the count returns the originals.
         """
         ...

@@ -8,7 +8,7 @@ the lexical verdict is trusted (a clear match, or a clear miss such as an absent
 Refusals: a text the lexical phrase detector flags is a refusal without asking; the rest go to the LLM
 in one call when ``llm_refusals`` is True (the default), else they are "not a refusal".
 
-Pronouns: the LLM (a lexical judge cannot resolve pronouns).
+Pronouns: the LLM, with the conversation's earlier turns (a lexical judge cannot resolve pronouns).
 
 The calls of both judges are returned, so the Evaluation shows how many reached the LLM.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipeline.judges.base import Judge, JudgeOutput, NliOutput, Premise
+from prompts.models import PronounTurn
 from schemas.errors import JudgeError
 from schemas.results import HypothesisResult, JudgeCall
 from schemas.settings import JudgeSettings
@@ -45,8 +46,10 @@ class CascadeJudge:
         """True when a lexical score is inside the band where the LLM decides."""
         return self.low <= score <= self.high
 
-    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
-        return await self.llm.replace_pronouns(sentences)
+    async def replace_pronouns(
+        self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
+    ) -> JudgeOutput[list[str]]:
+        return await self.llm.replace_pronouns(sentences, history)
 
     async def entail(
         self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False

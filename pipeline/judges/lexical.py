@@ -49,8 +49,13 @@ Refusals
     Phrase patterns (``pipeline.refusal_phrases``), those named in ``refusal_off`` left out: "I don't
     know", "the passage does not provide", "is not mentioned", "I'm sorry, but", ...
 
-Pronouns
-    A lexical judge cannot resolve pronouns: ``replace_pronouns`` returns the sentences unchanged.
+Pronouns and conversations
+    A lexical judge cannot resolve pronouns: ``replace_pronouns`` returns the sentences unchanged, with
+    or without a conversation's earlier turns. It ignores those turns by design everywhere: they are
+    not evidence (an earlier assistant turn that states a claim does not ground it: only the contexts
+    do, and the question and ground truth in the ground-truth pairs), and a word-overlap match of an
+    answer's "it" against the nouns of earlier turns would guess, not resolve. A follow-up's verdicts
+    are therefore those of the same question asked alone.
 
 Every method returns one ``JudgeCall`` with judge "lexical", 0 tokens, 0 cost and the measured latency.
 """
@@ -68,6 +73,7 @@ from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.refusal_phrases import refusal_match
 from pipeline.text_normalise import NUMBER_WORDS, Token, fold, stem
 from pipeline.text_normalise import tokens_of as _tokens_of
+from prompts.models import PronounTurn
 from schemas.results import HypothesisResult, JudgeCall, Stage, StatementVerdict, Verdict
 
 WEIGHTS: dict[str, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
@@ -532,8 +538,11 @@ class LexicalJudge:
             items=items,
         )
 
-    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
-        """Return the sentences unchanged: a lexical judge cannot resolve pronouns."""
+    async def replace_pronouns(
+        self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
+    ) -> JudgeOutput[list[str]]:
+        """Return the sentences unchanged: a lexical judge cannot resolve pronouns, from earlier
+        sentences or from a conversation's ``history`` (see the class docstring)."""
         started = time.perf_counter()
         return JudgeOutput(list(sentences), [self._call("pronouns", started, len(sentences))])
 

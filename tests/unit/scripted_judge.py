@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
+from prompts.models import PronounTurn
 from schemas.errors import JudgeError
 from schemas.results import VERDICT_SCORE, HypothesisResult, JudgeCall, StatementVerdict
 
@@ -46,6 +47,7 @@ class ScriptedJudge:
     tokens_per_call: tuple[int, int] = (100, 10)
     delay_s: float = 0.0
     pronoun_calls: list[list[str]] = field(default_factory=list)
+    pronoun_histories: list[list[PronounTurn]] = field(default_factory=list)  # one per pronoun call
     entail_calls: list[tuple[Premise, list[str], bool]] = field(default_factory=list)
     refusal_calls: list[list[str]] = field(default_factory=list)
     closed: bool = False
@@ -65,8 +67,11 @@ class ScriptedJudge:
     async def _pause(self) -> None:
         await asyncio.sleep(self.delay_s)
 
-    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+    async def replace_pronouns(
+        self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
+    ) -> JudgeOutput[list[str]]:
         self.pronoun_calls.append(list(sentences))
+        self.pronoun_histories.append(list(history))
         await self._pause()
         if "replace_pronouns" in self.fail:
             raise JudgeError("scripted failure: replace_pronouns")

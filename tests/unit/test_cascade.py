@@ -9,6 +9,7 @@ import pytest
 from pipeline.judges.base import Judge, JudgeOutput, NliOutput, Premise
 from pipeline.judges.cascade import CascadeJudge
 from pipeline.judges.lexical import LexicalJudge
+from prompts.models import PronounTurn
 from schemas.errors import JudgeError
 from schemas.results import HypothesisResult, JudgeCall, Stage, StatementVerdict
 from schemas.settings import JudgeSettings
@@ -27,13 +28,17 @@ class ScriptedLLM:
         self.entail_asked: list[list[str]] = []
         self.refusal_asked: list[list[str]] = []
         self.pronouns_asked: list[list[str]] = []
+        self.histories_asked: list[list[PronounTurn]] = []
         self.closed = False
 
     def _call(self, stage: Stage, items: int) -> JudgeCall:
         return JudgeCall(stage=stage, judge=self.name, model=self.model, input_tokens=10, items=items)
 
-    async def replace_pronouns(self, sentences: Sequence[str]) -> JudgeOutput[list[str]]:
+    async def replace_pronouns(
+        self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
+    ) -> JudgeOutput[list[str]]:
         self.pronouns_asked.append(list(sentences))
+        self.histories_asked.append(list(history))
         return JudgeOutput(
             [s.replace("He", "Bob") for s in sentences], [self._call("pronouns", len(sentences))]
         )
@@ -146,5 +151,8 @@ async def test_pronouns_go_to_the_llm_and_close_closes_both() -> None:
     judge = CascadeJudge(LexicalJudge(), llm, JudgeSettings())
     out = await judge.replace_pronouns(["He won."])
     assert out.value == ["Bob won."] and llm.pronouns_asked == [["He won."]]
+    turns = [PronounTurn(role="user", text="Who is Bob?")]
+    await judge.replace_pronouns(["He won."], turns)  # a conversation's turns reach the LLM
+    assert llm.histories_asked == [[], turns]
     await judge.aclose()
     assert llm.closed
