@@ -11,6 +11,11 @@ What is read, per span (``resourceSpans[].scopeSpans[].spans[]``):
 - a **retrieval**: OpenInference ``retrieval.documents.N.document.content|id``. Its passages become the
   context of the model calls of the same trace (in this export request: a Collector's batch normally
   carries a trace's spans together; passages in another request are not joined);
+- the **conversation**: the input messages become the interaction's ``messages`` (roles user, human or
+  none -> user; assistant, ai, model, bot -> assistant; system, developer -> system), so the last user
+  message is the question and the turns before it the history (``schemas.interaction``). Turns of other
+  roles (tool, function) and turns without text (a tool call) are left out of the history; the span's
+  ``metadata.turns`` still counts every input message;
 - the **app** is the resource's ``service.name``; the conversation ``gen_ai.conversation.id`` or
   ``session.id``; the ground truth, when an app records one, ``groundwatch.ground_truth``.
 
@@ -33,6 +38,18 @@ from pydantic import ValidationError
 from schemas.interaction import Interaction
 
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+#: span message roles -> the interaction's turn roles; other roles (tool, function) are not conversation
+ROLES = {
+    "user": "user",
+    "human": "user",
+    "": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "model": "assistant",
+    "bot": "assistant",
+    "system": "system",
+    "developer": "system",
+}
 
 
 @dataclass(frozen=True)
@@ -142,13 +159,25 @@ def _spans(request: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, 
                 yield resource, span
 
 
+def conversation(inputs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """A span's input messages as the interaction's ``messages``: roles mapped by ``ROLES``; turns of
+    other roles and turns without text left out."""
+    out = []
+    for role, text in inputs:
+        mapped = ROLES.get(role.strip().lower())
+        if mapped is not None and text.strip():
+            out.append({"role": mapped, "content": text})
+    return out
+
+
 def _interaction(
     resource: dict[str, Any], span: dict[str, Any], attrs: dict[str, Any], contexts: list[Any]
 ) -> Interaction:
     inputs, outputs = messages(attrs)
-    users = [text for role, text in inputs if role in ("user", "human", "")]
+    turns = conversation(inputs)
     answer = next((text for role, text in outputs if text), "")
-    if not users or not users[-1].strip():
+    users = [text for role, text in inputs if ROLES.get(role.strip().lower()) == "user"]
+    if not users or not users[-1].strip():  # (an earlier user turn is not the question)
         raise ValueError("the model call has no user message")
     if not answer.strip():
         raise ValueError("the model call has no output message")
@@ -160,7 +189,7 @@ def _interaction(
             "app": str(resource.get("service.name") or "default"),
             "model": str(next((attrs[k] for k in MODEL_KEYS if attrs.get(k)), "unknown")),
             "conversation_id": attrs.get("gen_ai.conversation.id") or attrs.get("session.id"),
-            "question": users[-1],
+            "messages": turns,
             "contexts": contexts,
             "answer": answer,
             "ground_truth": attrs.get("groundwatch.ground_truth"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pipeline.otlp import attribute_value, convert_request, messages
 
@@ -59,3 +60,54 @@ def test_openinference_messages_and_any_values() -> None:
     assert messages(attrs) == ([("system", "Be brief."), ("user", "Hi?")], [("assistant", "Hello.")])
     assert attribute_value({"arrayValue": {"values": [{"intValue": "3"}, {"boolValue": True}]}}) == [3, True]
     assert messages({"input.value": "Q", "output.value": "A"}) == ([("user", "Q")], [("assistant", "A")])
+
+
+def test_the_earlier_messages_of_a_chat_span_are_its_history() -> None:
+    interactions, _ = converted()
+    chat = next(i for i in interactions if i.app == "support-bot")
+    assert [(t.role, t.content) for t in chat.history] == [
+        ("system", "Answer from the manual."),
+        ("user", "Which battery does the X200 use?"),
+        ("assistant", "The X200 uses the B7 lithium battery."),
+    ]
+    assert not chat.history_truncated
+
+
+def span_request(attrs: dict[str, str]) -> dict[str, Any]:
+    values = [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]
+    chat = {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}
+    span = {"traceId": "t" * 32, "spanId": "s" * 16, "name": "chat",
+            "startTimeUnixNano": "1795430001000000000", "attributes": [chat, *values]}  # fmt: skip
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [span]}]}]}
+
+
+def test_roles_are_mapped_and_tool_turns_and_empty_turns_left_out() -> None:
+    attrs = {
+        "gen_ai.prompt.0.role": "developer", "gen_ai.prompt.0.content": "Be brief.",
+        "gen_ai.prompt.1.role": "human", "gen_ai.prompt.1.content": "Weather in Oslo?",
+        "gen_ai.prompt.2.role": "assistant", "gen_ai.prompt.2.content": "",  # a tool call: no text
+        "gen_ai.prompt.3.role": "tool", "gen_ai.prompt.3.content": '{"temp": 3}',
+        "gen_ai.prompt.4.role": "ai", "gen_ai.prompt.4.content": "It is 3 degrees.",
+        "gen_ai.prompt.5.role": "user", "gen_ai.prompt.5.content": "And tomorrow?",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Sunny, 5 degrees.",
+    }  # fmt: skip
+    result = convert_request(span_request(attrs))
+    (chat,) = result.interactions
+    assert chat.question == "And tomorrow?" and chat.metadata["turns"] == 6
+    assert [(t.role, t.content) for t in chat.history] == [
+        ("system", "Be brief."),
+        ("user", "Weather in Oslo?"),
+        ("assistant", "It is 3 degrees."),
+    ]
+
+
+def test_a_blank_last_user_message_is_an_error_not_an_earlier_question() -> None:
+    attrs = {
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Weather in Oslo?",
+        "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": " ",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Sunny.",
+    }  # fmt: skip
+    result = convert_request(span_request(attrs))
+    assert result.interactions == [] and [e.reason for e in result.errors] == [
+        "the model call has no user message"
+    ]
