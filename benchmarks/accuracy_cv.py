@@ -41,10 +41,9 @@ import argparse
 import asyncio
 import hashlib
 import json
-import re
 import sys
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +65,7 @@ from pipeline.metrics.crossval import (
     grouped_folds,
     mean_sd,
 )
+from pipeline.metrics.groups import group_keys
 from pipeline.refusal_phrases import REFUSAL_PATTERNS
 from pipeline.report import FLAG_SCORES, LABEL_SCORES, SCORES
 from schemas.settings import Settings
@@ -150,41 +150,6 @@ class LabeledSet:
 
 
 # -- groups -------------------------------------------------------------------------------------------
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\W+", " ", text.lower()).strip()
-
-
-def group_keys(questions: Sequence[str], first_contexts: Sequence[str]) -> list[int]:
-    """A group id per case: connected components of (normalised question, first 60 characters of the
-    first context); a question shared by over half of the cases (a fixed instruction) is no key."""
-    q_norm = [_norm(q) for q in questions]
-    counts: dict[str, int] = {}
-    for q in q_norm:
-        counts[q] = counts.get(q, 0) + 1
-    parent = list(range(len(questions)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    first: dict[Hashable, int] = {}
-    for i, (q, c) in enumerate(zip(q_norm, first_contexts, strict=True)):
-        keys: list[Hashable] = []
-        if q and counts[q] * 2 <= len(questions):
-            keys.append(("q", q))
-        if c.strip():
-            keys.append(("c", _norm(c)[:60]))
-        for key in keys:
-            if key in first:
-                parent[find(i)] = find(first[key])
-            else:
-                first[key] = i
-    roots: dict[int, int] = {}
-    return [roots.setdefault(find(i), len(roots)) for i in range(len(questions))]
 
 
 # -- data and scores ----------------------------------------------------------------------------------

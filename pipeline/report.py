@@ -19,8 +19,9 @@ Lines with ``peers`` (other detectors' 1/0 verdicts, 1 = positive class) get eac
 on the same cases, beside ours on exactly those cases.
 
 Every ROC AUC and balanced accuracy comes with a 95 % percentile bootstrap interval
-(``pipeline.metrics.bootstrap``: ``bootstrap`` resamples of the cases, 1000 by default, seed 0; peers and
-ours on the same resamples), so a figure from a few hundred labeled cases shows how firm it is. The best
+(``pipeline.metrics.bootstrap``: ``bootstrap`` resamples, 1000 by default, seed 0, of whole groups of
+cases sharing a question or a source passage, ``pipeline.metrics.groups``), so a figure from a few
+hundred labeled cases shows how firm it is. The best
 threshold's interval is that of the balanced accuracy at that threshold, which was chosen on the same
 cases: it is optimistic, the operating threshold's is not.
 """
@@ -51,6 +52,7 @@ from pipeline.metrics.classification import (
     best_threshold,
     roc_auc,
 )
+from pipeline.metrics.groups import group_keys
 from pipeline.metrics.trust_eval import TrustEvalCase, TrustEvalResult, trust_eval
 from schemas.evaluation import Evaluation
 from schemas.settings import Settings
@@ -202,13 +204,18 @@ def distribution(values: Sequence[float], bins: int = 10, lo: float = 0.0, hi: f
 
 
 def score_vs_label(
-    name: str, pairs: Sequence[tuple[int, float | None]], threshold: float, bootstrap: int = RESAMPLES
+    name: str,
+    pairs: Sequence[tuple[int, float | None]],
+    threshold: float,
+    bootstrap: int = RESAMPLES,
+    groups: Sequence[int] | None = None,
 ) -> tuple[ScoreVsLabel, list[int]]:
-    """The score's accuracy against the label, with ``bootstrap`` resamples for the intervals (0: none);
-    also the indices of the scored pairs."""
+    """The score's accuracy against the label, with ``bootstrap`` resamples for the intervals (0: none;
+    whole ``groups`` resampled when given, one per pair); also the indices of the scored pairs."""
     kept = [i for i, (_, s) in enumerate(pairs) if s is not None]
     y = [pairs[i][0] for i in kept]
     s = [float(pairs[i][1]) for i in kept]  # type: ignore[arg-type]
+    g = [groups[i] for i in kept] if groups is not None else None
     best = best_threshold(y, s) if kept else None
     result = ScoreVsLabel(
         score=name,
@@ -219,10 +226,12 @@ def score_vs_label(
         threshold=threshold,
         balanced_accuracy=balanced_accuracy(y, s, threshold) if kept else None,
         best=best,
-        roc_auc_ci=auc_interval(y, s, resamples=bootstrap, seed=SEED),
-        balanced_accuracy_ci=balanced_accuracy_interval(y, s, threshold, resamples=bootstrap, seed=SEED),
+        roc_auc_ci=auc_interval(y, s, resamples=bootstrap, seed=SEED, groups=g),
+        balanced_accuracy_ci=balanced_accuracy_interval(
+            y, s, threshold, resamples=bootstrap, seed=SEED, groups=g
+        ),
         best_balanced_accuracy_ci=balanced_accuracy_interval(
-            y, s, best.threshold, resamples=bootstrap, seed=SEED
+            y, s, best.threshold, resamples=bootstrap, seed=SEED, groups=g
         )
         if best
         else None,
@@ -236,27 +245,30 @@ def _peer_comparison(
     getter: ScoreGetter,
     threshold: float,
     bootstrap: int = RESAMPLES,
+    groups: Sequence[int] | None = None,
 ) -> PeerComparison | None:
     cases = []
-    for line, evaluation in rows:
+    for i, (line, evaluation) in enumerate(rows):
         peers = line.interaction.metadata.get("peers")
         score = getter(evaluation)
         if isinstance(peers, dict) and peers and score is not None:
-            cases.append((line.interaction.labels[label], score, peers))  # type: ignore[index]
+            group = groups[i] if groups is not None else i
+            cases.append((line.interaction.labels[label], score, peers, group))  # type: ignore[index]
     if not cases:
         return None
     y = [c[0] for c in cases]
     s = [c[1] for c in cases]
+    g = [c[3] for c in cases]
     names = sorted({name for c in cases for name in c[2]})
     peer_bacc: dict[str, float | None] = {}
     peer_cases: dict[str, int] = {}
     peer_ci: dict[str, Interval | None] = {}
     for name in names:
-        have = [(c[0], int(c[2][name])) for c in cases if c[2].get(name) in (0, 1, True, False)]
+        have = [(c[0], int(c[2][name]), c[3]) for c in cases if c[2].get(name) in (0, 1, True, False)]
         peer_cases[name] = len(have)
-        hy, hp = [h[0] for h in have], [float(h[1]) for h in have]
+        hy, hp, hg = [h[0] for h in have], [float(h[1]) for h in have], [h[2] for h in have]
         peer_bacc[name] = balanced_accuracy_of(hy, [h[1] for h in have]) if have else None
-        peer_ci[name] = balanced_accuracy_interval(hy, hp, 0.5, resamples=bootstrap, seed=SEED)
+        peer_ci[name] = balanced_accuracy_interval(hy, hp, 0.5, resamples=bootstrap, seed=SEED, groups=hg)
     best = best_threshold(y, s)
     return PeerComparison(
         n=len(cases),
@@ -265,8 +277,10 @@ def _peer_comparison(
         ours_roc_auc=roc_auc(y, s),
         peers=peer_bacc,
         peer_cases=peer_cases,
-        ours_balanced_accuracy_ci=balanced_accuracy_interval(y, s, threshold, resamples=bootstrap, seed=SEED),
-        ours_roc_auc_ci=auc_interval(y, s, resamples=bootstrap, seed=SEED),
+        ours_balanced_accuracy_ci=balanced_accuracy_interval(
+            y, s, threshold, resamples=bootstrap, seed=SEED, groups=g
+        ),
+        ours_roc_auc_ci=auc_interval(y, s, resamples=bootstrap, seed=SEED, groups=g),
         peers_ci=peer_ci,
     )
 
@@ -284,13 +298,14 @@ def label_reports(
         ]
         if not labeled:
             continue
+        groups = case_groups([line for line, _ in labeled])
         results = []
         for name in score_names:
             kind = settings.judge.kind
             threshold = 0.5 if name in FLAG_SCORES else settings.pipeline.threshold_for(name, kind)
             getter = SCORES[name]
             pairs = [(line.interaction.labels[label], getter(ev)) for line, ev in labeled]  # type: ignore[index]
-            result, _ = score_vs_label(name, pairs, threshold, bootstrap)
+            result, _ = score_vs_label(name, pairs, threshold, bootstrap, groups)
             results.append(result)
         primary = results[0]
         out[label] = LabelReport(
@@ -298,9 +313,19 @@ def label_reports(
             cases=len(labeled),
             primary=primary,
             others=results[1:],
-            peers=_peer_comparison(labeled, label, SCORES[score_names[0]], primary.threshold, bootstrap),
+            peers=_peer_comparison(
+                labeled, label, SCORES[score_names[0]], primary.threshold, bootstrap, groups
+            ),
         )
     return out
+
+
+def case_groups(lines: Sequence[DatasetLine]) -> list[int]:
+    """A group per line: lines sharing a question or a source passage (``pipeline.metrics.groups``)."""
+    return group_keys(
+        [line.interaction.question for line in lines],
+        [line.interaction.contexts[0].text if line.interaction.contexts else "" for line in lines],
+    )
 
 
 def gold_answers(line: DatasetLine) -> list[str]:

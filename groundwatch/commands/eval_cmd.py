@@ -7,7 +7,8 @@ is stopped early leaves every finished Evaluation behind; when the run completes
 in input order. The report (``pipeline.report.EvalReport``) holds
 counts, score distributions, calls, tokens, cost, time per stage and, for lines with ``labels``,
 ROC AUC and balanced accuracy per label, each with a 95 % percentile bootstrap interval
-(``--bootstrap`` resamples of the cases, 1000 by default, seed 0; 0 = none), printed and in the report.
+(``--bootstrap`` resamples of the groups of cases sharing a question or a passage, 1000 by default,
+seed 0; 0 = none), printed and in the report.
 A bad line or a failed evaluation is listed in the report's
 ``errors`` with its line number and reason, never dropped silently. Other settings come from the
 ``GROUNDWATCH_*`` environment (``schemas.settings.Settings``).
@@ -190,7 +191,10 @@ def summary(report: EvalReport) -> str:
     ]
     resamples = report.settings.get("bootstrap_resamples")
     if report.labels and resamples:
-        lines.append(f"  [lo, hi] = 95% percentile bootstrap interval ({resamples} resamples of the cases)")
+        lines.append(
+            f"  [lo, hi] = 95% percentile bootstrap interval ({resamples} resamples of the cases, "
+            "whole question/passage groups)"
+        )
     for label, block in report.labels.items():
         for item in [block.primary, *block.others]:
             best = item.best

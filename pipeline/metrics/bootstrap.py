@@ -6,13 +6,14 @@ and ``(1 + level) / 2`` quantiles of those values. A resample in which the stati
 class absent, for AUC) is left out; ``defined`` says how many counted, and with fewer than half of them
 defined there is no interval (None).
 
-Cases are resampled one by one: when several cases share a question or a source passage they are not
-independent and the true interval is wider than this one.
+Given ``groups`` (cases sharing a question or a source passage: ``pipeline.metrics.groups``), whole
+groups are resampled (a cluster bootstrap): cases of one group are not independent evidence, and
+resampling them one by one would make the interval narrower than it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 from pydantic import BaseModel
@@ -59,6 +60,14 @@ def balanced_accuracy_statistic(threshold: float) -> Statistic:
     return statistic
 
 
+def _members(groups: Sequence[Hashable]) -> list[np.ndarray]:
+    """The case indices of each group, groups in order of first appearance."""
+    index: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(groups):
+        index.setdefault(g, []).append(i)
+    return [np.asarray(v, dtype=int) for v in index.values()]
+
+
 def bootstrap_interval(
     labels: Sequence[int],
     scores: Sequence[float],
@@ -67,21 +76,28 @@ def bootstrap_interval(
     resamples: int = RESAMPLES,
     level: float = LEVEL,
     seed: int = SEED,
+    groups: Sequence[Hashable] | None = None,
 ) -> Interval | None:
-    """The percentile bootstrap interval of ``statistic(labels, scores)``; None without cases, with
-    ``resamples < 1``, or when the statistic is undefined on more than half of the resamples."""
+    """The percentile bootstrap interval of ``statistic(labels, scores)``, resampling whole ``groups``
+    when given; None without cases, with ``resamples < 1``, or when the statistic is undefined on more
+    than half of the resamples."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be within (0, 1), not {level}")
     y = np.asarray(labels, dtype=int)
     s = np.asarray(scores, dtype=float)
     if y.size != s.size:
         raise ValueError(f"{y.size} labels but {s.size} scores")
+    if groups is not None and len(groups) != y.size:
+        raise ValueError(f"{y.size} labels but {len(groups)} groups")
     if y.size == 0 or resamples < 1:
         return None
+    members = _members(groups) if groups is not None else None
+    n = len(members) if members is not None else y.size
     rng = np.random.default_rng(seed)
     values: list[float] = []
     for _ in range(resamples):
-        pick = rng.integers(0, y.size, size=y.size)
+        drawn = rng.integers(0, n, size=n)
+        pick = drawn if members is None else np.concatenate([members[g] for g in drawn])
         value = statistic(y[pick], s[pick])
         if value is not None:
             values.append(value)
@@ -92,10 +108,15 @@ def bootstrap_interval(
 
 
 def auc_interval(
-    labels: Sequence[int], scores: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED
+    labels: Sequence[int],
+    scores: Sequence[float],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    groups: Sequence[Hashable] | None = None,
 ) -> Interval | None:
     """95 % percentile bootstrap interval of the ROC AUC."""
-    return bootstrap_interval(labels, scores, auc_statistic, resamples=resamples, seed=seed)
+    return bootstrap_interval(labels, scores, auc_statistic, resamples=resamples, seed=seed, groups=groups)
 
 
 def balanced_accuracy_interval(
@@ -105,8 +126,8 @@ def balanced_accuracy_interval(
     *,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    groups: Sequence[Hashable] | None = None,
 ) -> Interval | None:
     """95 % percentile bootstrap interval of the balanced accuracy of ``score >= threshold``."""
-    return bootstrap_interval(
-        labels, scores, balanced_accuracy_statistic(threshold), resamples=resamples, seed=seed
-    )
+    statistic = balanced_accuracy_statistic(threshold)
+    return bootstrap_interval(labels, scores, statistic, resamples=resamples, seed=seed, groups=groups)

@@ -69,3 +69,23 @@ def test_undefined_statistic_and_empty_input() -> None:
         bootstrap_interval([1], [0.5], balanced_accuracy_statistic(0.5), level=1.5)
     with pytest.raises(ValueError, match="labels but"):
         bootstrap_interval([1], [0.5, 0.2], balanced_accuracy_statistic(0.5))
+
+
+def test_groups_are_resampled_whole() -> None:
+    """Five copies of each case are one piece of evidence each: resampled by group, the interval is
+    that of the distinct cases; resampled case by case it would be about sqrt(5) times too narrow."""
+    labels, scores = _cases(200, seed=3)
+    copies = 5
+    y = [v for v in labels for _ in range(copies)]
+    s = [v for v in scores for _ in range(copies)]
+    groups = [i for i in range(len(labels)) for _ in range(copies)]
+    distinct = auc_interval(labels, scores, resamples=600)
+    by_group = auc_interval(y, s, resamples=600, groups=groups)
+    by_case = auc_interval(y, s, resamples=600)
+    assert distinct is not None and by_group is not None and by_case is not None
+    width = by_group.high - by_group.low
+    assert abs(width - (distinct.high - distinct.low)) < 0.25 * width
+    assert width > 1.8 * (by_case.high - by_case.low)
+    assert balanced_accuracy_interval(y, s, 0.5, resamples=50, groups=groups) is not None
+    with pytest.raises(ValueError, match="groups"):
+        auc_interval([1, 0], [0.5, 0.4], groups=[1])

@@ -48,7 +48,7 @@ def test_grounded_label_auc_balanced_accuracy_and_peers() -> None:
     peers = [{"p": 1}, {"p": 1}, {"p": 1}, {"p": 0}, {"p": 1}]
     rows = [
         (
-            _line(i, contexts=["c"], labels={"grounded": y}, peers=peer),
+            _line(i, contexts=[f"passage {i}"], labels={"grounded": y}, peers=peer),
             _evaluation(i, context_entailment=s, grounded_precision=s),
         )
         for i, (y, s, peer) in enumerate(zip(labels, scores, peers, strict=True))
@@ -177,7 +177,7 @@ def test_bootstrap_intervals_with_every_auc_and_balanced_accuracy() -> None:
     peers = [{"p": y} for y in labels]
     rows = [
         (
-            _line(i, contexts=["c"], labels={"grounded": y}, peers=peer),
+            _line(i, contexts=[f"passage {i}"], labels={"grounded": y}, peers=peer),
             _evaluation(i, context_entailment=s, grounded_precision=s),
         )
         for i, (y, s, peer) in enumerate(zip(labels, scores, peers, strict=True))
@@ -196,6 +196,11 @@ def test_bootstrap_intervals_with_every_auc_and_balanced_accuracy() -> None:
     perfect = block.peers.peers_ci["p"]
     assert perfect is not None and perfect.low == perfect.high == 1.0  # a perfect peer stays perfect
     assert block.peers.ours_balanced_accuracy_ci == p.balanced_accuracy_ci
+    # one shared passage: one group, one piece of evidence, so every resample is the whole set
+    shared = [(_line(i, contexts=["c"], labels={"grounded": y}), e) for i, ((_, e), y) in
+              enumerate(zip(rows, labels, strict=True))]  # fmt: skip
+    one = label_reports(shared, settings, bootstrap=50)["grounded"].primary.roc_auc_ci
+    assert one is not None and one.low == one.high == pytest.approx(0.8)
     # no resamples: no intervals
     none = label_reports(rows, settings, bootstrap=0)["grounded"].primary
     assert none.roc_auc_ci is None and none.balanced_accuracy_ci is None
