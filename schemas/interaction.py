@@ -92,10 +92,15 @@ def recent_turns(
     return list(turns[start:]), start
 
 
-def _limits(info: ValidationInfo) -> Limits:
+def _given_limits(info: ValidationInfo) -> Limits | None:
+    """The limits passed as validation context (``context={"limits": ...}``), if any."""
     ctx = info.context or {}
     limits = ctx.get("limits") if isinstance(ctx, dict) else None
-    return limits if isinstance(limits, Limits) else Limits()
+    return limits if isinstance(limits, Limits) else None
+
+
+def _limits(info: ValidationInfo) -> Limits:
+    return _given_limits(info) or Limits()
 
 
 def _now(info: ValidationInfo) -> datetime | None:
@@ -180,9 +185,11 @@ class Interaction(BaseModel):
     besides or instead of ``question``; it is input only and becomes ``question`` and ``history`` as
     ``split_conversation`` says: the question is the last user turn (``question`` wins when both are
     given) and the history is the turns before that turn. ``history`` may also be given directly (the
-    turns before the question; not together with ``messages``). A history over ``limits.max_history_turns``
+    turns before the question; not together with ``messages``). Validated with limits in the context (as
+    ``streams.codec.decode`` and the offline dataset reader do), a history over ``limits.max_history_turns``
     turns or ``limits.max_history_chars`` characters loses its oldest turns and the interaction is
-    flagged ``history_truncated``: it is evaluated, never refused, for a long conversation.
+    flagged ``history_truncated``: it is evaluated, never refused, for a long conversation. Without limits
+    in the context (an evaluation read back from storage) the history is kept as stored.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -259,9 +266,12 @@ class Interaction(BaseModel):
             self.messages = None
         elif not given:
             raise ValueError("question: missing (give question, or messages with a user turn)")
-        self.history, dropped = recent_turns(self.history, limits.max_history_turns, limits.max_history_chars)
-        if dropped:
-            self.history_truncated = True
+        given_limits = _given_limits(info)
+        if given_limits is not None:  # cut where limits are known (entry), never when read back
+            self.history, dropped = recent_turns(
+                self.history, given_limits.max_history_turns, given_limits.max_history_chars
+            )
+            self.history_truncated = self.history_truncated or dropped > 0
         return self
 
     @field_validator("timestamp", mode="before")

@@ -170,6 +170,16 @@ def test_too_many_turns_drop_the_oldest_and_flag_the_interaction() -> None:
     assert again == i  # cutting is idempotent: a later stage reading it back changes nothing
 
 
+def test_a_history_read_back_without_limits_is_kept_as_stored() -> None:
+    wide = Limits(max_history_turns=80)
+    i = decode(json.dumps(event(messages=conversation(60))).encode(), Interaction, wide)
+    assert len(i.history) == 60 and not i.history_truncated
+    # the dashboard and reports read stored evaluations without limits: nothing is cut there (the
+    # default limit, 50, applies only where limits are given: at entry, and to messages between stages)
+    assert Interaction.model_validate_json(i.model_dump_json()) == i
+    assert len(decode(i.model_dump_json().encode(), Interaction, Limits()).history) == 50
+
+
 def test_too_many_characters_drop_the_oldest_turns_whole() -> None:
     msgs = [
         {"role": "user", "content": "a" * 10},
