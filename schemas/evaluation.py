@@ -44,6 +44,9 @@ class Evaluation(BaseModel):
     stage_seconds: dict[str, float] = Field(default_factory=dict)
 
     complete: bool = True
+    # sampling (pipeline.sampling): an interaction the rules or a budget skip is stored unjudged, with why
+    judged: bool = True  # False: no judge call was made, every score is None
+    skip_reason: str | None = None  # e.g. sampled_out:default, never:<rule>, budget:cost_per_day
     missing: list[str] = Field(default_factory=list)  # parts absent when the join timed out
     labels: dict[str, int] | None = None  # passed through from the input, for accuracy reports
     # the input as evaluated (question, contexts, answer, ground truth): what a drill-down shows beside
