@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from pipeline.call_shares import share_calls
 from pipeline.judges.base import Judge
+from pipeline.refusal_phrases import may_refuse
 from pipeline.sentences import first_sentences
 from schemas.errors import JudgeError
 from schemas.results import Converted, JudgeCall, RefusalResult
@@ -62,12 +63,22 @@ class RefusalClassifier:
         return texts
 
     async def classify(self, converted: Converted) -> RefusalResult:
-        """A blank text is not judged: its flag is None (an empty answer says nothing, it does not refuse)."""
+        """A blank text is not judged: its flag is None (an empty answer says nothing, it does not refuse).
+        With ``pipeline.refusal_prefilter`` a text without a refusal cue (``may_refuse``: no word of
+        negation, inability, lack or uncertainty, as in a name, a number or a date) is not a refusal and
+        costs no judge call."""
         started = time.perf_counter()
         texts = self.texts(converted)
-        judged = [i for i, text in enumerate(texts) if text.strip()]
-        flags, calls = await self.classify_texts([texts[i] for i in judged])
         by_slot: list[bool | None] = [None] * len(texts)
+        judged = []
+        for i, text in enumerate(texts):
+            if not text.strip():
+                continue
+            if self._settings.pipeline.refusal_prefilter and not may_refuse(text):
+                by_slot[i] = False
+            else:
+                judged.append(i)
+        flags, calls = await self.classify_texts([texts[i] for i in judged])
         for i, flag in zip(judged, flags, strict=True):
             by_slot[i] = flag
         return RefusalResult(

@@ -105,3 +105,18 @@ def refusal_match(text: str, off: frozenset[str] = frozenset()) -> str | None:
 
 def is_refusal(text: str) -> bool:
     return refusal_match(text) is not None
+
+
+#: what every refusal has and a plain answer (a name, a number, a date) never has: a word of negation,
+#: inability, lack or uncertainty. Only texts with one are worth asking a judge about.
+_CUE = re.compile(
+    r"\b(?:not|no|none|nothing|nobody|never|neither|nor|without|cannot|unable|unknown|unclear|uncertain|"
+    r"unsure|unavailable|impossible|insufficient|lack\w*|missing|sorry|apolog\w*|unfortunately|"
+    r"declin\w*|refus\w*)\b|n't\b"
+)
+
+
+def may_refuse(text: str) -> bool:
+    """Whether the text holds a refusal cue (``_CUE``): a text without one is not a refusal, whatever a
+    judge would say (``pipeline.refusal_prefilter``)."""
+    return _CUE.search(fold(text).lower().replace("’", "'")) is not None

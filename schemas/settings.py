@@ -241,6 +241,12 @@ class PipelineSettings(BaseModel):
             "NLI prompt (docs/method.md)"
         ),
     )
+    refusal_prefilter: bool = Field(
+        True,
+        description="only texts with a refusal cue (a word of negation, inability, lack or uncertainty: "
+        "pipeline.refusal_phrases.may_refuse) go to the judge's refusal check; others are not refusals "
+        "(a name, a number or a date never is one)",
+    )
     refusal_sentences: int = Field(
         2, ge=1, description="first sentences of the answer and ground truth that the refusal check reads"
     )

@@ -49,7 +49,8 @@ async def test_evaluate_runs_every_stage() -> None:
     evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
     answer = "The reset button restores factory settings. It also has nine ethernet ports."
     ev = await evaluator.evaluate(interaction(1, answer, "The reset button restores factory settings."))
-    assert judge.pronoun_calls and judge.entail_calls and judge.refusal_calls
+    assert judge.pronoun_calls and judge.entail_calls
+    assert judge.refusal_calls == []  # no refusal cue in either text: not refusals, no call
     assert ev.pairs[0].hypotheses[1].hypothesis == "The router also has nine ethernet ports."
     assert ev.context_entailment == pytest.approx(0.5)
     assert ev.hallucination is False
@@ -60,16 +61,19 @@ async def test_evaluate_runs_every_stage() -> None:
     assert set(ev.stage_seconds) == {"convert", "nli", "refusal", "relevance"}
     # pronouns: the answer only (a one-sentence ground truth has nothing to resolve from); NLI: the
     # context pair and the ground-truth pair (the unchanged ground truth is inside the answer: exact match)
-    assert ev.judge_calls == len(ev.calls) == 1 + 2 + 1
+    assert ev.judge_calls == len(ev.calls) == 1 + 2
     assert ev.complete
 
 
 async def test_concurrent_evaluations_share_refusal_prompts() -> None:
     judge = ScriptedJudge()
     evaluator = Evaluator(judge, make_settings())
-    answers = [f"The reset button restores factory settings number {i}." for i in range(5)]
+    answers = [f"The reset button does not restore factory settings number {i}." for i in range(5)]
     evs = await asyncio.gather(
-        *(evaluator.evaluate(interaction(i, a, "Factory settings.")) for i, a in enumerate(answers))
+        *(
+            evaluator.evaluate(interaction(i, a, "Factory settings are not restored."))
+            for i, a in enumerate(answers)
+        )
     )
     assert sorted(len(c) for c in judge.refusal_calls) == [2, 8]
     refusal_records = [c for ev in evs for c in ev.calls if c.stage == "refusal"]
@@ -97,7 +101,7 @@ async def test_stage_errors_name_the_stage(method: str, stage: str) -> None:
     judge = ScriptedJudge(fail={method})
     with pytest.raises(StageError) as info:
         await Evaluator(judge, make_settings()).evaluate(
-            interaction(1, "The reset button restores factory settings. It also has nine network ports.")
+            interaction(1, "The reset button restores factory settings. It has no network ports.")
         )
     assert info.value.stage == stage
     assert isinstance(info.value, JudgeError)

@@ -10,11 +10,15 @@ import pytest
 from pipeline.call_shares import apportion, share_calls
 from pipeline.judges.base import JudgeOutput
 from pipeline.refusal import RefusalClassifier
+from pipeline.refusal_phrases import may_refuse
 from schemas.errors import JudgeError
 from schemas.interaction import Interaction
 from schemas.results import Converted, JudgeCall
 from tests.settings_factory import make_settings
 from tests.unit.scripted_judge import ScriptedJudge
+
+#: these tests are about batching and accounting: every text goes to the judge (no refusal-cue prefilter)
+EVERY_TEXT = {"refusal_prefilter": False}
 
 
 def converted(
@@ -52,7 +56,7 @@ def test_share_calls_keeps_totals_and_one_owner() -> None:
 
 async def test_texts_are_the_first_sentences_of_the_original_answer_and_ground_truth() -> None:
     judge = ScriptedJudge()
-    settings = make_settings()
+    settings = make_settings(pipeline=EVERY_TEXT)
     settings = settings.with_changes(pipeline={"refusal_sentences": 2})
     classifier = RefusalClassifier(judge, settings)
     conv = converted(
@@ -71,7 +75,7 @@ async def test_texts_are_the_first_sentences_of_the_original_answer_and_ground_t
 
 async def test_no_ground_truth_gives_none() -> None:
     judge = ScriptedJudge()
-    result = await RefusalClassifier(judge, make_settings()).classify(
+    result = await RefusalClassifier(judge, make_settings(pipeline=EVERY_TEXT)).classify(
         converted(0, "The button resets it.", None)
     )
     assert result.answer_refusal is False
@@ -81,7 +85,7 @@ async def test_no_ground_truth_gives_none() -> None:
 
 async def test_blank_texts_are_not_judged() -> None:
     judge = ScriptedJudge()
-    result = await RefusalClassifier(judge, make_settings()).classify(
+    result = await RefusalClassifier(judge, make_settings(pipeline=EVERY_TEXT)).classify(
         converted(0, "   ", "It resets the device.")
     )
     assert result.answer_refusal is None
@@ -91,7 +95,9 @@ async def test_blank_texts_are_not_judged() -> None:
 
 async def test_blank_everything_costs_no_call() -> None:
     judge = ScriptedJudge()
-    result = await RefusalClassifier(judge, make_settings()).classify(converted(0, "", None))
+    result = await RefusalClassifier(judge, make_settings(pipeline=EVERY_TEXT)).classify(
+        converted(0, "", None)
+    )
     assert result.answer_refusal is None and result.ground_truth_refusal is None
     assert judge.refusal_calls == [] and result.calls == []
 
@@ -103,7 +109,7 @@ def test_blank_ground_truth_is_no_ground_truth() -> None:
 
 async def test_five_concurrent_callers_share_two_prompts() -> None:
     judge = ScriptedJudge(tokens_per_call=(100, 10))
-    settings = make_settings()
+    settings = make_settings(pipeline=EVERY_TEXT)
     settings = settings.with_changes(pipeline={"refusal_batch_size": 8})
     classifier = RefusalClassifier(judge, settings)
     answers = [
@@ -127,7 +133,7 @@ async def test_five_concurrent_callers_share_two_prompts() -> None:
 
 async def test_a_caller_split_across_two_batches_gets_its_flags_in_order() -> None:
     judge = ScriptedJudge()
-    settings = make_settings()
+    settings = make_settings(pipeline=EVERY_TEXT)
     settings = settings.with_changes(pipeline={"refusal_batch_size": 3})
     classifier = RefusalClassifier(judge, settings)
     convs = [
@@ -147,7 +153,7 @@ async def test_a_caller_split_across_two_batches_gets_its_flags_in_order() -> No
 
 async def test_batch_error_reaches_every_caller() -> None:
     judge = ScriptedJudge(fail={"classify_refusals"})
-    classifier = RefusalClassifier(judge, make_settings())
+    classifier = RefusalClassifier(judge, make_settings(pipeline=EVERY_TEXT))
     results = await asyncio.gather(
         *(classifier.classify(converted(i, "The button resets it.")) for i in range(3)),
         return_exceptions=True,
@@ -159,7 +165,9 @@ async def test_batch_error_reaches_every_caller() -> None:
 async def test_wrong_flag_count_is_a_judge_error() -> None:
     judge = ScriptedJudge(wrong_counts={"classify_refusals"})
     with pytest.raises(JudgeError, match="returned 1 refusal flags for 2 texts"):
-        await RefusalClassifier(judge, make_settings()).classify(converted(0, "The button resets it."))
+        await RefusalClassifier(judge, make_settings(pipeline=EVERY_TEXT)).classify(
+            converted(0, "The button resets it.")
+        )
 
 
 class BrokenJudge(ScriptedJudge):
@@ -169,7 +177,7 @@ class BrokenJudge(ScriptedJudge):
 
 async def test_other_errors_are_wrapped_in_judge_error() -> None:
     with pytest.raises(JudgeError, match="connection reset") as info:
-        await RefusalClassifier(BrokenJudge(), make_settings()).classify(
+        await RefusalClassifier(BrokenJudge(), make_settings(pipeline=EVERY_TEXT)).classify(
             converted(0, "The button resets it.")
         )
     assert isinstance(info.value.__cause__, RuntimeError)
@@ -177,7 +185,7 @@ async def test_other_errors_are_wrapped_in_judge_error() -> None:
 
 async def test_a_cancelled_caller_does_not_block_others() -> None:
     judge = ScriptedJudge()
-    settings = make_settings()
+    settings = make_settings(pipeline=EVERY_TEXT)
     settings = settings.with_changes(pipeline={"refusal_linger_ms": 50})
     classifier = RefusalClassifier(judge, settings)
     waiting = asyncio.ensure_future(classifier.classify(converted(0, "I cannot help.", None)))
@@ -197,9 +205,31 @@ async def test_aclose_with_cancel_does_not_wait_for_a_slow_judge() -> None:
             await release.wait()  # never set: a judge that does not answer
             return await super().classify_refusals(texts)
 
-    classifier = RefusalClassifier(SlowJudge(), make_settings())
+    classifier = RefusalClassifier(SlowJudge(), make_settings(pipeline=EVERY_TEXT))
     caller = asyncio.create_task(classifier.classify(converted(0, "The button resets it.")))
     await asyncio.sleep(0.05)  # the batch is sent and stuck in the judge
     await asyncio.wait_for(classifier.aclose(cancel=True), timeout=5)
     with pytest.raises(asyncio.CancelledError):
         await caller
+
+
+async def test_texts_without_a_refusal_cue_cost_no_call() -> None:
+    """A name, a number or a date is never a refusal: with the prefilter (the default) only texts with
+    a word of negation, inability, lack or uncertainty reach the judge."""
+    judge = ScriptedJudge()
+    classifier = RefusalClassifier(judge, make_settings())
+    plain = await classifier.classify(converted(0, "Nixon", "2.4 billion years ago"))
+    assert (plain.answer_refusal, plain.ground_truth_refusal, plain.calls) == (False, False, [])
+    assert judge.refusal_calls == []
+    unknown = await classifier.classify(converted(1, "Unknown.", "Richard Nixon"))
+    assert [t for call in judge.refusal_calls for t in call] == ["Unknown."]
+    assert unknown.ground_truth_refusal is False and len(unknown.calls) == 1
+
+
+def test_every_refusal_phrase_holds_a_cue() -> None:
+    """The lexical judge's refusal phrases never fire on a text the prefilter would pass over."""
+    for text in ("I don't know.", "The manual does not say.", "Sorry, I can’t help with that.",
+                 "There is no information about that in the context.", "Unknown."):  # fmt: skip
+        assert may_refuse(text), text
+    for text in ("Nixon", "RMS Titanic.", "2.4 billion years ago", "42", "Paris is in France."):
+        assert not may_refuse(text), text
