@@ -12,6 +12,9 @@ seed 0; 0 = none), printed and in the report.
 A bad line or a failed evaluation is listed in the report's
 ``errors`` with its line number and reason, never dropped silently. Other settings come from the
 ``GROUNDWATCH_*`` environment (``schemas.settings.Settings``).
+
+``--sampling RULES`` judges only what the sampling rules pick (the others are written unjudged with their
+reason); ``--estimate FILE`` prints what judging FILE would take, calling no judge (groundwatch.estimate).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import get_args
 
 from tqdm import tqdm
 
+from groundwatch import estimate as estimate_cmd
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator, RelevanceScorerLike
 from pipeline.judges.factory import open_judge
@@ -38,11 +42,29 @@ from schemas.settings import JudgeKind, Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", type=Path, help="JSONL file, one interaction a line")
+    parser.add_argument("input", type=Path, nargs="?", help="JSONL file, one interaction a line")
     parser.add_argument(
         "--judge", choices=get_args(JudgeKind), default=None, help="judge kind (default: settings)"
     )
-    parser.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="report JSON to write (required unless --estimate)"
+    )
+    parser.add_argument(
+        "--estimate",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="print the judge calls, tokens and cost that judging FILE would take, without calling the "
+        "judge (with --out: also as JSON there)",
+    )
+    parser.add_argument(
+        "--sampling",
+        type=Path,
+        default=None,
+        metavar="RULES",
+        help="sampling rules (YAML/JSON, README 'Sampling and budgets'): judge only what they pick "
+        "(the others are written unjudged with their reason); with --estimate: the figure after them",
+    )
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N non-blank lines")
     parser.add_argument(
         "--evaluations",
@@ -132,6 +154,7 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
     if concurrency < 1:
         raise ValueError("--concurrency must be at least 1")
     dataset = read_dataset(args.input, settings.limits, args.limit)
+    to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
     scorer: RelevanceScorerLike | None = None
     if settings.pipeline.relevance:
         from pipeline.metrics.relevance import RelevanceScorer
@@ -149,13 +172,15 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
         async with open_judge(settings) as judge:
             evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
             bar = tqdm(
-                total=len(dataset.lines),
+                total=len(to_judge),
                 desc=f"eval {args.input.name} ({judge.name})",
                 unit="it",
                 disable=args.quiet,
             )
             try:
-                rows, failures = await evaluate_all(dataset.lines, evaluator, concurrency, bar, write_one)
+                for evaluation in skipped:
+                    write_one(evaluation)
+                rows, failures = await evaluate_all(to_judge, evaluator, concurrency, bar, write_one)
             finally:
                 bar.close()
                 await evaluator.aclose()
@@ -173,8 +198,9 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 judge=judge,
                 bootstrap=getattr(args, "bootstrap", RESAMPLES),
             )
+    report = estimate_cmd.with_sampling(report, args, skipped)
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
-        for _, evaluation in rows:
+        for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
             handle.write(evaluation.model_dump_json() + "\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -227,6 +253,11 @@ def _fmt(value: float | None, interval: Interval | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.estimate is not None:
+        return estimate_cmd.run_estimate(args)
+    if args.input is None or args.out is None:
+        print("groundwatch eval: give INPUT and --out (or --estimate FILE)", file=sys.stderr)
+        return 2
     if not args.input.is_file():
         print(f"groundwatch eval: no such file: {args.input}", file=sys.stderr)
         return 2
