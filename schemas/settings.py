@@ -595,6 +595,25 @@ class AlertSettings(BaseModel):
     )
 
 
+class SamplingSettings(BaseModel):
+    """Which interactions are judged (pipeline.sampling; README "Sampling and budgets")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    default_rate: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="share of interactions judged when no sampling rule matches (by a stable hash of the "
+        "interaction id: a replay or another worker decides the same); the others are stored unjudged",
+    )
+    rules_file: Path | None = Field(
+        None,
+        description="YAML/JSON sampling rules and judge budgets (deploy/sampling/rules.example.yaml); "
+        "none: no rules, no budget",
+    )
+
+
 class DashboardSettings(BaseModel):
     """The built-in dashboard, on the worker's web server and in ``groundwatch dashboard``."""
 
@@ -646,6 +665,9 @@ class Settings(BaseSettings):
     )
     window: WindowSettings = Field(default_factory=WindowSettings, description="tumbling windows")
     alerts: AlertSettings = Field(default_factory=AlertSettings, description="alert rules and webhook")
+    sampling: SamplingSettings = Field(
+        default_factory=SamplingSettings, description="sampling rules and judge budgets"
+    )
     dashboard: DashboardSettings = Field(
         default_factory=DashboardSettings, description="the built-in dashboard"
     )

@@ -23,6 +23,7 @@ from pipeline.judges.factory import open_judge
 from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.refusal import RefusalClassifier
+from pipeline.sampling import Sampler
 from schemas.evaluation import Evaluation
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.sink import EvaluationSink, Located
@@ -47,6 +48,8 @@ class Resources(Service):
         super().__init__(**kwargs)
         self.ctx = ctx
         self.clock: Clock = clock or SystemClock()  # windows and alerts read time from it
+        sampling = ctx.settings.sampling  # which interactions are judged; budgets read time from the clock
+        self.sampler = Sampler.from_files(sampling.rules_file, sampling.default_rate, self.clock)
         self._stack = contextlib.AsyncExitStack()
         self._ready = asyncio.Event()
         self._finished = False
@@ -111,7 +114,7 @@ class Resources(Service):
             store,
             on_flushed=self._after_flush,
             on_rejected=self._reject_row,
-            on_written=self.ctx.metrics.written,
+            on_written=self._written,
         )
         self._ready.set()
         await self.write_status()
@@ -133,6 +136,11 @@ class Resources(Service):
             # staged join does) instead of failing the interaction (streams.processors.evaluate)
             self._evaluator = Evaluator(judge, settings)
             self._stack.push_async_callback(self._evaluator.aclose)
+
+    def _written(self, evaluations: list[Evaluation], seconds: float) -> None:
+        """Evaluations are in ClickHouse: count them and their calls, and charge the judge budgets."""
+        self.ctx.metrics.written(evaluations, seconds)
+        self.sampler.record(evaluations)
 
     async def _after_flush(self, rows: Sequence[Located]) -> None:
         await self.windows.touch(rows)

@@ -1,10 +1,11 @@
 """The worker's Prometheus metrics, on a registry of its own (served at /metrics by streams.probes).
 
 Counted where things happen: events in and out per processor, dead letters by stage and error type,
-sink rows and flush time; windows closed, alert transitions and failed deliveries are read at scrape
-time; judge calls, retries, errors, tokens, cost, cache hits and call latency are read off each
-Evaluation's call records as the sink writes it (one place sees every call of every stage, on either
-topology). Consumer lag is read from the consumer when Prometheus scrapes.
+interactions received, judged and skipped by app and reason (pipeline.sampling), sink rows and flush
+time; windows closed, alert transitions and failed deliveries are read at scrape time; judge calls,
+retries, errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records
+as the sink writes it (one place sees every call of every stage, on either topology). Consumer lag is
+read from the consumer when Prometheus scrapes.
 """
 
 from __future__ import annotations
@@ -102,6 +103,18 @@ class WorkerMetrics:
             "groundwatch_judge_call_seconds", "latency of judge calls that reached a model",
             ["judge", "model"], buckets=LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
+        self.interactions_received = Counter(
+            "groundwatch_interactions_received", "interactions that reached judging (sampled or not)",
+            ["app"], registry=r,
+        )  # fmt: skip
+        self.interactions_sampled = Counter(
+            "groundwatch_interactions_sampled", "interactions sent to the judge, by the reason they were",
+            ["app", "reason"], registry=r,
+        )  # fmt: skip
+        self.interactions_skipped = Counter(
+            "groundwatch_interactions_skipped", "interactions stored unjudged (sampling rules, judge budget)",
+            ["app", "reason"], registry=r,
+        )  # fmt: skip
         self.sink_rows = Counter("groundwatch_sink_rows", "evaluations written to ClickHouse", registry=r)
         self.sink_flush = Histogram("groundwatch_sink_flush_seconds", "ClickHouse insert time", registry=r)
 
@@ -116,6 +129,12 @@ class WorkerMetrics:
         self.dead_letters.labels(stage, error_type).inc()
         if error_type in ("JudgeError", "StageError"):
             self.judge_errors.labels(stage).inc()
+
+    def sampling(self, app: str, judged: bool, reason: str) -> None:
+        """One interaction reached judging: judged (``reason``: what picked it) or skipped (why)."""
+        self.interactions_received.labels(app).inc()
+        counter = self.interactions_sampled if judged else self.interactions_skipped
+        counter.labels(app, reason).inc()
 
     def written(self, evaluations: Sequence[Evaluation], seconds: float) -> None:
         """A batch of evaluations went to ClickHouse: count the rows and their judge calls."""

@@ -16,6 +16,7 @@ from typing import Any
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from streams.processors.base import Processor
+from streams.sampling import skip_unsampled
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ class EvaluateProcessor(Processor[Interaction]):
         return self.ctx.names.interactions
 
     async def process(self, message: Interaction) -> None:
+        if await skip_unsampled(self.ctx, self.resources.sampler, message):
+            return  # not judged (sampling rules or the judge budget): stored with its skip reason
         evaluator = self.resources.evaluator
         scorer = self.resources.relevance
         if scorer is None:

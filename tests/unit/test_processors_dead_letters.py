@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
@@ -105,6 +106,7 @@ def resources() -> Any:
         refusals=refusals,
         evaluator=evaluator,
         relevance=None,
+        sampler=Sampler.from_files(None, 1.0),  # every interaction judged
     )
 
 

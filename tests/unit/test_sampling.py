@@ -159,3 +159,21 @@ def test_rules_file_yaml_json_and_errors(tmp_path: Path) -> None:
             SamplingRules.model_validate(data)
     with pytest.raises(ValueError):
         Sampler(SamplingRules(), default_rate=1.5)
+
+
+def test_worker_metrics_count_received_sampled_and_skipped_by_app_and_reason() -> None:
+    from streams.telemetry import WorkerMetrics
+
+    metrics = WorkerMetrics()
+    sampler = Sampler(rules({"name": "short", "action": "skip", "when": {"answer_chars": {"max": 3}}}), 0.5)
+    for i in range(40):
+        decision = sampler.decide(item(f"id-{i}", answer="No." if i < 10 else "Paris is the capital."))
+        metrics.sampling("bot", decision.judge, decision.reason)
+    value = metrics.registry.get_sample_value
+    judged = value("groundwatch_interactions_sampled_total", {"app": "bot", "reason": "sampled:default"}) or 0
+    out = (
+        value("groundwatch_interactions_skipped_total", {"app": "bot", "reason": "sampled_out:default"}) or 0
+    )
+    assert value("groundwatch_interactions_received_total", {"app": "bot"}) == 40
+    assert value("groundwatch_interactions_skipped_total", {"app": "bot", "reason": "never:short"}) == 10
+    assert judged + out == 30 and judged == sum(stable_fraction(f"id-{i}") < 0.5 for i in range(10, 40))
