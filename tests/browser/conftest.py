@@ -35,6 +35,28 @@ def _require_browser() -> None:
     require(CHROMIUM, CHROMEDRIVER, package="chromium chromium-driver")
 
 
+CONVERSATION_ID = "browser-conversation-1"
+
+
+def conversation(last: dict[str, object]) -> str:
+    """A multi-turn interaction in the last interaction's app, model and hour: its messages' earlier
+    turns are the history the drill-down shows above the question."""
+    record = {
+        **last,
+        "interaction_id": CONVERSATION_ID,
+        "messages": [
+            {"role": "system", "content": "You answer questions about the router manual."},
+            {"role": "user", "content": "Which router has four ports?"},
+            {"role": "assistant", "content": "The RT-400 has four ports."},
+            {"role": "user", "content": "And how much does it cost?"},
+        ],
+        "answer": "It costs 80 dollars.",
+    }
+    record.pop("question", None)
+    record.pop("id", None)
+    return json.dumps(record)
+
+
 @dataclass
 class DashboardSite:
     url: str  # http://127.0.0.1:PORT/dashboard/
@@ -50,6 +72,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardSite]:
         if line.strip()
     ]
     history = simulate(records, 1600, days=4, onset_fraction=0.5, seed=11)
+    history.lines.append(conversation(json.loads(history.lines[-1])))
     port = free_port(0)
     env = {
         "GROUNDWATCH_JUDGE__KIND": "lexical",

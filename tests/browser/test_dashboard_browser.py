@@ -10,7 +10,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.conftest import WINDOW_SECONDS, DashboardSite
+from tests.browser.conftest import CONVERSATION_ID, WINDOW_SECONDS, DashboardSite
 
 
 def open_view(driver: Any, url: str, view: str = "overview") -> None:
@@ -143,4 +143,20 @@ def test_alerts_page_lists_the_drift_alert(site: DashboardSite, browser: Any) ->
     rows = browser.find_elements(By.CSS_SELECTOR, "#alerts-table tbody tr")
     text = "\n".join(r.text for r in rows)
     assert "hallucination-rate-high" in text and "wiki-qa / beta" in text and "> 0.25" in text
+    assert console_errors(browser) == []
+
+
+def test_a_conversation_shows_its_earlier_turns_above_the_question(site: DashboardSite, browser: Any) -> None:
+    browser.get(site.url + f"?view=interaction&id={CONVERSATION_ID}")
+    wait_loaded(browser, "interaction")
+    panel = browser.find_element(By.CSS_SELECTOR, "#interaction-body .panel.conversation")
+    assert panel.get_attribute("data-turns") == "3"
+    roles = [t.get_attribute("data-role") for t in panel.find_elements(By.CSS_SELECTOR, ".turn")]
+    assert roles == ["system", "user", "assistant"]
+    assert "The RT-400 has four ports." in panel.text
+    panels = browser.find_elements(By.CSS_SELECTOR, "#interaction-body > .panel")
+    titled = [(p, [h.text for h in p.find_elements(By.TAG_NAME, "h3")]) for p in panels]
+    question = next(p for p, titles in titled if titles[:1] == ["Question"])
+    assert "And how much does it cost?" in question.text  # the last user turn is the question
+    assert panels.index(panel) < panels.index(question)
     assert console_errors(browser) == []
