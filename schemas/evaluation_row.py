@@ -30,6 +30,8 @@ class EvalRow(BaseModel):
     judge_latency_ms: float = 0.0
     call_latencies_ms: list[float] = Field(default_factory=list)  # see call_latencies()
     complete: bool = True
+    judged: bool = True  # False: skipped by sampling rules or a judge budget (no score)
+    skip_reason: str | None = None
 
     @classmethod
     def from_evaluation(cls, e: Evaluation) -> EvalRow:

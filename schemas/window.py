@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class WindowAggregate(BaseModel):
@@ -39,3 +40,16 @@ class WindowAggregate(BaseModel):
     grounded_precision_scored: int = 0
     # the judge calls' latencies as counts per bucket of schemas.latency (they add up across windows)
     judge_latency_histogram: list[int] = Field(default_factory=list)
+    # sampling (pipeline.sampling): ``count`` is every interaction received; the rates and means above are
+    # over judged ones only (a skipped one carries no score)
+    judged: int = Field(0, description="interactions judged (count - skipped when not given)")
+    skipped: int = Field(0, description="interactions stored unjudged (sampling rules, judge budget)")
+    skipped_by_reason: dict[str, int] = Field(default_factory=dict, description="skip reason -> count")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judged_default(cls, data: Any) -> Any:
+        """A window built without a judged count (before sampling existed) judged all it did not skip."""
+        if isinstance(data, dict) and data.get("judged") is None and "count" in data:
+            data = {**data, "judged": int(data["count"]) - int(data.get("skipped") or 0)}
+        return data

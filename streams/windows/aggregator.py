@@ -2,8 +2,9 @@
 
 Every rate and mean comes from the metric catalogue (``schemas.metrics.SCORED``): the mean of a metric's
 per-interaction ``source`` over the rows where it is known, with that count as its denominator column. The
-remaining columns are the window's own totals (interactions, incomplete ones, tokens, cost) and the judge
-calls' latencies.
+remaining columns are the window's own totals (interactions received, judged and skipped by reason,
+incomplete ones, tokens, cost) and the judge calls' latencies. A skipped row (``judged`` false: sampling
+rules or a judge budget, pipeline.sampling) counts as received only.
 """
 
 from __future__ import annotations
@@ -41,11 +42,18 @@ class WindowStats:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost_usd = 0.0
+        self.judged = 0
+        self.skipped: dict[str, int] = {}  # skip reason -> interactions (pipeline.sampling)
         self._values: dict[str, list[float]] = {m.name: [] for m in SCORED}
         self._latency: list[float] = []  # one per judge call (not per interaction)
 
     def add(self, row: EvalRow) -> None:
         self.count += 1
+        if not row.judged:  # counted as received, carries no score, tokens nor latency
+            reason = row.skip_reason or "unknown"
+            self.skipped[reason] = self.skipped.get(reason, 0) + 1
+            return
+        self.judged += 1
         for metric in SCORED:
             value = getattr(row, str(metric.source))
             if value is not None:
@@ -90,6 +98,9 @@ class WindowStats:
             judge_latency_p95_ms=percentile(self._latency, 0.95),
             judge_latency_calls=len(self._latency),
             judge_latency_histogram=histogram(self._latency),
+            judged=self.judged,
+            skipped=sum(self.skipped.values()),
+            skipped_by_reason=dict(sorted(self.skipped.items())),
             **self._scored(),
         )
 

@@ -177,3 +177,69 @@ def test_worker_metrics_count_received_sampled_and_skipped_by_app_and_reason() -
     assert value("groundwatch_interactions_received_total", {"app": "bot"}) == 40
     assert value("groundwatch_interactions_skipped_total", {"app": "bot", "reason": "never:short"}) == 10
     assert judged + out == 30 and judged == sum(stable_fraction(f"id-{i}") < 0.5 for i in range(10, 40))
+
+
+def test_windows_count_received_judged_and_skipped_and_rate_only_the_judged() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from schemas.evaluation_row import EvalRow
+    from streams.windows.aggregator import aggregate
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    judged = [
+        EvalRow(interaction_id=f"j{i}", timestamp=t0, app="a", model="m",
+                context_entailment=0.2 if i < 1 else 0.9, hallucination=i < 1, answer_refusal=False,
+                input_tokens=10)
+        for i in range(4)
+    ]  # fmt: skip
+    skipped = [
+        EvalRow.from_evaluation(skipped_evaluation(item(f"s{i}", app="a"), reason, "openai"))
+        for i, reason in enumerate(["sampled_out:default"] * 5 + ["budget:cost_per_day"])
+    ]
+    w = aggregate(
+        [*judged, *skipped], window_start=t0, window_end=t0 + timedelta(minutes=1), app="a", model="m"
+    )
+    assert (w.count, w.judged, w.skipped) == (10, 4, 6)
+    assert w.skipped_by_reason == {"budget:cost_per_day": 1, "sampled_out:default": 5}
+    assert w.hallucination_rate == 0.25 and w.answered == 4  # over the judged four, not the ten received
+    assert w.answer_refusal_known == 4 and w.input_tokens == 40
+    # a window made before sampling existed judged everything it counted
+    assert (
+        type(w).model_validate(w.model_dump(exclude={"judged", "skipped", "skipped_by_reason"})).judged == 10
+    )
+
+
+def test_unjudged_rows_and_window_counts_round_trip_through_chdb() -> None:
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from schemas.settings import ClickHouseSettings
+    from streams.clickhouse.store import ClickHouseStore
+    from streams.windows.aggregator import aggregate
+    from tests.integration.chdb import fresh_chdb_url
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url(), ttl_days=7))
+    try:
+        judged = Evaluation(interaction_id="j", timestamp=t0, app="a", model="m", judge="lexical",
+                            context_entailment=0.9, hallucination=False)  # fmt: skip
+        skipped = skipped_evaluation(item("s", app="a", model="m"), "never:short", "lexical").model_copy(
+            update={"timestamp": t0}
+        )
+        store.insert_evaluations_sync([judged, skipped])
+        rows = store.rows_between_sync("a", "m", t0, t0 + timedelta(minutes=1))
+        by_id = {r.interaction_id: r for r in rows}
+        assert (by_id["j"].judged, by_id["j"].skip_reason) == (True, None)
+        assert (by_id["s"].judged, by_id["s"].skip_reason) == (False, "never:short")
+        window = aggregate(rows, window_start=t0, window_end=t0 + timedelta(minutes=1), app="a", model="m")
+        asyncio.run(store.insert_window(window, datetime.now(UTC)))  # (the TTL counts from computed_at)
+        (back,) = store.windows_sync()
+        assert (back.count, back.judged, back.skipped, back.skipped_by_reason) == (
+            2,
+            1,
+            1,
+            {"never:short": 1},
+        )
+        assert back.context_scored == 1 and back.hallucination_rate == 0.0
+    finally:
+        store.close()
