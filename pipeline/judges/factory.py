@@ -68,8 +68,8 @@ def local_llm_judge(js: JudgeSettings, base_url: str, model_id: str) -> LLMJudge
     Requests name the server's alias; verdicts are recorded and cached under ``model_id`` (the GGUF's
     file name and sha256 prefix), so another model never gets this one's cached verdicts.
     """
-    from pipeline.judges.local_model import MODEL_ALIAS
     from pipeline.judges.llm_judge import LLMJudge
+    from pipeline.judges.local_model import MODEL_ALIAS
 
     # llama.cpp's server answers one request at a time, slowly on a CPU: queue here, wait long there;
     # it takes the JSON schema as {"type": "json_object", "schema": ...}
