@@ -15,10 +15,16 @@ docs/architecture.md draws it with the processors' names):
 Delivery is at-least-once: no exactly_once / transactions / idempotent producer (the test broker has
 none); every ClickHouse write is idempotent (ReplacingMergeTree), events are acked in offset order after
 their outputs are sent or written (streams.acks, streams.join).
+
+Stopping (streams.lifecycle): a broker that lost the topics makes the worker end with one line, a
+BrokerUnavailable, and exit code 2 (for its supervisor to start it again); every stop is bounded by
+``kafka.shutdown_timeout_s``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -27,11 +33,13 @@ from typing import Any, Protocol
 
 import faust
 
+from schemas.errors import BrokerUnavailable
 from schemas.settings import Settings
 from streams.context import StreamContext, new_context
 from streams.dashboard.api import dashboard_app
 from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
 from streams.kafka_auth import faust_credentials
+from streams.lifecycle import BrokerWatch, ShutdownDeadline, end_process, exit_line
 from streams.probes import add_probe_routes
 from streams.processors.convert import ConvertProcessor
 from streams.processors.dead_letters import DeadLetterRecorder
@@ -43,6 +51,8 @@ from streams.processors.refusal import RefusalProcessor
 from streams.processors.sink import SinkProcessor
 from streams.resources import Resources
 from streams.telemetry import faust_lag
+
+log = logging.getLogger(__name__)
 
 
 class Registrable(Protocol):
@@ -58,10 +68,51 @@ class StreamApp:
     resources: Resources
     datadir: Path
     temporary_datadir: bool  # created for this app: remove it when the worker is done
+    watch: BrokerWatch | None = None
+    deadline: ShutdownDeadline | None = None
+    fatal: BrokerUnavailable | None = None  # why the worker ended itself
 
     def cleanup(self) -> None:
         if self.temporary_datadir:
             shutil.rmtree(self.datadir, ignore_errors=True)
+
+    async def lose_broker(self, error: BrokerUnavailable) -> None:
+        """The broker lost our topics: write what the sink holds (best effort: its source events are
+        gone with the topics), then end the process with one line and exit code 2 (streams.lifecycle)."""
+        self.fatal = error
+        if self.resources.ready:
+            try:
+                await asyncio.wait_for(self.resources.sink.flush(), timeout=10.0)
+            except Exception as exc:
+                log.error("could not write the sink's rows before stopping: %r", exc)
+        self.cleanup()
+        end_process(exit_line(type(error).__name__, str(error)))
+
+
+class GroundwatchWorker(faust.Worker):
+    """faust's worker with the app's resources and broker watch; every stop is bounded by
+    ``kafka.shutdown_timeout_s`` (streams.lifecycle.ShutdownDeadline)."""
+
+    def __init__(self, stream_app: StreamApp, **kwargs: Any) -> None:
+        services = [s for s in (stream_app.resources, stream_app.watch) if s is not None]
+        super().__init__(stream_app.app, *services, **kwargs)
+        self.stream_app = stream_app
+        self.deadline = stream_app.deadline
+
+    @property
+    def shortlabel(self) -> str:
+        return "Worker"  # its log lines read "[^Worker]: Ready" as faust's own (groundwatch.local.supervise)
+
+    async def stop(self) -> None:
+        if self.deadline is not None:
+            self.deadline.arm()
+        resources = self.stream_app.resources
+        if resources.ready:  # first, in case the stop cannot end (the final flush comes after faust's commit)
+            try:
+                await asyncio.wait_for(resources.sink.flush(), timeout=10.0)
+            except Exception as exc:  # the rows stay unacked: read again at the next start
+                log.warning("flushing the sink as the stop began failed: %r", exc)
+        await super().stop()
 
 
 def faust_app(settings: Settings, datadir: Path) -> faust.App:
@@ -136,4 +187,9 @@ def create_app(settings: Settings) -> StreamApp:
         processor.register()
     if settings.kafka.web_enabled:
         mount_dashboard(app, resources, settings)
-    return StreamApp(app=app, ctx=ctx, resources=resources, datadir=datadir, temporary_datadir=temporary)
+    stream_app = StreamApp(
+        app=app, ctx=ctx, resources=resources, datadir=datadir, temporary_datadir=temporary
+    )
+    stream_app.watch = BrokerWatch(settings.kafka, stream_app.lose_broker)
+    stream_app.deadline = ShutdownDeadline(settings.kafka.shutdown_timeout_s)
+    return stream_app

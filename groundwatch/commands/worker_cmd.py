@@ -59,10 +59,8 @@ def preflight(settings: Settings) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import faust
-
     from schemas.safe_text import install_safe_logging
-    from streams.app import create_app
+    from streams.app import GroundwatchWorker, create_app
     from streams.topics import ensure_topics
 
     install_safe_logging()  # every record escaped: a message's text can never forge a log line
@@ -74,9 +72,12 @@ def run(args: argparse.Namespace) -> int:
     # topics first, with our partition count: the join needs its inputs co-partitioned
     asyncio.run(ensure_topics(settings.kafka))
     stream_app = create_app(settings)
-    worker = faust.Worker(stream_app.app, stream_app.resources, loglevel=args.loglevel)
+    worker = GroundwatchWorker(stream_app, loglevel=args.loglevel)
     try:
-        worker.execute_from_commandline()  # returns when the worker stops (SIGINT/SIGTERM)
+        # returns when the worker stops (SIGINT/SIGTERM); a broker that lost the topics, or a stop that
+        # overruns kafka.shutdown_timeout_s, ends the process with one line and exit code 2
+        # (streams.lifecycle)
+        worker.execute_from_commandline()
     finally:
         stream_app.cleanup()
     return 0

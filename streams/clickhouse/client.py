@@ -3,6 +3,7 @@
 No error raised here shows a password: URLs in messages are redacted (``redact_url``) and a password
 that a driver echoes is replaced. An embedded chDB directory this creates is private (0700). A chDB
 path another process holds (one process per path) is a ConfigError naming the path and the cause.
+``is_unavailable`` tells a ClickHouse that cannot write now (an outage) from rows it refuses.
 """
 
 from __future__ import annotations
@@ -16,10 +17,22 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
 import clickhouse_connect
+from clickhouse_connect.driver.exceptions import OperationalError
 
 from schemas.errors import ClickHouseUnavailable, ConfigError
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_CODE = re.compile(r"\bCode:\s*(\d+)")
+
+#: ClickHouse error codes that say the server cannot take this write now, whatever the rows hold: files
+#: and disks (74-77, 243 NOT_ENOUGH_SPACE, 425 SYSTEM_ERROR, 1001 STD_EXCEPTION: a filesystem error such
+#: as a read-only or immutable directory), read-only server or table (164, 242), Keeper (999), too many
+#: parts or queries (252, 202), memory (241), timeouts and the network (159, 209, 210), cancellation (236,
+#: 394), a missing database or table or no rights (60, 81, 497, 516: every row would fail alike)
+UNAVAILABLE_CODES = frozenset({
+    60, 74, 75, 76, 77, 81, 159, 164, 202, 209, 210, 236, 241, 242, 243, 252, 319, 394, 425, 497, 516,
+    999, 1000, 1001,
+})  # fmt: skip
 
 
 def check_identifier(name: str) -> str:
@@ -131,6 +144,27 @@ def _private_dir(path: str) -> None:
     with contextlib.suppress(FileExistsError):
         os.mkdir(directory, 0o700)
     os.chmod(directory, 0o700)  # the umask may have narrowed it further, never widened: make it exact
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The ClickHouse error code of a failed query (clickhouse-connect's ``code``, or ``Code: N`` in
+    the message, which is how embedded chDB reports it), None when there is none."""
+    code = getattr(exc, "code", None)
+    if isinstance(code, int):
+        return code
+    match = _CODE.search(str(exc))
+    return int(match.group(1)) if match else None
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when a failed write says ClickHouse cannot take writes now (down, unreachable, read-only,
+    out of disk or memory, a filesystem error, too many parts), so the same rows may succeed later;
+    False when the rows themselves may be what it refuses (a type or parse error, a value out of range).
+    The sink keeps an outage's rows unacked and retries; only a refused row is dead-lettered."""
+    if isinstance(exc, OperationalError | ConnectionError | TimeoutError):
+        return True
+    code = error_code(exc)
+    return code in UNAVAILABLE_CODES if code is not None else isinstance(exc, OSError)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
+from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.store import ClickHouseStore
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,7 @@ class EvaluationSink:
                     await attempt(part[:mid])
                     await attempt(part[mid:])
                     return
-                if not await self.store.ping():
+                if is_unavailable(exc) or not await self.store.ping():  # an outage, not a bad row
                     raise
                 evaluation, callback = part[0]
                 assert self.on_rejected is not None
