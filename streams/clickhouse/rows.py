@@ -74,9 +74,10 @@ def _flag(value: bool | None) -> int | None:
 
 
 def evaluation_version(e: Evaluation) -> int:
-    """A complete evaluation always wins over an incomplete one; among equals the latest wins."""
+    """A complete judged evaluation always wins over an incomplete or an unjudged one (a replay skipped by
+    a spent budget never hides an earlier verdict); among equals the latest wins."""
     ms = int(utc(e.evaluated_at).timestamp() * 1000)
-    return (int(e.complete) << 50) | ms
+    return (int(e.complete and e.judged) << 50) | ms
 
 
 def evaluation_row(e: Evaluation) -> list[Any]:

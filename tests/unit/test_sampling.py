@@ -243,3 +243,20 @@ def test_unjudged_rows_and_window_counts_round_trip_through_chdb() -> None:
         assert back.context_scored == 1 and back.hallucination_rate == 0.0
     finally:
         store.close()
+
+
+def test_a_later_unjudged_copy_never_replaces_a_complete_verdict() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from streams.clickhouse.rows import evaluation_version
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    verdict = Evaluation(
+        interaction_id="i1", timestamp=t0, evaluated_at=t0, app="bot", model="m", judge="openai"
+    )
+    later_skip = skipped_evaluation(item(), "budget:cost_per_day", "openai").model_copy(
+        update={"evaluated_at": t0 + timedelta(hours=1)}
+    )
+    partial = verdict.model_copy(update={"complete": False, "evaluated_at": t0 - timedelta(hours=1)})
+    assert evaluation_version(later_skip) < evaluation_version(verdict)
+    assert evaluation_version(later_skip) > evaluation_version(partial)  # among the rest, the latest
