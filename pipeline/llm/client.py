@@ -1,6 +1,7 @@
 """JudgeClient: one prompt in, one validated answer out, over any OpenAI-compatible endpoint.
 
-- at most ``max_in_flight`` requests at once (an asyncio.Semaphore held per attempt, not during backoff);
+- at most ``max_in_flight`` requests at once (a slot held per attempt, not during backoff), a free slot
+  going to the most urgent stage waiting (``pipeline.llm.slots``: NLI and refusal before pronouns);
 - bounded retries with exponential backoff and jitter on 429, 5xx, timeouts, connection errors and on
   output that does not parse or validate (truncated output included); the SDK's own retries are off;
 - structured output: ``response_format`` json_schema (strict); when the server rejects it, json_object,
@@ -33,6 +34,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from pipeline.llm.slots import PrioritySlots, stage_priority
 from prompts import RenderedPrompt
 from schemas.errors import JudgeError
 from schemas.results import JudgeCall, Stage
@@ -138,7 +140,8 @@ class JudgeClient:
             if transport is not None
             else None,
         )
-        self._sem = asyncio.Semaphore(settings.max_in_flight)
+        #: in-flight slots by stage priority (pipeline.llm.slots): NLI and refusal before pronouns
+        self._slots = PrioritySlots(settings.max_in_flight)
         self._rng = random.Random()
         self.format_mode: FormatMode = format_mode or (
             "json_schema" if settings.structured_output else "json_object"
@@ -175,6 +178,7 @@ class JudgeClient:
         that is retried like malformed output.
         """
         usage = Usage()
+        priority = stage_priority(stage)
         start = time.perf_counter()
         timing = _Timing()
         attempts = 0
@@ -182,7 +186,7 @@ class JudgeClient:
         while True:
             attempts += 1
             try:
-                async with self._sem:
+                async with self._slots.slot(priority):
                     answer = await self._attempt(prompt, usage, timing)
                 if check is not None:
                     try:
