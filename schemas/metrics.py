@@ -141,6 +141,20 @@ METRICS: tuple[Metric, ...] = (
         name="interactions", label="Interactions", kind=MetricKind.SUM, sum_columns=("count",), unit="count"
     ),
     Metric(
+        name="judged",
+        label="Judged interactions (the rest skipped by sampling)",
+        kind=MetricKind.SUM,
+        sum_columns=("judged",),
+        unit="count",
+    ),
+    Metric(
+        name="skipped",
+        label="Skipped interactions (sampling rules, judge budget)",
+        kind=MetricKind.SUM,
+        sum_columns=("skipped",),
+        unit="count",
+    ),
+    Metric(
         name="incomplete",
         label="Incomplete evaluations",
         kind=MetricKind.SUM,

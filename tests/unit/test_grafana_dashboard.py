@@ -120,6 +120,10 @@ def _maybe(rng: random.Random, value: Any, none_share: float) -> Any:
 
 
 def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, lexical: bool) -> Evaluation:
+    if rng.random() < 0.1:  # skipped by sampling: counted, never scored (the rates leave it out)
+        reason = rng.choice(["sampled_out:default", "budget:cost_per_day"])
+        return Evaluation(interaction_id=f"{app}-{model}-{i}", timestamp=ts, app=app, model=model,
+                          judge="openai", judged=False, skip_reason=reason)  # fmt: skip
     refusal = _maybe(rng, rng.random() < 0.12, 0.05)
     ctx = _maybe(rng, round(rng.random(), 3), 0.1)
     calls = [] if lexical else [
@@ -238,6 +242,8 @@ EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "mean_answer_entails_ground_truth": lambda es: _rate([e.answer_entails_ground_truth for e in es]),
     "mean_grounded_precision": lambda es: _rate([e.grounded_precision for e in es]),
     "interactions": lambda es: float(len(es)),
+    "judged": lambda es: float(sum(e.judged for e in es)),
+    "skipped": lambda es: float(sum(not e.judged for e in es)),
     "incomplete": lambda es: float(sum(not e.complete for e in es)),
     "judge_tokens": lambda es: float(sum(e.input_tokens + e.output_tokens for e in es)),
     "judge_cost_usd": lambda es: sum(e.cost_usd for e in es),

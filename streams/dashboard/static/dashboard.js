@@ -13,6 +13,7 @@ const CHARTS = [
   { id: "mean_answer_entails_ground_truth", title: "Answer ⇒ ground truth (mean entailment)", metric: "mean_answer_entails_ground_truth" },
   { id: "mean_grounded_precision", title: "Grounded-unit precision", metric: "mean_grounded_precision" },
   { id: "interactions", title: "Volume (interactions)", metric: "interactions" },
+  { id: "skipped", title: "Not judged (sampling rules, judge budget)", metric: "skipped" },
   { id: "judge_tokens", title: "Judge tokens (in + out)", metric: "judge_tokens" },
   { id: "judge_cost_usd", title: "Judge cost (USD)", metric: "judge_cost_usd" },
   { id: "latency", title: "Judge latency p50 / p95 (ms)", latency: true },
@@ -173,7 +174,7 @@ function drawChart(def, overview, container) {
     card.dataset.points = "0";
     return;
   }
-  const unit = def.pct ? "pct" : def.metric === "judge_cost_usd" ? "usd" : ["interactions", "judge_tokens"].includes(def.metric) || def.deadLetters ? "int" : "";
+  const unit = def.pct ? "pct" : def.metric === "judge_cost_usd" ? "usd" : ["interactions", "skipped", "judge_tokens"].includes(def.metric) || def.deadLetters ? "int" : "";
   const series = [{}].concat(labels.map((l) => ({
     label: l.label, stroke: l.colour, width: l.bandEdge ? 0 : 2, dash: l.dash, show: true,
     points: { show: times.length < 60, size: 5 }, spanGaps: false,
