@@ -38,6 +38,7 @@ from schemas.settings import Settings
 from streams.context import StreamContext, new_context
 from streams.dashboard.api import dashboard_app
 from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
+from streams.fetch import use_fetch_wait
 from streams.kafka_auth import faust_credentials
 from streams.lifecycle import BrokerWatch, ShutdownDeadline, end_process, exit_line
 from streams.probes import add_probe_routes
@@ -181,6 +182,7 @@ def create_app(settings: Settings) -> StreamApp:
     temporary = settings.kafka.datadir is None
     datadir = settings.kafka.datadir or Path(tempfile.mkdtemp(prefix="groundwatch-faust-"))
     app = faust_app(settings, datadir)
+    use_fetch_wait(app, settings.kafka.fetch_max_wait_s)
     ctx = new_context(settings, app)
     resources = Resources(ctx)
     for processor in processors(ctx, resources):

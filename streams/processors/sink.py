@@ -1,6 +1,7 @@
 """evaluations -> ClickHouse: batched inserts; source events acked only once their batch is written.
 
-A timer flushes batches by age and closes due windows (which evaluates the alert rules).
+One timer flushes a batch once its oldest row waited ``clickhouse.batch_seconds`` (checked four times as
+often, so a row waits at most 1.25 x that); another closes due windows (which evaluates the alert rules).
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ class SinkProcessor:
             except Exception:
                 await flush_until_written(res.sink)
 
-    async def tick(self) -> None:
-        """Flush a batch that is old enough; close the windows that are due (and check their alerts)."""
+    async def flush_tick(self) -> None:
+        """Flush a batch that is old enough (``clickhouse.batch_seconds``)."""
         res = self.resources
         if not res.ready:
             return
@@ -63,6 +64,12 @@ class SinkProcessor:
             await res.sink.flush_if_due()
         except Exception:
             log.exception("sink: timed flush failed; will retry")
+
+    async def tick(self) -> None:
+        """Close the windows that are due (and check their alerts)."""
+        res = self.resources
+        if not res.ready:
+            return
         try:
             if await res.windows.close_due():
                 await res.write_status()
@@ -72,7 +79,10 @@ class SinkProcessor:
     def register(self) -> Any:
         settings = self.ctx.settings
         forget_on_revoke(self.ctx.app, self.name, self.acks.forget)
-        interval = min(settings.clickhouse.batch_seconds, settings.window.tick_seconds) / 2
-        self.ctx.app.timer(max(0.05, interval), name="groundwatch.sink.tick")(self.tick)
+        # a row waits at most batch_seconds + a quarter of it; windows are looked at on their own cadence
+        flush_every = max(0.02, settings.clickhouse.batch_seconds / 4)
+        self.ctx.app.timer(flush_every, name="groundwatch.sink.flush")(self.flush_tick)
+        window_every = max(0.05, settings.window.tick_seconds / 2)
+        self.ctx.app.timer(window_every, name="groundwatch.sink.tick")(self.tick)
         source = self.ctx.topic(self.ctx.names.evaluations)
         return self.ctx.app.agent(source, name=self.name)(self.consume)
