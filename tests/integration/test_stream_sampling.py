@@ -132,3 +132,60 @@ def test_sample_rate_and_always_judge_rule(
         assert w.context_scored <= w.judged
     assert by_reason == {"sampled_out:default": N - len(judged_ids)}
     assert sum(w.context_scored for w in windows) == len(judged_ids)
+
+
+def test_a_spent_judge_budget_skips_the_app_until_the_day_ends(
+    broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The worker charges the budget from the evaluations it writes: once the first interactions of app
+    `bot` (fake judge over HTTP, priced at 1 USD per 1K tokens) cost more than its day's budget, its next
+    ones are stored unjudged (budget:cost_per_day); another app without a budget is still judged."""
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    workdir = tmp_path_factory.mktemp("budget")
+    rules_file = workdir / "sampling.yaml"
+    rules_file.write_text("budgets:\n  - {app: bot, cost_per_day_usd: 0.01}\n", encoding="utf-8")
+
+    def batch(app: str, first: int, n: int) -> list[dict[str, Any]]:
+        return [
+            {"interaction_id": f"{app}-{i}", "app": app, "model": "m", "question": "When does it open?",
+             "contexts": [CONTEXT], "answer": f"The museum opens at 10 am, said guide number {i}."}
+            for i in range(first, first + n)
+        ]  # fmt: skip
+
+    with FakeOpenAIServer() as fake:
+        env = {
+            "GROUNDWATCH_SAMPLING__RULES_FILE": str(rules_file),
+            "GROUNDWATCH_JUDGE__KIND": "openai",
+            "GROUNDWATCH_JUDGE__BASE_URL": fake.base_url,
+            "GROUNDWATCH_JUDGE__API_KEY": "test-key",
+            "GROUNDWATCH_JUDGE__MODEL": "fake-model",
+            "GROUNDWATCH_JUDGE__PRICES": '{"fake-model": {"input_per_1k": 1.0, "output_per_1k": 1.0}}',
+            "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
+        }
+        dep = Deployment(broker.url, workdir, extra_env=env)
+        worker = dep.start_worker()
+        try:
+            worker.wait_ready()
+            asyncio.run(replay(dep.settings(), jsonl(batch("bot", 0, 2))))
+            wait_for(lambda: dep.evaluations_in_clickhouse() >= 2, 90, "the first two in ClickHouse")
+            requests_before = fake.stats.requests
+            asyncio.run(replay(dep.settings(), jsonl(batch("bot", 2, 4) + batch("other", 0, 2))))
+            wait_for(lambda: dep.evaluations_in_clickhouse() >= 8, 90, "all eight in ClickHouse")
+            evaluations = {
+                e["interaction_id"]: Evaluation.model_validate(e)
+                for e in dep.read_topic("evaluations", expect=8)
+            }
+        finally:
+            assert worker.stop() == 0, worker.tail()
+
+    first = [evaluations[f"bot-{i}"] for i in range(2)]
+    assert all(e.judged and e.cost_usd > 0.01 for e in first)  # each alone spends the day's budget
+    later = [evaluations[f"bot-{i}"] for i in range(2, 6)]
+    assert [(e.judged, e.skip_reason) for e in later] == [(False, "budget:cost_per_day")] * 4
+    assert all(evaluations[f"other-{i}"].judged for i in range(2))
+    assert fake.stats.requests > requests_before  # only the other app's interactions reached the judge
+    rows = {r["interaction_id"]: r for r in stored_rows(dep)}
+    assert sorted(i for i, r in rows.items() if r["skip_reason"] == "budget:cost_per_day") == [
+        f"bot-{i}" for i in range(2, 6)
+    ]
