@@ -200,11 +200,6 @@ class Sampler:
         rules = load_sampling_rules(rules_file) if rules_file is not None else SamplingRules()
         return cls(rules, default_rate, clock)
 
-    @property
-    def judges_everything(self) -> bool:
-        """No rule, no budget and a default rate of 1: every interaction is judged."""
-        return not self.rules.rules and not self.rules.budgets and self.default_rate >= 1.0
-
     def decide(self, interaction: Interaction, *, budgets: bool = True) -> Decision:
         decision = route(self.rules, self.default_rate, interaction)
         if decision.judge and budgets:
