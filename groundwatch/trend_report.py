@@ -56,23 +56,27 @@ def render(report: Report) -> str:
     for w in report.windows:
         groups[(w.app, w.model)].append(w)
     header = (
-        f"{'window start (UTC)':<20} {'n':>5} {'ctx':>6} {'gt=>a':>6} {'a=>gt':>6} {'halluc':>7} "
-        f"{'refusal':>8} {'gt ref':>7} {'tokens':>8} {'cost $':>9} {'p50 ms':>8} {'p95 ms':>8} {'incomp':>6}"
+        f"{'window start (UTC)':<20} {'n':>5} {'judged':>6} {'ctx':>6} {'gt=>a':>6} {'a=>gt':>6} "
+        f"{'halluc':>7} {'refusal':>8} {'gt ref':>7} {'tokens':>8} {'cost $':>9} {'p50 ms':>8} "
+        f"{'p95 ms':>8} {'incomp':>6}"
     )
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
+        judged = sum(w.judged for w in windows)
         halluc = pooled(METRICS_BY_NAME["hallucination_rate"], windows)
         refusal = pooled(METRICS_BY_NAME["answer_refusal_rate"], windows)
         lines += [
             "",
-            f"== {safe_text(app)} / {safe_text(model)}: {total} interactions in {len(windows)} windows, "
-            f"hallucination rate {_pct(halluc)}, answer refusal rate {_pct(refusal)} ==",
+            f"== {safe_text(app)} / {safe_text(model)}: {total} interactions ({judged} judged) in "
+            f"{len(windows)} windows, hallucination rate {_pct(halluc)}, "
+            f"answer refusal rate {_pct(refusal)} ==",
             header,
         ]
         for w in sorted(windows, key=lambda w: w.window_start):
             lines.append(
-                f"{w.window_start:%Y-%m-%d %H:%M:%S} {w.count:>5} {_f(w.mean_context_entailment):>6} "
-                f"{_f(w.mean_ground_truth_entails_answer):>6} {_f(w.mean_answer_entails_ground_truth):>6} "
+                f"{w.window_start:%Y-%m-%d %H:%M:%S} {w.count:>5} {w.judged:>6} "
+                f"{_f(w.mean_context_entailment):>6} {_f(w.mean_ground_truth_entails_answer):>6} "
+                f"{_f(w.mean_answer_entails_ground_truth):>6} "
                 f"{_pct(w.hallucination_rate):>7} {_pct(w.answer_refusal_rate):>8} "
                 f"{_pct(w.ground_truth_refusal_rate):>7} {w.input_tokens + w.output_tokens:>8} "
                 f"{w.cost_usd:>9.4f} {_f(w.judge_latency_p50_ms, 1):>8} {_f(w.judge_latency_p95_ms, 1):>8} "
