@@ -28,12 +28,13 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from pipeline.llm.http import ChatHttp, HttpConnectionError, HttpStatusError, HttpTimeout
 from pipeline.llm.slots import PrioritySlots, stage_priority
 from prompts import RenderedPrompt
 from schemas.errors import JudgeError
@@ -131,7 +132,7 @@ class JudgeClient:
                 )
             key = SecretStr(LOCAL_DUMMY_KEY)
         self._key = key
-        self._sdk = openai.AsyncOpenAI(
+        sdk = self._sdk = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=key.get_secret_value(),
             max_retries=0,
@@ -140,9 +141,16 @@ class JudgeClient:
             if transport is not None
             else None,
         )
+        #: requests go over aiohttp (pipeline.llm.http), except with a test ``transport`` (the SDK's)
+        self._http: ChatHttp | None = None
+        if transport is None:
+            self._http = ChatHttp(
+                str(sdk.base_url), key.get_secret_value(), settings.timeout_s, settings.max_in_flight
+            )
         #: in-flight slots by stage priority (pipeline.llm.slots): NLI and refusal before pronouns
         self._slots = PrioritySlots(settings.max_in_flight)
         self._rng = random.Random()
+        self._formats: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.format_mode: FormatMode = format_mode or (
             "json_schema" if settings.structured_output else "json_object"
         )
@@ -153,6 +161,8 @@ class JudgeClient:
     __str__ = __repr__
 
     async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
         await self._sdk.close()
 
     async def ping(self, timeout_s: float = 3.0) -> bool:
@@ -264,15 +274,8 @@ class JudgeClient:
         """The chat-completions request body of ``prompt`` in output mode ``mode``."""
         messages: list[dict[str, str]] = [dict(m) for m in prompt.messages]
         kwargs: dict[str, Any] = {}
-        if mode == "json_schema":
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": prompt.name, "strict": True, "schema": prompt.json_schema()},
-            }
-        elif mode == "json_object_schema":
-            kwargs["response_format"] = {"type": "json_object", "schema": prompt.json_schema()}
-        elif mode == "json_object":
-            kwargs["response_format"] = {"type": "json_object"}
+        if mode != "none":
+            kwargs["response_format"] = self._response_format(prompt, mode)
         if mode in ("json_object", "none"):
             messages[-1]["content"] += "\n" + JSON_ONLY_HINT
         return {
@@ -283,43 +286,94 @@ class JudgeClient:
             **kwargs,
         }
 
+    def _response_format(self, prompt: RenderedPrompt[Any], mode: FormatMode) -> dict[str, Any]:
+        """The request's response_format, built once per prompt shape (name, answer model, items) and
+        mode: bodies are only serialised, never changed, so requests share it."""
+        key = (prompt.name, prompt.output_model, prompt.items, mode)
+        cached = self._formats.get(key)
+        if cached is not None:
+            return cached
+        if mode == "json_schema":
+            fmt: dict[str, Any] = {
+                "type": "json_schema",
+                "json_schema": {"name": prompt.name, "strict": True, "schema": prompt.json_schema()},
+            }
+        elif mode == "json_object_schema":
+            fmt = {"type": "json_object", "schema": prompt.json_schema()}
+        else:
+            fmt = {"type": "json_object"}
+        if len(self._formats) >= 256:  # prompt shapes are few; a bound all the same
+            self._formats.clear()
+        self._formats[key] = fmt
+        return fmt
+
     async def _attempt(self, prompt: RenderedPrompt[OutT], usage: Usage, timing: _Timing) -> OutT:
         mode = self.format_mode
         body = self._body(prompt, mode)
         sent = time.perf_counter()
         try:
-            # the SDK's generic POST: the same request and errors as chat.completions.create, without
-            # its recursive transform of the (already plain JSON) parameters, ~10% of a worker's CPU
-            resp = await self._sdk.post("/chat/completions", cast_to=ChatCompletion, body=body)
+            data = await (self._post(body) if self._http is not None else self._post_sdk(body))
+        except HttpStatusError as exc:
+            retry_after = _seconds(exc.retry_after)
+            self._raise_status(prompt, mode, exc.status, self._scrub(exc.message), retry_after, exc)
         except openai.APIStatusError as exc:
-            status = exc.status_code
-            message = self._scrub(_short(exc))
-            # a server that does not know a response_format answers 400/422, or (llama-cpp-python) 500
-            # with a validation error naming response_format
-            if status in (400, 422, 500) and mode != "none" and _about_format(message, status):
-                raise _FormatRejected(status, message, mode) from exc
-            if status == 429 or status >= 500 or status == 408:
-                raise _Retryable(f"HTTP {status}: {message}", _retry_after(exc)) from exc
-            raise JudgeError(f"{self._where(prompt)}: HTTP {status}: {message}") from exc
-        except openai.APITimeoutError as exc:
+            retry_after = _seconds(exc.response.headers.get("retry-after"))
+            self._raise_status(prompt, mode, exc.status_code, self._scrub(_short(exc)), retry_after, exc)
+        except (HttpTimeout, openai.APITimeoutError) as exc:
             raise _Retryable(f"timeout after {self.settings.timeout_s}s") from exc
-        except openai.APIConnectionError as exc:
+        except (HttpConnectionError, openai.APIConnectionError) as exc:
             raise _Retryable(f"connection error: {self._scrub(str(exc))}") from exc
         finally:
             timing.request_s += time.perf_counter() - sent
-        return _answer(prompt, resp, usage)
+        return _answer(prompt, data, usage)
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        assert self._http is not None
+        try:
+            return await self._http.post(body)
+        except ValueError as exc:  # a 2xx whose body is not a JSON object: retried as bad output
+            raise ParseFailure(str(exc)) from exc
+
+    async def _post_sdk(self, body: dict[str, Any]) -> dict[str, Any]:
+        # the SDK's generic POST: the same request and errors as chat.completions.create, without
+        # its recursive transform of the (already plain JSON) parameters
+        resp = await self._sdk.post("/chat/completions", cast_to=ChatCompletion, body=body)
+        return resp.model_dump()
+
+    def _raise_status(
+        self,
+        prompt: RenderedPrompt[Any],
+        mode: FormatMode,
+        status: int,
+        message: str,
+        retry_after: float | None,
+        cause: Exception,
+    ) -> NoReturn:
+        # a server that does not know a response_format answers 400/422, or (llama-cpp-python) 500
+        # with a validation error naming response_format
+        if status in (400, 422, 500) and mode != "none" and _about_format(message, status):
+            raise _FormatRejected(status, message, mode) from cause
+        if status == 429 or status >= 500 or status == 408:
+            raise _Retryable(f"HTTP {status}: {message}", retry_after) from cause
+        raise JudgeError(f"{self._where(prompt)}: HTTP {status}: {message}") from cause
 
 
-def _answer(prompt: RenderedPrompt[OutT], resp: ChatCompletion, usage: Usage) -> OutT:
-    """The validated answer in a response (its tokens added to ``usage``), or ParseFailure."""
-    if resp.usage is not None:
-        usage.input_tokens += resp.usage.prompt_tokens or 0
-        usage.output_tokens += resp.usage.completion_tokens or 0
-    if not resp.choices:
+def _answer(prompt: RenderedPrompt[OutT], resp: dict[str, Any], usage: Usage) -> OutT:
+    """The validated answer in a chat-completions response (its tokens added to ``usage``), or
+    ParseFailure."""
+    tokens = resp.get("usage")
+    if isinstance(tokens, dict):
+        usage.input_tokens += _count(tokens.get("prompt_tokens"))
+        usage.output_tokens += _count(tokens.get("completion_tokens"))
+    choices = resp.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ParseFailure("the response has no choices")
-    choice = resp.choices[0]
-    text = choice.message.content or ""
-    if choice.finish_reason == "length":
+    choice = choices[0]
+    message = choice.get("message")
+    text = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(text, str):
+        text = ""
+    if choice.get("finish_reason") == "length":
         raise ParseFailure(f"output truncated (finish_reason=length) after {len(text)} chars")
     try:
         data = json.loads(text)
@@ -332,6 +386,10 @@ def _answer(prompt: RenderedPrompt[OutT], resp: ChatCompletion, usage: Usage) ->
             f"output does not match {prompt.output_model.__name__}: "
             f"{exc.error_count()} errors, first: {exc.errors()[0]['msg']}"
         ) from exc
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class _Retryable(Exception):
@@ -365,8 +423,8 @@ def _about_format(message: str, status: int) -> bool:
     )
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
+def _seconds(value: str | None) -> float | None:
+    """A Retry-After header in seconds (None when absent or not a number)."""
     if value is None:
         return None
     try:

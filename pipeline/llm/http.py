@@ -1,0 +1,95 @@
+"""The judge's chat-completions POST over one pooled aiohttp session (the worker's hot path).
+
+The openai SDK on httpx cost ~3 ms of CPU a request on this 2-core machine (request building, httpx's
+connection pool, parsing into ``ChatCompletion``), aiohttp with plain ``json`` ~0.5 ms (benchmarks in
+docs/performance.md); an instant judge makes a worker spend most of its time there. The request is the
+one the SDK sends (``Authorization: Bearer``, the JSON body); the answer is the response's JSON as a
+dict. Failures are the exceptions below, which ``pipeline.llm.client`` maps as it maps the SDK's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+
+
+class HttpStatusError(Exception):
+    """The server answered with an error status; ``message`` is its error text (from the JSON body)."""
+
+    def __init__(self, status: int, message: str, retry_after: str | None) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+class HttpTimeout(Exception):
+    """No complete answer within the timeout."""
+
+
+class HttpConnectionError(Exception):
+    """The connection failed or broke (refused, reset, disconnected, a truncated body)."""
+
+
+def error_message(status: int, raw: bytes) -> str:
+    """The server's error text: ``error.message`` of a JSON body, else the body's start."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw[:300].decode("utf-8", "replace") or f"status {status}"
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and "message" in err:
+            return str(err["message"])[:300]
+    return str(body)[:300]
+
+
+class ChatHttp:
+    """POST ``{base_url}/chat/completions`` with at most ``pool`` connections; one session per loop,
+    opened on the first request (an aiohttp session belongs to the loop that made it)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout_s: float, pool: int) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._pool = pool
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            self._loop = loop  # a session of another (finished) loop cannot be used here: left behind
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._pool),
+                timeout=self._timeout,
+                trust_env=True,  # proxies from the environment, as httpx does
+            )
+        return self._session
+
+    async def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The response's JSON object, or HttpStatusError / HttpTimeout / HttpConnectionError /
+        ValueError (a 2xx body that is not a JSON object)."""
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            async with self._open().post(self.url, data=data, headers=self._headers) as resp:
+                raw = await resp.read()
+                if resp.status >= 400:
+                    message = error_message(resp.status, raw)
+                    raise HttpStatusError(resp.status, message, resp.headers.get("retry-after"))
+        except TimeoutError as exc:
+            raise HttpTimeout(str(exc)) from exc
+        except aiohttp.ClientError as exc:
+            raise HttpConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        answer = json.loads(raw)
+        if not isinstance(answer, dict):
+            raise ValueError(f"the response is not a JSON object: {raw[:120]!r}")
+        return answer
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None and self._loop is asyncio.get_running_loop():
+            await session.close()
