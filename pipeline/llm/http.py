@@ -14,6 +14,8 @@ import json
 from typing import Any
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 
 class HttpStatusError(Exception):
@@ -47,6 +49,16 @@ def error_message(status: int, raw: bytes) -> str:
     return str(body)[:300]
 
 
+def env_proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for ``url`` (HTTP(S)_PROXY, NO_PROXY), as httpx would use it;
+    looked up once, not per request (aiohttp's ``trust_env`` asks a thread, for it and for ~/.netrc,
+    at every request)."""
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
+
+
 class ChatHttp:
     """POST ``{base_url}/chat/completions`` with at most ``pool`` connections; one session per loop,
     opened on the first request (an aiohttp session belongs to the loop that made it)."""
@@ -58,6 +70,7 @@ class ChatHttp:
         self._pool = pool
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._proxy, self._proxy_auth = env_proxy(self.url)
 
     def _open(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -66,7 +79,6 @@ class ChatHttp:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._pool),
                 timeout=self._timeout,
-                trust_env=True,  # proxies from the environment, as httpx does
             )
         return self._session
 
@@ -75,7 +87,10 @@ class ChatHttp:
         ValueError (a 2xx body that is not a JSON object)."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            async with self._open().post(self.url, data=data, headers=self._headers) as resp:
+            request = self._open().post(
+                self.url, data=data, headers=self._headers, proxy=self._proxy, proxy_auth=self._proxy_auth
+            )
+            async with request as resp:
                 raw = await resp.read()
                 if resp.status >= 400:
                     message = error_message(resp.status, raw)

@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from pipeline.llm.client import JudgeClient
-from pipeline.llm.http import error_message
+from pipeline.llm.http import env_proxy, error_message
 from prompts import Prompts
 from schemas.errors import JudgeError
 from schemas.settings import JudgeSettings
@@ -59,3 +59,11 @@ async def test_one_client_serves_two_event_loops_one_after_the_other() -> None:
         assert await ask()  # a new session for this loop
         await client.aclose()
         assert fake.stats.requests == 2
+
+
+def test_the_environment_proxy_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert str(env_proxy("https://api.openai.com/v1/chat/completions")[0]) == "http://127.0.0.1:3128"
+    assert env_proxy("http://127.0.0.1:8000/v1/chat/completions") == (None, None)  # no HTTP_PROXY
