@@ -398,7 +398,15 @@ class KafkaSettings(BaseModel):
         "groundwatch",
         description="Kafka consumer group of the workers (workers in one group share the partitions)",
     )
-    stage_concurrency: int = Field(32, ge=1, description="interactions in flight inside each processor")
+    stage_concurrency: int = Field(
+        128,
+        ge=1,
+        description=(
+            "interactions in flight inside each processor (and the default concurrency of groundwatch eval); "
+            "grouped NLI sends ~4 interactions a call, so filling the judge's max_in_flight takes several "
+            "times as many interactions in flight"
+        ),
+    )
     join_timeout_s: float | None = Field(
         None,
         description=(
