@@ -1,0 +1,24 @@
+"""The embedded chDB hands the memory its allocator freed back to the OS, at most every
+CHDB_PURGE_INTERVAL_S (streams.clickhouse.store; docs/performance.md has the soak that measured it)."""
+
+from __future__ import annotations
+
+import time
+
+from schemas.settings import ClickHouseSettings
+from streams.clickhouse.store import CHDB_PURGE_INTERVAL_S, ClickHouseStore
+from tests.integration.chdb import fresh_chdb_url
+
+
+def test_the_embedded_engine_releases_freed_memory_at_most_every_interval() -> None:
+    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    try:
+        opened = time.monotonic()
+        assert not store.release_memory_if_due(now=opened)  # just opened: not due
+        later = opened + CHDB_PURGE_INTERVAL_S + 1
+        assert store.release_memory_if_due(now=later)  # the engine accepted SYSTEM JEMALLOC PURGE
+        assert not store.release_memory_if_due(now=later + CHDB_PURGE_INTERVAL_S / 2)
+        assert store.release_memory_if_due(now=later + CHDB_PURGE_INTERVAL_S)
+        assert store.purges == 2
+    finally:
+        store.close()
