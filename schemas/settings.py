@@ -479,9 +479,8 @@ class KafkaSettings(BaseModel):
         30.0,
         gt=0,
         description=(
-            "a stop (SIGTERM, SIGINT, or the broker losing the topics) still running after this many "
-            "seconds ends the process with one line and exit code 2; events not acked yet are read "
-            "again at the next start"
+            "a stop (SIGTERM or SIGINT) still running after this many seconds ends the process with one "
+            "line and exit code 2; events not acked yet are read again at the next start"
         ),
     )
     producer_linger_s: float = Field(
