@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from typing import Any
 
 from schemas.errors import InvalidMessage
 from schemas.evaluation import Evaluation
+from schemas.safe_text import safe_text
 from streams.acks import OrderedAcks
 from streams.clickhouse.sink import EvaluationSink
 from streams.codec import decode
@@ -22,6 +24,8 @@ from streams.revoke import forget_on_revoke
 from streams.runner import where
 
 log = logging.getLogger(__name__)
+
+FAILURE_LOG_EVERY_S = 30.0  # at most one line a while about timed flushes that keep failing
 
 
 async def flush_until_written(sink: EvaluationSink, max_delay_s: float = 30.0) -> None:
@@ -37,6 +41,8 @@ class SinkProcessor:
         self.ctx = ctx
         self.resources = resources
         self.acks = OrderedAcks()
+        self._failed_flushes = 0  # timed flushes failed in a row (one traceback, then a line a while)
+        self._failure_logged = 0.0  # time.monotonic() of the last line about them
 
     async def consume(self, stream: Any) -> None:
         res = await self.resources.wait_ready()
@@ -62,8 +68,26 @@ class SinkProcessor:
             return
         try:
             await res.sink.flush_if_due()
-        except Exception:
+        except Exception as exc:
+            self._flush_failed(exc)
+            return
+        if self._failed_flushes:
+            log.warning("sink: ClickHouse writes again after %d failed flushes", self._failed_flushes)
+            self._failed_flushes = 0
+
+    def _flush_failed(self, exc: Exception) -> None:
+        """Log a failed timed flush: the first of a run with its traceback, then (an outage can fail
+        several flushes a second) one line every ``FAILURE_LOG_EVERY_S`` with how many failed."""
+        self._failed_flushes += 1
+        now = time.monotonic()
+        if self._failed_flushes == 1:
             log.exception("sink: timed flush failed; will retry")
+        elif now - self._failure_logged >= FAILURE_LOG_EVERY_S:
+            log.warning("sink: %d timed flushes failed in a row (last: %s); will retry", self._failed_flushes,
+                        safe_text(f"{type(exc).__name__}: {exc}")[:300])  # fmt: skip
+        else:
+            return
+        self._failure_logged = now
 
     async def tick(self) -> None:
         """Close the windows that are due (and check their alerts)."""
