@@ -16,6 +16,7 @@ from typing import Protocol
 from pipeline.assemble import assemble
 from pipeline.convert import convert
 from pipeline.judges.base import Judge
+from pipeline.metrics.relevance import relevance_question
 from pipeline.nli import run_nli
 from pipeline.nli_grouping import NliGrouper, nli_judge
 from pipeline.refusal import RefusalClassifier
@@ -68,7 +69,7 @@ class Evaluator:
             return None, 0.0
         started = time.perf_counter()
         try:
-            value = await self.relevance_scorer.score(interaction.question, interaction.answer)
+            value = await self.relevance_scorer.score(relevance_question(interaction), interaction.answer)
         except Exception as exc:
             raise StageError("relevance", str(exc) or repr(exc)) from exc
         return value, time.perf_counter() - started

@@ -22,6 +22,8 @@ import re
 import threading
 from typing import Any
 
+from schemas.interaction import Interaction
+
 INSTALL_HINT = (
     "the relevance metric needs the `embeddings` extra: "
     "`pip install torch==2.13.0 && pip install 'groundwatch[embeddings]'` "
@@ -48,8 +50,16 @@ def last_user_message(question: str) -> str:
     return question.strip()
 
 
+def relevance_question(interaction: Interaction) -> str:
+    """What relevance compares the answer with: the question of a conversation sent as ``messages`` is
+    already its last user turn (taken as written, even if it holds "Q:" lines); a question given as one
+    transcript text is cut to its last user turn (``last_user_message``)."""
+    return interaction.question if interaction.history else last_user_message(interaction.question)
+
+
 class RelevanceScorer:
-    """``await scorer.score(question, answer)`` -> cosine in [-1, 1] (about [0, 1] for real text)."""
+    """``await scorer.score(question, answer)`` -> cosine in [-1, 1] (about [0, 1] for real text); pass
+    the question as ``relevance_question`` gives it."""
 
     def __init__(self, device: str = "cpu") -> None:
         self.device = device
@@ -72,7 +82,7 @@ class RelevanceScorer:
 
     def _cosine(self, question: str, answer: str) -> float:
         model = self._load()
-        vectors = model.encode([last_user_message(question), answer], normalize_embeddings=True)
+        vectors = model.encode([question, answer], normalize_embeddings=True)
         return float(sum(float(a) * float(b) for a, b in zip(vectors[0], vectors[1], strict=True)))
 
     async def score(self, question: str, answer: str) -> float:

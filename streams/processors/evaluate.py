@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Any
 
+from pipeline.metrics.relevance import relevance_question
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from streams.processors.base import Processor
@@ -25,7 +26,7 @@ async def score_relevance(scorer: Any, interaction: Interaction) -> tuple[float 
     """(relevance, seconds, failed) of one interaction; a failure is logged, never raised."""
     started = time.perf_counter()
     try:
-        value = await scorer.score(interaction.question, interaction.answer)
+        value = await scorer.score(relevance_question(interaction), interaction.answer)
     except Exception as exc:
         log.warning("relevance of %s failed: %s", interaction.interaction_id, exc)
         return None, time.perf_counter() - started, True

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from pipeline.assemble import assemble
+from pipeline.metrics.relevance import relevance_question
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
 from schemas.results import Converted, NliResult, RefusalResult
@@ -80,7 +81,7 @@ class JoinProcessor:
         if scorer is not None:
             interaction = entry.converted.interaction
             try:
-                relevance = await scorer.score(interaction.question, interaction.answer)
+                relevance = await scorer.score(relevance_question(interaction), interaction.answer)
             except Exception as exc:
                 log.warning("join: relevance of %s failed: %s", entry.interaction_id, exc)
                 missing.append("relevance")

@@ -6,7 +6,13 @@ import sys
 
 import pytest
 
-from pipeline.metrics.relevance import RelevanceScorer, RelevanceUnavailable, last_user_message
+from pipeline.metrics.relevance import (
+    RelevanceScorer,
+    RelevanceUnavailable,
+    last_user_message,
+    relevance_question,
+)
+from schemas.interaction import Interaction
 
 
 def test_last_user_message() -> None:
@@ -36,3 +42,18 @@ async def test_cosine_ranks_a_relevant_answer_first() -> None:
     assert -1.0 <= unrelated < relevant <= 1.0
     again = await scorer.score(question, "Use a gauge on each tire when the tires are cold.")
     assert again == pytest.approx(relevant, abs=1e-6)
+
+
+def test_relevance_question_takes_a_conversation_turn_as_written() -> None:
+    transcript = Interaction(
+        interaction_id="t", question="User: hi\nAssistant: hello\nUser: where is it?", answer="a"
+    )
+    assert relevance_question(transcript) == "where is it?"
+    turn = "Compare these two lines:\nQ: the spare tire\nA: the jack"
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": turn},
+    ]
+    structured = Interaction.model_validate({"interaction_id": "s", "messages": messages, "answer": "a"})
+    assert structured.history and relevance_question(structured) == turn
