@@ -27,7 +27,11 @@ def test_local_stack_runs_sample_traffic_end_to_end(tmp_path: Path) -> None:
     assert sum(w.count for w in report.windows) == 25
     apps = {(json.loads(line).get("app"), json.loads(line).get("model")) for line in lines}
     assert {(w.app, w.model) for w in report.windows} == apps
-    assert "interactions in" in render(report)
+    text = render(report)
+    for app, model in apps:
+        per_group = [w for w in report.windows if (w.app, w.model) == (app, model)]
+        n = sum(w.count for w in per_group)
+        assert f"== {app} / {model}: {n} interactions ({n} judged) in {len(per_group)} windows" in text
     assert stack.broker.process is None and not stack.worker.alive()  # type: ignore[union-attr]
 
 
