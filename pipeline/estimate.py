@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field, SecretStr
 from pipeline.evaluator import Evaluator
 from pipeline.judges.base import Judge
 from pipeline.llm.client import JudgeClient, price
+from pipeline.llm.verdict_probs import TokenLogprob
 from pipeline.sampling import Sampler
 from prompts import (
     CaseAnswer,
@@ -148,15 +149,17 @@ class DryRunClient(JudgeClient):
     def tokens(self, chars: int) -> int:
         return math.ceil(chars / self.chars_per_token) if chars else 0
 
-    async def complete(
+    async def complete_graded(
         self,
         prompt: RenderedPrompt[Any],
         *,
         stage: Stage,
         items: int = 1,
         check: Callable[[Any], None] | None = None,
-    ) -> tuple[Any, JudgeCall]:
-        chars = request_chars(self._body(prompt, self.format_mode))
+        logprobs: int = 0,
+    ) -> tuple[Any, JudgeCall, list[TokenLogprob]]:
+        """Every request (``complete`` too) is counted here; answered without token log-probabilities."""
+        chars = request_chars(self._body(prompt, self.format_mode, logprobs))
         answer = prompt.output_model.model_validate(fabricate(prompt).model_dump())
         if check is not None:
             check(answer)
@@ -167,7 +170,7 @@ class DryRunClient(JudgeClient):
             stage=stage, judge=self.judge_name, model=self.model_id, input_tokens=tokens_in,
             output_tokens=tokens_out, cost_usd=cost, attempts=1, items=items,
         )  # fmt: skip
-        return answer, call
+        return answer, call, []
 
 
 def _dry_llm(settings: Settings, kind: Literal["openai", "local"]) -> tuple[Judge, DryRunClient]:

@@ -128,6 +128,17 @@ class JudgeSettings(BaseModel):
     structured_output: bool = Field(
         True, description="JSON-schema response_format, plain JSON as the fallback"
     )
+    verdict_logprobs: int = Field(
+        5,
+        ge=0,
+        le=20,
+        description=(
+            "graded NLI verdicts: ask the LLM server for this many top token log-probabilities and score "
+            "each statement by the probability of its verdict (P(entailed) with the default scores, "
+            "pipeline.llm.verdict_probs); 0 = off. A server that gives none, or rejects the request, "
+            "leaves each statement its verdict's fixed score"
+        ),
+    )
     prices: dict[str, ModelPrice] = Field(
         description="USD per 1,000 tokens by model name (an exact name, else the longest prefix), for the "
         "cost of every judge call",

@@ -16,6 +16,7 @@ from pipeline.call_shares import share_calls
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.llm.cache import VerdictCache, cache_key, open_cache
 from pipeline.llm.client import FormatMode, JudgeClient
+from pipeline.llm.verdict_probs import TokenLogprob, graded_scores
 from prompts import (
     HypothesisAnswer,
     NliAnswer,
@@ -37,8 +38,11 @@ def _expect_ids(ids: Sequence[int], n: int, what: str) -> None:
         raise ValueError(f"expected {what} ids 1..{n}, got {list(ids)}")
 
 
-def hypothesis_result(hypothesis: str, statements: Sequence[StatementAnswer]) -> HypothesisResult:
-    """Scores from VERDICT_SCORE; hypothesis score = mean; no statement = one not_stated statement."""
+def hypothesis_result(
+    hypothesis: str, statements: Sequence[StatementAnswer], grades: Sequence[float | None] = ()
+) -> HypothesisResult:
+    """Scores from VERDICT_SCORE, or the statement's graded score where ``grades`` has one (see
+    ``statement_grades``); hypothesis score = mean; no statement = one not_stated statement."""
     if not statements:
         statements = [
             StatementAnswer(
@@ -51,13 +55,29 @@ def hypothesis_result(hypothesis: str, statements: Sequence[StatementAnswer]) ->
             verdict=s.verdict,
             reason=s.reason,
             tag=s.tag,
-            score=VERDICT_SCORE[s.verdict],
+            score=grade
+            if (grade := grades[k] if k < len(grades) else None) is not None
+            else VERDICT_SCORE[s.verdict],
         )
-        for s in statements
+        for k, s in enumerate(statements)
     ]
     return HypothesisResult(
         hypothesis=hypothesis, statements=verdicts, score=sum(v.score for v in verdicts) / len(verdicts)
     )
+
+
+def statement_grades(
+    hypotheses: Sequence[Sequence[StatementAnswer]], tokens: Sequence[TokenLogprob]
+) -> list[list[float | None]]:
+    """Graded scores of the statements of ``hypotheses`` (in the order the answer's JSON holds them) from
+    the answer's tokens; None where the tokens give no distribution (pipeline.llm.verdict_probs)."""
+    count = sum(len(h) for h in hypotheses)
+    flat: list[float | None] = graded_scores(tokens, count, VERDICT_SCORE) if tokens else [None] * count
+    out: list[list[float | None]] = []
+    for h in hypotheses:
+        out.append(flat[: len(h)])
+        flat = flat[len(h) :]
+    return out
 
 
 class LLMJudge:
@@ -92,6 +112,10 @@ class LLMJudge:
         self.prompts = prompts or Prompts()
         self.cache = cache if cache is not None else open_cache(settings)
         self._versions = self.prompts.versions()
+        if settings.verdict_logprobs > 0:
+            # graded scores differ from the fixed ones: cached apart (a server without logprobs gives
+            # fixed scores under this key too, as it would on every call)
+            self._versions["nli"] = f"{self._versions['nli']}+graded"
         self._closed = False
 
     def __repr__(self) -> str:
@@ -191,12 +215,21 @@ class LLMJudge:
             def check(answer: NliAnswer) -> None:
                 _expect_ids([h.id for h in answer.hypotheses], len(miss_hyps), "hypothesis")
 
-            answer, call = await self.client.complete(prompt, stage="nli", items=len(miss_hyps), check=check)
+            answer, call, tokens = await self.client.complete_graded(
+                prompt,
+                stage="nli",
+                items=len(miss_hyps),
+                check=check,
+                logprobs=self.settings.verdict_logprobs,
+            )
             calls.append(call)
             by_id: dict[int, HypothesisAnswer] = {h.id: h for h in answer.hypotheses}
+            grades = dict(
+                zip(by_id, statement_grades([h.statements for h in answer.hypotheses], tokens), strict=True)
+            )
             writes: list[tuple[str, str]] = []
             for j, i in enumerate(misses, 1):
-                res = hypothesis_result(hyps[i], by_id[j].statements)
+                res = hypothesis_result(hyps[i], by_id[j].statements, grades[j])
                 results[i] = res
                 writes.append((keys[i], res.model_dump_json()))
             if ask_refusal and isinstance(answer, NliRefusalAnswer):
@@ -279,16 +312,23 @@ class LLMJudge:
                 _expect_ids([h.id for h in case.hypotheses], len(prompt_cases[case.id - 1].hypotheses), what)
 
         sent = sum(len(m) for m in misses.values())
-        answer, call = await self.client.complete(
-            self.prompts.nli_cases(prompt_cases), stage="nli", items=sent, check=check
+        answer, call, tokens = await self.client.complete_graded(
+            self.prompts.nli_cases(prompt_cases),
+            stage="nli",
+            items=sent,
+            check=check,
+            logprobs=self.settings.verdict_logprobs,
         )
         by_case = {case.id: {h.id: h for h in case.hypotheses} for case in answer.cases}
+        order = [(case.id, h) for case in answer.cases for h in case.hypotheses]
+        flat = statement_grades([h.statements for _, h in order], tokens)
+        grades = {(c, h.id): g for (c, h), g in zip(order, flat, strict=True)}
         shares = share_calls([call], [len(misses[c]) for c in asking])
         writes: list[tuple[str, str]] = []
         for n, c in enumerate(asking, 1):
             calls[c].extend(shares[n - 1])
             for j, i in enumerate(misses[c], 1):
-                verdict = hypothesis_result(groups[c][i], by_case[n][j].statements)
+                verdict = hypothesis_result(groups[c][i], by_case[n][j].statements, grades[(n, j)])
                 results[c][i] = verdict
                 writes.append((keys[c][i], verdict.model_dump_json()))
         await self._put(writes)

@@ -6,6 +6,8 @@
   output that does not parse or validate (truncated output included); the SDK's own retries are off;
 - structured output: ``response_format`` json_schema (strict); when the server rejects it, json_object,
   then no response_format at all with the first JSON object extracted from the text (remembered per client);
+- token log-probabilities on request (``complete_graded``: ``logprobs`` with ``top_logprobs``), for
+  graded NLI verdicts (``pipeline.llm.verdict_probs``); a server that rejects them is not asked again;
 - every call becomes a JudgeCall with tokens from ``usage``, attempts, cost from ``settings.prices``
   (per model, per 1K tokens), ``latency_ms`` = the time its HTTP requests took (each attempt timed
   inside the semaphore: no queueing for a slot, no backoff sleep) and ``wall_ms`` = the caller's whole
@@ -36,6 +38,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from pipeline.llm.http import ChatHttp, HttpConnectionError, HttpStatusError, HttpTimeout
 from pipeline.llm.slots import PrioritySlots, stage_priority
+from pipeline.llm.verdict_probs import TokenLogprob, parse_logprobs
 from prompts import RenderedPrompt
 from schemas.errors import JudgeError
 from schemas.results import JudgeCall, Stage
@@ -151,6 +154,8 @@ class JudgeClient:
         self._slots = PrioritySlots(settings.max_in_flight)
         self._rng = random.Random()
         self._formats: dict[tuple[Any, ...], dict[str, Any]] = {}
+        #: False once the server rejected a request for token log-probabilities
+        self.logprobs_supported = True
         self.format_mode: FormatMode = format_mode or (
             "json_schema" if settings.structured_output else "json_object"
         )
@@ -187,6 +192,22 @@ class JudgeClient:
         ``check`` raises ValueError when a parsed answer is still unusable (wrong ids, wrong count):
         that is retried like malformed output.
         """
+        answer, call, _ = await self.complete_graded(
+            prompt, stage=stage, items=items, check=check, logprobs=0
+        )
+        return answer, call
+
+    async def complete_graded(
+        self,
+        prompt: RenderedPrompt[OutT],
+        *,
+        stage: Stage,
+        items: int = 1,
+        check: Callable[[OutT], None] | None = None,
+        logprobs: int = 0,
+    ) -> tuple[OutT, JudgeCall, list[TokenLogprob]]:
+        """``complete``, and with ``logprobs`` > 0 the generated tokens with that many top alternatives
+        each (empty when the server gives none or rejected them before)."""
         usage = Usage()
         priority = stage_priority(stage)
         start = time.perf_counter()
@@ -197,14 +218,21 @@ class JudgeClient:
             attempts += 1
             try:
                 async with self._slots.slot(priority):
-                    answer = await self._attempt(prompt, usage, timing)
+                    answer, tokens = await self._attempt(prompt, usage, timing, logprobs)
                 if check is not None:
                     try:
                         check(answer)
                     except ValueError as exc:
                         raise ParseFailure(f"answer rejected: {exc}") from exc
                 wall_ms = (time.perf_counter() - start) * 1000.0
-                return answer, self._record(stage, items, attempts, usage, timing, wall_ms)
+                return answer, self._record(stage, items, attempts, usage, timing, wall_ms), tokens
+            except _LogprobsRejected as exc:
+                attempts -= 1
+                if self.logprobs_supported:
+                    log.warning(
+                        "%s: server rejected logprobs (%s); not asking again", self._where(prompt), exc
+                    )
+                self.logprobs_supported = False
             except _FormatRejected as exc:
                 attempts -= 1  # not the model's fault: not counted as an attempt
                 self._step_down(prompt, exc)
@@ -270,14 +298,18 @@ class JudgeClient:
         return delay
 
     # ------------------------------------------------------------------ one HTTP request
-    def _body(self, prompt: RenderedPrompt[Any], mode: FormatMode) -> dict[str, Any]:
-        """The chat-completions request body of ``prompt`` in output mode ``mode``."""
+    def _body(self, prompt: RenderedPrompt[Any], mode: FormatMode, logprobs: int = 0) -> dict[str, Any]:
+        """The chat-completions request body of ``prompt`` in output mode ``mode`` (with ``logprobs``
+        top alternatives a token when > 0)."""
         messages: list[dict[str, str]] = [dict(m) for m in prompt.messages]
         kwargs: dict[str, Any] = {}
         if mode != "none":
             kwargs["response_format"] = self._response_format(prompt, mode)
         if mode in ("json_object", "none"):
             messages[-1]["content"] += "\n" + JSON_ONLY_HINT
+        if logprobs > 0:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = logprobs
         return {
             "model": self.model,
             "messages": messages,
@@ -307,25 +339,32 @@ class JudgeClient:
         self._formats[key] = fmt
         return fmt
 
-    async def _attempt(self, prompt: RenderedPrompt[OutT], usage: Usage, timing: _Timing) -> OutT:
+    async def _attempt(
+        self, prompt: RenderedPrompt[OutT], usage: Usage, timing: _Timing, logprobs: int
+    ) -> tuple[OutT, list[TokenLogprob]]:
         mode = self.format_mode
-        body = self._body(prompt, mode)
+        logprobs = logprobs if self.logprobs_supported else 0
+        body = self._body(prompt, mode, logprobs)
         sent = time.perf_counter()
         try:
             data = await (self._post(body) if self._http is not None else self._post_sdk(body))
         except HttpStatusError as exc:
             retry_after = _seconds(exc.retry_after)
-            self._raise_status(prompt, mode, exc.status, self._scrub(exc.message), retry_after, exc)
+            self._raise_status(prompt, mode, exc.status, self._scrub(exc.message), retry_after, exc, logprobs)
         except openai.APIStatusError as exc:
             retry_after = _seconds(exc.response.headers.get("retry-after"))
-            self._raise_status(prompt, mode, exc.status_code, self._scrub(_short(exc)), retry_after, exc)
+            message = self._scrub(_short(exc))
+            self._raise_status(prompt, mode, exc.status_code, message, retry_after, exc, logprobs)
         except (HttpTimeout, openai.APITimeoutError) as exc:
             raise _Retryable(f"timeout after {self.settings.timeout_s}s") from exc
         except (HttpConnectionError, openai.APIConnectionError) as exc:
             raise _Retryable(f"connection error: {self._scrub(str(exc))}") from exc
         finally:
             timing.request_s += time.perf_counter() - sent
-        return _answer(prompt, data, usage)
+        answer = _answer(prompt, data, usage)
+        choices = data.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else {}
+        return answer, parse_logprobs(choice) if logprobs and isinstance(choice, dict) else []
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         assert self._http is not None
@@ -348,9 +387,12 @@ class JudgeClient:
         message: str,
         retry_after: float | None,
         cause: Exception,
+        logprobs: int = 0,
     ) -> NoReturn:
         # a server that does not know a response_format answers 400/422, or (llama-cpp-python) 500
         # with a validation error naming response_format
+        if logprobs and status in (400, 422, 500) and "logprob" in message.lower():
+            raise _LogprobsRejected(f"HTTP {status}: {message}") from cause
         if status in (400, 422, 500) and mode != "none" and _about_format(message, status):
             raise _FormatRejected(status, message, mode) from cause
         if status == 429 or status >= 500 or status == 408:
@@ -396,6 +438,10 @@ class _Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class _LogprobsRejected(Exception):
+    """The server does not give token log-probabilities (answered 4xx/500 naming them)."""
 
 
 class _FormatRejected(Exception):

@@ -11,6 +11,11 @@ prompts from their fences, and answers with scripted verdicts:
 - nli_cases (several premises a prompt): the same, each case's hypotheses against its own premise;
 - refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...).
 
+With ``logprobs`` in the request, the answer carries token log-probabilities (one token per word,
+punctuation mark or run of spaces), each certain, except that with ``Script.entailed_probability`` set
+(e.g. ``supported_share``) the token of each NLI verdict has the alternatives "entailed" with that
+probability and the generated verdict (or "not_stated") with the rest.
+
 Any of the three can be overridden with a ``Script``. Faults: latency, a rate of 429/500 errors, a
 rate of malformed output (broken JSON, truncated with finish_reason "length", wrong shape), a queue of
 scripted faults for deterministic tests, and rejection of ``response_format`` json_schema.
@@ -76,6 +81,12 @@ def default_statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
     ]
 
 
+def supported_share(premise: str, hypothesis: str) -> float:
+    """The share of the hypothesis' content words in the premise (0 without content words)."""
+    words = content_words(hypothesis)
+    return len(words & content_words(premise)) / len(words) if words else 0.0
+
+
 def default_refusal(text: str) -> bool:
     low = text.lower().replace("’", "'")
     return any(p in low for p in REFUSAL_PHRASES)
@@ -90,6 +101,9 @@ class Script:
     pronouns_in_conversation: Callable[[list[str], list[tuple[str, str]]], list[str]] | None = None
     statements: Callable[[str, str], list[dict[str, str]]] = default_statements
     refusal: Callable[[str], bool] = default_refusal
+    # (premise, hypothesis) -> P(entailed) given in the logprobs of each of its statements' verdicts
+    # None: each generated verdict is certain
+    entailed_probability: Callable[[str, str], float] | None = None
 
 
 @dataclass
@@ -102,6 +116,7 @@ class FakeConfig:
     reject_formats: tuple[str, ...] = ()
     reject_status: int = 400  # llama-cpp-python's server answers 500, a validation error naming it
     prose_around_json: bool = True  # without any response_format, wrap the JSON in prose and a ``` fence
+    reject_logprobs: bool = False  # answer a request asking for logprobs 400, as servers without them do
     seed: int = 0
     script: Script = field(default_factory=Script)
 
@@ -255,6 +270,10 @@ class FakeOpenAIServer:
                 f"response_format {fmt} is not supported by this server",
                 "response_format",
             )
+        if body.get("logprobs") and self.config.reject_logprobs:
+            with self._lock:
+                self.stats.errors += 1
+            return _error(400, "logprobs are not supported by this server", "logprobs")
         if isinstance(fault, int):
             with self._lock:
                 self.stats.errors += 1
@@ -270,7 +289,7 @@ class FakeOpenAIServer:
         messages = body.get("messages") or []
         user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         prompt_text = "".join(str(m.get("content", "")) for m in messages)
-        kind, answer = self._scripted(user)
+        kind, answer, probabilities = self._scripted(user)
         content = json.dumps(answer)
         finish = "stop"
         if fault is not None:
@@ -301,7 +320,7 @@ class FakeOpenAIServer:
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
                         "finish_reason": finish,
-                        "logprobs": None,
+                        "logprobs": _logprobs(content, probabilities) if body.get("logprobs") else None,
                     }
                 ],
                 "usage": {
@@ -312,31 +331,36 @@ class FakeOpenAIServer:
             }
         )
 
-    def _scripted(self, user: str) -> tuple[str, dict[str, Any]]:
+    def _scripted(self, user: str) -> tuple[str, dict[str, Any], list[float]]:
+        """The prompt's kind, the answer and P(entailed) of each NLI statement in answer order."""
         script = self.config.script
+        probabilities: list[float] = []
+
+        def judged(premise: str, hypotheses: list[str]) -> list[dict[str, Any]]:
+            out = []
+            for i, h in enumerate(hypotheses, 1):
+                statements = script.statements(premise, h)
+                if script.entailed_probability is not None:
+                    probabilities.extend([script.entailed_probability(premise, h)] * len(statements))
+                out.append({"id": i, "statements": statements})
+            return out
+
         if '<case id="' in user:
             cases = []
             for m in _CASE.finditer(user):
                 pm = _PREMISE.search(m.group(2))
                 premise = pm.group(1) if pm else ""
                 hyps = _items("hypothesis", m.group(2))
-                statements = [
-                    {"id": i, "statements": script.statements(premise, h)} for i, h in enumerate(hyps, 1)
-                ]
-                cases.append({"id": int(m.group(1)), "hypotheses": statements})
-            return "nli_cases", {"cases": cases}
+                cases.append({"id": int(m.group(1)), "hypotheses": judged(premise, hyps)})
+            return "nli_cases", {"cases": cases}, probabilities
         if "<premise>" in user:
-            m = _PREMISE.search(user)
-            premise = m.group(1) if m else ""
+            found = _PREMISE.search(user)
+            premise = found.group(1) if found else ""
             hyps = _items("hypothesis", user)
-            out: dict[str, Any] = {
-                "hypotheses": [
-                    {"id": i, "statements": script.statements(premise, h)} for i, h in enumerate(hyps, 1)
-                ]
-            }
+            out: dict[str, Any] = {"hypotheses": judged(premise, hyps)}
             if "<refusal_question>" in user:
                 out["refusal"] = script.refusal(" ".join(hyps))
-            return "nli", out
+            return "nli", out, probabilities
         if '<sentence id="' in user:
             items = _items("sentence", user)
             if script.pronouns_in_conversation is not None:
@@ -344,13 +368,40 @@ class FakeOpenAIServer:
                 sentences = script.pronouns_in_conversation(items, turns)
             else:
                 sentences = script.pronouns(items)
-            return "pronouns", {"sentences": [{"id": i, "text": s} for i, s in enumerate(sentences, 1)]}
+            return "pronouns", {"sentences": [{"id": i, "text": s} for i, s in enumerate(sentences, 1)]}, []
         if '<text id="' in user:
             texts = _items("text", user)
-            return "refusal", {
-                "texts": [{"id": i, "refusal": script.refusal(t)} for i, t in enumerate(texts, 1)]
-            }
-        return "unknown", {"error": "prompt not recognised"}
+            return (
+                "refusal",
+                {"texts": [{"id": i, "refusal": script.refusal(t)} for i, t in enumerate(texts, 1)]},
+                [],
+            )
+        return "unknown", {"error": "prompt not recognised"}, []
+
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+_VERDICT_VALUE = re.compile(r'"verdict"\s*:\s*"')
+
+
+def _logprobs(content: str, probabilities: list[float]) -> dict[str, Any]:
+    """Chat-completions ``logprobs`` of ``content``: the k-th verdict token gets P(entailed) =
+    ``probabilities[k]`` (clipped to [0.001, 0.999]) when there is one; other tokens are certain."""
+    verdict_at = [m.end() for m in _VERDICT_VALUE.finditer(content)]
+    tokens: list[dict[str, Any]] = []
+    for m in _TOKEN.finditer(content):
+        token = m.group(0)
+        top = [{"token": token, "logprob": 0.0}]
+        k = verdict_at.index(m.start()) if m.start() in verdict_at else len(probabilities)
+        if k < len(probabilities):
+            p = min(0.999, max(0.001, probabilities[k]))
+            other = token if token != "entailed" else "not_stated"
+            top = [
+                {"token": "entailed", "logprob": math.log(p)},
+                {"token": other, "logprob": math.log(1 - p)},
+            ]
+        chosen = next(t["logprob"] for t in top if t["token"] == token)
+        tokens.append({"token": token, "logprob": chosen, "top_logprobs": top})
+    return {"content": tokens}
 
 
 def _error(

@@ -124,11 +124,11 @@ async def test_entail_wrong_ids_retried_then_error(fake_openai: FakeOpenAIServer
     # an answer missing a hypothesis id cannot be matched to its hypothesis: retried, then JudgeError
     original = fake_openai._scripted
 
-    def drop_last(user: str) -> tuple[str, dict]:
-        kind, answer = original(user)
+    def drop_last(user: str) -> tuple[str, dict, list[float]]:
+        kind, answer, probabilities = original(user)
         if kind == "nli":
             answer["hypotheses"] = answer["hypotheses"][:-1]
-        return kind, answer
+        return kind, answer, probabilities
 
     fake_openai._scripted = drop_last  # type: ignore[method-assign]
     try:
@@ -197,12 +197,12 @@ async def test_refusal_count_mismatch_retried(fake_openai: FakeOpenAIServer) -> 
     original = fake_openai._scripted
     state = {"n": 0}
 
-    def short_once(user: str) -> tuple[str, dict]:
-        kind, answer = original(user)
+    def short_once(user: str) -> tuple[str, dict, list[float]]:
+        kind, answer, probabilities = original(user)
         state["n"] += 1
         if kind == "refusal" and state["n"] == 1:
             answer["texts"] = answer["texts"][:1]
-        return kind, answer
+        return kind, answer, probabilities
 
     fake_openai._scripted = short_once  # type: ignore[method-assign]
     judge = judge_for(fake_openai)

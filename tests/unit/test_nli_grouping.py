@@ -144,11 +144,11 @@ async def test_grouper_output_room_limits_a_group(fake_openai: FakeOpenAIServer)
 async def test_failed_group_is_sent_again_case_by_case(fake_openai: FakeOpenAIServer) -> None:
     original = fake_openai._scripted
 
-    def drop_a_case(user: str) -> tuple[str, dict]:
-        kind, answer = original(user)
+    def drop_a_case(user: str) -> tuple[str, dict, list[float]]:
+        kind, answer, probabilities = original(user)
         if kind == "nli_cases":
             answer["cases"] = answer["cases"][:-1]
-        return kind, answer
+        return kind, answer, probabilities
 
     fake_openai._scripted = drop_a_case  # type: ignore[method-assign]
     settings = settings_for(fake_openai, nli_group_cases=2)

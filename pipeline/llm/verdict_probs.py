@@ -1,0 +1,116 @@
+"""Graded verdicts: the probability the judge gave each NLI verdict, read from token log-probabilities.
+
+An NLI answer is JSON with one ``"verdict": "entailed" | "contradicted" | "not_stated"`` per statement.
+When the server returns token log-probabilities (OpenAI's and llama.cpp's ``logprobs`` with
+``top_logprobs``), the token that starts each verdict's value carries the model's alternatives at that
+point: "ent" for entailed, "contr" for contradicted, "not" for not_stated. Their probabilities,
+renormalised over the three verdicts, grade the statement: its score becomes the expected
+``VERDICT_SCORE`` under that distribution (P(entailed) with the default scores), so a ranking metric
+(AUC) sees how sure the judge was instead of three values.
+
+Pure functions over the tokens; ``None`` where the tokens do not allow a distribution (no logprobs,
+a verdict count that does not match the parsed answer, no alternative naming a verdict): the caller keeps
+the verdict's fixed score then.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+VERDICTS: tuple[str, ...] = ("entailed", "contradicted", "not_stated")
+_VERDICT_KEY = re.compile(r'"verdict"\s*:\s*"')
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token, its log-probability and the top alternatives at its position."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+def parse_logprobs(choice: Mapping[str, Any]) -> list[TokenLogprob]:
+    """The tokens of a chat-completions choice's ``logprobs.content`` (empty when absent or malformed)."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    if not isinstance(content, list):
+        return []
+    tokens: list[TokenLogprob] = []
+    for item in content:
+        if not isinstance(item, Mapping) or not isinstance(item.get("token"), str):
+            return []
+        top = tuple(
+            (alt["token"], float(alt["logprob"]))
+            for alt in item.get("top_logprobs") or []
+            if isinstance(alt, Mapping)
+            and isinstance(alt.get("token"), str)
+            and isinstance(alt.get("logprob"), int | float)
+        )
+        logprob = item.get("logprob")
+        tokens.append(
+            TokenLogprob(item["token"], float(logprob) if isinstance(logprob, int | float) else 0.0, top)
+        )
+    return tokens
+
+
+def _verdict_of(fragment: str) -> str | None:
+    """The verdict a value fragment starts (``"ent"`` -> entailed); None when empty or ambiguous."""
+    if not fragment:
+        return None
+    found = [v for v in VERDICTS if v.startswith(fragment) or fragment.startswith(v)]
+    return found[0] if len(found) == 1 else None
+
+
+def _distribution(token: TokenLogprob, prefix: str) -> dict[str, float] | None:
+    """Verdict probabilities at one token; ``prefix``: the token's text before the value starts."""
+    mass = dict.fromkeys(VERDICTS, 0.0)
+    alternatives = token.top or ((token.token, token.logprob),)
+    if all(text != token.token for text, _ in alternatives):
+        alternatives = ((token.token, token.logprob), *alternatives)
+    for text, logprob in alternatives:
+        if not text.startswith(prefix):
+            continue
+        verdict = _verdict_of(text[len(prefix) :])
+        if verdict is not None:
+            mass[verdict] += math.exp(logprob)
+    total = sum(mass.values())
+    if total <= 0.0:
+        return None
+    return {v: m / total for v, m in mass.items()}
+
+
+def verdict_distributions(tokens: Sequence[TokenLogprob]) -> list[dict[str, float] | None]:
+    """One distribution over VERDICTS per ``"verdict"`` value in the generated text, in text order."""
+    starts: list[int] = []
+    offset = 0
+    for token in tokens:
+        starts.append(offset)
+        offset += len(token.token)
+    text = "".join(token.token for token in tokens)
+    out: list[dict[str, float] | None] = []
+    index = 0
+    for match in _VERDICT_KEY.finditer(text):
+        value_at = match.end()
+        while index + 1 < len(tokens) and starts[index + 1] <= value_at:
+            index += 1
+        if not tokens or value_at >= offset:
+            out.append(None)
+            continue
+        out.append(_distribution(tokens[index], text[starts[index] : value_at]))
+    return out
+
+
+def graded_scores(
+    tokens: Sequence[TokenLogprob], verdict_count: int, scores: Mapping[str, float]
+) -> list[float | None]:
+    """The expected score of each of ``verdict_count`` verdicts (in answer order) under its distribution;
+    all None when the text holds another number of verdicts than the parsed answer."""
+    dists = verdict_distributions(tokens)
+    if len(dists) != verdict_count:
+        return [None] * verdict_count
+    return [None if d is None else sum(p * scores[v] for v, p in d.items()) for d in dists]

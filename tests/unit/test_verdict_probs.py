@@ -1,0 +1,84 @@
+"""Graded verdicts from token log-probabilities (pipeline.llm.verdict_probs), on hand-made tokens."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pipeline.llm.verdict_probs import TokenLogprob, graded_scores, parse_logprobs, verdict_distributions
+from schemas.results import VERDICT_SCORE
+
+
+def tok(text: str, *alternatives: tuple[str, float]) -> TokenLogprob:
+    """A token whose alternatives are given as probabilities (the first one is the token itself)."""
+    top = tuple((t, math.log(p)) for t, p in alternatives)
+    return TokenLogprob(text, top[0][1] if top else 0.0, top)
+
+
+def answer_tokens(*verdict_tokens: TokenLogprob) -> list[TokenLogprob]:
+    """``{"statements": [{"verdict": "<v>"}, ...]}`` with the given tokens starting each value."""
+    out = [tok('{"statements": [')]
+    for i, v in enumerate(verdict_tokens):
+        out += [tok(", " if i else ""), tok('{"verdict": "'), v, tok('"}')]
+    return [*out, tok("]}")]
+
+
+def test_each_verdict_value_gets_its_distribution_in_order() -> None:
+    tokens = answer_tokens(
+        tok("entailed", ("entailed", 0.6), ("not_stated", 0.3), ("contradicted", 0.1)),
+        tok("not", ("not", 0.7), ("ent", 0.2), ("cont", 0.1)),
+    )
+    first, second = verdict_distributions(tokens)
+    assert first == pytest.approx({"entailed": 0.6, "contradicted": 0.1, "not_stated": 0.3})
+    assert second == pytest.approx({"entailed": 0.2, "contradicted": 0.1, "not_stated": 0.7})
+
+
+def test_a_token_that_starts_before_the_value_is_read_past_its_prefix() -> None:
+    # BPE often fuses the opening quote with the value: ' "ent' after '"verdict":'
+    tokens = [
+        tok('{"verdict":'),
+        tok(' "ent', (' "ent', 0.5), (' "not', 0.25), (' "', 0.2), (" '", 0.05)),
+        tok('ailed"}'),
+    ]
+    (dist,) = verdict_distributions(tokens)
+    # ' "' and " '" name no verdict: the rest is renormalised over the two that do
+    assert dist == pytest.approx({"entailed": 2 / 3, "contradicted": 0.0, "not_stated": 1 / 3})
+
+
+def test_alternatives_that_name_no_verdict_give_none() -> None:
+    tokens = answer_tokens(tok('"', ('"', 0.9), ("x", 0.1)))
+    assert verdict_distributions(tokens) == [None]
+
+
+def test_scores_are_expected_verdict_scores_and_all_none_on_a_count_mismatch() -> None:
+    tokens = answer_tokens(tok("ent", ("ent", 0.8), ("contr", 0.2)))
+    assert graded_scores(tokens, 1, VERDICT_SCORE) == [pytest.approx(0.8)]
+    scores = {"entailed": 1.0, "contradicted": 0.0, "not_stated": 0.5}
+    assert graded_scores(tokens, 1, scores) == [pytest.approx(0.8)]
+    tokens = answer_tokens(tok("not", ("not", 0.5), ("ent", 0.5)))
+    assert graded_scores(tokens, 1, scores) == [pytest.approx(0.75)]
+    assert graded_scores(tokens, 2, scores) == [None, None]  # the text holds one verdict, not two
+
+
+def test_an_escaped_verdict_inside_a_reason_is_not_a_verdict() -> None:
+    text = r'{"reason": "says \"verdict\": \"entailed\"", "verdict": "'
+    tokens = [tok(text), tok("not", ("not", 1.0))]
+    assert verdict_distributions(tokens) == [{"entailed": 0.0, "contradicted": 0.0, "not_stated": 1.0}]
+
+
+def test_parse_logprobs_reads_the_openai_shape_and_tolerates_its_absence() -> None:
+    choice = {
+        "logprobs": {
+            "content": [
+                {"token": "ent", "logprob": -0.1, "top_logprobs": [{"token": "ent", "logprob": -0.1}]},
+                {"token": "ailed", "logprob": 0, "top_logprobs": []},
+            ]
+        }
+    }
+    tokens = parse_logprobs(choice)
+    assert [t.token for t in tokens] == ["ent", "ailed"]
+    assert tokens[0].top == (("ent", -0.1),)
+    assert parse_logprobs({"logprobs": None}) == []
+    assert parse_logprobs({}) == []
+    assert parse_logprobs({"logprobs": {"content": [{"logprob": 0}]}}) == []
