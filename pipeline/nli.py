@@ -3,7 +3,10 @@
 Pairs (``schemas.results.PairName``):
 
 1. ``context_answer``: premise = the context passages joined by a blank line (``Premise.document``
-   = their document names, comma-separated, when given); hypotheses = the answer's sentences.
+   = their document names, comma-separated, when given); hypotheses = the answer's sentences. A short
+   answer (one sentence of at most ``short_answer_words`` words, per judge kind) is one hypothesis
+   framed by the question's last sentence ("Which state is Reno in? Nevada."), so that the judge checks
+   the claim it makes, not a bare name that any passage may mention.
 2. ``ground_truth_answer``: premise = the question's last sentence, a newline, the ground truth (the
    original text: pronoun replacement only makes single sentences stand alone); hypotheses = the
    answer's sentences.
@@ -171,6 +174,16 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def context_hypotheses(question_end: str, answer: list[str], settings: Settings | None) -> list[str]:
+    """The answer's sentences, or a short answer framed by the question's last sentence (module doc)."""
+    if settings is None or not question_end or len(answer) != 1:
+        return answer
+    limit = settings.pipeline.short_answer_words_for(settings.judge.kind)
+    if 0 < len(answer[0].split()) <= limit:
+        return [f"{question_end} {answer[0]}"]
+    return answer
+
+
 def build_pairs(
     converted: Converted, settings: Settings | None = None
 ) -> list[tuple[PairName, list[Passage], list[str]]]:
@@ -195,7 +208,7 @@ def build_pairs(
         if alternatives and (settings is None or settings.pipeline.ground_truth_alternatives):
             gt_hypotheses = alternatives
     return [
-        ("context_answer", contexts, answer),
+        ("context_answer", contexts, context_hypotheses(question_end, answer, settings)),
         ("ground_truth_answer", gt_premise, answer),
         ("answer_ground_truth", answer_premise, gt_hypotheses),
     ]

@@ -348,6 +348,30 @@ class PipelineSettings(BaseModel):
         default_factory=dict, description="correct_threshold per judge kind when correct_threshold is not set"
     )
 
+    short_answer_words: int = Field(
+        6,
+        ge=0,
+        description=(
+            "an answer of one sentence and at most this many words is judged against the context as the "
+            "claim it makes: the question's last sentence followed by the answer (\"Which state is Reno "
+            'in? Nevada."), not the bare answer; 0 = off. Left unset, each judge kind uses its default '
+            "from ``judge_short_answer_words`` (this value for kinds not listed); set (env or code), it is "
+            "used for every judge"
+        ),
+    )
+    judge_short_answer_words: dict[str, int] = Field(
+        # the lexical judge matches words: the question's words are in any retrieved context, so framing
+        # would raise the score of every short answer (the cascade's first stage is the lexical judge)
+        default_factory=lambda: {"lexical": 0, "cascade": 0},
+        description="short_answer_words per judge kind when short_answer_words is not set",
+    )
+
+    def short_answer_words_for(self, judge_kind: str) -> int:
+        """The short-answer length for a judge kind (``short_answer_words``, see there)."""
+        if "short_answer_words" in self.model_fields_set:
+            return self.short_answer_words
+        return max(0, self.judge_short_answer_words.get(judge_kind, self.short_answer_words))
+
     def nli_group_cases_for(self, judge_kind: str) -> int:
         """NLI cases a prompt for a judge kind (``nli_group_cases``, see there)."""
         if "nli_group_cases" in self.model_fields_set:

@@ -327,3 +327,41 @@ def test_premise_budget_follows_the_judge_model_window() -> None:
     context = "The museum opens at ten. " * 800  # ~20k characters
     assert max_premise_chars(small, ["It opens at ten."]) < len(context)
     assert max_premise_chars(large, ["It opens at ten."]) > len(context)  # one premise, not split
+
+
+def short(answer: str) -> Converted:
+    conv = converted([answer], contexts=[{"text": "Reno is a city in Nevada, near Lake Tahoe."}])
+    return conv.model_copy(update={"question_sentences": ["I am going west.", "Which state is Reno in?"]})
+
+
+async def test_a_short_answer_is_judged_against_the_context_as_the_claim_it_makes() -> None:
+    judge = ScriptedJudge()
+    result = await run_nli(short("Nevada."), judge, make_settings(judge={"kind": "local"}))
+    ((premise, hypotheses, _),) = judge.entail_calls
+    assert premise.text == "Reno is a city in Nevada, near Lake Tahoe."
+    assert hypotheses == ["Which state is Reno in? Nevada."]
+    assert result.pairs[0].hypotheses[0].hypothesis == "Which state is Reno in? Nevada."
+
+
+@pytest.mark.parametrize(
+    ("kind", "pipeline", "answer"),
+    [
+        ("lexical", {}, "Nevada."),  # the lexical judge's default: off
+        ("cascade", {}, "Nevada."),  # its first stage is the lexical judge
+        ("local", {"short_answer_words": 0}, "Nevada."),  # set: for every judge
+        ("local", {"short_answer_words": 2}, "It is in Nevada."),  # longer than the limit
+        ("local", {}, "Reno is in Nevada. It is west."),  # two sentences are claims of their own
+    ],
+)
+async def test_answers_left_as_they_are(kind: str, pipeline: dict[str, object], answer: str) -> None:
+    judge = ScriptedJudge()
+    conv = short(answer)
+    conv = conv.model_copy(update={"answer_sentences": answer.replace(". ", ".|").split("|")})
+    await run_nli(conv, judge, make_settings(judge={"kind": kind}, pipeline=pipeline))
+    assert [h for _, h, _ in judge.entail_calls] == [conv.answer_sentences]
+
+
+def test_short_answer_words_per_judge_kind() -> None:
+    pipe = make_settings().pipeline
+    assert pipe.short_answer_words_for("lexical") == 0 and pipe.short_answer_words_for("openai") == 6
+    assert make_settings(pipeline={"short_answer_words": 3}).pipeline.short_answer_words_for("lexical") == 3
