@@ -18,10 +18,8 @@ spans) with its AUC and its best-threshold balanced accuracy (an optimistic figu
 A threshold curve (balanced accuracy at 0.05 steps) is written for every scored run, so the defaults
 in ``schemas/settings.py`` can be traced to it.
 
-Judge defaults (``JUDGE_ENV``; the environment may override them): LLM-backed judges run without
-pronoun replacement, and with the refusal question inside the NLI prompt (``refusal_mode=same``: one
-prompt shape, so llama.cpp's prefix cache holds the system prompt) except on sets labeled for
-``answer_refusal`` (no NLI pair there: the refusal prompt is the only call).
+Every judge runs with the settings a user gets by default (so the figures are the ones a user will
+see); ``GROUNDWATCH_*`` variables in this process's environment are passed on and change them.
 
 ``--sample balanced`` (with a limit N) evaluates the first N/2 lines of each label class instead of
 the first N lines (written under ``WORK/JUDGE/samples/``, the classes interleaved so that a run
@@ -61,12 +59,6 @@ from schemas.settings import Settings
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data"
 LLM_JUDGES = {"local", "cascade", "openai"}
-JUDGE_ENV: dict[str, dict[str, str]] = {
-    "local": {"GROUNDWATCH_PIPELINE__PRONOUN_REPLACEMENT": "false"},
-    "cascade": {"GROUNDWATCH_PIPELINE__PRONOUN_REPLACEMENT": "false"},
-    "openai": {},
-    "lexical": {},
-}
 CURVE = [round(0.05 * i, 2) for i in range(1, 21)]
 
 
@@ -115,14 +107,10 @@ def set_label(path: Path) -> str | None:
     return None
 
 
-def judge_env(judge: str, label: str | None) -> dict[str, str]:
-    env = dict(JUDGE_ENV.get(judge, {}))
-    if judge in LLM_JUDGES:
-        env["GROUNDWATCH_PIPELINE__REFUSAL_MODE"] = "separate" if label == "answer_refusal" else "same"
-    for key in list(env):
-        if key in os.environ:  # the caller's environment wins
-            env[key] = os.environ[key]
-    return env
+def judge_env() -> dict[str, str]:
+    """The settings a run changes from the defaults: the ``GROUNDWATCH_*`` variables of this process
+    (recorded with each row, so a table shows what it measured)."""
+    return {key: value for key, value in os.environ.items() if key.startswith("GROUNDWATCH_")}
 
 
 def balanced_sample(data: Path, n: int, work: Path) -> Path:
@@ -166,7 +154,7 @@ def run_one(
     out.parent.mkdir(parents=True, exist_ok=True)
     for stale in (out, out.with_name(f"{out.stem}.evaluations.jsonl"), out.with_suffix(".meta.json")):
         stale.unlink(missing_ok=True)  # a run stopped early must not pass for the previous one
-    env = judge_env(judge, label)
+    env = judge_env()
     cmd = [sys.executable, "-m", "groundwatch.cli", "eval", str(source), "--judge", judge, "--out", str(out)]
     cmd += ["--quiet"] + (["--limit", str(limit)] if limit is not None else [])
     if judge in LLM_JUDGES:
