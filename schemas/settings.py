@@ -182,6 +182,17 @@ class JudgeSettings(BaseModel):
         900.0, description="one request to the local server (2 CPU cores: minutes under load)"
     )
     local_max_in_flight: int = Field(1, ge=1, description="llama.cpp's server answers one request at a time")
+    local_verdict_logprobs: int = Field(
+        0,
+        ge=0,
+        le=20,
+        description=(
+            "verdict_logprobs of the local judge: off by default, because llama-cpp-python's server computes "
+            "top log-probabilities in Python (a sort of the whole vocabulary per generated token): an NLI "
+            "call of 145 output tokens took 46 s with them and 10 s without on 2 cores "
+            "(docs/accuracy.md)"
+        ),
+    )
     cache_max_entries: int = Field(100_000, ge=1, description="in-memory verdict cache (LRU)")
     cascade_llm: Literal["openai", "local"] = Field(
         "local", description="the LLM behind the cascade's unsure cases"

@@ -72,8 +72,14 @@ def local_llm_judge(js: JudgeSettings, base_url: str, model_id: str) -> LLMJudge
     from pipeline.judges.local_model import MODEL_ALIAS
 
     # llama.cpp's server answers one request at a time, slowly on a CPU: queue here, wait long there;
-    # it takes the JSON schema as {"type": "json_object", "schema": ...}
-    local = js.model_copy(update={"max_in_flight": js.local_max_in_flight, "timeout_s": js.local_timeout_s})
+    # it takes the JSON schema as {"type": "json_object", "schema": ...}; its log-probabilities are slow
+    local = js.model_copy(
+        update={
+            "max_in_flight": js.local_max_in_flight,
+            "timeout_s": js.local_timeout_s,
+            "verdict_logprobs": js.local_verdict_logprobs,
+        }
+    )
     return LLMJudge(
         local,
         name="local",

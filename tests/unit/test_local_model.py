@@ -120,6 +120,22 @@ async def test_local_judge_caches_per_model_not_per_alias(
     assert {b["model"] for b in fake_openai.stats.bodies} == {MODEL_ALIAS}
 
 
+async def test_local_judge_asks_for_logprobs_only_when_set(fake_openai: FakeOpenAIServer) -> None:
+    from pipeline.judges.base import Premise
+    from pipeline.judges.factory import local_llm_judge
+
+    premise = Premise("The Eiffel Tower is 330 metres tall.")
+    for js in (JudgeSettings(kind="local"), JudgeSettings(kind="local", local_verdict_logprobs=3)):
+        judge = local_llm_judge(js, fake_openai.base_url, "a.gguf@111111111111")
+        try:
+            await judge.entail(premise, ["The Eiffel Tower is 330 metres tall."])
+        finally:
+            await judge.aclose()
+    first, second = fake_openai.stats.bodies
+    assert "logprobs" not in first  # the default: llama-cpp-python's log-probabilities are slow
+    assert second["logprobs"] is True and second["top_logprobs"] == 3
+
+
 def test_pinned_spec() -> None:
     assert QWEN_CODER_1_5B.size == 1_117_320_768
     assert len(QWEN_CODER_1_5B.sha256) == 64
@@ -156,7 +172,7 @@ async def test_local_judge_entails() -> None:
     from pipeline.judges.factory import open_judge
 
     # the default model directory: the 1.1 GB GGUF is assembled once and reused (by the demo too)
-    settings = make_settings(judge={"kind": "local", "max_output_tokens": 512})
+    settings = make_settings(judge={"kind": "local", "max_output_tokens": 512, "local_verdict_logprobs": 5})
     assert ensure_local_model(settings.judge).stat().st_size == QWEN_CODER_1_5B.size
     async with open_judge(settings) as judge:
         assert judge.name == "local"
@@ -166,7 +182,7 @@ async def test_local_judge_entails() -> None:
         )
     first, second = out.value.hypotheses
     assert first.statements and second.statements
-    # graded verdicts (judge.verdict_logprobs): each score is the probability of "entailed"
+    # graded verdicts (judge.local_verdict_logprobs): each score is the probability of "entailed"
     assert first.score > 0.5 > second.score
     (call,) = out.calls
     assert call.judge == "local" and call.input_tokens > 0 and call.output_tokens > 0 and call.cost_usd == 0.0
