@@ -89,6 +89,15 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
 REFUSAL_PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(p) for name, p in _PATTERNS}
 
 
+#: refusal patterns off by default: none of them helped out-of-fold on the labeled refusal set (most never
+#: fired there, ``there_is_no`` only raised false refusals), so none is known to be worth its risk
+REFUSAL_OFF: frozenset[str] = frozenset(
+    """i_have_no_information i_am_not_sure unable_to not_possible_to not_mentioned_in there_is_no
+    please_provide_more it_is_unclear unrelated_to does_not_relate beyond_scope insufficient_information
+    cannot_be_determined""".split()
+)
+
+
 def refusal_match(text: str, off: frozenset[str] = frozenset()) -> str | None:
     """The first refusal phrase found in the text (lower-cased, accents folded), or None; the patterns
     named in ``off`` are not tried."""

@@ -128,6 +128,15 @@ class JudgeSettings(BaseModel):
     structured_output: bool = Field(
         True, description="JSON-schema response_format, plain JSON as the fallback"
     )
+    refusal_phrases_first: bool = Field(
+        True,
+        description=(
+            "a text that one of the refusal phrases matches (pipeline.refusal_phrases, the patterns the "
+            "lexical judge uses by default) is a refusal without a judge call; the judge decides the rest. "
+            'An LLM judge then cannot miss an explicit "the context does not provide" that goes on to '
+            "answer anyway (docs/accuracy.md)"
+        ),
+    )
     verdict_logprobs: int = Field(
         5,
         ge=0,

@@ -70,7 +70,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
-from pipeline.refusal_phrases import refusal_match
+from pipeline.refusal_phrases import REFUSAL_OFF, refusal_match
 from pipeline.text_normalise import NUMBER_WORDS, Token, fold, stem
 from pipeline.text_normalise import tokens_of as _tokens_of
 from prompts.models import PronounTurn
@@ -89,15 +89,6 @@ _INITIAL = re.compile(r"\b([A-Z])\.")
 _LETTER = re.compile(r"\b([A-Za-z])\b")
 _CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[\s-]+century\b(?!\s*(?:BC|B\.C\.|BCE))", re.IGNORECASE)
 _DECADE = re.compile(r"\b(1\d\d|20\d)0'?s\b")
-
-
-#: refusal patterns off by default: none of them helped out-of-fold on the labeled refusal set (most never
-#: fired there, ``there_is_no`` only raised false refusals), so none is known to be worth its risk
-REFUSAL_OFF: frozenset[str] = frozenset(
-    """i_have_no_information i_am_not_sure unable_to not_possible_to not_mentioned_in there_is_no
-    please_provide_more it_is_unclear unrelated_to does_not_relate beyond_scope insufficient_information
-    cannot_be_determined""".split()
-)
 
 
 class LexicalOptions(BaseModel):

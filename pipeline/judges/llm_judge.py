@@ -17,6 +17,7 @@ from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.llm.cache import VerdictCache, cache_key, open_cache
 from pipeline.llm.client import FormatMode, JudgeClient
 from pipeline.llm.verdict_probs import TokenLogprob, graded_scores
+from pipeline.refusal_phrases import REFUSAL_OFF, refusal_match
 from prompts import (
     HypothesisAnswer,
     NliAnswer,
@@ -335,14 +336,19 @@ class LLMJudge:
 
     # ------------------------------------------------------------------ refusal
     async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
+        """One flag per text; with ``refusal_phrases_first`` a text a refusal phrase matches is a refusal
+        without asking (nor a cache entry)."""
         items = list(texts)
         flags: list[bool | None] = [None] * len(items)
+        if self.settings.refusal_phrases_first:
+            flags = [True if refusal_match(t, REFUSAL_OFF) is not None else None for t in items]
         keys = [self._key("refusal", t) for t in items]
+        hits = 0
         for i, hit in enumerate(await self._get(keys)):
-            if hit is not None:
+            if hit is not None and flags[i] is None:
                 flags[i] = bool(json.loads(hit))
+                hits += 1
         calls: list[JudgeCall] = []
-        hits = sum(f is not None for f in flags)
         if hits:
             calls.append(self._hit_call("refusal", hits))
         misses = [i for i, f in enumerate(flags) if f is None]

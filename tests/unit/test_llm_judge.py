@@ -179,7 +179,7 @@ async def test_empty_inputs_cost_nothing(fake_openai: FakeOpenAIServer) -> None:
 
 
 async def test_classify_refusals_in_order(fake_openai: FakeOpenAIServer) -> None:
-    judge = judge_for(fake_openai)
+    judge = judge_for(fake_openai, refusal_phrases_first=False)
     texts = [
         "The tower is 330 m tall.",
         "I'm sorry, the context does not contain that.",
@@ -191,6 +191,26 @@ async def test_classify_refusals_in_order(fake_openai: FakeOpenAIServer) -> None
     finally:
         await judge.aclose()
     assert out.value == [default_refusal(t) for t in texts] == [False, True, False, True]
+
+
+async def test_refusal_phrases_decide_before_the_model(fake_openai: FakeOpenAIServer) -> None:
+    # the model is scripted to see no refusal anywhere: only the phrases can flag one
+    fake_openai.config.script = Script(refusal=lambda text: False)
+    judge = judge_for(fake_openai)
+    texts = [
+        "The given context does not provide that. However, the manual suggests checking the fuse.",
+        "Paris.",
+        "I don't know.",
+    ]
+    try:
+        out = await judge.classify_refusals(texts)
+    finally:
+        await judge.aclose()
+    assert out.value == [True, False, True]
+    assert fake_openai.stats.requests == 1
+    sent = fake_openai.stats.bodies[0]["messages"][-1]["content"]
+    assert "Paris." in sent and "does not provide" not in sent and "I don't know" not in sent
+    assert [(c.stage, c.items, c.cached) for c in out.calls] == [("refusal", 1, False)]
 
 
 async def test_refusal_count_mismatch_retried(fake_openai: FakeOpenAIServer) -> None:
@@ -205,7 +225,7 @@ async def test_refusal_count_mismatch_retried(fake_openai: FakeOpenAIServer) -> 
         return kind, answer, probabilities
 
     fake_openai._scripted = short_once  # type: ignore[method-assign]
-    judge = judge_for(fake_openai)
+    judge = judge_for(fake_openai, refusal_phrases_first=False)
     try:
         out = await judge.classify_refusals(["Paris.", "I don't know."])
     finally:
