@@ -135,8 +135,9 @@ def test_a_conversation_is_evaluated_turn_by_turn_with_its_history(
         for i, payload in payloads.items()
     }
     assert hypotheses["conv-2"] == ["The Pro plan costs 30 dollars a month per team."]
-    # the turns naming the plan were dropped (limit 3): the prompt had nothing to resolve "it" from
-    assert hypotheses["conv-3"] == ["Yes, it includes priority support."]
+    # the turns naming the plan were dropped (limit 3): the prompt had nothing to resolve "it" from; the
+    # answer is short (5 words), so it is judged framed by the question it answers
+    assert hypotheses["conv-3"] == [f"{LAST['content']} Yes, it includes priority support."]
     pronoun_prompts = [
         b["messages"][1]["content"] for b in fake.stats.bodies if "<sentences>" in b["messages"][1]["content"]
     ]
