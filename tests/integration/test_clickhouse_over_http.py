@@ -1,0 +1,87 @@
+"""The store over ClickHouse's HTTP interface (the production path: clickhouse-connect's HTTP client),
+served from one chDB engine by ``tests.chdb_http_server`` in a child process, so two stores (two
+workers) share it: migrations, writes and reads, the delivery ledger's first-claim-wins, errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from clickhouse_connect.driver.exceptions import DatabaseError
+
+from schemas.window import WindowAggregate
+from streams.clickhouse.client import error_code, is_unavailable
+from streams.clickhouse.store import ClickHouseStore
+from tests.chdb_http_server import ChdbHttpServer
+from tests.settings_factory import make_settings
+
+START = datetime(2026, 11, 1, 10, tzinfo=UTC)
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[str]:
+    with ChdbHttpServer(tmp_path / "chdb") as url:
+        yield url
+
+
+def open_store(url: str) -> ClickHouseStore:
+    return ClickHouseStore.open_sync(make_settings(clickhouse={"url": url + "/groundwatch"}).clickhouse)
+
+
+def window(hallucinations: int) -> WindowAggregate:
+    return WindowAggregate(
+        window_start=START, window_end=START + timedelta(hours=1), app="wiki-qa", model="beta", count=50,
+        mean_context_entailment=0.8, mean_ground_truth_entails_answer=None,
+        mean_answer_entails_ground_truth=None, answered=50, hallucinations=hallucinations,
+        hallucination_rate=hallucinations / 50, answer_refusal_rate=0.0, ground_truth_refusal_rate=None,
+        input_tokens=0, output_tokens=0, cost_usd=0.0, judge_latency_p50_ms=None,
+        judge_latency_p95_ms=None, incomplete=0, answer_refusal_known=50, context_scored=50,
+    )  # fmt: skip
+
+
+def test_two_stores_share_one_clickhouse_over_http(server: str) -> None:
+    first, second = open_store(server), open_store(server)  # the second finds the migrations applied
+    try:
+        assert first.describe().startswith("http://127.0.0.1:")
+        asyncio.run(first.insert_window(window(5), datetime.now(UTC)))
+        asyncio.run(second.insert_window(window(7), datetime.now(UTC) + timedelta(seconds=1)))  # replaces
+        [stored] = first.windows_sync()
+        assert (stored.app, stored.hallucinations, stored.count) == ("wiki-qa", 7, 50)
+        assert first.ping_sync() and second.counts_sync()["window_aggregates"] == 1
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_first_claim_wins_across_stores(server: str) -> None:
+    stores = [open_store(server), open_store(server)]
+    now = datetime.now(UTC)
+
+    async def claim(store: ClickHouseStore, who: str) -> bool:
+        return await store.claim_delivery("a|am", "a", "am", who, now)
+
+    try:
+        assert asyncio.run(claim(stores[0], "worker-a")) is True
+        assert asyncio.run(claim(stores[1], "worker-b")) is False  # one claim came first: the other's
+        assert asyncio.run(claim(stores[1], "worker-c")) is False
+        claimants = sorted(d["claimant"] for d in stores[1].deliveries_sync())
+        assert claimants == ["worker-a", "worker-b", "worker-c"]
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_errors_carry_clickhouse_codes_over_http(server: str) -> None:
+    store = open_store(server)
+    try:
+        with pytest.raises(DatabaseError) as missing:
+            store.query_sync("SELECT * FROM groundwatch.no_such_table")
+        assert error_code(missing.value) == 60 and is_unavailable(missing.value)  # every row would fail
+        with pytest.raises(DatabaseError) as refused:
+            store.query_sync("SELECT toUInt8('not a number')")
+        assert error_code(refused.value) == 6 and not is_unavailable(refused.value)  # the value is wrong
+    finally:
+        store.close()
