@@ -267,10 +267,12 @@ def serve(path: str, port: int, port_file: Path | None) -> None:
 
 class ChdbHttpServer:
     """``with ChdbHttpServer(path) as url:`` a child process serving chDB at ``path`` on 127.0.0.1;
-    ``url`` is ``http://127.0.0.1:PORT``."""
+    ``url`` is ``http://127.0.0.1:PORT`` (``port``: 0 takes a free one; a given one lets a test stop
+    the server and start it again where its clients expect it)."""
 
-    def __init__(self, path: Path, log: Path | None = None, timeout_s: float = 60.0) -> None:
+    def __init__(self, path: Path, log: Path | None = None, timeout_s: float = 60.0, port: int = 0) -> None:
         self.path = path
+        self.port = port
         self.log = log or path.with_name(path.name + ".http.log")
         self.timeout_s = timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
@@ -283,7 +285,7 @@ class ChdbHttpServer:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.chdb_http_server", "--path", str(self.path),
-                 "--port-file", str(port_file)],
+                 "--port", str(self.port), "--port-file", str(port_file)],
                 cwd=root, stdout=out, stderr=subprocess.STDOUT,
                 env=dict(os.environ) | {"PYTHONPATH": str(root)},
             )  # fmt: skip
