@@ -83,6 +83,8 @@ class CurvePoint:
     target_share: float
     llm_share: tuple[float | None, float | None]
     bacc: tuple[float | None, float | None]
+    bands: list[tuple[float, float] | None]  # per fold: lexical [low, high] to the LLM (None: none)
+    lexical_thresholds: list[float]  # per fold: the lexical threshold the band is centred on
 
 
 def read_run(work: Path, judge: str, stem: str) -> tuple[Path | None, dict[str, Evaluation]]:
@@ -179,12 +181,16 @@ def cascade_curve(c: Cases, llm: str, shares: Sequence[float], k: int, seed: int
     for share in shares:
         baccs: list[float | None] = []
         used: list[float | None] = []
+        bands: list[tuple[float, float] | None] = []
+        thresholds: list[float] = []
         for fold in range(k):
             train, test = folds != fold, folds == fold
             if not test.any():
                 continue
             t_lex = choose_threshold(list(y[train]), list(lex[train]))
             lo, hi = _band(lex[train], t_lex, share)
+            bands.append((lo, hi) if lo <= hi else None)
+            thresholds.append(t_lex)
             inside_train = train & (lex >= lo) & (lex <= hi)
             t_llm = (
                 choose_threshold(list(y[inside_train]), list(model[inside_train]))
@@ -195,13 +201,17 @@ def cascade_curve(c: Cases, llm: str, shares: Sequence[float], k: int, seed: int
             predicted = np.where(inside, model >= t_llm, lex >= t_lex)
             baccs.append(balanced_accuracy_of(list(y[test]), [int(v) for v in predicted[test]]))
             used.append(float(inside[test].mean()))
-        points.append(CurvePoint(share, mean_sd(used), mean_sd(baccs)))
+        points.append(CurvePoint(share, mean_sd(used), mean_sd(baccs), bands, thresholds))
     return points
 
 
 def _f(pair: tuple[float | None, float | None]) -> str:
     mean, sd = pair
     return "-" if mean is None else f"{mean:.3f} ± {sd or 0.0:.3f}"
+
+
+def _bands(bands: Sequence[tuple[float, float] | None]) -> str:
+    return ", ".join("none" if b is None else f"[{b[0]:.2f}, {b[1]:.2f}]" for b in bands)
 
 
 def render(figures: Sequence[JudgeFigures], curves: dict[str, list[CurvePoint]], command: str) -> str:
@@ -220,8 +230,16 @@ def render(figures: Sequence[JudgeFigures], curves: dict[str, list[CurvePoint]],
         )
     for name, points in curves.items():
         lines += ["", f"## Cascade on {name}: accuracy against the share of cases sent to the LLM", ""]
-        lines += ["| target share | realised share | bal.acc |", "|---|---|---|"]
-        lines += [f"| {p.target_share:.2f} | {_f(p.llm_share)} | {_f(p.bacc)} |" for p in points]
+        lines += [
+            "| target share | realised share | bal.acc | band per fold (lexical scores sent to the LLM) "
+            "| lexical threshold per fold |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {p.target_share:.2f} | {_f(p.llm_share)} | {_f(p.bacc)} | {_bands(p.bands)} | "
+            f"{', '.join(f'{t:.2f}' for t in p.lexical_thresholds)} |"
+            for p in points
+        ]
     return "\n".join(lines) + "\n"
 
 
