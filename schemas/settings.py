@@ -170,14 +170,24 @@ class JudgeSettings(BaseModel):
         ),
     )
     cascade_unsure_low: float = Field(
-        0.2, description="cascade: the lexical verdict is trusted outside [unsure_low, unsure_high]"
+        0.2,
+        description="cascade, context pairs (grounding): the lexical verdict is trusted outside "
+        "[cascade_unsure_low, cascade_unsure_high]",
     )
     cascade_unsure_high: float = Field(
         0.8,
         description=(
-            "cascade: a lexical score at or above this is trusted as supported (under cascade_unsure_low as "
-            "unsupported); between them the LLM judges"
+            "cascade, context pairs: a lexical score at or above this is trusted as supported (under "
+            "cascade_unsure_low as unsupported); between them the LLM judges"
         ),
+    )
+    cascade_ground_truth_unsure_low: float = Field(
+        0.2,
+        description="cascade, ground-truth pairs (correctness): the low end of the band the LLM judges",
+    )
+    cascade_ground_truth_unsure_high: float = Field(
+        0.8,
+        description="cascade, ground-truth pairs (correctness): the high end of the band the LLM judges",
     )
     local_model_dir: Path = Field(
         Path.home() / ".cache" / "groundwatch" / "models",

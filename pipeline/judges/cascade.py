@@ -1,9 +1,11 @@
 """CascadeJudge (judge kind ``cascade``): the lexical judge first, the LLM only where it is unsure.
 
-Entailment: every hypothesis goes to the lexical judge; those whose lexical score lies within
-``[settings.cascade_unsure_low, settings.cascade_unsure_high]`` (inclusive) are sent, in one batched call
-with one copy of the premise, to the LLM judge, whose verdicts replace the lexical ones. Outside that band
-the lexical verdict is trusted (a clear match, or a clear miss such as an absent number).
+Entailment: every hypothesis goes to the lexical judge; those whose lexical score lies within the
+unsure band (inclusive) are sent, in one batched call with one copy of the premise, to the LLM judge,
+whose verdicts replace the lexical ones. Outside that band the lexical verdict is trusted (a clear match,
+or a clear miss such as an absent number). The band depends on the premise's pair: the context
+(``[cascade_unsure_low, cascade_unsure_high]``) or a ground-truth pair
+(``[cascade_ground_truth_unsure_low, cascade_ground_truth_unsure_high]``).
 
 Refusals: a text the lexical phrase detector flags is a refusal without asking; the rest go to the LLM
 in one call when ``llm_refusals`` is True (the default), else they are "not a refusal".
@@ -30,21 +32,26 @@ class CascadeJudge:
     def __init__(
         self, lexical: Judge, llm: Judge, settings: JudgeSettings, *, llm_refusals: bool = True
     ) -> None:
-        if settings.cascade_unsure_low > settings.cascade_unsure_high:
-            raise ValueError(
-                f"cascade_unsure_low ({settings.cascade_unsure_low}) is over "
-                f"cascade_unsure_high ({settings.cascade_unsure_high})"
-            )
+        for name in ("cascade_unsure", "cascade_ground_truth_unsure"):
+            low, high = getattr(settings, f"{name}_low"), getattr(settings, f"{name}_high")
+            if low > high:
+                raise ValueError(f"{name}_low ({low}) is over {name}_high ({high})")
         self.lexical = lexical
         self.llm = llm
-        self.low = settings.cascade_unsure_low
-        self.high = settings.cascade_unsure_high
+        self.bands = {
+            "context": (settings.cascade_unsure_low, settings.cascade_unsure_high),
+            "ground_truth": (
+                settings.cascade_ground_truth_unsure_low,
+                settings.cascade_ground_truth_unsure_high,
+            ),
+        }
         self.llm_refusals = llm_refusals
         self.model = f"{lexical.model}+{llm.model}"
 
-    def unsure(self, score: float) -> bool:
-        """True when a lexical score is inside the band where the LLM decides."""
-        return self.low <= score <= self.high
+    def unsure(self, score: float, pair: str = "context") -> bool:
+        """True when a lexical score is inside the pair's band, where the LLM decides."""
+        low, high = self.bands[pair]
+        return low <= score <= high
 
     async def replace_pronouns(
         self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()
@@ -58,7 +65,7 @@ class CascadeJudge:
         calls: list[JudgeCall] = list(first.calls)
         results: list[HypothesisResult] = list(first.value.hypotheses)
         refusal = first.value.refusal
-        ask = [i for i, r in enumerate(results) if self.unsure(r.score)]
+        ask = [i for i, r in enumerate(results) if self.unsure(r.score, premise.pair)]
         # in "same" mode the LLM is asked about refusal only when the lexical phrases found none
         ask_llm_refusal = ask_refusal and not refusal and self.llm_refusals
         if ask:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -117,6 +118,24 @@ async def test_band_edges_are_inclusive_and_configurable() -> None:
         CascadeJudge(
             LexicalJudge(), ScriptedLLM(), JudgeSettings(cascade_unsure_low=0.9, cascade_unsure_high=0.1)
         )
+
+
+async def test_ground_truth_pairs_have_a_band_of_their_own() -> None:
+    llm = ScriptedLLM()
+    settings = JudgeSettings(
+        cascade_unsure_low=0.0, cascade_unsure_high=0.0,  # context pairs: only a score of exactly 0
+        cascade_ground_truth_unsure_low=0.2, cascade_ground_truth_unsure_high=0.8,
+    )  # fmt: skip
+    judge = CascadeJudge(LexicalJudge(), llm, settings)
+    await judge.entail(PREMISE, [UNSURE])  # a context premise (the default pair)
+    assert llm.entail_asked == []
+    await judge.entail(replace(PREMISE, pair="ground_truth"), [UNSURE])
+    assert llm.entail_asked == [[UNSURE]]
+    with pytest.raises(ValueError, match="cascade_ground_truth_unsure_low"):
+        CascadeJudge(
+            LexicalJudge(), llm,
+            JudgeSettings(cascade_ground_truth_unsure_low=0.9, cascade_ground_truth_unsure_high=0.1),
+        )  # fmt: skip
 
 
 async def test_a_short_llm_answer_is_an_error() -> None:

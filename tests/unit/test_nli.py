@@ -64,10 +64,12 @@ async def test_three_pairs_exact_premises_and_hypotheses() -> None:
     gt_premise = Premise(
         text="What does the reset button do?\nThe reset button restores the factory settings.",
         question="What does the reset button do?",
+        pair="ground_truth",
     )
     answer_premise = Premise(
         text="What does the reset button do?\nThe reset button restores factory settings. The button is red.",
         question="What does the reset button do?",
+        pair="ground_truth",
     )
     calls = {(p, tuple(h)) for p, h, _ in judge.entail_calls}
     assert calls == {(context_premise, answer), (gt_premise, answer), (answer_premise, gt)}
