@@ -59,18 +59,25 @@ def _quote(value: str) -> str:
 
 
 def _decompress(body: bytes, encoding: str | None) -> bytes:
+    """The body, decompressed: clickhouse-connect compresses each insert block as a frame of its own,
+    so a body may hold several frames back to back; all of them are read."""
     if not encoding or encoding == "identity":
         return body
     if encoding == "gzip":
-        return gzip.decompress(body)
+        return gzip.decompress(body)  # reads every member
     if encoding == "lz4":
         import lz4.frame
 
-        return bytes(lz4.frame.decompress(body))
+        out, rest = [], body
+        while rest:
+            lz4_frames = lz4.frame.LZ4FrameDecompressor()
+            out.append(lz4_frames.decompress(rest))
+            rest = lz4_frames.unused_data
+        return b"".join(out)
     if encoding == "zstd":
-        import zstandard
+        from clickhouse_connect.driver.compression import _require_zstd
 
-        return zstandard.ZstdDecompressor().decompressobj().decompress(body)
+        return bytes(_require_zstd().decompress(body))  # PEP 784's zstd reads every frame
     raise ValueError(f"unsupported Content-Encoding {encoding!r}")
 
 
@@ -133,17 +140,20 @@ class Engine:
             if not _SETTING.match(name):
                 raise QueryFailed(115, f"Code: 115. DB::Exception: Unknown setting {name!r}")
         with self._lock:
-            if database and database != self._database:
+            database = database or "default"  # as a server does: no database parameter, its default
+            if database != self._database:
                 if not _IDENT.match(database):
                     raise QueryFailed(81, f"Code: 81. DB::Exception: Database {database!r} does not exist")
                 self._run(f"USE {database}", "TabSeparated")
                 self._database = database
-            for name, value in settings.items():
-                self._run(f"SET {name} = {_quote(value)}", "TabSeparated")
+            applied: list[str] = []
             try:
+                for name, value in settings.items():
+                    self._run(f"SET {name} = {_quote(value)}", "TabSeparated")
+                    applied.append(name)
                 return self._statement(sql, binds, data, default_format)
             finally:
-                for name in settings:
+                for name in applied:  # no setting outlives its request
                     self._run(f"SET {name} = DEFAULT", "TabSeparated")
 
     def _statement(
@@ -244,6 +254,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         except (ValueError, UnicodeDecodeError) as exc:
             self._reply(400, f"Code: 27. DB::Exception: {exc}\n".encode(), base)
+            return
+        except Exception as exc:  # answer every request: a dropped connection reads as an outage
+            message = f"Code: 1001. DB::Exception: {type(exc).__name__}: {exc}\n".encode()
+            self._reply(500, message, base | {"X-ClickHouse-Exception-Code": "1001"})
             return
         headers = base | {
             "X-ClickHouse-Format": fmt,

@@ -42,29 +42,29 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
     total = len(before) + len(during)
     port = free_port(0)
     chdb = tmp_path / "chdb"
+    server = ChdbHttpServer(chdb, port=port)
     with TansuBroker(log_path=tmp_path / "tansu.log") as broker:
-        server = ChdbHttpServer(chdb, port=port)
-        url = server.__enter__()
-        dep = Deployment(broker.url, tmp_path, extra_env=ENV | {
-            "GROUNDWATCH_CLICKHOUSE__URL": url + "/groundwatch"
-        })  # fmt: skip
-        worker = dep.start_worker()
         try:
-            worker.wait_ready(120)
-            asyncio.run(replay(dep.settings(), before))
-            wait_for(lambda: worker.evaluations() >= len(before), 120, "the first batch stored")
-            server.__exit__(None, None, None)  # ClickHouse is gone: connections are refused
-            asyncio.run(replay(dep.settings(), during))
-            # the stages before the sink go on: every interaction's Evaluation reaches its topic
-            evaluated = dep.read_topic("evaluations", expect=total)
-            assert {e["interaction_id"] for e in evaluated} >= {json.loads(x)["id"] for x in during}
-            wait_for(lambda: "timed flush failed" in worker.log.read_text(), 60, "the sink failing")
-            assert worker.alive(), worker.tail()
-            assert server.__enter__() == url  # back, on the same port and data
-            wait_for(lambda: worker.evaluations() >= total, 180, "every interaction stored after it")
-        finally:
-            code = worker.stop()
-        try:
+            url = server.__enter__()
+            dep = Deployment(broker.url, tmp_path, extra_env=ENV | {
+                "GROUNDWATCH_CLICKHOUSE__URL": url + "/groundwatch"
+            })  # fmt: skip
+            worker = dep.start_worker()
+            try:
+                worker.wait_ready(120)
+                asyncio.run(replay(dep.settings(), before))
+                wait_for(lambda: worker.evaluations() >= len(before), 120, "the first batch stored")
+                server.__exit__(None, None, None)  # ClickHouse is gone: connections are refused
+                asyncio.run(replay(dep.settings(), during))
+                # the stages before the sink go on: every interaction's Evaluation reaches its topic
+                evaluated = dep.read_topic("evaluations", expect=total)
+                assert {e["interaction_id"] for e in evaluated} >= {json.loads(x)["id"] for x in during}
+                wait_for(lambda: "timed flush failed" in worker.log.read_text(), 60, "the sink failing")
+                assert worker.alive(), worker.tail()
+                assert server.__enter__() == url  # back, on the same port and data
+                wait_for(lambda: worker.evaluations() >= total, 180, "every interaction stored after it")
+            finally:
+                code = worker.stop()
             assert code == 0, worker.tail()
             assert scalar(url, "SELECT count() FROM groundwatch.evaluations FINAL") == total
             windows = "SELECT sum(count) FROM groundwatch.window_aggregates FINAL"
@@ -72,4 +72,4 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
             assert scalar(url, "SELECT count() FROM groundwatch.dead_letters") == 0
             assert dep.read_topic("deadletter", idle_s=2.0) == []
         finally:
-            server.__exit__(None, None, None)
+            server.__exit__(None, None, None)  # stops it whatever happened (a no-op when stopped)

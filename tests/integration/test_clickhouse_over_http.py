@@ -85,3 +85,17 @@ def test_errors_carry_clickhouse_codes_over_http(server: str) -> None:
         assert error_code(refused.value) == 6 and not is_unavailable(refused.value)  # the value is wrong
     finally:
         store.close()
+
+
+def test_a_large_insert_arrives_whole(server: str) -> None:
+    """clickhouse-connect sends a large insert as several compressed blocks: every row lands."""
+    store = open_store(server)
+    try:
+        table = "CREATE TABLE groundwatch.big (n UInt32, s String) ENGINE = MergeTree ORDER BY n"
+        store.client.command(table)
+        rows = [[i, f"{i:08d}" * 250] for i in range(4000)]  # 2 KB a row, 8 MB in all
+        store.client.insert("groundwatch.big", rows, column_names=["n", "s"])
+        [[count, total]] = store.client.query("SELECT count(), sum(n) FROM groundwatch.big").result_rows
+        assert (count, total) == (4000, sum(range(4000)))
+    finally:
+        store.close()
