@@ -5,8 +5,10 @@ Pairs (``schemas.results.PairName``):
 1. ``context_answer``: premise = the context passages joined by a blank line (``Premise.document``
    = their document names, comma-separated, when given); hypotheses = the answer's sentences. A short
    answer (one sentence of at most ``short_answer_words`` words, per judge kind) is one hypothesis
-   framed by the question's last sentence ("Which state is Reno in? Nevada."), so that the judge checks
-   the claim it makes, not a bare name that any passage may mention.
+   framed by the question's asking sentence (its last sentence ending in "?", else its last sentence:
+   "Which state is Reno in? Nevada."), so that the judge checks the claim it makes, not a bare name
+   that any passage may mention. In ``refusal_mode`` "same" the refusal question reads the answer as
+   written: it is asked with pair 2 (the bare answer), or, without a ground truth, pair 1 is unframed.
 2. ``ground_truth_answer``: premise = the question's last sentence, a newline, the ground truth (the
    original text: pronoun replacement only makes single sentences stand alone); hypotheses = the
    answer's sentences.
@@ -174,13 +176,22 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def context_hypotheses(question_end: str, answer: list[str], settings: Settings | None) -> list[str]:
-    """The answer's sentences, or a short answer framed by the question's last sentence (module doc)."""
-    if settings is None or not question_end or len(answer) != 1:
+def question_asked(question_sentences: Sequence[str]) -> str:
+    """The sentence of the question that asks: the last one ending in "?" ("Which state is Reno in?" of
+    "Which state is Reno in? Answer in one word."), else the last sentence ("" without a question)."""
+    asking = [s for s in question_sentences if s.rstrip().endswith("?")]
+    if asking:
+        return asking[-1]
+    return question_sentences[-1] if question_sentences else ""
+
+
+def context_hypotheses(question: str, answer: list[str], settings: Settings | None) -> list[str]:
+    """The answer's sentences, or a short answer framed by the question's asking sentence (module doc)."""
+    if settings is None or not question or len(answer) != 1:
         return answer
     limit = settings.pipeline.short_answer_words_for(settings.judge.kind)
     if 0 < len(answer[0].split()) <= limit:
-        return [f"{question_end} {answer[0]}"]
+        return [f"{question} {answer[0]}"]
     return answer
 
 
@@ -194,6 +205,7 @@ def build_pairs(
     """
     interaction = converted.interaction
     question_end = converted.question_sentences[-1] if converted.question_sentences else ""
+    asked = question_asked(converted.question_sentences)
     contexts = [p for p in interaction.contexts if p.text.strip()]
     answer = converted.answer_sentences
     gt_premise: list[Passage] = []
@@ -208,7 +220,7 @@ def build_pairs(
         if alternatives and (settings is None or settings.pipeline.ground_truth_alternatives):
             gt_hypotheses = alternatives
     return [
-        ("context_answer", contexts, context_hypotheses(question_end, answer, settings)),
+        ("context_answer", contexts, context_hypotheses(asked, answer, settings)),
         ("ground_truth_answer", gt_premise, answer),
         ("answer_ground_truth", answer_premise, gt_hypotheses),
     ]
@@ -281,8 +293,15 @@ def _plan(converted: Converted, settings: Settings) -> _Plan:
         and bool(ground_truth_alternatives(converted.interaction)),
     )
     answer_refusal_pair: PairName | None = None
-    if same:
-        answer_refusal_pair = next((name for name, prem, hyps in plan.pairs[:2] if prem and hyps), None)
+    if same:  # the refusal question reads the answer as written, never one framed by the question
+        raw = converted.answer_sentences
+        answer_refusal_pair = next(
+            (name for name, prem, hyps in plan.pairs[:2] if prem and hyps and hyps == raw), None
+        )
+        name, prem, hyps = plan.pairs[0]
+        if answer_refusal_pair is None and prem and hyps:
+            plan.pairs[0] = (name, prem, raw)  # no ground truth: the context pair is asked unframed
+            answer_refusal_pair = name
     for name, passages, hypotheses in plan.pairs:
         if not passages or not hypotheses:
             continue

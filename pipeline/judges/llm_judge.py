@@ -238,6 +238,9 @@ class LLMJudge:
                 writes.append((refusal_key, json.dumps(refusal)))
             await self._put(writes)
         done = [r for r in results if r is not None]
+        if ask_refusal and self.settings.refusal_phrases_first:
+            if refusal_match(" ".join(hyps), REFUSAL_OFF) is not None:
+                refusal = True  # as in classify_refusals: a phrase-matched text is a refusal
         return JudgeOutput(NliOutput(hypotheses=done, refusal=refusal if ask_refusal else None), calls)
 
     async def entail_cases(

@@ -213,6 +213,19 @@ async def test_refusal_phrases_decide_before_the_model(fake_openai: FakeOpenAISe
     assert [(c.stage, c.items, c.cached) for c in out.calls] == [("refusal", 1, False)]
 
 
+async def test_refusal_phrases_decide_inside_the_nli_prompt_too(fake_openai: FakeOpenAIServer) -> None:
+    # refusal_mode "same": the model (scripted to see no refusal) is asked in the NLI prompt
+    fake_openai.config.script = Script(refusal=lambda text: False)
+    hedged = "The given context does not provide that. However, check the fuse."
+    for phrases_first, expected in ((True, True), (False, False)):
+        judge = judge_for(fake_openai, refusal_phrases_first=phrases_first)
+        try:
+            out = await judge.entail(PREMISE, [hedged], ask_refusal=True)
+        finally:
+            await judge.aclose()
+        assert out.value.refusal is expected
+
+
 async def test_refusal_count_mismatch_retried(fake_openai: FakeOpenAIServer) -> None:
     original = fake_openai._scripted
     state = {"n": 0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.judges.base import Premise
-from pipeline.nli import combine_parts, max_premise_chars, run_nli, split_premise
+from pipeline.nli import combine_parts, max_premise_chars, question_asked, run_nli, split_premise
 from schemas.errors import JudgeError
 from schemas.interaction import Interaction, Passage
 from schemas.results import Converted, HypothesisResult, StatementVerdict
@@ -343,6 +343,37 @@ async def test_a_short_answer_is_judged_against_the_context_as_the_claim_it_make
     assert premise.text == "Reno is a city in Nevada, near Lake Tahoe."
     assert hypotheses == ["Which state is Reno in? Nevada."]
     assert result.pairs[0].hypotheses[0].hypothesis == "Which state is Reno in? Nevada."
+
+
+async def test_the_framing_sentence_is_the_one_that_asks() -> None:
+    judge = ScriptedJudge()
+    conv = short("Nevada.").model_copy(
+        update={"question_sentences": ["Which state is Reno in?", "Answer in one word."]}
+    )
+    await run_nli(conv, judge, make_settings(judge={"kind": "local"}))
+    assert [h for _, h, _ in judge.entail_calls] == [["Which state is Reno in? Nevada."]]
+    assert question_asked(["who sang i ran all the way home"]) == "who sang i ran all the way home"
+    assert question_asked([]) == ""
+
+
+async def test_the_refusal_question_reads_the_answer_as_written() -> None:
+    judge = ScriptedJudge()
+    settings = make_settings(judge={"kind": "local"}, pipeline={"refusal_mode": "same"})
+    await run_nli(short("Nevada."), judge, settings)  # no ground truth: the context pair is unframed
+    assert [(h, asked) for _, h, asked in judge.entail_calls] == [(["Nevada."], True)]
+    judge = ScriptedJudge()
+    with_truth = short("Nevada.")
+    with_truth = with_truth.model_copy(
+        update={
+            "interaction": with_truth.interaction.model_copy(update={"ground_truth": "Nevada"}),
+            "ground_truth_sentences": ["Nevada"],
+        }
+    )
+    await run_nli(with_truth, judge, make_settings(judge={"kind": "local"},
+                  pipeline={"refusal_mode": "same", "exact_match": False}))  # fmt: skip
+    calls = {(p.pair, tuple(h), a) for p, h, a in judge.entail_calls}
+    assert ("context", ("Which state is Reno in? Nevada.",), False) in calls  # framed for the verdict
+    assert ("ground_truth", ("Nevada.",), True) in calls  # the bare answer carries the refusal question
 
 
 @pytest.mark.parametrize(
