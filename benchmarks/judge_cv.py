@@ -14,7 +14,8 @@ judge evaluated (so the judges are compared on the same cases):
    (``PipelineSettings.threshold_for``; no choice at all). Mean and sd over the folds.
 3. Cascade curve (with ``--llm`` and the lexical judge both present): for a target share s of cases sent
    to the LLM, the training folds choose the lexical threshold, the band around it holding the share s of
-   training cases closest to it (by rank), and the LLM's threshold on the training cases inside the band;
+   training cases nearest to it (by score distance; the closed interval takes in every tie, so the
+   realised share can be larger), and the LLM's threshold on the training cases inside the band;
    the held-out fold is decided by the LLM inside the band and by the lexical judge outside. Reported: the
    realised LLM share and out-of-fold balanced accuracy at each s. This is a simulation at the level of
    the case (the product's cascade decides per hypothesis: for one-sentence answers the two coincide).

@@ -114,13 +114,19 @@ class LLMJudge:
         self.cache = cache if cache is not None else open_cache(settings)
         self._versions = self.prompts.versions()
         if settings.verdict_logprobs > 0:
-            # graded scores differ from the fixed ones: cached apart (a server without logprobs gives
-            # fixed scores under this key too, as it would on every call)
+            # graded scores differ from the fixed ones: cached apart (``_gradeable``: an answer without
+            # log-probabilities is not cached under this key)
             self._versions["nli"] = f"{self._versions['nli']}+graded"
         self._closed = False
 
     def __repr__(self) -> str:
         return f"LLMJudge(name={self.name!r}, client={self.client!r})"
+
+    def _gradeable(self, tokens: Sequence[object]) -> bool:
+        """Whether verdicts of this answer may be cached: with graded verdicts asked for, only when the
+        server returned log-probabilities (fixed scores never sit under the graded cache key, where a
+        later run with log-probabilities would take them for graded ones)."""
+        return self.settings.verdict_logprobs == 0 or bool(tokens)
 
     async def aclose(self) -> None:
         if self._closed:
@@ -232,7 +238,8 @@ class LLMJudge:
             for j, i in enumerate(misses, 1):
                 res = hypothesis_result(hyps[i], by_id[j].statements, grades[j])
                 results[i] = res
-                writes.append((keys[i], res.model_dump_json()))
+                if self._gradeable(tokens):
+                    writes.append((keys[i], res.model_dump_json()))
             if ask_refusal and isinstance(answer, NliRefusalAnswer):
                 refusal = answer.refusal
                 writes.append((refusal_key, json.dumps(refusal)))
@@ -334,7 +341,8 @@ class LLMJudge:
             for j, i in enumerate(misses[c], 1):
                 verdict = hypothesis_result(groups[c][i], by_case[n][j].statements, grades[(n, j)])
                 results[c][i] = verdict
-                writes.append((keys[c][i], verdict.model_dump_json()))
+                if self._gradeable(tokens):
+                    writes.append((keys[c][i], verdict.model_dump_json()))
         await self._put(writes)
 
     # ------------------------------------------------------------------ refusal

@@ -47,15 +47,17 @@ def parse_logprobs(choice: Mapping[str, Any]) -> list[TokenLogprob]:
         top = tuple(
             (alt["token"], float(alt["logprob"]))
             for alt in item.get("top_logprobs") or []
-            if isinstance(alt, Mapping)
-            and isinstance(alt.get("token"), str)
-            and isinstance(alt.get("logprob"), int | float)
+            if isinstance(alt, Mapping) and isinstance(alt.get("token"), str) and _finite(alt.get("logprob"))
         )
         logprob = item.get("logprob")
-        tokens.append(
-            TokenLogprob(item["token"], float(logprob) if isinstance(logprob, int | float) else 0.0, top)
-        )
+        # a chosen token without a usable log-probability keeps its place in the text (the tokens spell
+        # the answer) but carries no probability mass: -inf, never a certain 0.0
+        tokens.append(TokenLogprob(item["token"], float(logprob) if _finite(logprob) else -math.inf, top))
     return tokens
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _verdict_of(fragment: str) -> str | None:

@@ -80,3 +80,16 @@ async def test_a_server_rejecting_logprobs_is_not_asked_again(fake_openai: FakeO
     assert [b.get("logprobs") for b in fake_openai.stats.bodies] == [True, None, None]
     assert first.value.hypotheses[0].score == 1.0 and second.value.hypotheses[0].score == 1.0
     assert first.calls[0].attempts == 1  # the rejected request is not an attempt of the model's
+
+
+async def test_fixed_scores_are_not_cached_as_graded_ones(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.config.reject_logprobs = True
+    judge = judge_for(fake_openai, max_retries=0)
+    try:
+        await judge.entail(PREMISE, HYPOTHESES[:1])
+        again = await judge.entail(PREMISE, HYPOTHESES[:1])  # asked again: no cache entry to hit
+    finally:
+        await judge.aclose()
+    assert not any(c.cached for c in again.calls)
+    assert len(fake_openai.stats.bodies) == 3  # rejected, answered, answered again
+

@@ -82,3 +82,24 @@ def test_parse_logprobs_reads_the_openai_shape_and_tolerates_its_absence() -> No
     assert parse_logprobs({"logprobs": None}) == []
     assert parse_logprobs({}) == []
     assert parse_logprobs({"logprobs": {"content": [{"logprob": 0}]}}) == []
+
+
+def test_a_missing_or_non_finite_logprob_carries_no_probability() -> None:
+    def choice(logprob: object, top: list[dict[str, object]]) -> dict[str, object]:
+        return {
+            "logprobs": {
+                "content": [
+                    {"token": '{"verdict": "', "logprob": 0.0, "top_logprobs": []},
+                    {"token": "entailed", "logprob": logprob, "top_logprobs": top},
+                    {"token": '"}', "logprob": 0.0, "top_logprobs": []},
+                ]
+            }
+        }
+
+    for missing in (None, math.nan, math.inf):
+        tokens = parse_logprobs(choice(missing, []))
+        assert tokens[1].logprob == -math.inf
+        assert verdict_distributions(tokens) == [None]  # no mass at all: no distribution, not certainty
+    nan_alternative = [{"token": "entailed", "logprob": -0.2}, {"token": "contradicted", "logprob": math.nan}]
+    [dist] = verdict_distributions(parse_logprobs(choice(-0.2, nan_alternative)))
+    assert dist is not None and dist["entailed"] == 1.0 and not any(math.isnan(v) for v in dist.values())
