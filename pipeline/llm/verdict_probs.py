@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 VERDICTS: tuple[str, ...] = ("entailed", "contradicted", "not_stated")
 _VERDICT_KEY = re.compile(r'"verdict"\s*:\s*"')
@@ -56,7 +56,8 @@ def parse_logprobs(choice: Mapping[str, Any]) -> list[TokenLogprob]:
     return tokens
 
 
-def _finite(value: object) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
+    """A real, finite number (a log-probability a server may have left null, NaN or infinite)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

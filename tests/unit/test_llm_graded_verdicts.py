@@ -92,4 +92,3 @@ async def test_fixed_scores_are_not_cached_as_graded_ones(fake_openai: FakeOpenA
         await judge.aclose()
     assert not any(c.cached for c in again.calls)
     assert len(fake_openai.stats.bodies) == 3  # rejected, answered, answered again
-
