@@ -181,6 +181,13 @@ def test_two_workers_notify_each_transition_once(
                         ("counter", "delivered")]  # fmt: skip
     # Whether the second worker got as far as a claim depends on timing: it may find the transition
     # already stored (no transition made) or lose the claim (the ledger): either way one post each.
+    # When both made the firing transition, the ledger is what stopped the second notification: the
+    # loser says so for each receiver.
+    made = [log for log in logs if "FIRING hallucination-drift" in log]
+    assert made, "no worker made the firing transition"
+    if len(made) == 2:
+        lost = "\n".join(logs).count("delivery hallucination-drift|wiki-qa|beta|")
+        assert lost >= 2, "both workers fired, yet no claim was lost to the other"
 
 
 def ledger_rows(clickhouse_url: str) -> list[dict[str, Any]]:
