@@ -3,8 +3,9 @@
 Entailment: every hypothesis goes to the lexical judge; those whose lexical score lies within the
 unsure band (inclusive) are sent, in one batched call with one copy of the premise, to the LLM judge,
 whose verdicts replace the lexical ones. Outside that band the lexical verdict is trusted (a clear match,
-or a clear miss such as an absent number). The band depends on the premise's pair: the context
-(``[cascade_unsure_low, cascade_unsure_high]``) or a ground-truth pair
+or a clear miss such as an absent number). Only the pairs in ``cascade_llm_pairs`` (by default the
+ground-truth pairs: correctness) go to the LLM at all; the band depends on the premise's pair: the
+context (``[cascade_unsure_low, cascade_unsure_high]``) or a ground-truth pair
 (``[cascade_ground_truth_unsure_low, cascade_ground_truth_unsure_high]``).
 
 Refusals: a text the lexical phrase detector flags is a refusal without asking; the rest go to the LLM
@@ -45,13 +46,15 @@ class CascadeJudge:
                 settings.cascade_ground_truth_unsure_high,
             ),
         }
+        self.llm_pairs = frozenset(settings.cascade_llm_pairs)
         self.llm_refusals = llm_refusals
         self.model = f"{lexical.model}+{llm.model}"
 
     def unsure(self, score: float, pair: str = "context") -> bool:
-        """True when a lexical score is inside the pair's band, where the LLM decides."""
+        """True when the LLM decides: the pair is one the LLM judges and the lexical score is inside
+        its band."""
         low, high = self.bands[pair]
-        return low <= score <= high
+        return pair in self.llm_pairs and low <= score <= high
 
     async def replace_pronouns(
         self, sentences: Sequence[str], history: Sequence[PronounTurn] = ()

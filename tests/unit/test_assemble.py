@@ -189,7 +189,7 @@ def test_count_judge_calls() -> None:
 def test_threshold_for_judge_defaults_and_explicit_values() -> None:
     pipe = make_settings().pipeline
     assert pipe.threshold_for("context_entailment", "lexical") == 0.81
-    assert pipe.threshold_for("grounded_precision", "cascade") == 0.85
+    assert pipe.threshold_for("grounded_precision", "cascade") == 0.81
     assert pipe.threshold_for("context_entailment", "openai") == 0.5
     assert pipe.threshold_for("answer_entails_ground_truth", "lexical") == 0.5
     assert pipe.threshold_for("relevance", "lexical") == 0.5

@@ -74,6 +74,11 @@ PREMISE = Premise("Jonathan Stark won two Grand Slam doubles titles in 1994 and 
 SURE_YES = "Jonathan Stark won two Grand Slam doubles titles."  # every token in the premise: 1.0
 SURE_NO = "Henri Leconte won 7 titles in 2003."  # absent names and numbers: near 0
 UNSURE = "Jonathan Stark won several doubles titles."  # partial support: inside the band
+BOTH = ["context", "ground_truth"]  # the LLM judges both kinds of pair (the default: ground truth only)
+
+
+def both_pairs(**kw: object) -> JudgeSettings:
+    return JudgeSettings.model_validate({"cascade_llm_pairs": BOTH, **kw})
 
 
 async def test_lexical_scores_of_the_fixtures() -> None:
@@ -84,7 +89,7 @@ async def test_lexical_scores_of_the_fixtures() -> None:
 
 async def test_only_unsure_hypotheses_reach_the_llm() -> None:
     llm = ScriptedLLM(score=1.0)
-    judge = CascadeJudge(LexicalJudge(), llm, JudgeSettings())
+    judge = CascadeJudge(LexicalJudge(), llm, both_pairs())
     assert isinstance(judge, Judge)
     out = await judge.entail(PREMISE, [SURE_YES, UNSURE, SURE_NO, UNSURE + " Really."])
     assert llm.entail_asked == [[UNSURE, UNSURE + " Really."]]  # one batched call, in order
@@ -106,12 +111,12 @@ async def test_nothing_unsure_means_no_llm_call() -> None:
 async def test_band_edges_are_inclusive_and_configurable() -> None:
     llm = ScriptedLLM()
     everything = CascadeJudge(
-        LexicalJudge(), llm, JudgeSettings(cascade_unsure_low=0.0, cascade_unsure_high=1.0)
+        LexicalJudge(), llm, both_pairs(cascade_unsure_low=0.0, cascade_unsure_high=1.0)
     )
     await everything.entail(PREMISE, [SURE_YES, SURE_NO])
     assert llm.entail_asked == [[SURE_YES, SURE_NO]]
     judge = CascadeJudge(
-        LexicalJudge(), ScriptedLLM(), JudgeSettings(cascade_unsure_low=0.3, cascade_unsure_high=0.3)
+        LexicalJudge(), ScriptedLLM(), both_pairs(cascade_unsure_low=0.3, cascade_unsure_high=0.3)
     )
     assert judge.unsure(0.3) and not judge.unsure(0.2999) and not judge.unsure(0.3001)
     with pytest.raises(ValueError, match="cascade_unsure_low"):
@@ -122,7 +127,7 @@ async def test_band_edges_are_inclusive_and_configurable() -> None:
 
 async def test_ground_truth_pairs_have_a_band_of_their_own() -> None:
     llm = ScriptedLLM()
-    settings = JudgeSettings(
+    settings = both_pairs(
         cascade_unsure_low=0.0, cascade_unsure_high=0.0,  # context pairs: only a score of exactly 0
         cascade_ground_truth_unsure_low=0.2, cascade_ground_truth_unsure_high=0.8,
     )  # fmt: skip
@@ -138,8 +143,17 @@ async def test_ground_truth_pairs_have_a_band_of_their_own() -> None:
         )  # fmt: skip
 
 
+async def test_by_default_only_ground_truth_pairs_reach_the_llm() -> None:
+    llm = ScriptedLLM()
+    judge = CascadeJudge(LexicalJudge(), llm, JudgeSettings())
+    await judge.entail(PREMISE, [UNSURE, SURE_NO])  # context: the lexical judge alone
+    assert llm.entail_asked == []
+    await judge.entail(replace(PREMISE, pair="ground_truth"), [UNSURE, SURE_NO, SURE_YES])
+    assert llm.entail_asked == [[SURE_NO]]  # band [0, 0.5]: the partial match scores over 0.5
+
+
 async def test_a_short_llm_answer_is_an_error() -> None:
-    judge = CascadeJudge(LexicalJudge(), ScriptedLLM(drop_one=True), JudgeSettings())
+    judge = CascadeJudge(LexicalJudge(), ScriptedLLM(drop_one=True), both_pairs())
     with pytest.raises(JudgeError, match="1 hypotheses"):
         await judge.entail(PREMISE, [UNSURE])
 
