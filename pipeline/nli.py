@@ -336,10 +336,9 @@ def _plan_pair(
     parts = split_premise(passages, budget, settings)
     plan.part_counts[name] = len(parts)
     for p, premise in enumerate(parts):
-        if name != "context_answer":
-            premise = replace(premise, pair="ground_truth")
-            if question_end and premise.text.startswith(question_end):
-                premise = replace(premise, question=question_end)
+        premise = replace(premise, pair=name)
+        if name != "context_answer" and question_end and premise.text.startswith(question_end):
+            premise = replace(premise, question=question_end)
         plan.premises[(name, p)] = premise
         for c, (chunk, indices) in enumerate(zip(chunks, index_chunks, strict=True)):
             plan.jobs.append(_Job(name, p, indices, chunk, asks and p == 0 and c == 0))

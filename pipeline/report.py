@@ -428,7 +428,12 @@ def _settings_summary(settings: Settings, bootstrap: int) -> dict[str, Any]:
         "refusal_mode": settings.pipeline.refusal_mode,
         "refusal_sentences": settings.pipeline.refusal_sentences,
         "pronoun_replacement": settings.pipeline.pronoun_replacement,
+        "cascade_llm_pairs": list(settings.judge.cascade_llm_pairs),
         "cascade_unsure": [settings.judge.cascade_unsure_low, settings.judge.cascade_unsure_high],
+        "cascade_ground_truth_unsure": [
+            settings.judge.cascade_ground_truth_unsure_low,
+            settings.judge.cascade_ground_truth_unsure_high,
+        ],
         "bootstrap_resamples": bootstrap,
         "bootstrap_seed": SEED,
     }

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from prompts.models import PronounTurn
-from schemas.results import HypothesisResult, JudgeCall
+from schemas.results import HypothesisResult, JudgeCall, PairName
 
 T = TypeVar("T")
 
@@ -24,9 +24,9 @@ class Premise:
     # the question's end when the premise text starts with it (ground-truth pairs): the question frames
     # the claim but is not evidence for it; judges that read ``text`` whole may ignore this
     question: str | None = None
-    # which comparison the premise serves: the retrieved context (grounding) or a ground-truth pair
-    # (correctness); a judge may treat them apart (the cascade has a band for each)
-    pair: Literal["context", "ground_truth"] = "context"
+    # the NLI pair the premise serves (schemas.results.PairName): the retrieved context (grounding) or
+    # one of the two ground-truth pairs (correctness); a judge may treat them apart (the cascade does)
+    pair: PairName = "context_answer"
 
 
 @dataclass

@@ -3,10 +3,11 @@
 Entailment: every hypothesis goes to the lexical judge; those whose lexical score lies within the
 unsure band (inclusive) are sent, in one batched call with one copy of the premise, to the LLM judge,
 whose verdicts replace the lexical ones. Outside that band the lexical verdict is trusted (a clear match,
-or a clear miss such as an absent number). Only the pairs in ``cascade_llm_pairs`` (by default the
-ground-truth pairs: correctness) go to the LLM at all; the band depends on the premise's pair: the
-context (``[cascade_unsure_low, cascade_unsure_high]``) or a ground-truth pair
-(``[cascade_ground_truth_unsure_low, cascade_ground_truth_unsure_high]``).
+or a clear miss such as an absent number). Only the NLI pairs in ``cascade_llm_pairs`` go to the LLM at
+all (by default ``answer_ground_truth``: does the answer hold the ground truth, the correctness score
+measured on NQ301); the band depends on the pair: the context (``[cascade_unsure_low,
+cascade_unsure_high]``) or a ground-truth pair (``[cascade_ground_truth_unsure_low,
+cascade_ground_truth_unsure_high]``).
 
 Refusals: a text the lexical phrase detector flags is a refusal without asking; the rest go to the LLM
 in one call when ``llm_refusals`` is True (the default), else they are "not a refusal".
@@ -39,18 +40,20 @@ class CascadeJudge:
                 raise ValueError(f"{name}_low ({low}) is over {name}_high ({high})")
         self.lexical = lexical
         self.llm = llm
-        self.bands = {
-            "context": (settings.cascade_unsure_low, settings.cascade_unsure_high),
-            "ground_truth": (
-                settings.cascade_ground_truth_unsure_low,
-                settings.cascade_ground_truth_unsure_high,
-            ),
+        ground_truth_band = (
+            settings.cascade_ground_truth_unsure_low,
+            settings.cascade_ground_truth_unsure_high,
+        )
+        self.bands: dict[str, tuple[float, float]] = {
+            "context_answer": (settings.cascade_unsure_low, settings.cascade_unsure_high),
+            "ground_truth_answer": ground_truth_band,
+            "answer_ground_truth": ground_truth_band,
         }
         self.llm_pairs = frozenset(settings.cascade_llm_pairs)
         self.llm_refusals = llm_refusals
         self.model = f"{lexical.model}+{llm.model}"
 
-    def unsure(self, score: float, pair: str = "context") -> bool:
+    def unsure(self, score: float, pair: str = "context_answer") -> bool:
         """True when the LLM decides: the pair is one the LLM judges and the lexical score is inside
         its band."""
         low, high = self.bands[pair]

@@ -74,11 +74,12 @@ PREMISE = Premise("Jonathan Stark won two Grand Slam doubles titles in 1994 and 
 SURE_YES = "Jonathan Stark won two Grand Slam doubles titles."  # every token in the premise: 1.0
 SURE_NO = "Henri Leconte won 7 titles in 2003."  # absent names and numbers: near 0
 UNSURE = "Jonathan Stark won several doubles titles."  # partial support: inside the band
-BOTH = ["context", "ground_truth"]  # the LLM judges both kinds of pair (the default: ground truth only)
+ALL_PAIRS = ["context_answer", "ground_truth_answer", "answer_ground_truth"]  # default: the last only
 
 
 def both_pairs(**kw: object) -> JudgeSettings:
-    return JudgeSettings.model_validate({"cascade_llm_pairs": BOTH, **kw})
+    """The LLM judges every pair (context included)."""
+    return JudgeSettings.model_validate({"cascade_llm_pairs": ALL_PAIRS, **kw})
 
 
 async def test_lexical_scores_of_the_fixtures() -> None:
@@ -103,8 +104,10 @@ async def test_only_unsure_hypotheses_reach_the_llm() -> None:
 
 async def test_nothing_unsure_means_no_llm_call() -> None:
     llm = ScriptedLLM()
-    judge = CascadeJudge(LexicalJudge(), llm, JudgeSettings())
+    judge = CascadeJudge(LexicalJudge(), llm, both_pairs())
     out = await judge.entail(PREMISE, [SURE_YES, SURE_NO])
+    assert llm.entail_asked == [] and [c.judge for c in out.calls] == ["lexical"]
+    out = await judge.entail(replace(PREMISE, pair="answer_ground_truth"), [SURE_YES])  # over 0.5
     assert llm.entail_asked == [] and [c.judge for c in out.calls] == ["lexical"]
 
 
@@ -134,7 +137,7 @@ async def test_ground_truth_pairs_have_a_band_of_their_own() -> None:
     judge = CascadeJudge(LexicalJudge(), llm, settings)
     await judge.entail(PREMISE, [UNSURE])  # a context premise (the default pair)
     assert llm.entail_asked == []
-    await judge.entail(replace(PREMISE, pair="ground_truth"), [UNSURE])
+    await judge.entail(replace(PREMISE, pair="ground_truth_answer"), [UNSURE])
     assert llm.entail_asked == [[UNSURE]]
     with pytest.raises(ValueError, match="cascade_ground_truth_unsure_low"):
         CascadeJudge(
@@ -143,12 +146,13 @@ async def test_ground_truth_pairs_have_a_band_of_their_own() -> None:
         )  # fmt: skip
 
 
-async def test_by_default_only_ground_truth_pairs_reach_the_llm() -> None:
+async def test_by_default_only_answer_ground_truth_reaches_the_llm() -> None:
     llm = ScriptedLLM()
     judge = CascadeJudge(LexicalJudge(), llm, JudgeSettings())
     await judge.entail(PREMISE, [UNSURE, SURE_NO])  # context: the lexical judge alone
+    await judge.entail(replace(PREMISE, pair="ground_truth_answer"), [UNSURE, SURE_NO])  # not measured
     assert llm.entail_asked == []
-    await judge.entail(replace(PREMISE, pair="ground_truth"), [UNSURE, SURE_NO, SURE_YES])
+    await judge.entail(replace(PREMISE, pair="answer_ground_truth"), [UNSURE, SURE_NO, SURE_YES])
     assert llm.entail_asked == [[SURE_NO]]  # band [0, 0.5]: the partial match scores over 0.5
 
 

@@ -169,8 +169,8 @@ def test_eval_cascade_sends_only_unsure_hypotheses_to_the_llm(
         monkeypatch.setenv("GROUNDWATCH_JUDGE__API_KEY", "test-key")
         monkeypatch.setenv("GROUNDWATCH_JUDGE__MODEL", "fake-model")
         monkeypatch.setenv("GROUNDWATCH_JUDGE__CACHE_ENABLED", "false")
-        # by default only ground-truth pairs reach the LLM; these interactions have none: context too
-        monkeypatch.setenv("GROUNDWATCH_JUDGE__CASCADE_LLM_PAIRS", '["context", "ground_truth"]')
+        # by default only answer_ground_truth reaches the LLM; these interactions have no ground truth
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__CASCADE_LLM_PAIRS", '["context_answer"]')
         assert eval_cmd.run(_args(str(data), "--judge", "cascade", "--out", str(out), "--quiet")) == 0
     report = json.loads(out.read_text())
     assert report["judge"] == "cascade" and report["evaluated"] == 5 and report["failed"] == 3

@@ -60,16 +60,17 @@ async def test_three_pairs_exact_premises_and_hypotheses() -> None:
     context_premise = Premise(
         text="The reset button restores factory settings.\n\nHold it for ten seconds.",
         document="manual.pdf, faq.md",
+        pair="context_answer",
     )
     gt_premise = Premise(
         text="What does the reset button do?\nThe reset button restores the factory settings.",
         question="What does the reset button do?",
-        pair="ground_truth",
+        pair="ground_truth_answer",
     )
     answer_premise = Premise(
         text="What does the reset button do?\nThe reset button restores factory settings. The button is red.",
         question="What does the reset button do?",
-        pair="ground_truth",
+        pair="answer_ground_truth",
     )
     calls = {(p, tuple(h)) for p, h, _ in judge.entail_calls}
     assert calls == {(context_premise, answer), (gt_premise, answer), (answer_premise, gt)}
@@ -192,6 +193,17 @@ async def test_long_premise_is_split_and_each_statement_takes_its_best_support()
     assert first.score == 1.0  # no single part supports both statements
     assert pair.hypotheses[1].score == 0.0
     assert pair.score == pytest.approx(0.5)
+
+
+async def test_every_part_of_a_split_premise_names_its_pair() -> None:
+    judge = ScriptedJudge()
+    s = settings(min_premise_chars=200, exact_match=False).with_changes(judge={"context_window_tokens": 700})
+    truth = ["The reset button restores factory settings."] + ["Filler words fill this passage."] * 12
+    conv = converted(["The reset button restores factory settings."], truth, contexts=[])
+    await run_nli(conv, judge, s)
+    parts = [p for p, h, _ in judge.entail_calls if h == conv.answer_sentences]
+    assert len(parts) >= 2 and {p.pair for p in parts} == {"ground_truth_answer"}
+    assert {p.pair for p, h, _ in judge.entail_calls if h != conv.answer_sentences} == {"answer_ground_truth"}
 
 
 def hyp(*scores: float) -> HypothesisResult:
@@ -372,8 +384,8 @@ async def test_the_refusal_question_reads_the_answer_as_written() -> None:
     await run_nli(with_truth, judge, make_settings(judge={"kind": "local"},
                   pipeline={"refusal_mode": "same", "exact_match": False}))  # fmt: skip
     calls = {(p.pair, tuple(h), a) for p, h, a in judge.entail_calls}
-    assert ("context", ("Which state is Reno in? Nevada.",), False) in calls  # framed for the verdict
-    assert ("ground_truth", ("Nevada.",), True) in calls  # the bare answer carries the refusal question
+    assert ("context_answer", ("Which state is Reno in? Nevada.",), False) in calls  # for the verdict
+    assert ("ground_truth_answer", ("Nevada.",), True) in calls  # the bare answer: the refusal question
 
 
 @pytest.mark.parametrize(
