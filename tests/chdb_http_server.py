@@ -292,7 +292,8 @@ class ChdbHttpServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
 
-    def __enter__(self) -> str:
+    def start(self) -> str:
+        """Start the child process; its URL once it listens."""
         port_file = self.path.with_name(self.path.name + ".port")
         port_file.unlink(missing_ok=True)
         root = Path(__file__).resolve().parent.parent
@@ -306,15 +307,14 @@ class ChdbHttpServer:
         deadline = time.monotonic() + self.timeout_s
         while not port_file.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__(None, None, None)
+                self.stop()
                 raise RuntimeError("the chDB HTTP server did not start:\n" + self.log.read_text()[-4000:])
             time.sleep(0.05)
         self.url = f"http://127.0.0.1:{port_file.read_text(encoding='utf-8')}"
         return self.url
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def stop(self) -> None:
+        """Stop the child process (SIGTERM, then SIGKILL after 10 s); a no-op when it is not running."""
         if self.proc is None:
             return
         self.proc.terminate()
@@ -324,6 +324,14 @@ class ChdbHttpServer:
             self.proc.kill()
             self.proc.wait()
         self.proc = None
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from tests.chdb_http_server import ChdbHttpServer
 from tests.integration.helpers import Deployment, jsonl
-from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED
+from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED, WebhookReceiver
 
 HOUR = timedelta(hours=1)
 PER_WINDOW = 60
@@ -66,35 +64,10 @@ receivers:
 """
 
 
-class CountingReceiver:
-    """A webhook on 127.0.0.1 that keeps every body it is posted."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        bodies = self.bodies
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture()
-def hook() -> Iterator[CountingReceiver]:
-    receiver = CountingReceiver()
+def hook() -> Iterator[WebhookReceiver]:
+    receiver = WebhookReceiver()
+    receiver.codes.clear()  # every post answered 200: the bodies are the notifications, once each
     yield receiver
     receiver.close()
 
@@ -127,7 +100,7 @@ def active(alertmanager: str) -> list[dict[str, Any]]:
 
 
 def test_two_workers_notify_each_transition_once(
-    alertmanager: str, hook: CountingReceiver, tmp_path: Path
+    alertmanager: str, hook: WebhookReceiver, tmp_path: Path
 ) -> None:
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULES.format(alertmanager=alertmanager, hook=hook.url), encoding="utf-8")

@@ -45,7 +45,7 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
     server = ChdbHttpServer(chdb, port=port)
     with TansuBroker(log_path=tmp_path / "tansu.log") as broker:
         try:
-            url = server.__enter__()
+            url = server.start()
             dep = Deployment(broker.url, tmp_path, extra_env=ENV | {
                 "GROUNDWATCH_CLICKHOUSE__URL": url + "/groundwatch"
             })  # fmt: skip
@@ -54,14 +54,14 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
                 worker.wait_ready(120)
                 asyncio.run(replay(dep.settings(), before))
                 wait_for(lambda: worker.evaluations() >= len(before), 120, "the first batch stored")
-                server.__exit__(None, None, None)  # ClickHouse is gone: connections are refused
+                server.stop()  # ClickHouse is gone: connections are refused
                 asyncio.run(replay(dep.settings(), during))
                 # the stages before the sink go on: every interaction's Evaluation reaches its topic
                 evaluated = dep.read_topic("evaluations", expect=total)
                 assert {e["interaction_id"] for e in evaluated} >= {json.loads(x)["id"] for x in during}
                 wait_for(lambda: "timed flush failed" in worker.log.read_text(), 60, "the sink failing")
                 assert worker.alive(), worker.tail()
-                assert server.__enter__() == url  # back, on the same port and data
+                assert server.start() == url  # back, on the same port and data
                 wait_for(lambda: worker.evaluations() >= total, 180, "every interaction stored after it")
             finally:
                 code = worker.stop()
@@ -72,4 +72,4 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
             assert scalar(url, "SELECT count() FROM groundwatch.dead_letters") == 0
             assert dep.read_topic("deadletter", idle_s=2.0) == []
         finally:
-            server.__exit__(None, None, None)  # stops it whatever happened (a no-op when stopped)
+            server.stop()  # whatever happened (a no-op when stopped)
