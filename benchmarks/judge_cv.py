@@ -2,6 +2,7 @@
 
     python benchmarks/judge_cv.py [--work build/accuracy] [--data ../shared/data] [--judges local,lexical]
         [--k 5] [--seed 0] [--shares 0,0.1,0.25,0.5,0.75,1] [--llm local] [--out build/accuracy/judge_cv.md]
+        [--fixed-band LOW:HIGH@THRESHOLD ...] [--score SCORE]
 
 Reads the Evaluations that ``benchmarks/accuracy.py`` wrote (``WORK/JUDGE/SET.evaluations.jsonl``) and
 joins them with the labeled lines of the run's input. Per set and judge, on the cases every listed
@@ -19,6 +20,11 @@ judge evaluated (so the judges are compared on the same cases):
    the held-out fold is decided by the LLM inside the band and by the lexical judge outside. Reported: the
    realised LLM share and out-of-fold balanced accuracy at each s. This is a simulation at the level of
    the case (the product's cascade decides per hypothesis: for one-sentence answers the two coincide).
+
+4. Fixed bands (``--fixed-band``, with the curve): the product's cascade with a band and threshold
+   given in advance, as shipped (the LLM's score inside the band, the lexical judge's outside, one
+   threshold): the realised LLM share and balanced accuracy on each fold, nothing chosen on any.
+``--score`` scores every set by another score than its primary one.
 
 Writes a markdown report (``--out``) and the figures as JSON beside it. The thresholds and the band are
 never chosen on the fold they are scored on.
@@ -110,7 +116,9 @@ def label_of(lines: Sequence[DatasetLine]) -> str | None:
     return None
 
 
-def cases(data: Path, work: Path, judges: Sequence[str], settings: Settings) -> Cases | None:
+def cases(
+    data: Path, work: Path, judges: Sequence[str], settings: Settings, score: str | None = None
+) -> Cases | None:
     """The cases of ``data`` that every judge in ``judges`` scored, in file order."""
     runs = {judge: read_run(work, judge, data.stem) for judge in judges}
     if any(not evs for _, evs in runs.values()):
@@ -123,7 +131,7 @@ def cases(data: Path, work: Path, judges: Sequence[str], settings: Settings) -> 
     label = label_of(list(lines.values()))
     if label is None:
         return None
-    score = LABEL_SCORES[label][0]
+    score = score or LABEL_SCORES[label][0]
     getter = SCORES[score]
     common = [i for i in lines if all(i in evs for _, evs in runs.values())]
     kept: list[str] = []
@@ -206,6 +214,38 @@ def cascade_curve(c: Cases, llm: str, shares: Sequence[float], k: int, seed: int
     return points
 
 
+@dataclass(frozen=True)
+class FixedBand:
+    """A cascade band given in advance (no choice on any fold): ``low:high@threshold``."""
+
+    low: float
+    high: float
+    threshold: float
+
+    @classmethod
+    def parse(cls, text: str) -> FixedBand:
+        band, _, threshold = text.partition("@")
+        low, _, high = band.partition(":")
+        return cls(float(low), float(high), float(threshold or 0.5))
+
+    def __str__(self) -> str:
+        return f"[{self.low:g}, {self.high:g}] @ {self.threshold:g}"
+
+
+def fixed_band(c: Cases, llm: str, band: FixedBand, k: int, seed: int) -> CurvePoint:
+    """The product's cascade with a fixed band, per fold: the LLM's score inside the band, the lexical
+    judge's outside, one threshold; the realised LLM share and balanced accuracy of each fold."""
+    folds = np.asarray(grouped_folds(c.groups, k, seed))
+    y = np.asarray(c.labels)
+    lex, model = np.asarray(c.scores["lexical"]), np.asarray(c.scores[llm])
+    inside = (lex >= band.low) & (lex <= band.high)
+    predicted = np.where(inside, model, lex) >= band.threshold
+    tests = [folds == fold for fold in range(k) if (folds == fold).any()]
+    baccs = [balanced_accuracy_of(list(y[t]), [int(v) for v in predicted[t]]) for t in tests]
+    used: list[float | None] = [float(inside[t].mean()) for t in tests]
+    return CurvePoint(-1.0, mean_sd(used), mean_sd(baccs), [(band.low, band.high)], [band.threshold])
+
+
 def _f(pair: tuple[float | None, float | None]) -> str:
     mean, sd = pair
     return "-" if mean is None else f"{mean:.3f} ± {sd or 0.0:.3f}"
@@ -215,7 +255,12 @@ def _bands(bands: Sequence[tuple[float, float] | None]) -> str:
     return ", ".join("none" if b is None else f"[{b[0]:.2f}, {b[1]:.2f}]" for b in bands)
 
 
-def render(figures: Sequence[JudgeFigures], curves: dict[str, list[CurvePoint]], command: str) -> str:
+def render(
+    figures: Sequence[JudgeFigures],
+    curves: dict[str, list[CurvePoint]],
+    command: str,
+    fixed: dict[str, list[tuple[FixedBand, CurvePoint]]] | None = None,
+) -> str:
     lines = [
         "# Grouped cross-validation of judge runs",
         "",
@@ -241,6 +286,10 @@ def render(figures: Sequence[JudgeFigures], curves: dict[str, list[CurvePoint]],
             f"{', '.join(f'{t:.2f}' for t in p.lexical_thresholds)} |"
             for p in points
         ]
+    for name, rows in (fixed or {}).items():
+        lines += ["", f"## Fixed cascade bands on {name} (nothing chosen on the folds)", ""]
+        lines += ["| band @ threshold | LLM share | bal.acc |", "|---|---|---|"]
+        lines += [f"| {band} | {_f(p.llm_share)} | {_f(p.bacc)} |" for band, p in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -253,6 +302,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--judges", default="local,lexical", help="judges compared on the cases all ran")
     parser.add_argument("--llm", default="local", help="the LLM judge of the cascade curve ('' = none)")
     parser.add_argument("--shares", default="0,0.1,0.25,0.5,0.75,1")
+    parser.add_argument(
+        "--fixed-band", action="append", default=[], type=FixedBand.parse, metavar="LOW:HIGH@THRESHOLD",
+        help="also score the cascade with this band and threshold, chosen on no fold (repeatable; "
+        "a band no score reaches, such as 2:2, is the lexical judge alone)",
+    )  # fmt: skip
+    parser.add_argument("--score", help="score every set by this score (pipeline.report.SCORES) instead")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=REPO / "build" / "accuracy" / "judge_cv.md")
@@ -265,20 +320,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     shares = [float(s) for s in args.shares.split(",")]
     figures: list[JudgeFigures] = []
     curves: dict[str, list[CurvePoint]] = {}
+    fixed: dict[str, list[tuple[FixedBand, CurvePoint]]] = {}
     for data in sorted(args.data.glob("*.jsonl")):
-        c = cases(data, args.work, judges, settings)
+        c = cases(data, args.work, judges, settings, args.score)
         if c is None or len(set(c.labels)) < 2:
             continue
         figures += [judge_figures(c, judge, settings, args.k, args.seed) for judge in judges]
         if args.llm and args.llm in judges and "lexical" in judges and c.score not in FLAG_SCORES:
             curves[c.set] = cascade_curve(c, args.llm, shares, args.k, args.seed)
+            fixed[c.set] = [(b, fixed_band(c, args.llm, b, args.k, args.seed)) for b in args.fixed_band]
     command = "python benchmarks/judge_cv.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = render(figures, curves, command.strip())
+    text = render(figures, curves, command.strip(), fixed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     payload = {
         "figures": [asdict(f) for f in figures],
         "curves": {k: [asdict(p) for p in v] for k, v in curves.items()},
+        "fixed_bands": {k: [{"band": str(b), **asdict(p)} for b, p in v] for k, v in fixed.items()},
     }
     args.out.with_suffix(".json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     print(text)
