@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from pipeline.judges.identity import judge_model, prompt_version
 from pipeline.metrics.grounded import grounded_precision, unsupported_claims
 from schemas.evaluation import Evaluation
 from schemas.results import Converted, JudgeCall, NliResult, PairName, PairResult, RefusalResult
@@ -120,6 +121,8 @@ def assemble(
         model=interaction.model,
         conversation_id=interaction.conversation_id,
         judge=settings.judge.kind,
+        judge_model=judge_model(calls, settings.judge.kind),
+        prompt_version=prompt_version(settings.judge.kind),
         context_entailment=context_entailment,
         ground_truth_entails_answer=_score(nli, "ground_truth_answer"),
         answer_entails_ground_truth=_score(nli, "answer_ground_truth"),

@@ -18,6 +18,8 @@ class Evaluation(BaseModel):
     model: str
     conversation_id: str | None = None
     judge: str
+    judge_model: str = ""  # the judge's model ("lexical" for the lexical judge); '' before it was recorded
+    prompt_version: str = ""  # the NLI prompt's version+fingerprint an LLM judge used; '' for lexical
 
     # the NLI scores and refusal flags (docs/method.md)
     context_entailment: float | None = None  # answer entailed by the contexts

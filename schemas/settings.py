@@ -756,6 +756,49 @@ class DashboardSettings(BaseModel):
         return self
 
 
+class LabelsSettings(BaseModel):
+    """People's labels: the review queue, and when agreement may correct a rate (README "Is the judge
+    right?")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    review_rate: float = Field(
+        0.02,
+        gt=0.0,
+        le=1.0,
+        description="share of each app/model's judged interactions the review queue draws uniformly (by a "
+        "stable hash of the interaction id, so the draw is the same in every process)",
+    )
+    review_near_threshold_rate: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="share drawn among interactions whose context entailment is within "
+        "review_near_threshold_band of the hallucination threshold (the judge's unsure cases); 0: none. "
+        "Agreement weights every label by the inverse of its chance of being drawn",
+    )
+    review_near_threshold_band: float = Field(
+        0.1, gt=0.0, le=1.0, description="half-width of the band around the threshold counted as near it"
+    )
+    weekly_target: int = Field(
+        50, ge=1, description="labels a week the review queue aims at per app/model (its progress bar)"
+    )
+    min_per_class: int = Field(
+        20,
+        ge=1,
+        description="labels of each class (condition seen / not seen) an app/model needs before its rate is "
+        "corrected for the judge's errors",
+    )
+    include_end_user: bool = Field(
+        False,
+        description="count end users' labels (source end_user) in the judge's agreement; off: they are kept "
+        "and shown apart",
+    )
+    bootstrap_resamples: int = Field(
+        1000, ge=0, le=100_000, description="bootstrap resamples behind every agreement interval (0: none)"
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="GROUNDWATCH_", env_nested_delimiter="__", extra="ignore", frozen=True
@@ -782,6 +825,9 @@ class Settings(BaseSettings):
     )
     dashboard: DashboardSettings = Field(
         default_factory=DashboardSettings, description="the built-in dashboard"
+    )
+    labels: LabelsSettings = Field(
+        default_factory=LabelsSettings, description="people's labels, the review queue and agreement"
     )
 
     def with_changes(self, **sections: Mapping[str, Any] | BaseModel) -> Settings:

@@ -30,6 +30,7 @@ TTL_COLUMNS: dict[str, str] = {
     "dead_letters": "inserted_at",
     # claimed_at, not updated_at: a claim row carries a 1970 updated_at until it is delivered
     "alert_deliveries": "claimed_at",
+    "labels": "inserted_at",
 }
 
 

@@ -1,0 +1,157 @@
+"""The judge's quality on people's labels, per app, model and judge identity, and the corrected rates.
+
+Pure: rows in (``schemas.label.LabeledRow``: a label joined with the judge's verdicts on its
+interaction), blocks out. Where several people labeled one interaction the majority stands (a tie is
+*disputed* and left out of agreement, counted); end users' labels count only when asked
+(``labels.include_end_user``). Blocks are formed twice: per judge identity (judge kind, its model, the
+NLI prompt's version), where agreement says how *this* judge does, and per app/model over every identity
+in the period, which is what corrects that app/model's rate (a period that spans two identities says so).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from pydantic import BaseModel, Field
+
+from pipeline.metrics.agreement import (
+    Agreement,
+    CorrectedRate,
+    LabeledCase,
+    ReviewerAgreement,
+    agreement,
+    consensus,
+    corrected_rate,
+    reviewer_agreement,
+)
+from schemas.label import LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
+
+#: the judge's "correct" threshold for a judge kind (PipelineSettings.threshold_for)
+CorrectThreshold = Callable[[str], float]
+ALL = "*"
+
+
+class QualityBlock(BaseModel):
+    """Agreement of one judge (or every judge of an app/model: ``judge_model`` '*') on one label kind."""
+
+    app: str
+    model: str
+    judge: str
+    judge_model: str
+    prompt_version: str
+    kind: LabelKind
+    condition: str = Field(description="what a flag claims, e.g. 'hallucinated'")
+    rate_metric: str | None = Field(description="the catalogue rate this kind corrects")
+    labels: int = Field(description="label rows (one per interaction and person)")
+    interactions: int = Field(description="labeled interactions")
+    disputed: int = Field(0, description="interactions whose people tied (left out)")
+    no_verdict: int = Field(0, description="labeled interactions the judge gave no flag for (left out)")
+    by_source: dict[str, int] = Field(default_factory=dict, description="label rows by source")
+    identities: int = Field(1, description="judge identities pooled in this block")
+    agreement: Agreement | None = None
+    reviewers: ReviewerAgreement
+    corrected: CorrectedRate | None = None
+
+
+def judge_flag(row: LabeledRow, correct_threshold: CorrectThreshold) -> bool | None:
+    """Whether the judge flagged the label kind's condition on this interaction (None: no verdict)."""
+    kind = row.kind
+    if kind is LabelKind.GROUNDED:
+        return row.hallucination
+    if kind is LabelKind.ANSWER_REFUSAL:
+        return row.answer_refusal
+    if kind is LabelKind.GROUND_TRUTH_REFUSAL:
+        return row.ground_truth_refusal
+    if row.answer_entails_ground_truth is None:
+        return None
+    return row.answer_entails_ground_truth < correct_threshold(row.judge)
+
+
+def _block(
+    key: tuple[str, str, str, str, str, LabelKind],
+    rows: Sequence[LabeledRow],
+    correct_threshold: CorrectThreshold,
+    resamples: int,
+) -> QualityBlock:
+    app, model, judge, judge_model, prompt_version, kind = key
+    target = LABEL_TARGETS[kind]
+    by_case: dict[str, list[LabeledRow]] = defaultdict(list)
+    by_source: dict[str, int] = defaultdict(int)
+    for row in rows:
+        by_case[row.interaction_id].append(row)
+        by_source[row.source.value] += 1
+    cases: list[LabeledCase] = []
+    disputed = no_verdict = 0
+    for interaction_id, labels in by_case.items():
+        value = consensus([r.value for r in labels])
+        if value is None:
+            disputed += 1
+            continue
+        first = labels[0]
+        flag = judge_flag(first, correct_threshold)
+        if flag is None:
+            no_verdict += 1
+            continue
+        probability = next((r.inclusion_probability for r in labels if r.inclusion_probability), None)
+        cases.append(
+            LabeledCase(
+                interaction_id=interaction_id,
+                group=first.conversation_id or interaction_id,
+                condition=value == target.condition_value,
+                flagged=flag,
+                weight=1.0 / probability if probability else 1.0,
+            )
+        )
+    identities = {(r.judge, r.judge_model, r.prompt_version) for r in rows}
+    return QualityBlock(
+        app=app,
+        model=model,
+        judge=judge,
+        judge_model=judge_model,
+        prompt_version=prompt_version,
+        kind=kind,
+        condition=target.condition,
+        rate_metric=target.rate_metric,
+        labels=len(rows),
+        interactions=len(by_case),
+        disputed=disputed,
+        no_verdict=no_verdict,
+        by_source=dict(by_source),
+        identities=len(identities),
+        agreement=agreement(cases, resamples=resamples) if cases else None,
+        reviewers=reviewer_agreement([(r.interaction_id, r.reviewer, r.value) for r in rows]),
+    )
+
+
+def judge_quality(
+    rows: Iterable[LabeledRow],
+    correct_threshold: CorrectThreshold,
+    *,
+    include_end_user: bool = False,
+    per_identity: bool = True,
+    resamples: int = 1000,
+) -> list[QualityBlock]:
+    """Quality blocks per (app, model, judge identity, kind), or per (app, model, kind) pooling every
+    identity when ``per_identity`` is False (their judge fields then read '*')."""
+    groups: dict[tuple[str, str, str, str, str, LabelKind], list[LabeledRow]] = defaultdict(list)
+    for row in rows:
+        if row.source is LabelSource.END_USER and not include_end_user:
+            continue
+        if per_identity:
+            key = (row.app, row.model, row.judge, row.judge_model, row.prompt_version, row.kind)
+        else:
+            key = (row.app, row.model, ALL, ALL, ALL, row.kind)
+        groups[key].append(row)
+    return [
+        _block(key, groups[key], correct_threshold, resamples)
+        for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], k[4], k[5].value))
+    ]
+
+
+def with_corrected(block: QualityBlock, flagged: int, total: int, *, min_per_class: int) -> QualityBlock:
+    """The block with its rate corrected: ``flagged`` of ``total`` interactions of the period."""
+    result = corrected_rate(
+        flagged, total, block.agreement, min_per_class=min_per_class, condition=block.condition
+    )
+    return block.model_copy(update={"corrected": result})

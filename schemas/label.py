@@ -1,0 +1,183 @@
+"""A person's verdict on one interaction, the ground against which the judge is measured.
+
+A ``Label`` says, for one interaction and one kind of question (is the answer grounded in its context,
+correct against the ground truth, a refusal; is the ground truth a refusal), what a person decided:
+1 or 0. Labels come from reviewers (the dashboard's interaction page, or the ``labels`` topic), from an
+import of an evaluation file (``groundwatch labels import``) or from the chatbot's end users (thumbs,
+mapped by a rule; kept apart from the judge's agreement unless asked for).
+
+Every label kind names what the judge flags for it (``LABEL_TARGETS``): the judge's *flag* is the event a
+dashboard rate counts (a hallucination, an incorrect answer, a refusal), and the label's *condition* is
+that event as the person saw it. Agreement and the corrected rate (``pipeline.metrics.agreement``) compare
+the two.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from schemas.results import PairName, Verdict
+
+
+class LabelKind(StrEnum):
+    GROUNDED = "grounded"  # 1 = the answer is supported by its context
+    CORRECT = "correct"  # 1 = the answer agrees with the ground truth
+    ANSWER_REFUSAL = "answer_refusal"  # 1 = the answer is a refusal
+    GROUND_TRUTH_REFUSAL = "ground_truth_refusal"  # 1 = the ground truth is a refusal
+
+
+class LabelSource(StrEnum):
+    REVIEWER = "reviewer"  # a person reviewing interactions (dashboard, labels topic)
+    IMPORT = "import"  # labels that came with a file (groundwatch labels import)
+    END_USER = "end_user"  # the chatbot's own users (thumbs); never mixed into agreement unless asked
+
+
+class LabelTarget(BaseModel):
+    """What a label kind measures the judge on: the event the judge flags and the rate that counts it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: LabelKind
+    condition: str = Field(description="the event, in words: what a flag claims ('hallucinated')")
+    condition_value: int = Field(description="the label value (0 or 1) that means the condition holds")
+    flag: str = Field(
+        description="the evaluations column that holds the judge's flag, or 'answer_entails_ground_truth' "
+        "(flagged when under the correct threshold)"
+    )
+    rate_metric: str | None = Field(
+        description="the metric catalogue's rate counting the flag (schemas.metrics), None when there is none"
+    )
+
+
+LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
+    t.kind: t
+    for t in (
+        LabelTarget(
+            kind=LabelKind.GROUNDED,
+            condition="hallucinated",
+            condition_value=0,
+            flag="hallucination",
+            rate_metric="hallucination_rate",
+        ),
+        LabelTarget(
+            kind=LabelKind.CORRECT,
+            condition="incorrect",
+            condition_value=0,
+            flag="answer_entails_ground_truth",
+            rate_metric=None,
+        ),
+        LabelTarget(
+            kind=LabelKind.ANSWER_REFUSAL,
+            condition="answer is a refusal",
+            condition_value=1,
+            flag="answer_refusal",
+            rate_metric="answer_refusal_rate",
+        ),
+        LabelTarget(
+            kind=LabelKind.GROUND_TRUTH_REFUSAL,
+            condition="ground truth is a refusal",
+            condition_value=1,
+            flag="ground_truth_refusal",
+            rate_metric="ground_truth_refusal_rate",
+        ),
+    )
+}
+
+#: the label kind whose agreement corrects a catalogue rate
+KIND_OF_RATE: dict[str, LabelKind] = {
+    t.rate_metric: t.kind for t in LABEL_TARGETS.values() if t.rate_metric is not None
+}
+
+
+class StatementLabel(BaseModel):
+    """A reviewer's verdict on one of the judge's statements (the drill-down's statement rows)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pair: PairName = Field(description="the NLI pair the statement belongs to")
+    hypothesis_index: int = Field(ge=0, description="the hypothesis' index in its pair")
+    statement_index: int = Field(ge=0, description="the statement's index in its hypothesis")
+    verdict: Verdict = Field(description="the reviewer's verdict: entailed, contradicted or not_stated")
+
+
+class Label(BaseModel):
+    """One person's verdict on one interaction for one label kind. The latest label per interaction,
+    kind and reviewer wins (ClickHouse ``labels`` is keyed so)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    interaction_id: str = Field(min_length=1, max_length=1024, description="the interaction labeled")
+    kind: LabelKind = Field(
+        description="what is labeled: grounded, correct, answer_refusal, ground_truth_refusal"
+    )
+    value: int = Field(ge=0, le=1, description="1 or 0 (see LabelKind)")
+    reviewer: str = Field(
+        min_length=1, max_length=200, description="who labeled: a reviewer's name, 'import', or 'end_user'"
+    )
+    source: LabelSource = Field(LabelSource.REVIEWER, description="reviewer, import or end_user")
+    labeled_at: datetime = Field(
+        default_factory=lambda: datetime.now(UTC), description="when it was labeled (UTC)"
+    )
+    note: str | None = Field(None, max_length=4000, description="the reviewer's free-text note")
+    statements: list[StatementLabel] = Field(
+        default_factory=list,
+        max_length=2000,
+        description="per-statement verdicts, when the reviewer gave them",
+    )
+    inclusion_probability: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description="the chance this interaction had of being put before a reviewer (the review queue's "
+        "draw); agreement weights the label by its inverse. None: the label stands for itself alone "
+        "(weight 1), as a uniformly drawn one would",
+    )
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _strict_value(cls, value: object) -> object:
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, float) and value in (0.0, 1.0):
+            return int(value)
+        return value
+
+    @field_validator("labeled_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("labeled_at needs a time zone (e.g. 2026-11-24T10:00:00Z)")
+        return value.astimezone(UTC)
+
+    @property
+    def weight(self) -> float:
+        """The label's weight in agreement: the inverse of its inclusion probability (1 when unknown)."""
+        return 1.0 / self.inclusion_probability if self.inclusion_probability else 1.0
+
+
+class LabeledRow(BaseModel):
+    """A label joined with the judge's verdicts on its interaction (what agreement is computed from)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    interaction_id: str
+    conversation_id: str | None = None
+    timestamp: datetime
+    app: str
+    model: str
+    judge: str
+    judge_model: str = ""
+    prompt_version: str = ""
+    kind: LabelKind
+    reviewer: str
+    source: LabelSource
+    value: int
+    inclusion_probability: float | None = None
+    hallucination: bool | None = None
+    answer_refusal: bool | None = None
+    ground_truth_refusal: bool | None = None
+    answer_entails_ground_truth: float | None = None
+    context_entailment: float | None = None

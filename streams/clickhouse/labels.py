@@ -1,0 +1,213 @@
+"""People's labels in ClickHouse: written from the labels topic, the dashboard and ``groundwatch labels
+import``, read for agreement, the corrected rates and the review queue.
+
+``labels`` is a ReplacingMergeTree keyed by (interaction, kind, reviewer) with the label's time as its
+version: the latest label of a person on an interaction wins, and a redelivered message replaces its row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from pipeline.review import REVIEW_FRACTION_SQL
+from schemas.label import Label, LabeledRow
+from schemas.metrics import METRICS, MetricKind
+from schemas.settings import LabelsSettings
+from streams.clickhouse.rows import utc
+from streams.clickhouse.store import ClickHouseStore
+
+LABEL_COLUMNS = [
+    "interaction_id", "kind", "reviewer", "value", "source", "labeled_at",
+    "note", "statements", "inclusion_probability", "version",
+]  # fmt: skip
+
+_TS = "DateTime64(3, 'UTC')"
+_FILTER = "({app:String} = '' OR app = {app:String}) AND ({model:String} = '' OR model = {model:String})"
+_EVAL_COLUMNS = (
+    "interaction_id, conversation_id, timestamp, app, model, judge, judge_model, prompt_version, "
+    "hallucination, answer_refusal, ground_truth_refusal, answer_entails_ground_truth, context_entailment"
+)
+
+
+def label_row(label: Label) -> list[Any]:
+    labeled_at = utc(label.labeled_at)
+    return [
+        label.interaction_id,
+        label.kind.value,
+        label.reviewer,
+        label.value,
+        label.source.value,
+        labeled_at,
+        label.note,
+        json.dumps([s.model_dump() for s in label.statements]),
+        label.inclusion_probability,
+        int(labeled_at.timestamp() * 1000),
+    ]
+
+
+class FlagCounts(BaseModel):
+    """One app/model's judged interactions and flags of each rate metric over a period (from windows)."""
+
+    app: str
+    model: str
+    flagged: dict[str, int]
+    total: dict[str, int]
+
+
+class QueueItem(BaseModel):
+    interaction_id: str
+    timestamp: datetime
+    app: str
+    model: str
+    context_entailment: float | None
+    hallucination: bool | None
+    answer_refusal: bool | None
+    inclusion_probability: float
+
+
+class QueueProgress(BaseModel):
+    app: str
+    model: str
+    labeled_this_week: int
+    target: int
+
+
+class LabelStore:
+    """Label reads and writes over an open ``ClickHouseStore``."""
+
+    def __init__(self, store: ClickHouseStore) -> None:
+        self.store = store
+        self.db = store.db
+
+    async def insert(self, labels: Sequence[Label]) -> None:
+        if not labels:
+            return
+        rows = [label_row(label) for label in labels]
+        await self.store._run(
+            lambda: self.store.client.insert(f"{self.db}.labels", rows, column_names=LABEL_COLUMNS)
+        )
+
+    async def of_interaction(self, interaction_id: str) -> list[Label]:
+        rows = await self.store.query(
+            f"SELECT {', '.join(LABEL_COLUMNS[:-1])} FROM {self.db}.labels FINAL "
+            "WHERE interaction_id = {iid:String} ORDER BY kind, reviewer",
+            {"iid": interaction_id},
+        )
+        out = []
+        for r in rows:
+            r["labeled_at"] = utc(r["labeled_at"])
+            r["statements"] = json.loads(r["statements"] or "[]")
+            out.append(Label.model_validate(r))
+        return out
+
+    async def labeled_rows(
+        self, start: datetime, end: datetime, app: str | None = None, model: str | None = None
+    ) -> list[LabeledRow]:
+        """Every current label of interactions judged with start <= timestamp < end, joined with the
+        judge's verdicts on them."""
+        sql = (
+            "SELECT l.interaction_id AS interaction_id, e.conversation_id AS conversation_id, "
+            "e.timestamp AS timestamp, e.app AS app, e.model AS model, e.judge AS judge, "
+            "e.judge_model AS judge_model, e.prompt_version AS prompt_version, l.kind AS kind, "
+            "l.reviewer AS reviewer, l.source AS source, l.value AS value, "
+            "l.inclusion_probability AS inclusion_probability, e.hallucination AS hallucination, "
+            "e.answer_refusal AS answer_refusal, e.ground_truth_refusal AS ground_truth_refusal, "
+            "e.answer_entails_ground_truth AS answer_entails_ground_truth, "
+            "e.context_entailment AS context_entailment\n"
+            f"FROM (SELECT interaction_id, kind, reviewer, source, value, inclusion_probability "
+            f"FROM {self.db}.labels FINAL) AS l\n"
+            f"INNER JOIN (SELECT {_EVAL_COLUMNS} FROM {self.db}.evaluations FINAL "
+            f"WHERE interaction_id IN (SELECT interaction_id FROM {self.db}.labels) AND judged = 1 "
+            f"AND timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND {_FILTER}) AS e "
+            "ON l.interaction_id = e.interaction_id\n"
+            "ORDER BY app, model, interaction_id, kind, reviewer"
+        )
+        params = {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""}
+        rows = await self.store.query(sql, params)
+        return [LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
+
+    async def flag_counts(
+        self, start: datetime, end: datetime, app: str | None = None, model: str | None = None
+    ) -> list[FlagCounts]:
+        """Flags and denominators of every rate metric per app/model, pooled from the windows that
+        start in [start, end) exactly as the catalogue pools them."""
+        rates = [m for m in METRICS if m.kind is MetricKind.RATE]
+        columns = ", ".join(
+            f"sum({m.numerator}) AS `{m.name}__num`, sum({m.denominator}) AS `{m.name}__den`" for m in rates
+        )
+        rows = await self.store.query(
+            f"SELECT app, model, {columns} FROM {self.db}.window_aggregates FINAL "
+            f"WHERE window_start >= {{start:{_TS}}} AND window_start < {{end:{_TS}}} AND {_FILTER} "
+            "GROUP BY app, model ORDER BY app, model",
+            {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""},
+        )
+        return [
+            FlagCounts(
+                app=r["app"],
+                model=r["model"],
+                flagged={m.name: int(r[f"{m.name}__num"] or 0) for m in rates},
+                total={m.name: int(r[f"{m.name}__den"] or 0) for m in rates},
+            )
+            for r in rows
+        ]
+
+    async def queue(
+        self,
+        start: datetime,
+        end: datetime,
+        settings: LabelsSettings,
+        threshold: float,
+        *,
+        app: str | None = None,
+        model: str | None = None,
+        limit: int = 50,
+    ) -> list[QueueItem]:
+        """The review queue: judged interactions in the range that the stable draw picks
+        (``pipeline.review``) and nobody has labeled yet, newest first."""
+        probability = (
+            "if({near:Float64} > 0 AND context_entailment IS NOT NULL "
+            "AND abs(context_entailment - {threshold:Float64}) <= {band:Float64}, "
+            "greatest({rate:Float64}, {near:Float64}), {rate:Float64})"
+        )
+        rows = await self.store.query(
+            "SELECT interaction_id, timestamp, app, model, context_entailment, hallucination, "
+            f"answer_refusal, {probability} AS inclusion_probability FROM {self.db}.evaluations FINAL "
+            f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER} "
+            f"AND {REVIEW_FRACTION_SQL} < {probability} "
+            f"AND interaction_id NOT IN (SELECT interaction_id FROM {self.db}.labels) "
+            "ORDER BY timestamp DESC LIMIT {limit:UInt32}",
+            {
+                "start": utc(start),
+                "end": utc(end),
+                "app": app or "",
+                "model": model or "",
+                "rate": settings.review_rate,
+                "near": settings.review_near_threshold_rate,
+                "band": settings.review_near_threshold_band,
+                "threshold": threshold,
+                "limit": limit,
+            },
+        )
+        return [QueueItem.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
+
+    async def progress(
+        self, since: datetime, target: int, app: str | None = None, model: str | None = None
+    ) -> list[QueueProgress]:
+        """Interactions labeled since ``since`` per app/model, against the weekly target."""
+        rows = await self.store.query(
+            f"SELECT app, model, uniqExact(l.interaction_id) AS n FROM "
+            f"(SELECT interaction_id FROM {self.db}.labels FINAL WHERE labeled_at >= {{since:{_TS}}}) AS l "
+            f"INNER JOIN (SELECT interaction_id, app, model FROM {self.db}.evaluations FINAL "
+            f"WHERE interaction_id IN (SELECT interaction_id FROM {self.db}.labels) AND {_FILTER}) AS e "
+            "ON l.interaction_id = e.interaction_id GROUP BY app, model ORDER BY app, model",
+            {"since": utc(since), "app": app or "", "model": model or ""},
+        )
+        return [
+            QueueProgress(app=r["app"], model=r["model"], labeled_this_week=int(r["n"]), target=target)
+            for r in rows
+        ]
