@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "demo": "Replay two weeks of sample traffic through a local broker and worker, then serve the dashboard.",
     "dashboard": "Serve the built-in dashboard over a ClickHouse server or a chDB path.",
     "settings": "Print every GROUNDWATCH_* setting with its type, default and meaning (markdown).",
+    "labels": "Import people's labels (the eval JSONL format) into ClickHouse.",
+    "agreement": "Print the judge's agreement with people's labels and the corrected rates.",
 }
 
 

@@ -43,8 +43,8 @@ class History:
     lines: list[str]  # JSON interactions in time order
     start: datetime
     end: datetime
-    onset: datetime
-    drifting: tuple[str, str]  # (app, model) whose hallucination rate rises at onset
+    onset: datetime | None  # None: a user's own traffic (no simulated drift)
+    drifting: tuple[str, str] | None  # (app, model) whose hallucination rate rises at onset
 
     def windows(self, size_seconds: int) -> int:
         """How many (app, model, window) the interactions fall in: the window rows the worker writes."""
@@ -121,3 +121,24 @@ def simulate(
     stamped.sort(key=lambda pair: pair[0])
     drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
     return History(lines=[line for _, line in stamped], start=start, end=end, onset=onset, drifting=drifting)
+
+
+def stamp_file(
+    records: Sequence[dict[str, Any]], *, days: float = 14.0, now: datetime | None = None
+) -> History:
+    """A user's own interactions as history: every record once, in file order, its id kept, stamped at
+    even steps over the ``days`` before ``now`` (no drift is simulated). ValueError names a record without
+    an id."""
+    if days <= 0:
+        raise ValueError("days > 0 is required")
+    end = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(days=days)
+    step = (end - start) / max(1, len(records))
+    lines = []
+    for i, source in enumerate(records):
+        if source.get("interaction_id", source.get("id")) in (None, ""):
+            raise ValueError(f"record {i + 1} has no interaction_id (or id)")
+        record = dict(source)
+        record["timestamp"] = (start + step * (i + 0.5)).isoformat()
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return History(lines=lines, start=start, end=end, onset=None, drifting=None)

@@ -121,7 +121,7 @@ def assemble(
         model=interaction.model,
         conversation_id=interaction.conversation_id,
         judge=settings.judge.kind,
-        judge_model=judge_model(calls, settings.judge.kind),
+        judge_model=judge_model(settings.judge),
         prompt_version=prompt_version(settings.judge.kind),
         context_entailment=context_entailment,
         ground_truth_entails_answer=_score(nli, "ground_truth_answer"),

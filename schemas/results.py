@@ -11,7 +11,17 @@ from schemas.interaction import Interaction
 Verdict = Literal["entailed", "contradicted", "not_stated"]
 PairName = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
 Stage = Literal[
-    "convert", "pronouns", "nli", "refusal", "relevance", "join", "sink", "validate", "evaluate", "otlp"
+    "convert",
+    "pronouns",
+    "nli",
+    "refusal",
+    "relevance",
+    "join",
+    "sink",
+    "validate",
+    "evaluate",
+    "otlp",
+    "labels",
 ]
 
 #: the score a verdict contributes to its hypothesis (a hypothesis scores the mean over its statements)

@@ -9,6 +9,7 @@ docs/architecture.md draws it with the processors' names):
                                           \\-> [refusal] -> refusals -+-> [join] -> evaluations
     interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
     evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
+    labels -> [labels] -> ClickHouse labels   (people's labels, schemas/label.py)
     deadletter -> [dead_letters] -> ClickHouse dead_letters
     any stage: invalid message / judge error -> deadletter
 
@@ -46,6 +47,7 @@ from streams.processors.convert import ConvertProcessor
 from streams.processors.dead_letters import DeadLetterRecorder
 from streams.processors.evaluate import EvaluateProcessor
 from streams.processors.join import JoinProcessor
+from streams.processors.labels import LabelsProcessor
 from streams.processors.nli import NliProcessor
 from streams.processors.otlp import OtlpProcessor
 from streams.processors.refusal import RefusalProcessor
@@ -175,7 +177,13 @@ def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
             staged.append(RefusalProcessor(ctx, resources))
         staged.append(JoinProcessor(ctx, resources))
     inputs: list[Registrable] = [OtlpProcessor(ctx, resources)] if ctx.settings.kafka.otlp_input else []
-    return [*inputs, *staged, SinkProcessor(ctx, resources), DeadLetterRecorder(ctx, resources)]
+    return [
+        *inputs,
+        *staged,
+        SinkProcessor(ctx, resources),
+        LabelsProcessor(ctx, resources),
+        DeadLetterRecorder(ctx, resources),
+    ]
 
 
 def create_app(settings: Settings) -> StreamApp:

@@ -24,6 +24,7 @@ class TopicNames:
     alerts: str
     deadletter: str
     otlp: str  # OpenTelemetry traces (OTLP/JSON), read when kafka.otlp_input is on
+    labels: str  # people's labels (schemas.label.Label), stored in ClickHouse labels
 
     def all(self) -> list[str]:
         return [
@@ -35,6 +36,7 @@ class TopicNames:
             self.alerts,
             self.deadletter,
             self.otlp,
+            self.labels,
         ]
 
 
@@ -49,6 +51,7 @@ def topic_names(kafka: KafkaSettings) -> TopicNames:
         alerts=f"{p}alerts",
         deadletter=f"{p}deadletter",
         otlp=f"{p}otlp",
+        labels=f"{p}labels",
     )
 
 

@@ -19,12 +19,14 @@ import signal
 import socket
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from groundwatch.demo_history import History, simulate
+from groundwatch.demo_history import History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
 from groundwatch.trend_report import Report, render
+from schemas.errors import ConfigError
+from schemas.label import LabelSource
 
 SAMPLE = "sample_interactions.jsonl"
 RULES = "demo_alert_rules.yaml"
@@ -50,6 +52,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=int, default=8050, help="dashboard port on 127.0.0.1 (a free one when taken)"
     )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="replay your own JSONL interactions instead of the bundled sample: every line once, its id "
+        "kept, stamped over the simulated days (no labels are imported: groundwatch labels import FILE)",
+    )
+    parser.add_argument(
+        "--label-share",
+        type=float,
+        default=0.1,
+        help="bundled sample only: share of the interactions labeled from the sets' human labels, as "
+        "reviewers would (default 0.1; 0: none)",
+    )
 
 
 def _data_file(name: str) -> Path:
@@ -63,6 +78,60 @@ def history(events: int, days: float) -> History:
         if line.strip()
     ]
     return simulate(records, events, days=days)
+
+
+def user_history(path: Path, days: float) -> History:
+    """The user's JSONL as history (``--data``); a line that is not a JSON object is one ConfigError."""
+    records = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: line {number}: not valid JSON: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise ConfigError(f"{path}: line {number}: a line must be a JSON object")
+        records.append(record)
+    if not records:
+        raise ConfigError(f"{path}: no interactions")
+    try:
+        return stamp_file(records, days=days)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def label_demo(stack: LocalStack, plan: History, share: float) -> None:
+    """Play reviewers: label ``share`` of the replayed interactions (the review queue's stable draw) from
+    the bundled sets' human labels, then print the judge's agreement with them."""
+    from groundwatch.agreement_report import render as render_quality
+    from groundwatch.labels_file import read_labels_file
+    from streams.clickhouse.labels import LabelStore
+    from streams.clickhouse.store import ClickHouseStore
+    from streams.judge_quality import read_quality
+
+    path = stack.workdir / "interactions.jsonl"
+    path.write_text("\n".join(plan.lines) + "\n", encoding="utf-8")
+    parsed = read_labels_file(
+        path, reviewer="demo-reviewers", source=LabelSource.IMPORT, labeled_at=datetime.now(UTC), sample=share
+    )
+    settings = stack.settings()
+    store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)
+    try:
+        asyncio.run(LabelStore(store).insert(parsed.labels))
+        interactions = len({label.interaction_id for label in parsed.labels})
+        _say(f"reviewers labeled {interactions} interactions ({share:.0%}, from the sets' human labels)")
+        quality = asyncio.run(
+            read_quality(LabelStore(store), settings, plan.start, plan.end + timedelta(days=1))
+        )
+    finally:
+        store.close()
+    print()
+    print(render_quality(quality))
 
 
 def _say(text: str) -> None:
@@ -112,6 +181,7 @@ def _print_queries(stack: LocalStack) -> None:
     )
     print("Query the same data yourself (once the demo has stopped: one process may open a chDB path):")
     print(f"  GROUNDWATCH_CLICKHOUSE__URL={shlex.quote(url)} groundwatch report")
+    print(f"  GROUNDWATCH_CLICKHOUSE__URL={shlex.quote(url)} groundwatch agreement --since 30d")
     print(f"  groundwatch dashboard --clickhouse {shlex.quote(url)}")
     print(f"  python -c {shlex.quote(py)}")
     print()
@@ -145,20 +215,24 @@ def run(args: argparse.Namespace) -> int:
     if args.events < 1 or args.days <= 0 or args.window_seconds < 1:
         print("--events and --window-seconds must be at least 1, --days above 0", file=sys.stderr)
         return 2
+    if not 0.0 <= args.label_share <= 1.0:
+        raise ConfigError(f"--label-share must be within [0, 1], got {args.label_share}")
     # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     started = time.monotonic()
     workdir = (
         args.workdir or Path.cwd() / ".groundwatch" / f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     ).resolve()
-    plan = history(args.events, args.days)
+    plan = user_history(args.data, args.days) if args.data else history(args.events, args.days)
     local = args.judge in ("local", "cascade")
     _say(f"work directory {workdir}")
     stamp = "%Y-%m-%d %H:%M"
-    _say(
-        f"{len(plan.lines)} interactions stamped over {plan.start:{stamp}} - {plan.end:{stamp}} UTC; "
-        f"{plan.drifting[0]} / {plan.drifting[1]} starts hallucinating more at {plan.onset:{stamp}}"
+    drift = (
+        f"; {plan.drifting[0]} / {plan.drifting[1]} starts hallucinating more at {plan.onset:{stamp}}"
+        if plan.drifting and plan.onset
+        else f" from {args.data}"
     )
+    _say(f"{len(plan.lines)} interactions stamped over {plan.start:{stamp}} - {plan.end:{stamp}} UTC{drift}")
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
         _say(
@@ -173,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
     _say("broker and worker stopped")
     print()
     print(render(report))
+    if not args.data and args.label_share > 0:
+        label_demo(stack, plan, args.label_share)
     print()
     _print_queries(stack)
     _say(f"done in {time.monotonic() - started:.1f}s wall time")

@@ -70,6 +70,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
+from pipeline.judges.identity import LEXICAL_MODEL
 from pipeline.refusal_phrases import REFUSAL_OFF, refusal_match
 from pipeline.text_normalise import NUMBER_WORDS, Token, fold, stem
 from pipeline.text_normalise import tokens_of as _tokens_of
@@ -515,7 +516,7 @@ class LexicalJudge:
     """Deterministic judge from normalised tokens, numbers, names and refusal phrases (no LLM)."""
 
     name = "lexical"
-    model = "lexical-v1"
+    model = LEXICAL_MODEL
 
     def __init__(self, options: LexicalOptions | None = None) -> None:
         self.options = options or LexicalOptions()

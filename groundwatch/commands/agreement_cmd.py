@@ -1,0 +1,50 @@
+"""`groundwatch agreement`: how often the judge agrees with people's labels, and the corrected rates."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from schemas.errors import ConfigError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--app", help="only this app")
+    parser.add_argument("--model", help="only this model")
+    parser.add_argument(
+        "--since", default="30d", help="interactions since: 30m, 2h, 7d or an ISO time (default 30d)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    parser.add_argument(
+        "--clickhouse",
+        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
+        "environment, not the command line",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from groundwatch.agreement_report import render
+    from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
+    from groundwatch.trend_report import parse_since
+    from streams.clickhouse.labels import LabelStore
+    from streams.judge_quality import read_quality
+
+    try:
+        since = parse_since(args.since)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    settings = settings_with_clickhouse(args.clickhouse)
+    end = datetime.now(UTC) + timedelta(days=1)  # timestamps may run a little ahead of this clock
+    start = since or datetime(1971, 1, 1, tzinfo=UTC)
+    store = open_store(settings, migrate=False)
+    try:
+        report = asyncio.run(read_quality(LabelStore(store), settings, start, end, args.app, args.model))
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise read_failed(settings, exc) from None
+    finally:
+        store.close()
+    print(report.model_dump_json(indent=2) if args.json else render(report))
+    return 0

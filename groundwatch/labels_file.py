@@ -1,0 +1,101 @@
+"""Labels from a JSONL file in the shape ``groundwatch eval`` reads: one object a line with
+``interaction_id`` (or ``id``) and ``labels`` (``{"grounded": 1, "correct": 0, ...}``).
+
+Keys of ``labels`` that are not label kinds (``schemas.label.LabelKind``; e.g. ``answerable``) are
+counted and left out. A line that is not JSON, has no id, or a label value other than 0/1 is an error
+with its line number; a file with any error imports nothing. ``sample`` keeps a stable-hash share of
+the interactions (the review queue's draw, ``pipeline.review``) and records it as each label's inclusion
+probability, so agreement weighs them as a uniform sample.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pipeline.dataset import describe_validation_error
+from pipeline.review import drawn
+from schemas.label import Label, LabelKind, LabelSource
+
+KINDS = {k.value for k in LabelKind}
+
+
+@dataclass
+class LabelsFile:
+    labels: list[Label] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "line N: reason"
+    ignored_keys: Counter[str] = field(default_factory=Counter)
+    lines: int = 0
+    unlabeled: int = 0  # lines without labels of a known kind
+    not_drawn: int = 0  # lines the sample left out
+
+
+def read_labels_file(
+    path: Path,
+    *,
+    reviewer: str,
+    source: LabelSource,
+    labeled_at: datetime,
+    sample: float | None = None,
+) -> LabelsFile:
+    out = LabelsFile()
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                out.errors.append(f"line {number}: not UTF-8 ({exc.reason} at byte {exc.start})")
+                continue
+            if not text.strip():
+                continue
+            out.lines += 1
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                out.errors.append(f"line {number}: not valid JSON: {exc.msg} at column {exc.colno}")
+                continue
+            if not isinstance(data, dict):
+                out.errors.append(f"line {number}: a line must be a JSON object")
+                continue
+            iid = data.get("interaction_id", data.get("id"))
+            if not isinstance(iid, str | int) or isinstance(iid, bool) or not str(iid):
+                out.errors.append(f"line {number}: no interaction_id (or id)")
+                continue
+            marks = data.get("labels")
+            if marks is None:
+                out.unlabeled += 1
+                continue
+            if not isinstance(marks, dict):
+                out.errors.append(f"line {number}: labels must be an object of kind -> 0/1")
+                continue
+            known = {k: v for k, v in marks.items() if k in KINDS}
+            out.ignored_keys.update(k for k in marks if k not in KINDS)
+            if not known:
+                out.unlabeled += 1
+                continue
+            if sample is not None and not drawn(str(iid), sample):
+                out.not_drawn += 1
+                continue
+            for kind, value in known.items():
+                try:
+                    out.labels.append(
+                        Label.model_validate(
+                            {
+                                "interaction_id": str(iid),
+                                "kind": kind,
+                                "value": value,
+                                "reviewer": reviewer,
+                                "source": source,
+                                "labeled_at": labeled_at,
+                                "inclusion_probability": sample,
+                            }
+                        )
+                    )
+                except ValidationError as exc:
+                    out.errors.append(f"line {number}: labels.{kind}: {describe_validation_error(exc)}")
+    return out
