@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
+from schemas.label import Label, LabelKind
 
 Rollup = Literal["auto", "window", "hour", "6h", "day"]
 
@@ -149,3 +150,28 @@ class BucketInteractions(BaseModel):
 
 class InteractionDetail(BaseModel):
     evaluation: Evaluation
+    labels: list[Label] = Field(default_factory=list, description="people's labels of this interaction")
+
+
+class QualityQuery(TimeRange):
+    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
+    model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")
+
+
+class ReviewQuery(TimeRange):
+    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
+    model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")
+    limit: int = Field(50, ge=1, le=500, description="interactions returned, newest first")
+
+
+class LabelRequest(BaseModel):
+    """A reviewer's label from the dashboard (POST api/labels, JSON). The reviewer is the dashboard's
+    basic-auth user when it has one, else the name given here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    interaction_id: str = Field(min_length=1, max_length=1024)
+    kind: LabelKind
+    value: int = Field(ge=0, le=1)
+    reviewer: str | None = Field(None, min_length=1, max_length=200)
+    note: str | None = Field(None, max_length=4000)

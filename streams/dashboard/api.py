@@ -6,6 +6,11 @@
     GET /api/bucket               one bucket's interactions, worst first (app, model, start, end, limit)
     GET /api/interactions/{id}    one interaction with its statements, verdicts and costs
     GET /api/alerts               alerts in a range (start, end, app, model, limit)
+    GET /api/quality              the judge's agreement with people's labels and the corrected rates
+                                  (start, end, app, model)
+    GET /api/review               the review queue: interactions to label next and the week's progress
+                                  (start, end, app, model, limit)
+    POST /api/labels              a reviewer's label (JSON: interaction_id, kind, value, note, reviewer)
 
 Query parameters are validated by the models in schemas/dashboard.py: a bad one is a 400 naming the
 field and the reason. The same application is mounted at /dashboard/ on the worker's web server and
@@ -17,14 +22,25 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from schemas.dashboard import AlertsQuery, BucketQuery, OverviewQuery
-from schemas.settings import DashboardSettings
+from pipeline.review import drawn, inclusion_probability
+from schemas.dashboard import (
+    AlertsQuery,
+    BucketQuery,
+    LabelRequest,
+    OverviewQuery,
+    QualityQuery,
+    ReviewQuery,
+)
+from schemas.label import Label, LabelSource
+from schemas.settings import DashboardSettings, Settings
+from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.auth import auth_middleware
 from streams.dashboard.queries import DashboardQueries
@@ -35,6 +51,8 @@ STATIC = Path(__file__).resolve().parent / "static"
 Q = TypeVar("Q", bound=BaseModel)
 StoreProvider = Callable[[], ClickHouseStore | None]
 QUERIES_KEY = web.AppKey("queries", object)
+SETTINGS_KEY = web.AppKey("settings", Settings)
+DASHBOARD_KEY = web.AppKey("dashboard", DashboardSettings)
 
 
 def _json(model: BaseModel | list[Any], status: int = 200) -> web.Response:
@@ -109,6 +127,80 @@ async def alerts(request: web.Request) -> web.Response:
     return _json(await _queries(request).alerts(parse_query(request, AlertsQuery)))
 
 
+async def quality(request: web.Request) -> web.Response:
+    from streams.judge_quality import read_quality
+
+    q = parse_query(request, QualityQuery)
+    queries = _queries(request)
+    report = await read_quality(
+        LabelStore(queries.store), request.app[SETTINGS_KEY], q.start, q.end, q.app, q.model
+    )
+    return _json(report)
+
+
+async def review(request: web.Request) -> web.Response:
+    q = parse_query(request, ReviewQuery)
+    settings = request.app[SETTINGS_KEY]
+    labels = LabelStore(_queries(request).store)
+    threshold = settings.pipeline.threshold_for("context_entailment", settings.judge.kind)
+    items = await labels.queue(
+        q.start, q.end, settings.labels, threshold, app=q.app, model=q.model, limit=q.limit
+    )
+    since = datetime.now(UTC) - timedelta(days=7)
+    progress = await labels.progress(since, settings.labels.weekly_target, q.app, q.model)
+    body = {
+        "items": [i.model_dump(mode="json") for i in items],
+        "progress": [p.model_dump(mode="json") for p in progress],
+        "review_rate": settings.labels.review_rate,
+        "weekly_target": settings.labels.weekly_target,
+    }
+    return web.json_response(body)
+
+
+async def add_label(request: web.Request) -> web.Response:
+    """Store a reviewer's label. JSON only (a cross-site form cannot send it); the reviewer is the
+    dashboard's basic-auth user when it has one. An interaction the review queue draws keeps its
+    inclusion probability, so agreement weighs it back to the whole traffic."""
+    if request.content_type != "application/json":
+        raise bad_request("send the label as application/json")
+    try:
+        data = await request.json()
+        req = LabelRequest.model_validate(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        details = (
+            [
+                {"field": ".".join(str(p) for p in e["loc"]) or "body", "reason": e["msg"]}
+                for e in exc.errors()
+            ]
+            if isinstance(exc, ValidationError)
+            else [{"field": "body", "reason": "not valid JSON"}]
+        )
+        raise bad_request("invalid label", details) from None
+    dashboard = request.app[DASHBOARD_KEY]
+    reviewer = dashboard.username if dashboard.username and dashboard.password else req.reviewer
+    if not reviewer:
+        raise bad_request("invalid label", [{"field": "reviewer", "reason": "who is labeling? give a name"}])
+    queries = _queries(request)
+    detail = await queries.interaction(req.interaction_id)
+    if detail is None:
+        raise web.HTTPNotFound(text='{"error": "no such interaction"}', content_type="application/json")
+    settings = request.app[SETTINGS_KEY]
+    e = detail.evaluation
+    threshold = settings.pipeline.threshold_for("context_entailment", e.judge)
+    probability = inclusion_probability(e.context_entailment, threshold, settings.labels)
+    label = Label(
+        interaction_id=req.interaction_id,
+        kind=req.kind,
+        value=req.value,
+        reviewer=reviewer,
+        source=LabelSource.REVIEWER,
+        note=req.note,
+        inclusion_probability=probability if drawn(req.interaction_id, probability) else None,
+    )
+    await LabelStore(queries.store).insert([label])
+    return _json(label, status=201)
+
+
 async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
@@ -127,10 +219,15 @@ async def security_headers(
     return response
 
 
-def dashboard_app(store: StoreProvider, settings: DashboardSettings) -> web.Application:
+def dashboard_app(
+    store: StoreProvider, settings: DashboardSettings, full: Settings | None = None
+) -> web.Application:
     """The dashboard as an aiohttp application; ``store`` gives the open ClickHouse store (or None
-    while it is opening: the API answers 503)."""
+    while it is opening: the API answers 503); ``full`` the settings the judge-quality pages read
+    (thresholds, labels; from the environment when not given)."""
     app = web.Application(middlewares=[security_headers, auth_middleware(settings)])
+    app[SETTINGS_KEY] = full or Settings()
+    app[DASHBOARD_KEY] = settings
     cache: dict[int, DashboardQueries] = {}
 
     def queries() -> DashboardQueries | None:
@@ -149,11 +246,16 @@ def dashboard_app(store: StoreProvider, settings: DashboardSettings) -> web.Appl
     app.router.add_get("/api/bucket", bucket)
     app.router.add_get("/api/interactions/{interaction_id}", interaction)
     app.router.add_get("/api/alerts", alerts)
+    app.router.add_get("/api/quality", quality)
+    app.router.add_get("/api/review", review)
+    app.router.add_post("/api/labels", add_label)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)
     return app
 
 
-def root_app(store: StoreProvider, settings: DashboardSettings) -> web.Application:
+def root_app(
+    store: StoreProvider, settings: DashboardSettings, full: Settings | None = None
+) -> web.Application:
     """A server of its own (``groundwatch dashboard``): the dashboard at /dashboard/, / redirects."""
     app = web.Application()
 
@@ -161,5 +263,5 @@ def root_app(store: StoreProvider, settings: DashboardSettings) -> web.Applicati
         raise web.HTTPFound("/dashboard/")
 
     app.router.add_get("/", to_dashboard)
-    app.add_subapp("/dashboard/", dashboard_app(store, settings))
+    app.add_subapp("/dashboard/", dashboard_app(store, settings, full))
     return app

@@ -25,6 +25,7 @@ from schemas.dashboard import (
 from schemas.evaluation import Evaluation
 from schemas.latency import add_histograms, quantile
 from schemas.metrics import METRICS, MetricKind
+from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import ALERT_COLUMNS, utc
 from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore, in_time_range
 from streams.dashboard.rollup import choose_rollup
@@ -209,4 +210,5 @@ class DashboardQueries:
         )
         if not rows:
             return None
-        return InteractionDetail(evaluation=Evaluation.model_validate_json(rows[0]["payload"]))
+        labels = await LabelStore(self.store).of_interaction(interaction_id)
+        return InteractionDetail(evaluation=Evaluation.model_validate_json(rows[0]["payload"]), labels=labels)

@@ -220,3 +220,64 @@ def test_binding_beyond_loopback_needs_credentials() -> None:
     require_credentials("0.0.0.0", DashboardSettings(token=SecretStr("t")))
     with pytest.raises(ValueError, match="go together"):
         DashboardSettings(username="ops")
+
+
+async def test_a_reviewer_labels_an_interaction_and_the_quality_page_reads_it(store: ClickHouseStore) -> None:
+    client = await client_for(store)
+    try:
+        iid = store.query_sync(f"SELECT interaction_id FROM {store.db}.evaluations LIMIT 1")[0][
+            "interaction_id"
+        ]
+        label = {"interaction_id": iid, "kind": "grounded", "value": 0, "reviewer": "ann", "note": "made up"}
+        response = await client.post("/dashboard/api/labels", json=label)
+        assert response.status == 201, await response.text()
+        stored = await response.json()
+        assert (stored["reviewer"], stored["source"], stored["value"]) == ("ann", "reviewer", 0)
+        detail = await (await client.get(f"/dashboard/api/interactions/{iid}")).json()
+        assert [(x["kind"], x["value"], x["note"]) for x in detail["labels"]] == [("grounded", 0, "made up")]
+        quality = await (await client.get("/dashboard/api/quality", params=window_range())).json()
+        [block] = [b for b in quality["apps"] if b["kind"] == "grounded"]
+        assert block["labels"] == 1 and block["corrected"]["status"] == "too_few_labels"
+        review = await (await client.get("/dashboard/api/review", params=window_range())).json()
+        assert iid not in {i["interaction_id"] for i in review["items"]}  # labeled: out of the queue
+        assert sum(p["labeled_this_week"] for p in review["progress"]) == 1
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "reason"),
+    [
+        (
+            '{"interaction_id": "x", "kind": "grounded", "value": 2, "reviewer": "a"}',
+            "application/json",
+            "value",
+        ),
+        ('{"interaction_id": "x", "kind": "grounded", "value": 1}', "application/json", "reviewer"),
+        ('{"interaction_id": "x", "kind": "vibes", "value": 1, "reviewer": "a"}', "application/json", "kind"),
+        ("\xff not json", "application/json", "body"),
+        ("interaction_id=x&kind=grounded&value=1", "application/x-www-form-urlencoded", ""),
+    ],
+)
+async def test_a_bad_label_is_a_400_naming_the_field(
+    store: ClickHouseStore, body: str, content_type: str, reason: str
+) -> None:
+    client = await client_for(store)
+    try:
+        response = await client.post(
+            "/dashboard/api/labels", data=body.encode("latin-1"), headers={"Content-Type": content_type}
+        )
+        assert response.status == 400
+        text = await response.text()
+        assert reason in text
+    finally:
+        await client.close()
+
+
+async def test_a_label_of_an_unknown_interaction_is_a_404(store: ClickHouseStore) -> None:
+    client = await client_for(store)
+    try:
+        label = {"interaction_id": "nope", "kind": "grounded", "value": 1, "reviewer": "ann"}
+        assert (await client.post("/dashboard/api/labels", json=label)).status == 404
+    finally:
+        await client.close()

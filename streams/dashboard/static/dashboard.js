@@ -235,6 +235,7 @@ async function loadOverview() {
   $("overview-summary").textContent = `${iso(r.start)} – ${iso(r.end)} · rollup: ${overview.rollup} (${overview.step_seconds} s buckets) · ${total} interactions · ${overview.alerts.length} alerts · click a point to see its interactions`;
   renderLegend(overview);
   CHARTS.forEach((def) => drawChart(def, overview, container));
+  await overviewQuality();
 }
 
 /* ---- drill-down ------------------------------------------------------------------------------- */
@@ -286,9 +287,55 @@ function conversationPanel(i) {
 }
 function textPanel(title, text) { return el("div", { class: "panel" }, el("h3", {}, title), el("div", { class: "text" }, text == null ? "–" : text)); }
 
+/* ---- labels ---------------------------------------------------------------------------------- */
+const LABEL_KINDS = [
+  { kind: "grounded", title: "Grounded in its context?", yes: "g", no: "h", yesText: "grounded", noText: "hallucinated" },
+  { kind: "correct", title: "Agrees with the ground truth?", yes: "c", no: "x", yesText: "correct", noText: "incorrect" },
+  { kind: "answer_refusal", title: "Is the answer a refusal?", yes: "r", no: "a", yesText: "refusal", noText: "answers" },
+];
+async function postLabel(interactionId, kind, value) {
+  let reviewer = localStorage.getItem("groundwatch_reviewer") || "";
+  const note = ($("label-note") || {}).value || null;
+  const send = async () => fetch("api/labels", {
+    method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ interaction_id: interactionId, kind, value, note, reviewer: reviewer || null }),
+  });
+  let response = await send();
+  if (response.status === 400 && !reviewer) {
+    reviewer = (window.prompt("Your name, recorded with your labels:") || "").trim();
+    if (!reviewer) return;
+    localStorage.setItem("groundwatch_reviewer", reviewer);
+    response = await send();
+  }
+  if (!response.ok) { status(`label not saved: ${response.status} ${await response.text()}`, true); return; }
+  status(`labeled ${kind} = ${value}`);
+  await loadInteraction();
+}
+function labelPanel(e, labels) {
+  const panel = el("div", { class: "panel", id: "label-panel" }, el("h3", {}, "Your label (keys in brackets)"));
+  for (const k of LABEL_KINDS) {
+    const mine = labels.filter((l) => l.kind === k.kind);
+    const row = el("p", { class: "label-row" }, el("span", { class: "label-title" }, k.title + " "),
+      el("button", { type: "button", class: "label-yes", "data-kind": k.kind, "data-value": "1", onclick: () => postLabel(e.interaction_id, k.kind, 1) }, `${k.yesText} [${k.yes}]`),
+      el("button", { type: "button", class: "label-no", "data-kind": k.kind, "data-value": "0", onclick: () => postLabel(e.interaction_id, k.kind, 0) }, `${k.noText} [${k.no}]`),
+      el("span", { class: "label-given" }, mine.length ? " " + mine.map((l) => `${l.reviewer}: ${l.value ? k.yesText : k.noText}`).join(", ") : " not labeled"));
+    panel.append(row);
+  }
+  panel.append(el("p", {}, el("label", {}, "note ", el("input", { id: "label-note", type: "text", maxLength: 4000, size: 60 }))));
+  return panel;
+}
+function labelKeys(event) {
+  if (params().get("view") !== "interaction" || event.target.tagName === "INPUT" || event.ctrlKey || event.metaKey || event.altKey) return;
+  const id = params().get("id");
+  for (const k of LABEL_KINDS) {
+    if (event.key === k.yes) { event.preventDefault(); postLabel(id, k.kind, 1); }
+    if (event.key === k.no) { event.preventDefault(); postLabel(id, k.kind, 0); }
+  }
+}
+
 async function loadInteraction() {
   const id = params().get("id") || "";
-  const { evaluation: e } = await api("interactions/" + encodeURIComponent(id));
+  const { evaluation: e, labels } = await api("interactions/" + encodeURIComponent(id));
   $("interaction-title").textContent = `${e.app} / ${e.model} · ${e.interaction_id}`;
   const body = $("interaction-body");
   const i = e.interaction || {};
@@ -304,6 +351,7 @@ async function loadInteraction() {
   (i.contexts || []).forEach((c) => contexts.append(el("div", { class: "passage" }, (c.document ? `[${c.document}] ` : "") + c.text)));
   body.replaceChildren(
     el("p", {}, badge("hallucination", e.hallucination, true), badge("answer refusal", e.answer_refusal, true), badge("ground-truth refusal", e.ground_truth_refusal, true)),
+    labelPanel(e, labels || []),
     el("div", { class: "panel" }, facts),
     ...[conversationPanel(i)].filter(Boolean), textPanel("Question", i.question), contexts, textPanel("Answer", i.answer), textPanel("Ground truth", i.ground_truth),
     ...e.pairs.map(pairPanel),
@@ -331,13 +379,83 @@ async function loadAlerts() {
   if (!alerts.length) $("alerts-table").querySelector("tbody").append(el("tr", {}, el("td", { colSpan: cols.length }, "no alerts in this range")));
 }
 
+/* ---- judge quality and review --------------------------------------------------------------------- */
+function estimate(x, pct) {
+  if (!x || x.value === null || x.value === undefined) return "–";
+  const f = (v) => fmt(v, pct ? "pct" : undefined);
+  return x.low === null || x.low === undefined ? f(x.value) : `${f(x.value)} [${f(x.low)}, ${f(x.high)}]`;
+}
+function correctedText(b) {
+  const c = b.corrected;
+  if (!c) return b.rate_metric ? "no judged traffic" : "–";
+  if (c.corrected === null || c.corrected === undefined) return c.note;
+  return `${fmt(c.corrected, "pct")} [${fmt(c.low, "pct")}, ${fmt(c.high, "pct")}]`;
+}
+function qualityQuery() {
+  const r = currentRange();
+  const p = params();
+  const q = new URLSearchParams({ start: iso(r.start), end: iso(r.end) });
+  if (p.get("app")) q.set("app", p.get("app"));
+  const models = p.getAll("model");
+  if (models.length === 1) q.set("model", models[0]);
+  return q;
+}
+async function loadQuality() {
+  const report = await api("quality", qualityQuery());
+  state.quality = report;
+  const cols = ["app / model", "kind", "labels", "cases", "sensitivity", "specificity", "balanced accuracy", "kappa", "reviewers agree", "flagged", "corrected"];
+  $("quality-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
+  $("quality-table").querySelector("tbody").replaceChildren(...report.apps.map((b) => {
+    const a = b.agreement || {};
+    const r = b.reviewers;
+    return el("tr", { "data-kind": b.kind, "data-series": `${b.app} / ${b.model}` },
+      el("td", {}, `${b.app} / ${b.model}`), el("td", {}, `${b.kind} (${b.condition})`), el("td", { class: "num" }, b.labels),
+      el("td", { class: "num" }, a.cases || 0), el("td", {}, estimate(a.sensitivity)), el("td", {}, estimate(a.specificity)),
+      el("td", { class: "ba" }, estimate(a.balanced_accuracy)), el("td", {}, estimate(a.kappa)),
+      el("td", {}, r.pairs ? `${fmt(r.percent_agreement, "pct")} of ${r.pairs}` : "–"),
+      el("td", { class: "num" }, b.corrected ? fmt(b.corrected.flagged_rate, "pct") : "–"), el("td", { class: "corrected" }, correctedText(b)));
+  }));
+  if (!report.apps.length) $("quality-table").querySelector("tbody").append(el("tr", {}, el("td", { colSpan: cols.length }, "no labels in this range: label interactions on the Review page, or groundwatch labels import FILE")));
+  const jcols = ["app / model", "judge", "model", "prompt", "kind", "cases", "balanced accuracy", "kappa"];
+  $("quality-judges").querySelector("thead").replaceChildren(el("tr", {}, ...jcols.map((c) => el("th", {}, c))));
+  $("quality-judges").querySelector("tbody").replaceChildren(...report.judges.map((b) => {
+    const a = b.agreement || {};
+    return el("tr", {}, el("td", {}, `${b.app} / ${b.model}`), el("td", {}, b.judge), el("td", {}, b.judge_model), el("td", {}, b.prompt_version || "–"),
+      el("td", {}, b.kind), el("td", { class: "num" }, a.cases || 0), el("td", {}, estimate(a.balanced_accuracy)), el("td", {}, estimate(a.kappa)));
+  }));
+}
+async function overviewQuality() {
+  const box = $("overview-quality");
+  try {
+    const report = await api("quality", qualityQuery());
+    const rows = report.apps.filter((b) => b.kind === "grounded");
+    box.replaceChildren(...(rows.length ? [el("p", { class: "hint" }, "Hallucination rate corrected for the judge's measured errors over this range (Judge quality page):"),
+      el("ul", {}, ...rows.map((b) => el("li", { "data-series": `${b.app} / ${b.model}` }, `${b.app} / ${b.model}: flagged ${b.corrected ? fmt(b.corrected.flagged_rate, "pct") : "–"}, corrected ${correctedText(b)}; judge balanced accuracy ${estimate((b.agreement || {}).balanced_accuracy)}`)))] : []));
+  } catch (err) { box.replaceChildren(el("p", { class: "hint" }, "judge quality: " + (err.message || err))); }
+}
+async function loadReview() {
+  const q = qualityQuery();
+  const body = await api("review", q);
+  $("review-hint").textContent = `Interactions drawn for review (${fmt(body.review_rate, "pct")} of judged traffic by a stable hash, more near the decision threshold when set), newest first; open one and label it. Target: ${body.weekly_target} labels a week per app/model.`;
+  $("review-progress").replaceChildren(...body.progress.map((p) => el("p", { class: "progress" }, `${p.app} / ${p.model}: ${p.labeled_this_week} / ${p.target} this week `,
+    el("progress", { max: p.target, value: Math.min(p.labeled_this_week, p.target) }))));
+  const cols = ["time", "app / model", "interaction", "context ⇒ answer", "judge says"];
+  $("review-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
+  $("review-table").querySelector("tbody").replaceChildren(...body.items.map((i) => el("tr", { class: "clickable", onclick: () => { setParams({ view: "interaction", id: i.interaction_id }, true); route(); } },
+    el("td", {}, i.timestamp), el("td", {}, `${i.app} / ${i.model}`), el("td", {}, i.interaction_id), el("td", { class: "num" }, fmt(i.context_entailment)),
+    el("td", {}, i.hallucination ? "hallucination" : i.answer_refusal ? "refusal" : "grounded"))));
+  if (!body.items.length) $("review-table").querySelector("tbody").append(el("tr", {}, el("td", { colSpan: cols.length }, "nothing left to review in this range")));
+}
+
 /* ---- routing ---------------------------------------------------------------------------------- */
-const VIEWS = { overview: loadOverview, bucket: loadBucket, interaction: loadInteraction, alerts: loadAlerts };
+const VIEWS = { overview: loadOverview, bucket: loadBucket, interaction: loadInteraction, alerts: loadAlerts, quality: loadQuality, review: loadReview };
 async function route() {
   const view = params().get("view") in VIEWS ? params().get("view") : "overview";
   for (const v of Object.keys(VIEWS)) $("view-" + v).hidden = v !== view;
   $("nav-overview").classList.toggle("active", view === "overview");
   $("nav-alerts").classList.toggle("active", view === "alerts");
+  $("nav-quality").classList.toggle("active", view === "quality");
+  $("nav-review").classList.toggle("active", view === "review");
   if (state.loading) return;
   state.loading = true;
   status("loading…");
@@ -374,6 +492,7 @@ function wire() {
   });
   $("auto").addEventListener("change", () => { setParams({ auto: $("auto").checked ? "1" : null }); scheduleRefresh(); });
   window.addEventListener("popstate", route);
+  document.addEventListener("keydown", labelKeys);
 }
 
 wire();
