@@ -693,7 +693,7 @@ class AlertSettings(BaseModel):
     )
     webhook_retries: int = Field(3, description="retries of a failed webhook post")
     webhook_backoff_s: float = Field(0.5, description="first webhook retry delay (doubles)")
-    webhook_timeout_s: float = Field(5.0, description="timeout of one webhook post")
+    webhook_timeout_s: float = Field(5.0, gt=0, description="timeout of one webhook post")
     delivery_lease_s: float = Field(
         600.0,
         gt=0,
