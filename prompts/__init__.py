@@ -15,7 +15,6 @@ import functools
 import hashlib
 import json
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -24,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from prompts.fences import FENCE_TAGS, fence, neutralise
 from prompts.models import (
     OUTPUT_MODELS,
     CaseAnswer,
@@ -73,72 +73,8 @@ __all__ = [
 
 OutT = TypeVar("OutT", bound=BaseModel)
 
-#: tag names used as fences; any of them inside untrusted text is neutralised
-FENCE_TAGS = (
-    "case",
-    "conversation",
-    "turn",
-    "premise",
-    "document",
-    "hypotheses",
-    "hypothesis",
-    "sentences",
-    "sentence",
-    "texts",
-    "text",
-    "refusal_question",
-)
-_FENCE_RE = re.compile(r"<(\s*/?\s*)(" + "|".join(FENCE_TAGS) + r")\b", re.IGNORECASE)
 _HEADER_RE = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
 _SECTION_RE = re.compile(r"^<!-- (\w+) -->\n", re.MULTILINE)
-
-
-#: invisible characters that could split a tag name for the eye of the regex but not of the model
-_INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff")
-
-
-def _folded(text: str) -> tuple[str, list[int]]:
-    """``text`` NFKC-folded character by character with invisible characters dropped (full-width
-    ``＜／ｐｒｅｍｉｓｅ`` becomes ``</premise``), and for each folded character the index of the original
-    character it came from."""
-    table: dict[str, str] = {}
-    out: list[str] = []
-    origin: list[int] = []
-    for i, ch in enumerate(text):
-        folded = table.get(ch)
-        if folded is None:
-            folded = table[ch] = "" if ch in _INVISIBLE else unicodedata.normalize("NFKC", ch)
-        out.append(folded)
-        origin.extend([i] * len(folded))
-    return "".join(out), origin
-
-
-def neutralise(text: str) -> str:
-    """Make any fence tag inside untrusted text inert: ``</premise>`` -> ``‹/premise>``.
-
-    Tags are matched after NFKC folding with zero-width characters removed, so ``<\u200b/premise>`` and
-    ``＜/premise>`` (full-width) are neutralised too; the rest of the text is left as written."""
-    if text.isascii():
-        return _FENCE_RE.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
-    folded, origin = _folded(text)
-    pieces: list[str] = []
-    last = 0
-    for m in _FENCE_RE.finditer(folded):
-        start, end = origin[m.start()], origin[m.end() - 1] + 1
-        if start < last:  # overlaps a tag already replaced (cannot happen with this regex)
-            continue
-        pieces += [text[last:start], "‹" + m.group(1) + m.group(2)]
-        last = end
-    if not pieces:
-        return text
-    pieces.append(text[last:])
-    return "".join(pieces)
-
-
-def fence(tag: str, text: str, item_id: int | None = None) -> str:
-    """``<tag id="N">text</tag>`` with the text neutralised."""
-    attr = f' id="{item_id}"' if item_id is not None else ""
-    return f"<{tag}{attr}>{neutralise(text)}</{tag}>"
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,13 @@ class Receiver(BaseModel):
     signature_header: str = "X-Groundwatch-Signature"
     retries: int = Field(5, ge=0)
     backoff_s: float = Field(1.0, ge=0, description="first retry delay, doubling")
-    timeout_s: float = Field(5.0, gt=0)
+    timeout_s: float = Field(5.0, gt=0, description="timeout of one attempt")
+    delivery_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="most seconds one delivery may take, its retries and backoff included; then it is "
+        "given up and recorded as failed (below alerts.delivery_lease_s)",
+    )
     firing_ttl_hours: float = Field(
         168, gt=0, description="alertmanager: endsAt of a firing alert (Alertmanager resolves it after)"
     )

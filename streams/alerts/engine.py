@@ -18,6 +18,10 @@ an ERROR, counted (``delivery_failures``) and kept in the ledger with its last e
 the delivery id (``X-Groundwatch-Delivery``) and Alertmanager merges posts of the same labels, so the
 rare double send of two claims racing within one round trip is still one notification at those
 receivers (docs/alerts.md).
+
+Every delivery ends within its receiver's ``delivery_timeout_s``. At a stop (``aclose``) the deliveries
+in flight get ``stop_grace_s`` (a third of ``kafka.shutdown_timeout_s``) to finish; the rest are
+cancelled and their claims released, so the next worker sends them at once instead of after the lease.
 """
 
 from __future__ import annotations
@@ -38,9 +42,9 @@ from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
 from streams.alerts.receivers import Clock, Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
 from streams.alerts.stats import EMPTY, observe
-from streams.alerts.webhook import Sleep
+from streams.alerts.webhook import Outcome, Sleep
 from streams.clickhouse.rows import utc
-from streams.clickhouse.store import ClickHouseStore
+from streams.clickhouse.store import Claim, ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 
 log = logging.getLogger(__name__)
@@ -71,6 +75,7 @@ class AlertEngine:
         clock: Clock = _now,
         sleep: Sleep = asyncio.sleep,
         claimant: str | None = None,
+        stop_grace_s: float = 10.0,
     ) -> None:
         self.evaluator = RuleEvaluator(rules)
         self.settings = settings
@@ -81,6 +86,7 @@ class AlertEngine:
         self.clock = clock
         self.sleep = sleep
         self.claimant = claimant or uuid.uuid4().hex  # this engine's name in the delivery ledger
+        self.stop_grace_s = stop_grace_s  # how long a stop waits for deliveries in flight (aclose)
         self.fired = 0  # transitions made (firing and resolved)
         self.delivered = 0
         self.delivery_failures = 0
@@ -89,6 +95,8 @@ class AlertEngine:
         self._last_redeliver: datetime | None = None
         self._started: set[str] = set()  # delivery ids this engine has taken on (never twice)
         self._refreshed: dict[str, datetime] = {}  # firing alert id -> when Alertmanager last heard of it
+        self._unsent: list[Claim] = []  # cancelled by the stop before an outcome: released by aclose
+        self._unrecorded: list[tuple[str, Outcome]] = []  # cancelled by the stop while recording it
 
     @classmethod
     def from_settings(
@@ -97,7 +105,8 @@ class AlertEngine:
         path = settings.alerts.rules_file
         rules = load_rules(path) if path is not None else AlertRules(rules=[])
         windows = TumblingWindows(settings.window.size_seconds)
-        return cls(rules, settings.alerts, windows, store, publish, clock=clock)
+        grace = settings.kafka.shutdown_timeout_s / 3  # the rest of the stop has the other two thirds
+        return cls(rules, settings.alerts, windows, store, publish, clock=clock, stop_grace_s=grace)
 
     async def slots(self, rule: Rule, window: WindowAggregate) -> list[Slot]:
         """The windows ``decide`` reads for this rule, ending with ``window`` (empty slots included)."""
@@ -210,25 +219,33 @@ class AlertEngine:
     async def notify(self, target: Target, alert: Alert) -> bool:
         """Claim, send (with retries) and record one delivery; False when another worker sends it or
         it failed (then logged and counted). A claim older than the lease without an outcome does not
-        stand in the way (its worker stopped)."""
+        stand in the way (its worker stopped). Cancelled (a stop) before its outcome is known, the
+        claim is released: the delivery is left to the next worker."""
         delivery_id = f"{alert.alert_id}|{target.name}"
         if delivery_id in self._started:
             return False
         self._started.add(delivery_id)
         now = self.clock()
-        stale = now - timedelta(seconds=self.settings.delivery_lease_s)
-        if not await self.store.claim_delivery(
-            delivery_id, alert.alert_id, target.name, self.claimant, now, stale
-        ):
-            log.info("delivery %s is another worker's", delivery_id)
-            return False
-        if self._http is None:
-            self._http = httpx.AsyncClient()
-        outcome = await target.send(self._http, alert, delivery_id, self.clock(), self.sleep)
-        status = "delivered" if outcome.ok else "failed"
-        await self.store.finish_delivery(
-            delivery_id, self.claimant, status, outcome.attempts, outcome.error, self.clock()
-        )
+        claim = Claim(delivery_id, alert.alert_id, target.name, now)
+        outcome: Outcome | None = None
+        try:
+            # from its first await a claim row may exist: a cancellation does not stop the insert
+            if not await self.store.claim_delivery(
+                delivery_id, alert.alert_id, target.name, self.claimant, now,
+                now - timedelta(seconds=self.settings.delivery_lease_s),
+            ):  # fmt: skip
+                log.info("delivery %s is another worker's", delivery_id)
+                return False
+            if self._http is None:
+                self._http = httpx.AsyncClient()
+            outcome = await target.send(self._http, alert, delivery_id, self.clock(), self.sleep)
+            await self._record(delivery_id, outcome)
+        except asyncio.CancelledError:  # the stop (aclose) writes what is left to write, in one go
+            if outcome is None:
+                self._unsent.append(claim)
+            else:
+                self._unrecorded.append((delivery_id, outcome))
+            raise
         if outcome.ok:
             self.delivered += 1
             return True
@@ -239,13 +256,43 @@ class AlertEngine:
         )  # fmt: skip
         return False
 
+    async def _settle_cancelled(self) -> None:
+        unsent, self._unsent = self._unsent, []
+        if unsent:
+            log.warning(
+                "%d alert deliveries cancelled unsent %g s into the stop, their claims released for the "
+                "next worker: %s", len(unsent), self.stop_grace_s, ", ".join(c.delivery_id for c in unsent),
+            )  # fmt: skip
+            await self.store.release_deliveries(unsent, self.claimant, self.clock())
+        unrecorded, self._unrecorded = self._unrecorded, []
+        for delivery_id, outcome in unrecorded:
+            await self._record(delivery_id, outcome)
+
+    async def _record(self, delivery_id: str, outcome: Outcome) -> None:
+        status = "delivered" if outcome.ok else "failed"
+        await self.store.finish_delivery(
+            delivery_id, self.claimant, status, outcome.attempts, outcome.error, self.clock()
+        )
+
     async def drain(self) -> None:
         """Wait for the deliveries in flight."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def aclose(self) -> None:
-        await self.drain()
+        """The stop: deliveries in flight get ``stop_grace_s`` to finish; the others are cancelled, their
+        claims released and the outcomes they were recording recorded (if that fails, their claims wait
+        out the lease)."""
+        if self._tasks:
+            _, pending = await asyncio.wait(list(self._tasks), timeout=self.stop_grace_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)  # at once: a cancelled notify awaits nothing more
+            try:  # one insert: bounded as every ClickHouse write (and the stop by kafka.shutdown_timeout_s)
+                await self._settle_cancelled()
+            except Exception as exc:
+                log.error("alert deliveries cancelled by the stop stay claimed until the lease ends: %r", exc)
         if self._http is not None:
             await self._http.aclose()
             self._http = None

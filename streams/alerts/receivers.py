@@ -97,6 +97,7 @@ class Target:
         return await post_with_retries(
             client, url, content=body, headers=headers, retries=r.retries, backoff_s=r.backoff_s,
             what=f"receiver {r.name} ({r.kind})", sleep=sleep, timeout_s=r.timeout_s,
+            deadline_s=r.delivery_timeout_s,
         )  # fmt: skip
 
 
@@ -127,4 +128,10 @@ def resolve(
             backoff_s=settings.webhook_backoff_s, timeout_s=settings.webhook_timeout_s,
         )  # fmt: skip
         out.append(Target(legacy, settings.webhook_url.get_secret_value()))
+    for target in out:  # a delivery outliving its lease would be taken over and sent twice
+        if target.receiver.delivery_timeout_s >= settings.delivery_lease_s:
+            raise ConfigError(
+                f"alert receiver {target.name!r}: delivery_timeout_s={target.receiver.delivery_timeout_s:g} "
+                f"must be below alerts.delivery_lease_s={settings.delivery_lease_s:g}"
+            )
     return out

@@ -1,5 +1,6 @@
 """HTTP delivery with retries: exponential backoff on connection errors, timeouts, 429 and 5xx; a 4xx is
-final. ``post_webhook`` is the Slack-compatible post ({"text": ...}) of GROUNDWATCH_ALERTS__WEBHOOK_URL."""
+final; the whole, retries and backoff included, bounded by a deadline. ``post_webhook`` is the
+Slack-compatible post ({"text": ...}) of GROUNDWATCH_ALERTS__WEBHOOK_URL."""
 
 from __future__ import annotations
 
@@ -35,26 +36,35 @@ async def post_with_retries(
     what: str = "webhook",
     sleep: Sleep = asyncio.sleep,
     timeout_s: float | None = None,
+    deadline_s: float | None = None,
 ) -> Outcome:
-    """POST ``content`` until a 2xx, at most ``retries`` + 1 times; never raises an HTTP error."""
+    """POST ``content`` until a 2xx, at most ``retries`` + 1 times, each attempt within ``timeout_s``
+    and all of them (backoff included) within ``deadline_s``; never raises an HTTP error."""
     error = ""
-    for attempt in range(retries + 1):
-        try:
-            response = await client.post(
-                url, content=content, headers=dict(headers), timeout=timeout_s or client.timeout
-            )
-            if response.status_code < 300:
-                return Outcome(True, attempt + 1)
-            error = f"HTTP {response.status_code}: {response.text[:200]}"
-            log.warning("%s answered %s (attempt %d)", what, response.status_code, attempt + 1)
-            if response.status_code != 429 and response.status_code < 500:
-                return Outcome(False, attempt + 1, error)
-        except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            log.warning("%s failed (attempt %d): %s", what, attempt + 1, error)
-        if attempt < retries:
-            await sleep(backoff_s * (2**attempt))
-    return Outcome(False, retries + 1, error)
+    attempts = 0
+    try:
+        async with asyncio.timeout(deadline_s):
+            for attempt in range(retries + 1):
+                attempts = attempt + 1
+                try:
+                    response = await client.post(
+                        url, content=content, headers=dict(headers), timeout=timeout_s or client.timeout
+                    )
+                    if response.status_code < 300:
+                        return Outcome(True, attempts)
+                    error = f"HTTP {response.status_code}: {response.text[:200]}"
+                    log.warning("%s answered %s (attempt %d)", what, response.status_code, attempts)
+                    if response.status_code != 429 and response.status_code < 500:
+                        return Outcome(False, attempts, error)
+                except httpx.HTTPError as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    log.warning("%s failed (attempt %d): %s", what, attempts, error)
+                if attempt < retries:
+                    await sleep(backoff_s * (2**attempt))
+    except TimeoutError:
+        error = f"no delivery within its {deadline_s:g} s deadline" + (f" (last: {error})" if error else "")
+        log.warning("%s: %s", what, error)
+    return Outcome(False, attempts, error)
 
 
 async def post_webhook(

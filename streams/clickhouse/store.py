@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -62,6 +63,23 @@ def in_time_range(db: str, where: str) -> str:
     ``where`` uses the parameters app, model, start and end."""
     return f"interaction_id IN (SELECT interaction_id FROM {db}.evaluations WHERE {where}) AND {where}"
 
+
+@dataclass(frozen=True)
+class Claim:
+    """A delivery claimed in the ledger (``claim_delivery``), as ``release_deliveries`` gives it up."""
+
+    delivery_id: str
+    alert_id: str
+    receiver: str
+    claimed_at: datetime
+
+
+#: the ledger rows that hold a delivery: an outcome (delivered, failed) or a claim younger than the lease
+#: (a released claim, or one older than the lease, holds nothing); ``stale`` is the lease's start
+LIVE_OR_SETTLED = (
+    "(status IN ('delivered', 'failed') "
+    "OR (status = 'claimed' AND claimed_at >= {stale:DateTime64(3, 'UTC')}))"
+)
 
 DELIVERY_COLUMNS = [
     "delivery_id", "alert_id", "receiver", "claimant", "claimed_at",
@@ -270,7 +288,8 @@ class ClickHouseStore:
         server's insert time) among the live ones, so this claimant sends; a delivery already recorded
         as delivered or failed is never claimed again. Any reader that sees a later claim also sees the
         first one. A claim made before ``stale_before`` without an outcome is dead (its worker stopped
-        between claiming and recording): it no longer counts, so another claimant takes the delivery."""
+        between claiming and recording): it no longer counts, so another claimant takes the delivery;
+        nor does a released one (``release_delivery``)."""
         at = utc(claimed_at)
         # a claim's version (updated_at) is the epoch: an outcome row always replaces it, never the reverse
         row = [
@@ -289,7 +308,7 @@ class ClickHouseStore:
         )
         rows = await self.query(
             f"SELECT claimant, status FROM {self.db}.alert_deliveries FINAL WHERE delivery_id = {{d:String}} "
-            "AND NOT (status = 'claimed' AND claimed_at < {stale:DateTime64(3, 'UTC')}) "
+            f"AND {LIVE_OR_SETTLED} "
             "ORDER BY status = 'claimed' ASC, inserted ASC, claimant ASC LIMIT 1",
             {
                 "d": delivery_id,
@@ -303,7 +322,7 @@ class ClickHouseStore:
     ) -> list[tuple[Alert, str]]:
         """(alert, receiver) of the transitions since ``since`` (wall time) that no receiver outcome
         records and no live claim covers: a worker stopped after writing the transition and before its
-        notification was recorded. Oldest first."""
+        notification was recorded, or released it unsent. Oldest first."""
         if not receivers:
             return []
         alerts = await self.query(
@@ -315,8 +334,7 @@ class ClickHouseStore:
             return []
         settled = await self.query(
             f"SELECT DISTINCT delivery_id FROM {self.db}.alert_deliveries FINAL "
-            "WHERE claimed_at >= {since:DateTime64(3, 'UTC')} "
-            "AND (status != 'claimed' OR claimed_at >= {stale:DateTime64(3, 'UTC')})",
+            f"WHERE claimed_at >= {{since:DateTime64(3, 'UTC')}} AND {LIVE_OR_SETTLED}",
             {"since": utc(since) - timedelta(days=1), "stale": utc(stale_before)},
         )
         done = {r["delivery_id"] for r in settled}
@@ -340,6 +358,22 @@ class ClickHouseStore:
                status, attempts, error[:2000], utc(at)]  # fmt: skip
         await self._run(
             lambda: self.client.insert(f"{self.db}.alert_deliveries", [row], column_names=DELIVERY_COLUMNS)
+        )
+
+    async def release_deliveries(self, claims: Sequence[Claim], claimant: str, at: datetime) -> None:
+        """Give up claims without an outcome (the worker stops): each delivery is anyone's again at once,
+        without waiting for the lease. One insert; each row replaces its claim (``at`` is a later
+        version than a claim's) even if the claim's own insert lands after it, and stays, with status
+        ``released``."""
+        if not claims:
+            return
+        rows = [
+            [c.delivery_id, c.alert_id, c.receiver, claimant, utc(c.claimed_at), "released", 0,
+             "released without an outcome at a stop", utc(at)]
+            for c in claims
+        ]  # fmt: skip
+        await self._run(
+            lambda: self.client.insert(f"{self.db}.alert_deliveries", rows, column_names=DELIVERY_COLUMNS)
         )
 
     def deliveries_sync(self) -> list[dict[str, Any]]:

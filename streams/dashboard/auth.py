@@ -44,21 +44,39 @@ def require_credentials(host: str, settings: DashboardSettings) -> None:
 
 
 def _same(given: str, expected: str) -> bool:
-    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+    """Constant-time comparison of any text: aiohttp hands over bytes that are not UTF-8 as lone
+    surrogates (``surrogateescape``), which ``surrogatepass`` encodes instead of raising, so they are
+    simply a credential that does not match."""
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
+
+
+def _credentials(header: str, scheme: str) -> str | None:
+    """What follows ``scheme`` in an Authorization header; the scheme in any case (RFC 9110 11.1)."""
+    given, _, rest = header.partition(" ")
+    return rest.strip(" \t") if given.lower() == scheme else None
 
 
 def authorised(request: web.Request, settings: DashboardSettings) -> bool:
-    header = request.headers.get("Authorization", "")
+    return accepts(settings, request.headers.get("Authorization", ""), request.cookies.get(COOKIE, ""))
+
+
+def accepts(settings: DashboardSettings, header: str, cookie: str) -> bool:
+    """Whether an Authorization header (``Bearer <token>`` or ``Basic <base64>``) or the cookie holds
+    the credentials; any text, even bytes that are not UTF-8, is an answer, never an error."""
     token = settings.token.get_secret_value() if settings.token else ""
     if token:
-        if header.startswith("Bearer ") and _same(header[7:], token):
+        bearer = _credentials(header, "bearer")
+        if bearer is not None and _same(bearer, token):
             return True
-        if _same(request.cookies.get(COOKIE, ""), token):
+        if _same(cookie, token):
             return True
-    if settings.username and settings.password and header.startswith("Basic "):
+    basic = _credentials(header, "basic")
+    if settings.username and settings.password and basic is not None:
         try:
-            user, _, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
-        except (ValueError, UnicodeDecodeError):
+            user, _, password = base64.b64decode(basic, validate=True).decode("utf-8").partition(":")
+        except (ValueError, UnicodeDecodeError):  # not base64 (or not ASCII), or not UTF-8 inside
             return False
         return _same(user, settings.username) and _same(password, settings.password.get_secret_value())
     return False

@@ -14,8 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from schemas.alert import AlertRules, BaselineRule, Receiver
+from schemas.alert import Alert, AlertRules, BaselineRule, Receiver
+from schemas.errors import ConfigError
 from schemas.window import WindowAggregate
 from streams.alerts.engine import AlertEngine
 from streams.alerts.receivers import resolve
@@ -244,3 +246,137 @@ async def test_a_long_firing_alert_is_posted_to_alertmanager_again_before_its_en
     assert all(e - clock.now <= timedelta(hours=2) for e in ends)
     assert {p["labels"]["alertname"] for p in posts} == {"drift"}
     assert {p["startsAt"] for p in posts} == {posts[0]["startsAt"]}
+
+
+class Silent:
+    """A receiver on 127.0.0.1 that accepts every connection, reads the request and never answers."""
+
+    def __init__(self, expected: int) -> None:
+        self.requests = 0
+        self.expected = expected
+        self.all_in = asyncio.Event()
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._held: list[asyncio.StreamWriter] = []
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._held.append(writer)
+        await reader.readuntil(b"\r\n\r\n")
+        self.requests += 1
+        if self.requests >= self.expected:
+            self.all_in.set()
+        await asyncio.Event().wait()  # never answers
+
+    async def __aenter__(self) -> Silent:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/hook"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        for writer in self._held:
+            writer.close()
+        self._server.close()
+
+
+def transition(i: int, fired_at: datetime) -> Alert:
+    return Alert(
+        alert_id=f"drift|bot|m|{i}", rule="drift", metric="hallucination_rate", app="bot", model="m",
+        value=0.2, threshold=0.1, op=">", windows=1, interactions=100, window_start=T0, window_end=T0 + HOUR,
+        fired_at=fired_at, message=f"transition {i}",
+    )  # fmt: skip
+
+
+def silent_engine(
+    store: ClickHouseStore, url: str, clock: Clock, *, grace: float, claimant: str = "stopping"
+) -> AlertEngine:
+    # attempts that wait an hour, many retries: only the stop (or the delivery timeout) ends them
+    receiver = Receiver(
+        name="hook", kind="webhook", url=url, retries=5, timeout_s=3600, delivery_timeout_s=500
+    )
+    targets = resolve([receiver], make_settings().alerts, env={})
+    return AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
+                       clock=clock, sleep=no_sleep, claimant=claimant, stop_grace_s=grace)  # fmt: skip
+
+
+def next_worker(store: ClickHouseStore, url: str, clock: Clock) -> AlertEngine:
+    targets = resolve(
+        [Receiver(name="hook", kind="webhook", url=url, retries=0)], make_settings().alerts, env={}
+    )
+    return AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
+                       clock=clock, sleep=no_sleep, claimant="next")  # fmt: skip
+
+
+async def test_a_stop_cancels_deliveries_a_silent_receiver_holds_and_releases_their_claims(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    """12 deliveries claimed and waiting on a receiver that never answers: the stop returns (no hang
+    until their timeouts), their claims are released, and the next worker sends each once, without
+    waiting for the lease."""
+    clock = Clock()
+    async with Silent(expected=12) as silent:
+        engine = silent_engine(store, silent.url, clock, grace=0.05)
+        for i in range(12):
+            await engine.deliver(transition(i, clock.now))
+        await asyncio.wait_for(silent.all_in.wait(), 60)  # every delivery claimed and its request sent
+        assert {d["status"] for d in store.deliveries_sync()} == {"claimed"}
+        await asyncio.wait_for(engine.aclose(), 60)  # a guard against a hang, not a measure of time
+    rows = store.deliveries_sync()
+    assert len(rows) == 12 and {d["status"] for d in rows} == {"released"}
+    assert engine.delivered == engine.delivery_failures == 0
+    url, state = hook
+    successor = next_worker(store, url, clock)  # same clock: the lease has not run out
+    assert await successor.redeliver() == 12
+    await successor.drain()
+    assert sorted(json.loads(b)["alert"]["alert_id"] for _, b in state.posts) == sorted(
+        f"drift|bot|m|{i}" for i in range(12)
+    )
+    assert await successor.redeliver() == 0
+    outcome = {(d["delivery_id"], d["claimant"]): d["status"] for d in store.deliveries_sync()}
+    assert set(outcome.values()) == {"released", "delivered"}
+    assert sum(1 for (_, who), s in outcome.items() if who == "next" and s == "delivered") == 12
+    await successor.aclose()
+
+
+async def test_a_stop_without_grace_leaves_no_delivery_claimed(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    """Cancelled in any phase (not started, claiming, sending): nothing stays claimed."""
+    clock = Clock()
+    async with Silent(expected=1) as silent:
+        engine = silent_engine(store, silent.url, clock, grace=0)
+        for i in range(3):
+            await engine.deliver(transition(i, clock.now))
+        await asyncio.wait_for(engine.aclose(), 60)
+    assert {d["status"] for d in store.deliveries_sync()} <= {"released"}
+    url, state = hook
+    successor = next_worker(store, url, clock)
+    assert await successor.redeliver() == 3
+    await successor.aclose()  # its grace is long enough for a receiver that answers
+    assert len(state.posts) == 3
+
+
+async def test_a_delivery_ends_within_its_own_timeout_and_is_recorded_failed(store: ClickHouseStore) -> None:
+    clock = Clock()
+    async with Silent(expected=1) as silent:
+        receiver = Receiver(name="hook", kind="webhook", url=silent.url, retries=50, timeout_s=3600,
+                            delivery_timeout_s=0.2)  # fmt: skip
+        targets = resolve([receiver], make_settings().alerts, env={})
+        engine = AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
+                             clock=clock, sleep=no_sleep, claimant="w")  # fmt: skip
+        alert = transition(0, clock.now)
+        await store.insert_alert(alert)
+        assert await asyncio.wait_for(engine.notify(targets[0], alert), 60) is False
+        await engine.aclose()
+    [row] = store.deliveries_sync()
+    assert row["status"] == "failed" and row["attempts"] == 1 and "0.2 s deadline" in row["error"]
+    assert engine.delivery_failures == 1
+
+
+def test_a_delivery_timeout_must_be_positive_and_below_the_lease() -> None:
+    with pytest.raises(ValidationError, match="delivery_timeout_s"):
+        Receiver(name="r", kind="webhook", url="http://127.0.0.1:9/", delivery_timeout_s=0)
+    settings = make_settings(alerts={"delivery_lease_s": 60}).alerts
+    with pytest.raises(ConfigError, match=r"delivery_timeout_s=60 must be below alerts\.delivery_lease_s=60"):
+        resolve([Receiver(name="r", kind="webhook", url="http://127.0.0.1:9/")], settings, env={})
+    assert resolve([Receiver(name="r", kind="webhook", url="u", delivery_timeout_s=59)], settings, env={})

@@ -27,6 +27,7 @@ from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
+TOKEN = "s3cret-dashboard-token"
 
 
 def evaluation(i: int, at: datetime, *, model: str = "m1", hallucination: bool | None = False) -> Evaluation:
@@ -193,19 +194,19 @@ async def test_api_is_503_until_clickhouse_is_open() -> None:
 
 
 async def test_token_and_basic_auth(store: ClickHouseStore) -> None:
-    settings = DashboardSettings(token=SecretStr("s3cret"), username="ops", password=SecretStr("pw"))
+    settings = DashboardSettings(token=SecretStr(TOKEN), username="ops", password=SecretStr("pw"))
     client = await client_for(store, settings)
     try:
         assert (await client.get("/dashboard/api/options")).status == 401
         assert (
             await client.get("/dashboard/api/options", headers={"Authorization": "Bearer wrong"})
         ).status == 401
-        ok = await client.get("/dashboard/api/options", headers={"Authorization": "Bearer s3cret"})
+        ok = await client.get("/dashboard/api/options", headers={"Authorization": f"Bearer {TOKEN}"})
         assert ok.status == 200
         basic = "Basic " + base64.b64encode(b"ops:pw").decode()
         assert (await client.get("/dashboard/api/options", headers={"Authorization": basic})).status == 200
         # a browser: ?token= once sets the cookie and drops the token from the address
-        first = await client.get("/dashboard/?token=s3cret&range=7d", allow_redirects=False)
+        first = await client.get(f"/dashboard/?token={TOKEN}&range=7d", allow_redirects=False)
         assert first.status == 302 and "token" not in first.headers["Location"]
         assert (await client.get("/dashboard/api/options")).status == 200  # the cookie jar has it now
     finally:
@@ -217,7 +218,7 @@ def test_binding_beyond_loopback_needs_credentials() -> None:
     require_credentials("::1", DashboardSettings())
     with pytest.raises(DashboardConfigError, match="without credentials"):
         require_credentials("0.0.0.0", DashboardSettings())
-    require_credentials("0.0.0.0", DashboardSettings(token=SecretStr("t")))
+    require_credentials("0.0.0.0", DashboardSettings(token=SecretStr(TOKEN)))
     with pytest.raises(ValueError, match="go together"):
         DashboardSettings(username="ops")
 
