@@ -4,8 +4,8 @@
 Keys of ``labels`` that are not label kinds (``schemas.label.LabelKind``; e.g. ``answerable``) are
 counted and left out. A line that is not JSON, has no id, or a label value other than 0/1 is an error
 with its line number; a file with any error imports nothing. ``sample`` keeps a stable-hash share of
-the interactions (the review queue's draw, ``pipeline.review``) and records it as each label's inclusion
-probability, so agreement weighs them as a uniform sample.
+the interactions (a draw of its own, independent of the review queue's, ``pipeline.review``) and
+records it as each label's inclusion probability, so agreement weighs them as a uniform sample.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pipeline.review import drawn
 from schemas.label import Label, LabelKind, LabelSource
 
 KINDS = {k.value for k in LabelKind}
+#: the import sample's own draw, independent of the review queue's
+IMPORT_SALT = "import"
 
 
 @dataclass
@@ -78,7 +80,7 @@ def read_labels_file(
             if not known:
                 out.unlabeled += 1
                 continue
-            if sample is not None and not drawn(str(iid), sample):
+            if sample is not None and not drawn(str(iid), sample, IMPORT_SALT):
                 out.not_drawn += 1
                 continue
             for kind, value in known.items():

@@ -38,6 +38,8 @@ def inclusion_probability(
     return settings.review_rate
 
 
-def drawn(interaction_id: str, probability: float) -> bool:
-    """Whether the queue draws this interaction at this probability (the same answer everywhere)."""
-    return stable_fraction(interaction_id, SALT) < probability
+def drawn(interaction_id: str, probability: float, salt: str = SALT) -> bool:
+    """Whether the queue draws this interaction at this probability (the same answer everywhere). Another
+    ``salt`` makes an independent draw (``groundwatch labels import --sample`` uses one, so an imported
+    sample never empties the review queue)."""
+    return stable_fraction(interaction_id, salt) < probability

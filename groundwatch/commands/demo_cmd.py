@@ -106,7 +106,7 @@ def user_history(path: Path, days: float) -> History:
 
 
 def label_demo(stack: LocalStack, plan: History, share: float) -> None:
-    """Play reviewers: label ``share`` of the replayed interactions (the review queue's stable draw) from
+    """Play reviewers: label ``share`` of the replayed interactions (a stable draw by id) from
     the bundled sets' human labels, then print the judge's agreement with them."""
     from groundwatch.agreement_report import render as render_quality
     from groundwatch.labels_file import read_labels_file

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     imp.add_argument(
         "--sample",
         type=_rate,
-        help="import only this share of the interactions, drawn by the review queue's stable hash, and "
+        help="import only this share of the interactions, drawn by a stable hash of the id, and "
         "record it as their inclusion probability (e.g. 0.1)",
     )
     imp.add_argument(

@@ -18,7 +18,7 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     assert conf.topic_partitions == 3 and conf.broker_session_timeout == 6.0
     agents = set(stream_app.app.agents)
     assert agents == {
-        f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink", "dead_letters")
+        f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink", "labels", "dead_letters")
     }
 
 
@@ -33,5 +33,6 @@ def test_fused_topology_has_one_processor_and_the_sink(tmp_path) -> None:
     assert set(create_app(settings).app.agents) == {
         "groundwatch.evaluate",
         "groundwatch.sink",
+        "groundwatch.labels",
         "groundwatch.dead_letters",
     }
