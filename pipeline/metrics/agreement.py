@@ -235,7 +235,9 @@ class CorrectedRate(BaseModel):
     flagged_rate: float | None = None
     status: CorrectionStatus
     corrected: float | None = Field(None, description="estimated true rate (Rogan-Gladen), clipped to [0, 1]")
-    low: float | None = Field(None, description="95 % interval, traffic's and labels' uncertainty together")
+    low: float | None = Field(
+        None, description="95 % interval, traffic's and labels' uncertainty together ([0, 1] when too few)"
+    )
     high: float | None = None
     labels_needed: int = Field(0, description="more labels needed in the scarcer class before a correction")
     note: str = Field("", description="what a reader should know, in one sentence")
@@ -309,7 +311,7 @@ def corrected_rate(
     sp_a, m0_a = _adjusted(conf.true_negatives / neg_w * m0, m0, z2)
     p_a, n_a = _adjusted(float(flagged), float(total), z2)
     j = se_a + sp_a - 1.0
-    low = high = None
+    low, high = 0.0, 1.0  # the adjusted Se + Sp is not above 1: the labels cannot bound the rate
     if j > 0:
         pi = min(1.0, max(0.0, (p_a + sp_a - 1.0) / j))
         var = (

@@ -160,3 +160,31 @@ def test_a_conversation_shows_its_earlier_turns_above_the_question(site: Dashboa
     assert "And how much does it cost?" in question.text  # the last user turn is the question
     assert panels.index(panel) < panels.index(question)
     assert console_errors(browser) == []
+
+
+def test_labeling_three_interactions_updates_the_judge_quality_page(
+    site: DashboardSite, browser: Any
+) -> None:
+    records = [json.loads(line) for line in site.history.lines]
+    chosen = [r["id"] for r in records if r["app"] == "wiki-qa" and r["model"] == "alpha"][:3]
+    open_view(browser, site.url + "?range=data&view=quality", "quality")
+    browser.execute_script("localStorage.setItem('groundwatch_reviewer', 'browser-reviewer')")
+    for iid in chosen:
+        open_view(browser, site.url + f"?range=data&view=interaction&id={iid}", "interaction")
+        browser.find_element(By.TAG_NAME, "body").send_keys("h")  # the key for "hallucinated"
+        WebDriverWait(browser, 30).until(
+            lambda d: "browser-reviewer: hallucinated" in d.find_element(By.ID, "label-panel").text
+        )
+    # a click on a button labels too
+    browser.find_element(By.CSS_SELECTOR, "button.label-yes[data-kind='answer_refusal']").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: "browser-reviewer: refusal" in d.find_element(By.ID, "label-panel").text
+    )
+    open_view(browser, site.url + "?range=data&view=quality&app=wiki-qa", "quality")
+    row = browser.find_element(
+        By.CSS_SELECTOR, "#quality-table tr[data-series='wiki-qa / alpha'][data-kind='grounded']"
+    )
+    cells = row.find_elements(By.TAG_NAME, "td")
+    assert cells[2].text == "3"  # labels
+    assert "needed" in cells[-1].text  # three labels of one class: too few to correct the rate
+    assert console_errors(browser) == []

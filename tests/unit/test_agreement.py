@@ -136,3 +136,10 @@ def test_reviewer_agreement_and_consensus() -> None:
     assert r.kappa == pytest.approx(-1 / 3)
     assert reviewer_agreement([("a", "ann", 1)]).pairs == 0
     assert consensus([1, 1, 0]) == 1 and consensus([0]) == 0 and consensus([1, 0]) is None
+
+
+def test_labels_too_weak_to_bound_the_rate_give_the_whole_interval() -> None:
+    # Se + Sp just above 1 measured, but not once the few labels' doubt is added in
+    result = corrected_rate(40, 100, _quality(tp=11, fn=9, fp=9, tn=11), min_per_class=20)
+    assert result.status is CorrectionStatus.OK and result.corrected is not None
+    assert (result.low, result.high) == (0.0, 1.0)
