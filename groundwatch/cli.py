@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "settings": "Print every GROUNDWATCH_* setting with its type, default and meaning (markdown).",
     "labels": "Import people's labels (the eval JSONL format) into ClickHouse.",
     "agreement": "Print the judge's agreement with people's labels and the corrected rates.",
+    "export": "Write stored interactions with their labels and this judge's verdicts as eval JSONL.",
 }
 
 

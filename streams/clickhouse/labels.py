@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipeline.review import REVIEW_FRACTION_SQL
+from schemas.evaluation import Evaluation
 from schemas.label import Label, LabeledRow
 from schemas.metrics import METRICS, MetricKind
 from schemas.settings import LabelsSettings
@@ -211,3 +212,40 @@ class LabelStore:
             QueueProgress(app=r["app"], model=r["model"], labeled_this_week=int(r["n"]), target=target)
             for r in rows
         ]
+
+    async def export_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        app: str | None = None,
+        model: str | None = None,
+        labeled_only: bool = False,
+        worst: int | None = None,
+    ) -> list[tuple[Evaluation, list[Label]]]:
+        """Judged interactions of the range with their current labels: every one, only the labeled, or
+        the ``worst`` by context entailment (lowest first)."""
+        where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER}"
+        if labeled_only:
+            where += f" AND interaction_id IN (SELECT interaction_id FROM {self.db}.labels)"
+        order = (
+            "ORDER BY context_entailment ASC NULLS LAST, interaction_id" if worst else "ORDER BY timestamp"
+        )
+        limit = f" LIMIT {int(worst)}" if worst else ""
+        rows = await self.store.query(
+            f"SELECT payload FROM {self.db}.evaluations FINAL WHERE {where} {order}{limit}",
+            {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""},
+        )
+        evaluations = [Evaluation.model_validate_json(r["payload"]) for r in rows]
+        by_id: dict[str, list[Label]] = {e.interaction_id: [] for e in evaluations}
+        if by_id:
+            label_rows = await self.store.query(
+                f"SELECT {', '.join(LABEL_COLUMNS[:-1])} FROM {self.db}.labels FINAL "
+                "WHERE interaction_id IN {ids:Array(String)}",
+                {"ids": list(by_id)},
+            )
+            for r in label_rows:
+                r["labeled_at"] = utc(r["labeled_at"])
+                r["statements"] = json.loads(r["statements"] or "[]")
+                by_id[r["interaction_id"]].append(Label.model_validate(r))
+        return [(e, by_id[e.interaction_id]) for e in evaluations]

@@ -1,0 +1,60 @@
+"""Production to dataset: stored interactions as the JSONL ``groundwatch eval`` reads.
+
+Each line is the interaction as it arrived (question or conversation, contexts, answer, ground truth,
+metadata), ``labels`` (people's majority per kind; end users' only when asked) and ``peers``: this
+judge's verdict as a 0/1 beside them, named ``<judge>:<its model>``, on the first labeled kind in the
+order grounded, correct, answer_refusal (1 = the label's positive class: grounded, correct, a refusal).
+``groundwatch eval FILE --judge openai`` then measures another judge on the same cases, this one beside.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.metrics.agreement import consensus
+from schemas.evaluation import Evaluation
+from schemas.label import Label, LabelKind, LabelSource
+
+PEER_KINDS = (LabelKind.GROUNDED, LabelKind.CORRECT, LabelKind.ANSWER_REFUSAL)
+
+
+def _verdict(e: Evaluation, kind: LabelKind, correct_threshold: float) -> int | None:
+    if kind is LabelKind.GROUNDED:
+        return None if e.hallucination is None else int(not e.hallucination)
+    if kind is LabelKind.CORRECT:
+        s = e.answer_entails_ground_truth
+        return None if s is None else int(s >= correct_threshold)
+    if kind is LabelKind.ANSWER_REFUSAL:
+        return None if e.answer_refusal is None else int(e.answer_refusal)
+    return None if e.ground_truth_refusal is None else int(e.ground_truth_refusal)
+
+
+def export_line(
+    e: Evaluation, labels: Sequence[Label], *, correct_threshold: float, include_end_user: bool = False
+) -> dict[str, Any] | None:
+    """One eval-format line; None when the stored evaluation carries no interaction."""
+    if e.interaction is None:
+        return None
+    line: dict[str, Any] = e.interaction.model_dump(mode="json", exclude_none=True)
+    values: dict[LabelKind, list[int]] = defaultdict(list)
+    for label in labels:
+        if label.source is LabelSource.END_USER and not include_end_user:
+            continue
+        values[label.kind].append(label.value)
+    majority = {k: consensus(v) for k, v in values.items()}
+    line["labels"] = {k.value: v for k, v in majority.items() if v is not None} or None
+    peer_kind = next((k for k in PEER_KINDS if majority.get(k) is not None), None)
+    if peer_kind is not None:
+        verdict = _verdict(e, peer_kind, correct_threshold)
+        if verdict is not None:
+            line["peers"] = {f"{e.judge}:{e.judge_model or e.judge}": verdict}
+    if line["labels"] is None:
+        del line["labels"]
+    return line
+
+
+def dumps(line: dict[str, Any]) -> str:
+    return json.dumps(line, ensure_ascii=False)
