@@ -6,15 +6,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from pipeline.retry import NO_CAP, Backoff, Sleep, retry
+
 log = logging.getLogger(__name__)
 
-Sleep = Callable[[float], Awaitable[None]]
+__all__ = ["JSON", "Outcome", "Sleep", "json_bytes", "post_webhook", "post_with_retries"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,10 @@ class Outcome:
     ok: bool
     attempts: int
     error: str = ""  # the last failure ("" when delivered)
+
+
+class _Again(Exception):
+    """An answer worth retrying: 429 or 5xx."""
 
 
 async def post_with_retries(
@@ -36,25 +42,38 @@ async def post_with_retries(
     sleep: Sleep = asyncio.sleep,
     timeout_s: float | None = None,
 ) -> Outcome:
-    """POST ``content`` until a 2xx, at most ``retries`` + 1 times; never raises an HTTP error."""
-    error = ""
-    for attempt in range(retries + 1):
-        try:
-            response = await client.post(
-                url, content=content, headers=dict(headers), timeout=timeout_s or client.timeout
-            )
-            if response.status_code < 300:
-                return Outcome(True, attempt + 1)
-            error = f"HTTP {response.status_code}: {response.text[:200]}"
-            log.warning("%s answered %s (attempt %d)", what, response.status_code, attempt + 1)
-            if response.status_code != 429 and response.status_code < 500:
-                return Outcome(False, attempt + 1, error)
-        except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            log.warning("%s failed (attempt %d): %s", what, attempt + 1, error)
-        if attempt < retries:
-            await sleep(backoff_s * (2**attempt))
-    return Outcome(False, retries + 1, error)
+    """POST ``content`` until a 2xx, at most ``retries`` + 1 times (``pipeline.retry``: ``backoff_s``
+    doubling, no cap, no jitter); any other 4xx is final. Never raises an HTTP error."""
+    final = ""  # a 4xx other than 429: not retried
+
+    async def post() -> None:
+        nonlocal final
+        response = await client.post(
+            url, content=content, headers=dict(headers), timeout=timeout_s or client.timeout
+        )
+        if response.status_code < 300:
+            return
+        error = f"HTTP {response.status_code}: {response.text[:200]}"
+        if response.status_code != 429 and response.status_code < 500:
+            log.warning("%s answered %s", what, response.status_code)
+            final = error
+            return
+        raise _Again(error)
+
+    tried = await retry(
+        post,
+        what=what,
+        attempts=retries + 1,
+        backoff=Backoff(first_s=backoff_s, max_s=NO_CAP),
+        retry_on=(_Again, httpx.HTTPError),
+        sleep=sleep,
+        level=logging.WARNING,
+    )
+    exc = tried.error
+    if exc is not None:
+        error = str(exc) if isinstance(exc, _Again) else f"{type(exc).__name__}: {exc}"
+        return Outcome(False, tried.attempts, error)
+    return Outcome(not final, tried.attempts, final)
 
 
 async def post_webhook(
