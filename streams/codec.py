@@ -273,11 +273,11 @@ def dead_letter(
     original: str | None = None,
 ) -> DeadLetter:
     """The one way a failure becomes a dead letter: the stage, the reason, the original message (as
-    text), its topic (``source_topic``, else ``origin``'s), where it was read (``origin``), its interaction id (given,
-    or what an undecodable message named) and the original Interaction JSON to replay onto
-    ``interactions`` (when not given, the one the payload is or carries: ``original_of``). Its id is stable
-    for the message (``dead_letter_id``). ``StreamContext.dead_letter`` sends it, fitted to the byte
-    budget (``fit_letter``)."""
+    text), its topic (``source_topic``, else ``origin``'s), where it was read (``origin``), its
+    interaction id (given, or what an undecodable message named) and the original Interaction JSON to
+    replay onto ``interactions`` (when not given, the one the payload is or carries: ``original_of``).
+    Its id is stable for the message (``dead_letter_id``). ``StreamContext.dead_letter`` sends it,
+    fitted to the byte budget (``fit_letter``)."""
     if interaction_id is None and isinstance(error, InvalidMessage):
         interaction_id = error.interaction_id
     text = payload_text(payload)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from schemas.deadletter import DeadLetter
+from schemas.errors import JudgeError
 from schemas.interaction import Interaction
 from schemas.results import Converted
 from schemas.settings import KafkaSettings
-from schemas.errors import JudgeError
 from streams.codec import Origin, dead_letter, encode, fit_letter, original_of, stage_of
 from streams.context import StreamContext, new_context
 from streams.resources import Resources
@@ -177,7 +177,9 @@ def test_a_message_dead_lettered_twice_gets_the_same_id() -> None:
     raw = converted().model_dump_json().encode()
     where = Origin("t.converted", 1, 17)
     first = dead_letter(stage="nli", error=JudgeError("429"), payload=raw, origin=where, interaction_id="i1")
-    again = dead_letter(stage="nli", error=JudgeError("timeout"), payload=raw, origin=where, interaction_id="i1")
+    again = dead_letter(
+        stage="nli", error=JudgeError("timeout"), payload=raw, origin=where, interaction_id="i1"
+    )
     assert first.failed_at <= again.failed_at and first.dead_letter_id == again.dead_letter_id != ""
     # a message elsewhere, or the same message failing at another stage, is another letter
     assert dead_letter(stage="nli", error=JudgeError("429"), payload=raw, origin=Origin("t.converted", 1, 18),
@@ -185,13 +187,21 @@ def test_a_message_dead_lettered_twice_gets_the_same_id() -> None:
     assert dead_letter(stage="join", error=JudgeError("429"), payload=raw, origin=where,
                        interaction_id="i1").dead_letter_id != first.dead_letter_id  # fmt: skip
     # not read from Kafka as it is (a span of an OTLP export, a row ClickHouse rejects): stage and payload
-    span = dead_letter(stage="otlp", error=ValueError("no model"), payload='{"span_id": "a"}', source_topic="o")
-    assert span.dead_letter_id == dead_letter(
-        stage="otlp", error=ValueError("other words"), payload='{"span_id": "a"}', source_topic="o"
-    ).dead_letter_id
-    assert span.dead_letter_id != dead_letter(
-        stage="otlp", error=ValueError("no model"), payload='{"span_id": "b"}', source_topic="o"
-    ).dead_letter_id
+    span = dead_letter(
+        stage="otlp", error=ValueError("no model"), payload='{"span_id": "a"}', source_topic="o"
+    )
+    assert (
+        span.dead_letter_id
+        == dead_letter(
+            stage="otlp", error=ValueError("other words"), payload='{"span_id": "a"}', source_topic="o"
+        ).dead_letter_id
+    )
+    assert (
+        span.dead_letter_id
+        != dead_letter(
+            stage="otlp", error=ValueError("no model"), payload='{"span_id": "b"}', source_topic="o"
+        ).dead_letter_id
+    )
 
 
 def test_the_dead_letters_row_is_keyed_by_the_letter_id() -> None:
