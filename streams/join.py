@@ -9,11 +9,11 @@ Design (at-least-once without transactions or table recovery):
   changelog batch (``end_offsets`` is off by one batch) and there are no transactions to tie a changelog
   write to an offset commit.
 * Instead the source events themselves are the durable state. Every part (the Converted, the NliResult,
-  the RefusalResult) is consumed with ``noack`` and acked only once its interaction's Evaluation has been
-  sent (faust flushes the producer before it commits). Acks go through ``streams.acks.OrderedAcks``, in
-  offset order per partition, because faust's own gap handling can commit past a held message. So the
-  committed offset of each input partition never passes a part whose Evaluation is not out; after a
-  crash the parts are redelivered and the buffer rebuilt.
+  the RefusalResult) is consumed with ``noack`` and acked only once its message's outcome is out: its
+  Evaluation sent (delivery awaited), or its dead letter sent or given up. Acks go through
+  ``streams.acks.OrderedAcks``, in offset order per partition, because faust's own gap handling can
+  commit past a held message. So the committed offset of each input partition never passes a part whose
+  outcome is not out; after a crash the parts are redelivered and the buffer rebuilt.
 * One entry is one message: the buffer is keyed by (interaction_id, digest), the digest being the sha256
   of the interaction's canonical JSON, computed once where it enters judging and carried in every part
   (``schemas.interaction.interaction_digest``). Two messages with the same interaction_id sent back to
