@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pipeline.judges.base import Judge
 from pipeline.sentences import split_sentences
 from prompts.models import PronounTurn
-from schemas.interaction import Interaction, recent_turns
+from schemas.interaction import Interaction, interaction_digest, recent_turns
 from schemas.results import Converted, JudgeCall
 from schemas.settings import Settings
 
@@ -128,6 +128,7 @@ async def convert(interaction: Interaction, judge: Judge, settings: Settings) ->
         )
     return Converted(
         interaction=interaction,
+        digest=interaction_digest(interaction),
         question_sentences=question,
         answer_sentences=answer,
         ground_truth_sentences=ground_truth,

@@ -407,6 +407,7 @@ async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) 
                 answer_refusal = out.value.refusal
     return NliResult(
         interaction_id=converted.interaction.interaction_id,
+        digest=converted.digest,
         pairs=_pair_results(converted, plan, per_part),
         calls=calls,
         seconds=time.perf_counter() - started,

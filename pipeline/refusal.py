@@ -83,6 +83,7 @@ class RefusalClassifier:
             by_slot[i] = flag
         return RefusalResult(
             interaction_id=converted.interaction.interaction_id,
+            digest=converted.digest,
             answer_refusal=by_slot[0],
             ground_truth_refusal=by_slot[1] if len(by_slot) > 1 else None,
             calls=calls,

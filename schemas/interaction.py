@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -372,3 +373,13 @@ class Interaction(BaseModel):
     @property
     def document_names(self) -> list[str]:
         return [p.document for p in self.contexts if p.document]
+
+
+def interaction_digest(interaction: Interaction) -> str:
+    """The sha256 of the interaction's canonical JSON (keys sorted, no spaces): which message an
+    interaction's parts come from when two messages share one interaction_id. Computed once, where the
+    interaction enters judging (``pipeline.convert.convert``), and carried in every part."""
+    canonical = json.dumps(
+        interaction.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()

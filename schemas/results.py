@@ -71,10 +71,19 @@ class PairResult(BaseModel):
     premise_parts: int = 1  # >1 when the premise was split to fit the judge's window
 
 
+#: every part carries the digest of the interaction it was made from, so the join puts together the
+#: parts of one message even when another message has the same interaction_id
+DIGEST_DESCRIPTION = (
+    "schemas.interaction.interaction_digest of the interaction this part was made from (sha256 of its "
+    "canonical JSON); empty in a part written before digests existed"
+)
+
+
 class Converted(BaseModel):
     """Output of the sentence-conversion stage (with pronoun replacement)."""
 
     interaction: Interaction
+    digest: str = Field("", description=DIGEST_DESCRIPTION)
     question_sentences: list[str]
     answer_sentences: list[str]  # after pronoun replacement
     ground_truth_sentences: list[str]  # after pronoun replacement; [] when there is no ground truth
@@ -84,6 +93,7 @@ class Converted(BaseModel):
 
 class NliResult(BaseModel):
     interaction_id: str
+    digest: str = Field("", description=DIGEST_DESCRIPTION)
     pairs: list[PairResult]
     calls: list[JudgeCall] = Field(default_factory=list)
     seconds: float = 0.0
@@ -94,6 +104,7 @@ class NliResult(BaseModel):
 
 class RefusalResult(BaseModel):
     interaction_id: str
+    digest: str = Field("", description=DIGEST_DESCRIPTION)
     answer_refusal: bool | None
     ground_truth_refusal: bool | None  # None when there is no ground truth
     calls: list[JudgeCall] = Field(default_factory=list)

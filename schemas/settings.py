@@ -526,11 +526,10 @@ class KafkaSettings(BaseModel):
         5,
         ge=1,
         description=(
-            "a message whose dead letter cannot be sent (the producer fails) is retried this many times, "
-            "then "
-            "acked anyway with an ERROR log naming its topic, partition and offset, so one message never "
-            "blocks"
-            " its partition for ever"
+            "attempts (with backoff) to send what must not be lost: an Evaluation the join cannot send is "
+            "then dead-lettered; a dead letter that cannot be sent (the producer fails) is then given up "
+            "and its message acked with an ERROR log naming its topic, partition and offset, so one "
+            "message never blocks its partition for ever"
         ),
     )
     session_timeout_s: float = Field(6.0, description="Kafka consumer session timeout")

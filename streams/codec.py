@@ -6,13 +6,14 @@ import base64
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from schemas.deadletter import DeadLetter
-from schemas.errors import InvalidMessage
+from schemas.errors import InvalidMessage, StageError
 from schemas.results import Stage
 from schemas.settings import Limits
 
@@ -204,17 +205,79 @@ def fit_letter(letter: DeadLetter, max_bytes: int) -> DeadLetter:
     )
 
 
+def stage_of(exc: BaseException, default: Stage) -> Stage:
+    """The stage a failure on a message is filed under: "validate" for a message that does not decode,
+    the failing stage of a fused evaluation, else the processor's own stage."""
+    if isinstance(exc, InvalidMessage):
+        return "validate"
+    if isinstance(exc, StageError):
+        return exc.stage
+    return default
+
+
+@dataclass(frozen=True, order=True)
+class Origin:
+    """Where a message was read: topic, partition and offset."""
+
+    topic: str
+    partition: int
+    offset: int
+
+    @classmethod
+    def of(cls, tp: Any, offset: int) -> Origin:
+        """From a faust TP (``topic``, ``partition``) and an offset; anything else is taken as a topic
+        name, partition 0."""
+        topic, partition = getattr(tp, "topic", None), getattr(tp, "partition", None)
+        if not isinstance(topic, str) or not isinstance(partition, int):
+            topic, partition = str(tp), 0
+        return cls(topic, partition, int(offset))
+
+    @classmethod
+    def of_event(cls, event: Any) -> Origin | None:
+        """Where a faust event's message was read; None when the event does not say."""
+        msg = getattr(event, "message", None)
+        tp, offset = getattr(msg, "tp", None), getattr(msg, "offset", None)
+        return None if tp is None or not isinstance(offset, int) else cls.of(tp, offset)
+
+    def __str__(self) -> str:
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+def dead_letter_id(stage: Stage, payload: str, origin: Origin | None, interaction_id: str | None) -> str:
+    """The same for every time one message is dead-lettered at one stage: the sha256 of where it was
+    read (topic, partition, offset) with the stage and the interaction id (one message can name several
+    interactions, e.g. the spans of one OTLP export), or, for what was not read from Kafka as it is,
+    of the stage and the payload."""
+    if origin is not None:
+        parts = [
+            "kafka",
+            origin.topic,
+            str(origin.partition),
+            str(origin.offset),
+            stage,
+            interaction_id or "",
+        ]
+    else:
+        parts = ["payload", stage, payload]
+    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def dead_letter(
     *,
     stage: Stage,
     error: BaseException,
     payload: bytes | str | None,
-    source_topic: str | None,
+    origin: Origin | None = None,
+    source_topic: str | None = None,
     interaction_id: str | None = None,
     original: str | None = None,
 ) -> DeadLetter:
-    """The dead letter of a message; ``original`` is the Interaction JSON when known (replayable onto
-    interactions). ``StreamContext.send_dead`` fits it to the byte budget (``fit_letter``)."""
+    """The one way a failure becomes a dead letter: the stage, the reason, the original message (as
+    text), its topic (``source_topic``, else ``origin``'s), where it was read (``origin``), its
+    interaction id (given, or what an undecodable message named) and the original Interaction JSON to
+    replay onto ``interactions`` (when not given, the one the payload is or carries: ``original_of``).
+    Its id is stable for the message (``dead_letter_id``). ``StreamContext.dead_letter`` sends it,
+    fitted to the byte budget (``fit_letter``)."""
     if interaction_id is None and isinstance(error, InvalidMessage):
         interaction_id = error.interaction_id
     text = payload_text(payload)
@@ -223,12 +286,13 @@ def dead_letter(
     except Exception as exc:  # an exception whose str() fails still gets its letter
         reason = f"{type(error).__name__} (its message could not be read: {type(exc).__name__})"
     return DeadLetter(
+        dead_letter_id=dead_letter_id(stage, text, origin, interaction_id),
         stage=stage,
         error_type=type(error).__name__,
         error=reason[:4000],
-        source_topic=source_topic,
+        source_topic=source_topic or (origin.topic if origin is not None else None),
         interaction_id=interaction_id,
         payload=text,
         payload_bytes=len(text.encode("utf-8", "surrogatepass")),
-        original=original,
+        original=original if original is not None else original_of(payload),
     )

@@ -1,8 +1,10 @@
-"""What every processor shares on the Kafka side: settings, topic names, sending, and the one place an
-error becomes a dead letter. The judge and ClickHouse live in ``streams.resources.Resources``."""
+"""What every processor shares on the Kafka side: settings, topic names, sending, and the one place a
+failure becomes a dead letter and the one give-up policy when that cannot be sent. The judge and
+ClickHouse live in ``streams.resources.Resources``."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,26 +12,15 @@ from typing import Any
 import faust
 from pydantic import BaseModel
 
+from pipeline.retry import Backoff, Sleep, retry
 from schemas.deadletter import DeadLetter
-from schemas.errors import InvalidMessage, StageError
 from schemas.results import Stage
 from schemas.settings import Settings
-from streams.codec import dead_letter, encode, fit_letter, original_of
-from streams.retry import with_backoff
+from streams.codec import Origin, dead_letter, encode, fit_letter
 from streams.telemetry import WorkerMetrics
 from streams.topics import TopicNames, topic_names
 
 log = logging.getLogger(__name__)
-
-
-def stage_of(exc: BaseException, default: Stage) -> Stage:
-    """The stage a failure is filed under: "validate" for a message that does not decode, the failing
-    stage of a fused evaluation, else the processor's own stage."""
-    if isinstance(exc, InvalidMessage):
-        return "validate"
-    if isinstance(exc, StageError):
-        return exc.stage
-    return default
 
 
 @dataclass
@@ -39,6 +30,10 @@ class StreamContext:
     names: TopicNames
     topics: dict[str, Any] = field(default_factory=dict)  # topic name -> faust Topic
     metrics: WorkerMetrics = field(default_factory=WorkerMetrics)
+    #: how retries wait (``pipeline.retry``); tests pass one that advances their clock
+    sleep: Sleep = asyncio.sleep
+    #: the first wait before a dead letter is sent again (doubling from there)
+    retry_delay_s: float = 1.0
 
     def topic(self, name: str) -> Any:
         if name not in self.topics:
@@ -60,6 +55,8 @@ class StreamContext:
         await delivery
 
     async def send_dead(self, letter: DeadLetter) -> None:
+        """Send one dead letter (fitted to ``kafka.deadletter_max_bytes``) and count it; raises when the
+        broker does not take it."""
         letter = fit_letter(letter, self.settings.kafka.deadletter_max_bytes)
         log.warning(
             "dead letter: stage=%s id=%s %s: %s",
@@ -71,42 +68,50 @@ class StreamContext:
         await self.send(self.names.deadletter, letter.interaction_id, letter)
         self.metrics.dead_letter(letter.stage, letter.error_type)
 
-    def letter_for(
-        self, exc: BaseException, default_stage: Stage, raw: bytes | None, source_topic: str, key: str | None
-    ) -> DeadLetter:
-        """The one way an error on a message becomes a dead letter: its stage (``stage_of``), the
-        reason, the original message, its interaction id (the message key, or what the undecodable
-        message named) and the original interaction when the message carried one (to replay it onto
-        ``interactions``)."""
-        interaction_id = key
-        if interaction_id is None and isinstance(exc, InvalidMessage):
-            interaction_id = exc.interaction_id
-        return dead_letter(
-            stage=stage_of(exc, default_stage),
-            error=exc,
-            payload=raw,
+    async def dead_letter(
+        self,
+        error: BaseException,
+        stage: Stage,
+        payload: bytes | str | None,
+        *,
+        origin: Origin | None = None,
+        source_topic: str | None = None,
+        interaction_id: str | None = None,
+        original: str | None = None,
+    ) -> bool:
+        """The one way a failure on a message ends: its dead letter (``streams.codec.dead_letter``) is
+        sent, retried with backoff (``pipeline.retry``), ``kafka.deadletter_attempts`` times in all.
+        True once it is out; after the last attempt an ERROR log naming the message (``origin``, else
+        its interaction) and False: the one give-up policy. Either way the caller then acks the
+        message, so one message never blocks its partition for ever. Never raises (but for
+        cancellation)."""
+        letter = dead_letter(
+            stage=stage,
+            error=error,
+            payload=payload,
+            origin=origin,
             source_topic=source_topic,
             interaction_id=interaction_id,
-            original=original_of(raw),
+            original=original,
         )
-
-    async def send_dead_or_give_up(self, letter: DeadLetter, where: str, retry_delay_s: float = 1.0) -> None:
-        """``send_dead`` retried with backoff, ``kafka.deadletter_attempts`` times in all; then an ERROR log
-        naming the message (``where``: topic, partition, offset) and return, so the caller acks it and
-        its partition moves on (the same policy as ``streams.runner.run_bounded``)."""
+        where = (
+            str(origin) if origin is not None else f"{letter.source_topic or stage} {interaction_id or ''}"
+        )
         attempts = self.settings.kafka.deadletter_attempts
-        sent = await with_backoff(
+        tried = await retry(
             lambda: self.send_dead(letter),
             what=f"dead-lettering {where}",
             attempts=attempts,
-            first_delay_s=retry_delay_s,
+            backoff=Backoff(first_s=self.retry_delay_s),
+            sleep=self.sleep,
         )
-        if not sent:
+        if not tried.ok:
             log.error(
                 "GIVING UP on %s: its dead letter (stage %s: %s) could not be sent after %d attempts; "
                 "acking it so its partition moves on. Re-read it from that offset to recover it.",
                 where, letter.stage, letter.error[:300], attempts,
             )  # fmt: skip
+        return tried.ok
 
 
 def new_context(settings: Settings, app: faust.App) -> StreamContext:

@@ -1,7 +1,7 @@
 """The join's state and timeout: parts in, complete or expired entries out (no Kafka here). The
 processor that feeds it is ``streams.processors.join.JoinProcessor``.
 
-converted + nli + refusals -> evaluations: one Evaluation per interaction once its parts are in.
+converted + nli + refusals -> evaluations: one Evaluation per message once its parts are in.
 
 Design (at-least-once without transactions or table recovery):
 
@@ -9,18 +9,28 @@ Design (at-least-once without transactions or table recovery):
   changelog batch (``end_offsets`` is off by one batch) and there are no transactions to tie a changelog
   write to an offset commit.
 * Instead the source events themselves are the durable state. Every part (the Converted, the NliResult,
-  the RefusalResult) is consumed with ``noack`` and acked only once its interaction's Evaluation has been
-  sent (faust flushes the producer before it commits). Acks go through ``streams.acks.OrderedAcks``, in
-  offset order per partition, because faust's own gap handling can commit past a held message. So the
-  committed offset of each input partition never passes a part whose Evaluation is not out; after a
-  crash the parts are redelivered and the buffer rebuilt.
+  the RefusalResult) is consumed with ``noack`` and acked only once its message's outcome is out: its
+  Evaluation sent (delivery awaited), or its dead letter sent or given up. Acks go through
+  ``streams.acks.OrderedAcks``, in offset order per partition, because faust's own gap handling can
+  commit past a held message. So the committed offset of each input partition never passes a part whose
+  outcome is not out; after a crash the parts are redelivered and the buffer rebuilt.
+* One entry is one message: the buffer is keyed by (interaction_id, digest), the digest being the sha256
+  of the interaction's canonical JSON, computed once where it enters judging and carried in every part
+  (``schemas.interaction.interaction_digest``). Two messages with the same interaction_id sent back to
+  back never mix: each Evaluation holds its own interaction with its own statements and scores.
 * All inputs are keyed by interaction_id with the same partition count (co-partitioned), so one worker
   sees every part of an interaction. On a rebalance the buffer forgets the partitions it lost.
-* After the join timeout an entry is first checked against ClickHouse: when a complete Evaluation is
-  already there, the entry was a part redelivered after its Evaluation went out (the commit of its
-  partition lagged behind the other inputs' at a crash) and is dropped. Otherwise an entry with its
-  Converted is emitted incomplete (``missing`` names the absent parts); one without its Converted cannot
-  be assembled and goes to deadletter (stage "join").
+* After the join timeout an entry is first checked against ClickHouse: when a complete Evaluation of the
+  interaction is already there, the entry was a part redelivered after its Evaluation went out (the
+  commit of its partition lagged behind the other inputs' at a crash), or an incomplete message whose
+  row could not replace a complete one anyway (the table's version prefers complete rows), and is
+  dropped. When that check fails (ClickHouse unreachable) the entry is emitted all the same: a duplicate
+  is harmless. Otherwise an entry with its Converted is emitted incomplete (``missing`` names the absent
+  parts); one without its Converted cannot be assembled and goes to deadletter (stage "join").
+* No part is left unacked: an Evaluation that cannot be sent is retried (``pipeline.retry``,
+  ``kafka.deadletter_attempts`` times) and then dead-lettered (stage "join"), and a dead letter that
+  cannot be sent either is given up (``StreamContext.dead_letter``); the parts are acked in every case,
+  so the partition moves on.
 * Late parts: the parts of an entry that left the buffer incomplete (emitted incomplete, or
   dead-lettered without its Converted) are kept in a bounded LRU (``kafka.join_emitted_cache``
   interactions). A part that arrives later merges with them and the Evaluation is rebuilt and sent again
@@ -30,8 +40,7 @@ Design (at-least-once without transactions or table recovery):
   least 120 s (``join_timeout``); a shorter configured one is used but warned about at start (its late
   parts are still joined through the LRU while they are in it).
 * Emitting (relevance, assembly, the send and its delivery) runs in tasks, at most
-  ``kafka.stage_concurrency`` at once, so the join keeps consuming while the broker confirms; an
-  exception anywhere in handling one part is logged and the part left unacked, never kills the agent.
+  ``kafka.stage_concurrency`` at once, so the join keeps consuming while the broker confirms.
 
 Cost: a part held for long (a slow or failed stage) holds back the committed offset of its partition, so
 more is redelivered after a crash; the join timeout bounds it.
@@ -52,17 +61,45 @@ from streams.acks import Ticket
 log = logging.getLogger(__name__)
 
 Part = Converted | NliResult | RefusalResult
+#: one message's entry: (interaction_id, digest of its interaction)
+Key = tuple[str, str]
+
+
+def key_of(part: Part) -> Key:
+    iid = part.interaction.interaction_id if isinstance(part, Converted) else part.interaction_id
+    return iid, part.digest
 
 
 @dataclass
 class Pending:
     interaction_id: str
+    digest: str
     first_seen: float
     converted: Converted | None = None
     nli: NliResult | None = None
     refusal: RefusalResult | None = None
     tickets: list[Ticket] = field(default_factory=list)
     tps: set[Any] = field(default_factory=set)
+
+    @property
+    def key(self) -> Key:
+        return self.interaction_id, self.digest
+
+    def take(self, ticket: Ticket | None) -> None:
+        if ticket is not None:
+            self.tickets.append(ticket)
+            self.tps.add(ticket.tp)
+
+    def parts_only(self, first_seen: float) -> Pending:
+        """A copy with the parts and no tickets."""
+        return Pending(
+            interaction_id=self.interaction_id,
+            digest=self.digest,
+            first_seen=first_seen,
+            converted=self.converted,
+            nli=self.nli,
+            refusal=self.refusal,
+        )
 
     def missing(self, need_refusal: bool) -> list[str]:
         out = []
@@ -115,84 +152,71 @@ def join_timeout(settings: Settings) -> float:
 
 
 class JoinBuffer:
-    """Pure join state: parts in, complete or expired entries out (no Kafka here).
+    """Pure join state: parts in, complete or expired entries out (no Kafka here). An entry is one
+    message: its parts share the interaction_id and the digest of the interaction (``key_of``).
 
-    Entries that leave incomplete (``expired``) keep their parts in an LRU of ``keep_late`` interactions;
+    Entries that leave incomplete (``expired``) keep their parts in an LRU of ``keep_late`` messages;
     a later part of one of them (``add``) returns the merged entry at once, to be re-emitted."""
 
     def __init__(self, *, need_refusal: bool, timeout_s: float, keep_late: int = 10_000) -> None:
         self.need_refusal = need_refusal
         self.timeout_s = timeout_s
         self.keep_late = keep_late
-        self._entries: dict[str, Pending] = {}
-        self._left: OrderedDict[str, Pending] = OrderedDict()  # left incomplete: parts only, no tickets
+        self._entries: dict[Key, Pending] = {}
+        self._left: OrderedDict[Key, Pending] = OrderedDict()  # left incomplete: parts only, no tickets
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def late(self) -> int:
-        """Interactions that left incomplete and whose parts are kept for late arrivals."""
+        """Messages that left incomplete and whose parts are kept for late arrivals."""
         return len(self._left)
 
-    def add(self, iid: str, part: Part, ticket: Ticket | None, now: float) -> Pending | None:
-        """Add one part; return (and remove) the entry when it is complete, or, for an interaction that
+    def add(self, part: Part, ticket: Ticket | None, now: float) -> Pending | None:
+        """Add one part; return (and remove) the entry when it is complete, or, for a message that
         already left incomplete, the entry merged with the parts it left with (to emit again)."""
-        left = None if iid in self._entries else self._left.pop(iid, None)
+        key = key_of(part)
+        left = None if key in self._entries else self._left.pop(key, None)
         if left is not None:
-            merged = Pending(
-                interaction_id=iid,
-                first_seen=now,
-                converted=left.converted,
-                nli=left.nli,
-                refusal=left.refusal,
-            )
+            merged = left.parts_only(first_seen=now)
             merged.put(part)
             if merged.missing(self.need_refusal):  # still incomplete: keep its parts for the next one
                 self._remember(merged)
-            if ticket is not None:
-                merged.tickets.append(ticket)
-                merged.tps.add(ticket.tp)
+            merged.take(ticket)
             return merged
-        entry = self._entries.get(iid)
+        entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[iid] = Pending(interaction_id=iid, first_seen=now)
+            entry = self._entries[key] = Pending(interaction_id=key[0], digest=key[1], first_seen=now)
         entry.put(part)
-        if ticket is not None:
-            entry.tickets.append(ticket)
-            entry.tps.add(ticket.tp)
+        entry.take(ticket)
         if not entry.missing(self.need_refusal):
-            return self._entries.pop(iid)
+            return self._entries.pop(key)
         return None
 
     def _remember(self, entry: Pending) -> None:
         if self.keep_late <= 0:
             return
-        self._left[entry.interaction_id] = Pending(
-            interaction_id=entry.interaction_id,
-            first_seen=entry.first_seen,
-            converted=entry.converted,
-            nli=entry.nli,
-            refusal=entry.refusal,
-        )
-        self._left.move_to_end(entry.interaction_id)
+        self._left[entry.key] = entry.parts_only(first_seen=entry.first_seen)
+        self._left.move_to_end(entry.key)
         while len(self._left) > self.keep_late:
             self._left.popitem(last=False)
 
     def expired(self, now: float) -> list[Pending]:
-        """Remove and return the entries older than the timeout; their parts are kept for late parts."""
+        """Remove and return the entries older than the timeout; their parts are kept for late parts.
+        The caller owns their tickets from then on: it must ack them once their outcome is out."""
         out = [e for e in self._entries.values() if now - e.first_seen >= self.timeout_s]
         for e in out:
-            del self._entries[e.interaction_id]
+            del self._entries[e.key]
             self._remember(e)
         return out
 
-    def discard_late(self, iid: str) -> None:
-        """Forget the kept parts of an interaction (it is complete elsewhere)."""
-        self._left.pop(iid, None)
+    def discard_late(self, key: Key) -> None:
+        """Forget the kept parts of a message (it is complete elsewhere)."""
+        self._left.pop(key, None)
 
     def forget(self, tps: Iterable[Any]) -> int:
         lost = set(tps)
-        gone = [iid for iid, e in self._entries.items() if e.tps & lost]
-        for iid in gone:
-            del self._entries[iid]
+        gone = [key for key, e in self._entries.items() if e.tps & lost]
+        for key in gone:
+            del self._entries[key]
         return len(gone)

@@ -28,7 +28,6 @@ from schemas.evaluation import Evaluation
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.sink import EvaluationSink, Located
 from streams.clickhouse.store import ClickHouseStore
-from streams.codec import dead_letter
 from streams.context import StreamContext
 from streams.status import WorkerStatus, write_status
 from streams.windows.closer import WindowCloser
@@ -147,15 +146,14 @@ class Resources(Service):
         await self.write_status()
 
     async def _reject_row(self, evaluation: Evaluation, exc: Exception) -> None:
-        """A row ClickHouse keeps rejecting (streams.clickhouse.sink): to deadletter, stage "sink"."""
-        await self.ctx.send_dead(
-            dead_letter(
-                stage="sink",
-                error=exc,
-                payload=evaluation.model_dump_json(),
-                source_topic=self.ctx.names.evaluations,
-                interaction_id=evaluation.interaction_id,
-            )
+        """A row ClickHouse keeps rejecting (streams.clickhouse.sink): to deadletter, stage "sink" (its
+        id from the row itself: the same row rejected again replaces its ``dead_letters`` row)."""
+        await self.ctx.dead_letter(
+            exc,
+            "sink",
+            evaluation.model_dump_json(),
+            source_topic=self.ctx.names.evaluations,
+            interaction_id=evaluation.interaction_id,
         )
 
     async def write_status(self) -> None:

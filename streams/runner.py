@@ -14,7 +14,6 @@ from typing import Any
 
 from schemas.errors import GroundwatchError
 from streams.acks import OrderedAcks
-from streams.retry import Sleep, with_backoff
 from streams.task_pool import TaskPool
 
 log = logging.getLogger(__name__)
@@ -44,25 +43,16 @@ async def run_bounded(
     limit: int,
     acks: OrderedAcks | None = None,
     on_error: OnError | None = None,
-    *,
-    error_attempts: int = 5,
-    retry_delay_s: float = 1.0,
-    sleep: Sleep | None = None,
 ) -> None:
     """Handle each event in a task, at most ``limit`` at once, acking in offset order.
 
-    An exception from the handler goes to ``on_error`` (which dead-letters the message) and the event is
-    acked: bad input never stalls a partition. When ``on_error`` fails too (the dead letter cannot be
-    sent), it is retried with backoff up to ``error_attempts`` times in all; then the event is acked
-    anyway with an ERROR log naming its topic, partition and offset (to re-read it by hand), so one
-    message never blocks its partition for ever. Without ``on_error`` a failed event stays unacked, to
-    come back after a restart.
+    An exception from the handler goes to ``on_error``, which dead-letters the message
+    (``StreamContext.dead_letter``: retried, then given up with an ERROR log, never raising), and the
+    event is acked: bad input never stalls a partition. Without ``on_error``, or when it raises all
+    the same, a failed event stays unacked, to come back after a restart.
     """
     acks = acks or OrderedAcks()
     pool = TaskPool(limit)
-    backoff: dict[str, Any] = {"first_delay_s": retry_delay_s, "attempts": max(1, error_attempts)}
-    if sleep is not None:
-        backoff["sleep"] = sleep
 
     async def one(event: Any) -> None:
         ticket = acks.track(event)
@@ -72,15 +62,11 @@ async def run_bounded(
             log_failure(event, exc)
             if on_error is None:
                 return  # unacked: it comes back after a restart
-            sent = await with_backoff(
-                functools.partial(on_error, event, exc), what=f"dead-lettering {where(event)}", **backoff
-            )
-            if not sent:
-                log.error(
-                    "GIVING UP on %s: it failed (%s: %s) and could not be dead-lettered after %d attempts; "
-                    "acking it so its partition moves on. Re-read it from that offset to recover it.",
-                    where(event), type(exc).__name__, exc, error_attempts,
-                )  # fmt: skip
+            try:
+                await on_error(event, exc)
+            except Exception:
+                log.exception("%s: its dead letter failed; left unacked", where(event))
+                return
         acks.done(ticket)
 
     try:

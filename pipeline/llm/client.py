@@ -39,6 +39,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from pipeline.llm.http import ChatHttp, HttpConnectionError, HttpStatusError, HttpTimeout
 from pipeline.llm.slots import PrioritySlots, stage_priority
 from pipeline.llm.verdict_probs import TokenLogprob, parse_logprobs
+from pipeline.retry import Backoff, Sleep, retry
 from prompts import RenderedPrompt
 from schemas.errors import JudgeError
 from schemas.results import JudgeCall, Stage
@@ -113,9 +114,11 @@ class JudgeClient:
         format_mode: FormatMode | None = None,
         model_id: str | None = None,
         transport: Any = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         """``transport``: the transport of the SDK's HTTP client (the httpx flavour the openai package
-        uses: ``httpx2`` for openai 3), e.g. its ``MockTransport`` in tests; None: the network."""
+        uses: ``httpx2`` for openai 3), e.g. its ``MockTransport`` in tests; None: the network.
+        ``sleep``: how backoff waits between attempts (``pipeline.retry``; a test passes its own)."""
         self.settings = settings
         self.judge_name = judge_name
         self.base_url = base_url if base_url is not None else settings.base_url
@@ -153,6 +156,10 @@ class JudgeClient:
         #: in-flight slots by stage priority (pipeline.llm.slots): NLI and refusal before pronouns
         self._slots = PrioritySlots(settings.max_in_flight)
         self._rng = random.Random()
+        self._sleep = sleep
+        #: between attempts: exponential from backoff_base_s to backoff_max_s, "equal jitter", at least
+        #: a server's Retry-After (capped at backoff_max_s)
+        self._backoff = Backoff(first_s=settings.backoff_base_s, max_s=settings.backoff_max_s, jitter=True)
         self._formats: dict[tuple[Any, ...], dict[str, Any]] = {}
         #: False once the server rejected a request for token log-probabilities
         self.logprobs_supported = True
@@ -212,41 +219,46 @@ class JudgeClient:
         priority = stage_priority(stage)
         start = time.perf_counter()
         timing = _Timing()
-        attempts = 0
-        failures = 0
-        while True:
-            attempts += 1
-            try:
-                async with self._slots.slot(priority):
-                    answer, tokens = await self._attempt(prompt, usage, timing, logprobs)
+
+        async def attempt() -> tuple[OutT, list[TokenLogprob]]:
+            while True:  # a rejected logprobs or response_format is not the model's fault: not an attempt
+                try:
+                    async with self._slots.slot(priority):
+                        answer, tokens = await self._attempt(prompt, usage, timing, logprobs)
+                except _LogprobsRejected as exc:
+                    if self.logprobs_supported:
+                        log.warning(
+                            "%s: server rejected logprobs (%s); not asking again", self._where(prompt), exc
+                        )
+                    self.logprobs_supported = False
+                    continue
+                except _FormatRejected as exc:
+                    self._step_down(prompt, exc)
+                    continue
                 if check is not None:
                     try:
                         check(answer)
                     except ValueError as exc:
                         raise ParseFailure(f"answer rejected: {exc}") from exc
-                wall_ms = (time.perf_counter() - start) * 1000.0
-                return answer, self._record(stage, items, attempts, usage, timing, wall_ms), tokens
-            except _LogprobsRejected as exc:
-                attempts -= 1
-                if self.logprobs_supported:
-                    log.warning(
-                        "%s: server rejected logprobs (%s); not asking again", self._where(prompt), exc
-                    )
-                self.logprobs_supported = False
-            except _FormatRejected as exc:
-                attempts -= 1  # not the model's fault: not counted as an attempt
-                self._step_down(prompt, exc)
-            except (ParseFailure, _Retryable) as exc:
-                failures += 1
-                if failures > self.settings.max_retries:
-                    raise JudgeError(
-                        f"{self._where(prompt)}: gave up after {attempts} attempts; last error: {exc}"
-                    ) from exc
-                delay = self._backoff(failures, getattr(exc, "retry_after", None))
-                log.info(
-                    "%s: attempt %d failed (%s); retrying in %.2fs", self._where(prompt), attempts, exc, delay
-                )
-                await asyncio.sleep(delay)
+                return answer, tokens
+
+        tried = await retry(
+            attempt,
+            what=self._where(prompt),
+            attempts=self.settings.max_retries + 1,
+            backoff=self._backoff,
+            retry_on=(ParseFailure, _Retryable),
+            sleep=self._sleep,
+            rng=self._rng,
+            level=logging.INFO,
+        )
+        if tried.error is not None or tried.value is None:
+            raise JudgeError(
+                f"{self._where(prompt)}: gave up after {tried.attempts} attempts; last error: {tried.error}"
+            ) from tried.error
+        answer, tokens = tried.value
+        wall_ms = (time.perf_counter() - start) * 1000.0
+        return answer, self._record(stage, items, tried.attempts, usage, timing, wall_ms), tokens
 
     def _record(
         self, stage: Stage, items: int, attempts: int, usage: Usage, timing: _Timing, wall_ms: float
@@ -289,13 +301,6 @@ class JudgeClient:
 
     def _where(self, prompt: RenderedPrompt[Any]) -> str:
         return f"judge {self.judge_name} ({self.model}) prompt {prompt.name}"
-
-    def _backoff(self, failures: int, retry_after: float | None) -> float:
-        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (failures - 1))
-        delay = cap / 2 + self._rng.uniform(0, cap / 2)  # "equal jitter"
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.settings.backoff_max_s))
-        return delay
 
     # ------------------------------------------------------------------ one HTTP request
     def _body(self, prompt: RenderedPrompt[Any], mode: FormatMode, logprobs: int = 0) -> dict[str, Any]:

@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from pipeline.retry import NO_CAP, Backoff, Sleep, retry
+
 log = logging.getLogger(__name__)
 
-Sleep = Callable[[float], Awaitable[None]]
+__all__ = ["JSON", "Outcome", "Sleep", "json_bytes", "post_webhook", "post_with_retries"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,10 @@ class Outcome:
     ok: bool
     attempts: int
     error: str = ""  # the last failure ("" when delivered)
+
+
+class _Again(Exception):
+    """An answer worth retrying: 429 or 5xx."""
 
 
 async def post_with_retries(
@@ -38,33 +44,49 @@ async def post_with_retries(
     timeout_s: float | None = None,
     deadline_s: float | None = None,
 ) -> Outcome:
-    """POST ``content`` until a 2xx, at most ``retries`` + 1 times, each attempt within ``timeout_s``
-    and all of them (backoff included) within ``deadline_s``; never raises an HTTP error."""
-    error = ""
+    """POST ``content`` until a 2xx, at most ``retries`` + 1 times (``pipeline.retry``: ``backoff_s``
+    doubling, no cap, no jitter), each attempt within ``timeout_s`` and all of them (backoff included)
+    within ``deadline_s``; any other 4xx is final. Never raises an HTTP error."""
+    final = ""  # a 4xx other than 429: not retried
     attempts = 0
+    last = ""
+
+    async def post() -> None:
+        nonlocal final, attempts, last
+        attempts += 1
+        response = await client.post(
+            url, content=content, headers=dict(headers), timeout=timeout_s or client.timeout
+        )
+        if response.status_code < 300:
+            return
+        error = f"HTTP {response.status_code}: {response.text[:200]}"
+        last = error
+        if response.status_code != 429 and response.status_code < 500:
+            log.warning("%s answered %s", what, response.status_code)
+            final = error
+            return
+        raise _Again(error)
+
     try:
         async with asyncio.timeout(deadline_s):
-            for attempt in range(retries + 1):
-                attempts = attempt + 1
-                try:
-                    response = await client.post(
-                        url, content=content, headers=dict(headers), timeout=timeout_s or client.timeout
-                    )
-                    if response.status_code < 300:
-                        return Outcome(True, attempts)
-                    error = f"HTTP {response.status_code}: {response.text[:200]}"
-                    log.warning("%s answered %s (attempt %d)", what, response.status_code, attempts)
-                    if response.status_code != 429 and response.status_code < 500:
-                        return Outcome(False, attempts, error)
-                except httpx.HTTPError as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                    log.warning("%s failed (attempt %d): %s", what, attempts, error)
-                if attempt < retries:
-                    await sleep(backoff_s * (2**attempt))
+            tried = await retry(
+                post,
+                what=what,
+                attempts=retries + 1,
+                backoff=Backoff(first_s=backoff_s, max_s=NO_CAP),
+                retry_on=(_Again, httpx.HTTPError),
+                sleep=sleep,
+                level=logging.WARNING,
+            )
     except TimeoutError:
-        error = f"no delivery within its {deadline_s:g} s deadline" + (f" (last: {error})" if error else "")
+        error = f"no delivery within its {deadline_s:g} s deadline" + (f" (last: {last})" if last else "")
         log.warning("%s: %s", what, error)
-    return Outcome(False, attempts, error)
+        return Outcome(False, attempts, error)
+    exc = tried.error
+    if exc is not None:
+        error = str(exc) if isinstance(exc, _Again) else f"{type(exc).__name__}: {exc}"
+        return Outcome(False, tried.attempts, error)
+    return Outcome(not final, tried.attempts, final)
 
 
 async def post_webhook(

@@ -1,8 +1,10 @@
 """Dead letters as ``dead_letters`` rows (deploy/clickhouse/003): what the dashboards count per stage.
 
 A row keeps where and why a message failed, not its payload (that stays on the dead-letter topic, where
-it can be replayed). ``dead_letter_id`` is the sha256 of the letter's bytes on the topic, so a redelivered
-letter replaces its own row.
+it can be replayed). ``dead_letter_id`` is the letter's own id, stable for one failed message
+(``streams.codec.dead_letter_id``: where it was read and the stage), so a letter sent again for a
+redelivered message, or read twice from the topic, replaces its row; a letter without one (written before
+the id existed, or not a DeadLetter at all) is keyed by the sha256 of its bytes.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def dead_letter_row(raw: bytes, received_at: datetime | None = None) -> list[Any
         return [digest, when, "validate", "InvalidDeadLetter", str(exc)[:4000], "", None, "", "", len(raw), 0]
     app, model = _app_model(letter)
     return [
-        digest,
+        letter.dead_letter_id or digest,
         utc(letter.failed_at),
         letter.stage,
         letter.error_type,

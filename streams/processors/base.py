@@ -2,8 +2,9 @@
 
 A processor decodes each event (a message that does not validate raises ``InvalidMessage``), waits for
 the worker's resources, and runs ``process``, which sends its output or raises. Every failure goes the
-same way: ``streams.runner.run_bounded`` logs it and ``StreamContext.letter_for`` turns it into a dead
-letter with the stage, the reason and the original message; the event is acked after that. Events are
+same way: ``streams.runner.run_bounded`` logs it and ``StreamContext.dead_letter`` turns it into a dead
+letter with the stage, the reason and the original message and sends it (or gives up); the event is
+acked after that. Events are
 handled concurrently (``kafka.stage_concurrency``) and acked in offset order.
 """
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel
 
 from schemas.errors import InvalidMessage
 from schemas.results import Stage
-from streams.codec import decode
+from streams.codec import Origin, decode, stage_of
 from streams.context import StreamContext
 from streams.resources import Resources
 from streams.runner import run_bounded
@@ -68,8 +69,13 @@ class Processor(ABC, Generic[In]):
         self.ctx.metrics.events_out.labels(self.stage).inc()
 
     async def on_error(self, event: Any, exc: Exception) -> None:
-        await self.ctx.send_dead(
-            self.ctx.letter_for(exc, self.stage, event.value, self.source_topic, event_key(event))
+        await self.ctx.dead_letter(
+            exc,
+            stage_of(exc, self.stage),
+            event.value,
+            origin=Origin.of_event(event),
+            source_topic=self.source_topic,
+            interaction_id=event_key(event),
         )
 
     def register(self) -> Any:
@@ -81,7 +87,6 @@ class Processor(ABC, Generic[In]):
                 self.handle,
                 kafka.stage_concurrency,
                 on_error=self.on_error,
-                error_attempts=kafka.deadletter_attempts,
             )
 
         agent.__name__ = agent.__qualname__ = self.name.rsplit(".", 1)[-1] + "_agent"

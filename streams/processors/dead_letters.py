@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from pipeline.retry import retry
 from streams.clickhouse.dead_letter_rows import dead_letter_row
 from streams.context import StreamContext
 from streams.resources import Resources
-from streams.retry import with_backoff
 
 
 class DeadLetterRecorder:
@@ -28,7 +28,7 @@ class DeadLetterRecorder:
         async for event in stream.events():  # acked when the loop takes the next one
             raw = event.value if isinstance(event.value, bytes) else bytes(event.value or b"")
             insert = functools.partial(res.store_open.insert_dead_letter_rows, [dead_letter_row(raw)])
-            await with_backoff(insert, what="dead letters: insert")
+            await retry(insert, what="dead letters: insert")
             await res.write_status()  # dead letters are rare: keep the status file's counts current
 
     def register(self) -> Any:

@@ -47,7 +47,7 @@ def with_relevance(evaluation: Evaluation, value: float | None, seconds: float, 
 
 class EvaluateProcessor(Processor[Interaction]):
     """Every stage of an interaction in one processor; a failing stage raises ``StageError`` and the
-    interaction is dead-lettered under that stage's name (``streams.context.stage_of``)."""
+    interaction is dead-lettered under that stage's name (``streams.codec.stage_of``)."""
 
     name = "groundwatch.evaluate"
     stage = "evaluate"

@@ -1,8 +1,9 @@
 """converted + nli + refusals -> evaluations: the join processor (design: streams/join.py).
 
-Parts are consumed unacked and held in a ``JoinBuffer``; an interaction's parts are acked (in offset
-order) once its Evaluation is sent. Emits run in a bounded task pool so the join keeps consuming while
-the broker confirms; an expiry loop emits incomplete entries after the join timeout.
+Parts are consumed unacked and held in a ``JoinBuffer`` (one entry per message); a message's parts are
+acked (in offset order) once its outcome is out: its Evaluation sent, or its dead letter sent or given
+up (``settle``). Emits run in a bounded task pool so the join keeps consuming while the broker
+confirms; an expiry loop settles incomplete entries after the join timeout.
 """
 
 from __future__ import annotations
@@ -10,16 +11,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from typing import Any
 
 from pipeline.assemble import assemble
+from pipeline.clock import Clock, SystemClock
 from pipeline.metrics.relevance import relevance_question
+from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
 from schemas.results import Converted, NliResult, RefusalResult
 from streams.acks import OrderedAcks, Ticket
-from streams.codec import dead_letter, decode
+from streams.codec import Origin, decode
 from streams.context import StreamContext
 from streams.join import JoinBuffer, Part, Pending, join_timeout
 from streams.resources import Resources
@@ -27,10 +29,6 @@ from streams.revoke import forget_on_revoke
 from streams.task_pool import TaskPool
 
 log = logging.getLogger(__name__)
-
-
-def interaction_id_of(part: Part) -> str:
-    return part.interaction.interaction_id if isinstance(part, Converted) else part.interaction_id
 
 
 def first_part(entry: Pending) -> Part:
@@ -42,9 +40,10 @@ def first_part(entry: Pending) -> Part:
 class JoinProcessor:
     name = "groundwatch.join"
 
-    def __init__(self, ctx: StreamContext, resources: Resources) -> None:
+    def __init__(self, ctx: StreamContext, resources: Resources, clock: Clock | None = None) -> None:
         self.ctx = ctx
         self.resources = resources
+        self.clock: Clock = clock or SystemClock()  # the join timeout is measured on it
         settings = ctx.settings
         names = ctx.names
         self.need_refusal = settings.pipeline.refusal_mode != "same"
@@ -89,71 +88,104 @@ class JoinProcessor:
             entry.converted, entry.nli, entry.refusal, self.ctx.settings, relevance=relevance, missing=missing
         )
 
-    async def emit(self, entry: Pending) -> None:
-        evaluation = await self.evaluation(entry)
-        await self.ctx.send(self.ctx.names.evaluations, entry.interaction_id, evaluation)
-        self.ctx.metrics.events_out.labels("join").inc()
+    def origin(self, entry: Pending) -> Origin | None:
+        """Where the entry's message was read, for its dead letter's id: its Converted's offset, else
+        the earliest of its parts'."""
+        if not entry.tickets:
+            return None
+        converted = [
+            t for t in entry.tickets if str(getattr(t.tp, "topic", t.tp)) == self.ctx.names.converted
+        ]
+        ticket = converted[0] if converted else min(entry.tickets, key=lambda t: (str(t.tp), t.offset))
+        return Origin.of(ticket.tp, ticket.offset)
 
-    async def dead_letter(self, entry: Pending, exc: Exception) -> None:
+    async def dead_letter(self, entry: Pending, exc: BaseException) -> None:
+        """Dead-letter the message (stage "join"): sent, or given up after its attempts; never raises."""
         converted = entry.converted
-        await self.ctx.send_dead(
-            dead_letter(
-                stage="join",
-                error=exc,
-                payload=first_part(entry).model_dump_json(),
-                source_topic=None,
-                interaction_id=entry.interaction_id,
-                original=converted.interaction.model_dump_json() if converted else None,
-            )
+        await self.ctx.dead_letter(
+            exc,
+            "join",
+            first_part(entry).model_dump_json(),
+            origin=self.origin(entry),
+            interaction_id=entry.interaction_id,
+            original=converted.interaction.model_dump_json() if converted else None,
         )
 
-    async def emit_or_dead_letter(self, entry: Pending) -> None:
-        """Emit (complete, late or rebuilt); an error dead-letters the interaction; acks on success."""
+    async def emit(self, entry: Pending) -> None:
+        """Send the entry's Evaluation, retried (``pipeline.retry``, ``kafka.deadletter_attempts`` times
+        in all); when it cannot be sent, dead-letter the message."""
+        evaluation = await self.evaluation(entry)
+        send = functools.partial(self.ctx.send, self.ctx.names.evaluations, entry.interaction_id, evaluation)
+        tried = await retry(
+            send,
+            what=f"join: emitting {entry.interaction_id}",
+            attempts=self.ctx.settings.kafka.deadletter_attempts,
+            backoff=Backoff(first_s=self.ctx.retry_delay_s),
+            sleep=self.ctx.sleep,
+        )
+        if tried.error is not None:
+            await self.dead_letter(entry, tried.error)
+            return
+        self.ctx.metrics.events_out.labels("join").inc()
+
+    async def already_stored(self, entry: Pending) -> bool:
+        """A complete Evaluation of the interaction is in ClickHouse (the entry is a redelivered part,
+        or an incomplete message whose row could not replace a complete one). When ClickHouse cannot
+        say, False: emitting a duplicate is harmless, losing the entry is not."""
+        res = await self.resources.wait_ready()
         try:
-            if entry.converted is None:  # a late part of an interaction that never had its Converted
-                log.warning("join: late part of %s without its Converted; dropped", entry.interaction_id)
-            else:
-                await self.emit(entry)
+            stored = await res.store_open.has_complete(entry.interaction_id)
         except Exception as exc:
-            log.exception("join: emitting %s failed", entry.interaction_id)
-            try:
-                await self.dead_letter(entry, exc)
-            except Exception:
-                log.exception("join: could not dead-letter %s; its parts stay unacked", entry.interaction_id)
-                return
+            log.warning(
+                "join: could not ask ClickHouse whether %s is stored (%s: %s); emitting it anyway",
+                entry.interaction_id, type(exc).__name__, str(exc)[:300],
+            )  # fmt: skip
+            return False
+        if stored:
+            log.info("join: %s already evaluated; dropping %s", entry.interaction_id, entry.tps)
+            self.buffer.discard_late(entry.key)
+        return stored
+
+    async def outcome(self, entry: Pending, expired: bool) -> None:
+        """Emit the entry (complete, late, rebuilt, or incomplete after the timeout) or dead-letter it."""
+        if expired and await self.already_stored(entry):
+            return
+        missing = entry.missing(self.need_refusal)
+        if entry.converted is None:
+            if expired:
+                timeout = JoinTimeout(f"join timed out after {self.timeout_s}s without {missing}")
+                await self.dead_letter(entry, timeout)
+            else:  # a late part of a message that never had its Converted (dead-lettered when it expired)
+                log.warning("join: late part of %s without its Converted; dropped", entry.interaction_id)
+            return
+        if expired:
+            log.warning("join: %s timed out, emitting incomplete (missing %s)", entry.interaction_id, missing)
+        await self.emit(entry)
+
+    async def settle(self, entry: Pending, expired: bool = False) -> None:
+        """The entry's outcome, then the ack of its parts: they are acked once the Evaluation or the dead
+        letter is out (or given up), never left to hold their partitions back. Only cancellation (the
+        worker stopping) leaves them unacked, to come back."""
+        try:
+            await self.outcome(entry, expired)
+        except Exception as exc:  # assembling it failed: the message cannot be evaluated
+            log.exception("join: settling %s failed", entry.interaction_id)
+            await self.dead_letter(entry, exc)
         self.release(entry)
 
     # ---- expiry -----------------------------------------------------------------------------------
-    async def on_expired(self, entry: Pending) -> None:
-        missing = entry.missing(self.need_refusal)
-        res = await self.resources.wait_ready()
-        if await res.store_open.has_complete(entry.interaction_id):
-            # a part redelivered after its Evaluation went out (its partition's commit lagged another's)
-            log.info("join: %s already evaluated; dropping redelivered %s", entry.interaction_id, entry.tps)
-            self.buffer.discard_late(entry.interaction_id)
-            return
-        if entry.converted is None:
-            await self.dead_letter(
-                entry, JoinTimeout(f"join timed out after {self.timeout_s}s without {missing}")
-            )
-            return
-        log.warning("join: %s timed out, emitting incomplete (missing %s)", entry.interaction_id, missing)
-        await self.emit(entry)
-
-    async def expire_one(self, entry: Pending) -> None:
-        try:
-            await self.on_expired(entry)
-        except Exception:
-            log.exception("join: could not emit %s; its parts stay unacked", entry.interaction_id)
-            return
-        self.release(entry)
+    async def expire_due(self) -> int:
+        """Settle the entries past the join timeout (in the pool); return how many."""
+        due = self.buffer.expired(self.clock.monotonic())
+        for entry in due:
+            await self.pool.spawn(functools.partial(self.settle, entry, True))
+        return len(due)
 
     async def expire_loop(self) -> None:
         tick = max(0.05, min(1.0, self.timeout_s / 4))
         while True:
             await asyncio.sleep(tick)
-            for entry in self.buffer.expired(time.monotonic()):
-                await self.pool.spawn(functools.partial(self.expire_one, entry))
+            await self.expire_due()
 
     # ---- consuming --------------------------------------------------------------------------------
     async def handle(self, event: Any, ticket: Ticket) -> None:
@@ -163,13 +195,14 @@ class JoinProcessor:
             part = decode(event.value, self.models[topic], self.ctx.settings.limits)
         except InvalidMessage as exc:
             if topic != self.ctx.names.converted:  # the nli processor dead-letters a bad Converted
-                letter = self.ctx.letter_for(exc, "join", event.value, topic, None)
-                await self.ctx.send_dead_or_give_up(letter, f"{topic}@{ticket.offset}")
+                await self.ctx.dead_letter(
+                    exc, "validate", event.value, origin=Origin.of(ticket.tp, ticket.offset)
+                )
             self.acks.done(ticket)
             return
-        entry = self.buffer.add(interaction_id_of(part), part, ticket, time.monotonic())
+        entry = self.buffer.add(part, ticket, self.clock.monotonic())
         if entry is not None:
-            await self.pool.spawn(functools.partial(self.emit_or_dead_letter, entry))
+            await self.pool.spawn(functools.partial(self.settle, entry))
 
     async def consume(self, stream: Any) -> None:
         expirer = asyncio.create_task(self.expire_loop())
@@ -180,7 +213,7 @@ class JoinProcessor:
                     await self.handle(event, ticket)
                 except asyncio.CancelledError:
                     raise
-                except Exception:  # e.g. the dead letter of a bad part could not be sent
+                except Exception:  # a bug: logged, the part left unacked (never kills the agent)
                     log.exception(
                         "join: handling %s offset %s failed; left unacked", event.message.topic, ticket.offset
                     )

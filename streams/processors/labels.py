@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 
+from pipeline.retry import retry
 from schemas.label import Label
 from streams.clickhouse.labels import LabelStore
 from streams.processors.base import Processor
-from streams.retry import with_backoff
 
 
 class LabelsProcessor(Processor[Label]):
@@ -27,4 +27,4 @@ class LabelsProcessor(Processor[Label]):
 
     async def process(self, message: Label) -> None:
         store = LabelStore(self.resources.store_open)
-        await with_backoff(functools.partial(store.insert, [message]), what="labels: insert")
+        await retry(functools.partial(store.insert, [message]), what="labels: insert")

@@ -9,7 +9,6 @@ import json
 from pipeline.otlp import convert_request
 from schemas.errors import InvalidMessage
 from schemas.otlp import OtlpTraces
-from streams.codec import dead_letter
 from streams.processors.base import Processor
 
 
@@ -28,12 +27,10 @@ class OtlpProcessor(Processor[OtlpTraces]):
             await self.ctx.send(self.ctx.names.interactions, interaction.interaction_id, interaction)
         for error in converted.errors:
             span = {"trace_id": error.trace_id, "span_id": error.span_id, "name": error.name}
-            await self.ctx.send_dead(
-                dead_letter(
-                    stage="otlp",
-                    error=InvalidMessage(f"span {error.name!r} not mapped: {error.reason}"),
-                    payload=json.dumps(span),
-                    source_topic=self.source_topic,
-                    interaction_id=f"{error.trace_id}:{error.span_id}",
-                )
+            await self.ctx.dead_letter(
+                InvalidMessage(f"span {error.name!r} not mapped: {error.reason}"),
+                "otlp",
+                json.dumps(span),
+                source_topic=self.source_topic,
+                interaction_id=f"{error.trace_id}:{error.span_id}",
             )

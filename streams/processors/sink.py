@@ -11,17 +11,16 @@ import logging
 import time
 from typing import Any
 
+from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage
 from schemas.evaluation import Evaluation
 from schemas.safe_text import safe_text
 from streams.acks import OrderedAcks
 from streams.clickhouse.sink import EvaluationSink
-from streams.codec import decode
+from streams.codec import Origin, decode
 from streams.context import StreamContext
 from streams.resources import Resources
-from streams.retry import with_backoff
 from streams.revoke import forget_on_revoke
-from streams.runner import where
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +30,7 @@ FAILURE_LOG_EVERY_S = 30.0  # at most one line a while about timed flushes that 
 async def flush_until_written(sink: EvaluationSink, max_delay_s: float = 30.0) -> None:
     """ClickHouse is failing: stop consuming (backpressure) and retry with backoff until the buffered
     rows are written. They stay unacked meanwhile, so a crash now loses nothing."""
-    await with_backoff(sink.flush, what=f"sink: insert of {len(sink)} rows", max_delay_s=max_delay_s)
+    await retry(sink.flush, what=f"sink: insert of {len(sink)} rows", backoff=Backoff(max_s=max_delay_s))
 
 
 class SinkProcessor:
@@ -52,8 +51,7 @@ class SinkProcessor:
             try:
                 evaluation = decode(event.value, Evaluation, self.ctx.settings.limits)
             except InvalidMessage as exc:
-                letter = self.ctx.letter_for(exc, "validate", event.value, self.ctx.names.evaluations, None)
-                await self.ctx.send_dead_or_give_up(letter, where(event))
+                await self.ctx.dead_letter(exc, "validate", event.value, origin=Origin.of_event(event))
                 self.acks.done(ticket)
                 continue
             try:

@@ -1,5 +1,5 @@
 """Every processor, fed a bad message or hit by a failing judge, dead-letters it with its stage, the
-reason and the original message, through the same runner and ``StreamContext.letter_for``."""
+reason and the original message, through the same runner and ``StreamContext.dead_letter``."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def context() -> tuple[StreamContext, Topic]:
 
 
 async def run(processor: Processor[Any], events: list[Event]) -> None:
-    await run_bounded(Stream(events), processor.handle, 4, on_error=processor.on_error, retry_delay_s=0)
+    await run_bounded(Stream(events), processor.handle, 4, on_error=processor.on_error)
 
 
 GOOD = {"convert": INTERACTION, "nli": CONVERTED, "refusal": CONVERTED, "evaluate": INTERACTION}

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from schemas.deadletter import DeadLetter
+from schemas.errors import JudgeError
 from schemas.interaction import Interaction
 from schemas.results import Converted
 from schemas.settings import KafkaSettings
-from streams.codec import dead_letter, fit_letter, original_of
+from streams.codec import Origin, dead_letter, encode, fit_letter, original_of, stage_of
 from streams.context import StreamContext, new_context
 from streams.resources import Resources
 from tests.settings_factory import make_settings
@@ -113,27 +114,101 @@ async def test_errors_on_stop_are_logged_not_swallowed(
     assert "closing the open windows on stop failed" in caplog.text and "chdb went away" in caplog.text
 
 
+class Waits:
+    """A ``sleep`` that records the backoff instead of waiting for it."""
+
+    def __init__(self) -> None:
+        self.waited: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waited.append(seconds)
+
+
 async def test_a_dead_letter_that_cannot_be_sent_is_given_up_after_the_attempts(
     tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     ctx = context(tmp_path)
+    ctx.sleep = waits = Waits()
     topic = ctx.topics[ctx.names.deadletter] = FailedDelivery()
-    letter = dead_letter(stage="validate", error=ValueError("x"), payload="p", source_topic="t")
     with caplog.at_level(logging.ERROR):
-        await ctx.send_dead_or_give_up(letter, "t@7", retry_delay_s=0)  # returns: the caller acks
+        sent = await ctx.dead_letter(ValueError("x"), "validate", "p", origin=Origin("t", 0, 7))
+    assert not sent  # given up: the caller acks it all the same
     assert len(topic.sent) == ctx.settings.kafka.deadletter_attempts == 5
-    assert "GIVING UP on t@7" in caplog.text
+    assert waits.waited == [1.0, 2.0, 4.0, 8.0]  # the backoff between the five attempts
+    assert "GIVING UP on t[0]@7" in caplog.text
 
 
-async def test_every_failure_becomes_a_dead_letter_in_one_place(tmp_path: Any) -> None:
+async def test_a_dead_letter_that_fails_once_is_sent_on_the_next_attempt(tmp_path: Any) -> None:
+    ctx = context(tmp_path)
+    ctx.sleep = Waits()
+    topic = ctx.topics[ctx.names.deadletter] = FailedDelivery()
+    first = topic.send
+
+    async def flaky(*, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+        topic.fail = len(topic.sent) == 0
+        return await first(key=key, value=value)
+
+    topic.send = flaky  # type: ignore[method-assign]
+    assert await ctx.dead_letter(ValueError("x"), "validate", "p")
+    assert len(topic.sent) == 2
+
+
+async def test_every_failure_becomes_a_dead_letter_in_one_place() -> None:
     from schemas.errors import InvalidMessage, JudgeError, StageError
 
-    ctx = context(tmp_path)
     raw = converted().model_dump_json().encode()
-    bad = ctx.letter_for(InvalidMessage("answer: too long", "i9"), "nli", b"{}", "t.converted", None)
+    error = InvalidMessage("answer: too long", "i9")
+    bad = dead_letter(stage=stage_of(error, "nli"), error=error, payload=b"{}", source_topic="t.converted")
     assert (bad.stage, bad.interaction_id, bad.error_type) == ("validate", "i9", "InvalidMessage")
-    judge = ctx.letter_for(JudgeError("429 after 4 retries"), "nli", raw, "t.converted", "i1")
+    judge = dead_letter(
+        stage=stage_of(JudgeError("x"), "nli"), error=JudgeError("429 after 4 retries"), payload=raw,
+        origin=Origin("t.converted", 2, 40), interaction_id="i1",
+    )  # fmt: skip
     assert (judge.stage, judge.interaction_id, judge.source_topic) == ("nli", "i1", "t.converted")
     assert judge.original is not None and Interaction.model_validate_json(judge.original) == INTERACTION
-    fused = ctx.letter_for(StageError("refusal", "timeout"), "evaluate", raw, "t.interactions", "i1")
-    assert fused.stage == "refusal" and "timeout" in fused.error
+    fused = StageError("refusal", "timeout")
+    letter = dead_letter(stage=stage_of(fused, "evaluate"), error=fused, payload=raw, source_topic="t")
+    assert letter.stage == "refusal" and "timeout" in letter.error
+
+
+def test_a_message_dead_lettered_twice_gets_the_same_id() -> None:
+    """Redelivered after a crash, the same message makes the same letter id (so the same dead_letters row),
+    though the letters were made at different times and for different errors."""
+    raw = converted().model_dump_json().encode()
+    where = Origin("t.converted", 1, 17)
+    first = dead_letter(stage="nli", error=JudgeError("429"), payload=raw, origin=where, interaction_id="i1")
+    again = dead_letter(
+        stage="nli", error=JudgeError("timeout"), payload=raw, origin=where, interaction_id="i1"
+    )
+    assert first.failed_at <= again.failed_at and first.dead_letter_id == again.dead_letter_id != ""
+    # a message elsewhere, or the same message failing at another stage, is another letter
+    assert dead_letter(stage="nli", error=JudgeError("429"), payload=raw, origin=Origin("t.converted", 1, 18),
+                       interaction_id="i1").dead_letter_id != first.dead_letter_id  # fmt: skip
+    assert dead_letter(stage="join", error=JudgeError("429"), payload=raw, origin=where,
+                       interaction_id="i1").dead_letter_id != first.dead_letter_id  # fmt: skip
+    # not read from Kafka as it is (a span of an OTLP export, a row ClickHouse rejects): stage and payload
+    span = dead_letter(
+        stage="otlp", error=ValueError("no model"), payload='{"span_id": "a"}', source_topic="o"
+    )
+    assert (
+        span.dead_letter_id
+        == dead_letter(
+            stage="otlp", error=ValueError("other words"), payload='{"span_id": "a"}', source_topic="o"
+        ).dead_letter_id
+    )
+    assert (
+        span.dead_letter_id
+        != dead_letter(
+            stage="otlp", error=ValueError("no model"), payload='{"span_id": "b"}', source_topic="o"
+        ).dead_letter_id
+    )
+
+
+def test_the_dead_letters_row_is_keyed_by_the_letter_id() -> None:
+    from streams.clickhouse.dead_letter_rows import dead_letter_row
+
+    where = Origin("t.converted", 0, 3)
+    one = dead_letter(stage="nli", error=JudgeError("a"), payload="p", origin=where)
+    two = dead_letter(stage="nli", error=JudgeError("b"), payload="p", origin=where)
+    assert one.model_dump_json() != two.model_dump_json()
+    assert dead_letter_row(encode(one))[0] == dead_letter_row(encode(two))[0] == one.dead_letter_id

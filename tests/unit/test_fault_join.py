@@ -1,0 +1,309 @@
+"""The join processor when things fail, and when two messages share an interaction_id: every part is acked
+once its outcome is out (emitted, or dead-lettered), so the partition moves on; each message gets its own
+verdict. Time is a ManualClock; the broker is a fake topic whose deliveries can fail, ClickHouse a fake
+store whose query can fail: everything between them is the worker's own code."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from faust.types import TP
+
+from pipeline.clock import ManualClock
+from schemas.deadletter import DeadLetter
+from schemas.evaluation import Evaluation
+from schemas.interaction import Interaction, interaction_digest
+from schemas.results import (
+    Converted,
+    HypothesisResult,
+    NliResult,
+    PairResult,
+    RefusalResult,
+    StatementVerdict,
+)
+from streams.acks import OrderedAcks
+from streams.context import StreamContext, new_context
+from streams.processors.join import JoinProcessor
+from tests.settings_factory import make_settings
+
+TIMEOUT_S = 10.0
+
+
+class Topic:
+    """A faust topic: ``send`` hands back a delivery future, failed while ``fail`` is set."""
+
+    def __init__(self) -> None:
+        self.fail = False
+        self.tried = 0
+        self.sent: list[bytes] = []
+
+    async def send(self, *, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+        self.tried += 1
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.fail:
+            fut.set_exception(ConnectionError("broker gone"))
+        else:
+            self.sent.append(value)
+            fut.set_result("ok")
+        return fut
+
+
+class Store:
+    """ClickHouse as the join asks it: ``has_complete``, unreachable while ``down``."""
+
+    def __init__(self, complete: set[str] | None = None) -> None:
+        self.down = False
+        self.complete = complete or set()
+        self.asked: list[str] = []
+
+    async def has_complete(self, interaction_id: str) -> bool:
+        self.asked.append(interaction_id)
+        if self.down:
+            raise ConnectionError("clickhouse unreachable")
+        return interaction_id in self.complete
+
+
+@dataclass
+class Event:
+    """A faust event: its message's partition and offset, ack() recording the offset."""
+
+    topic: str
+    offset: int
+    value: bytes
+    acked: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def message(self) -> Any:
+        return SimpleNamespace(tp=TP(self.topic, 0), offset=self.offset, topic=self.topic)
+
+    def ack(self) -> bool:
+        self.acked.append((self.topic, self.offset))
+        return True
+
+
+class Waits:
+    def __init__(self) -> None:
+        self.waited: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waited.append(seconds)
+
+
+@dataclass
+class Rig:
+    ctx: StreamContext
+    join: JoinProcessor
+    clock: ManualClock
+    store: Store
+    acked: list[tuple[str, int]]
+    offsets: dict[str, int] = field(default_factory=dict)
+
+    def topic(self, name: str) -> Topic:
+        topic = self.ctx.topics[name]
+        assert isinstance(topic, Topic)
+        return topic
+
+    async def feed(self, topic: str, part: Any) -> None:
+        offset = self.offsets[topic] = self.offsets.get(topic, -1) + 1
+        event = Event(topic, offset, part.model_dump_json().encode(), self.acked)
+        await self.join.handle(event, self.join.acks.track(event))
+        await self.join.pool.drain()
+
+    async def expire(self, seconds: float) -> int:
+        self.clock.advance(seconds)
+        due = await self.join.expire_due()
+        await self.join.pool.drain()
+        return due
+
+    def evaluations(self) -> list[Evaluation]:
+        return [Evaluation.model_validate_json(v) for v in self.topic(self.ctx.names.evaluations).sent]
+
+    def letters(self) -> list[DeadLetter]:
+        return [DeadLetter.model_validate_json(v) for v in self.topic(self.ctx.names.deadletter).sent]
+
+    def committable(self, topic: str) -> int:
+        """The offset a commit of ``topic``'s partition may reach: one past its acked prefix."""
+        done = {o for t, o in self.acked if t == topic}
+        n = 0
+        while n in done:
+            n += 1
+        return n
+
+
+def rig(store: Store | None = None) -> Rig:
+    settings = make_settings(kafka={"join_timeout_s": TIMEOUT_S}, judge={"kind": "lexical"})
+    ctx = new_context(settings, app=None)  # type: ignore[arg-type]
+    for name in ctx.names.all():
+        ctx.topics[name] = Topic()
+    ctx.sleep = Waits()
+    store = store or Store()
+
+    async def ready() -> Any:
+        return resources
+
+    resources = SimpleNamespace(wait_ready=ready, store_open=store, relevance=None)
+    clock = ManualClock()
+    join = JoinProcessor(ctx, resources, clock=clock)  # type: ignore[arg-type]
+    join.acks = OrderedAcks()
+    return Rig(ctx, join, clock, store, [])
+
+
+def interaction(answer: str, iid: str = "same-id") -> Interaction:
+    return Interaction(
+        interaction_id=iid, question="Where is the key?", contexts=["By the door."], answer=answer
+    )
+
+
+def parts(inter: Interaction, verdict: str) -> tuple[Converted, NliResult, RefusalResult]:
+    """The three parts of one message, each statement being its own answer with ``verdict``."""
+    digest = interaction_digest(inter)
+    score = 1.0 if verdict == "entailed" else 0.0
+    statement = StatementVerdict(statement=inter.answer, verdict=verdict, score=score)  # type: ignore[arg-type]
+    pair = PairResult(
+        pair="context_answer",
+        hypotheses=[HypothesisResult(hypothesis=inter.answer, statements=[statement], score=score)],
+        score=score,
+    )
+    return (
+        Converted(
+            interaction=inter,
+            digest=digest,
+            question_sentences=[inter.question],
+            answer_sentences=[inter.answer],
+            ground_truth_sentences=[],
+        ),
+        NliResult(interaction_id=inter.interaction_id, digest=digest, pairs=[pair]),
+        RefusalResult(
+            interaction_id=inter.interaction_id,
+            digest=digest,
+            answer_refusal=False,
+            ground_truth_refusal=None,
+        ),
+    )
+
+
+async def feed_all(r: Rig, *messages: tuple[Converted, NliResult, RefusalResult]) -> None:
+    names = r.ctx.names
+    for index, topic in enumerate([names.converted, names.nli, names.refusals]):
+        for message in messages:
+            await r.feed(topic, message[index])
+
+
+# ---- no stuck partition ------------------------------------------------------------------------------
+
+
+async def test_an_emit_that_keeps_failing_is_dead_lettered_and_its_partitions_move_on() -> None:
+    r = rig()
+    evaluations = r.topic(r.ctx.names.evaluations)
+    evaluations.fail = True  # the broker refuses every Evaluation
+    stuck = interaction("The key hangs by the door.", iid="stuck")
+    await feed_all(r, parts(stuck, "entailed"))
+    attempts = r.ctx.settings.kafka.deadletter_attempts
+    assert evaluations.tried == attempts  # retried with backoff ...
+    assert r.ctx.sleep.waited == [1.0, 2.0, 4.0, 8.0]  # type: ignore[attr-defined]
+    (letter,) = r.letters()  # ... then dead-lettered, with the interaction to replay
+    assert (letter.stage, letter.interaction_id, letter.error_type) == ("join", "stuck", "ConnectionError")
+    assert letter.original is not None and Interaction.model_validate_json(letter.original) == stuck
+    names = r.ctx.names
+    for topic in (names.converted, names.nli, names.refusals):
+        assert r.committable(topic) == 1  # every part acked: the commit passes them
+    # the next message of the same partitions goes through once the broker takes it
+    evaluations.fail = False
+    await feed_all(r, parts(interaction("It is in the shed.", iid="next"), "entailed"))
+    assert [e.interaction_id for e in r.evaluations()] == ["next"]
+    assert all(r.committable(t) == 2 for t in (names.converted, names.nli, names.refusals))
+    assert r.join.acks.pending() == 0
+
+
+async def test_an_expired_entry_is_emitted_when_clickhouse_cannot_say_whether_it_is_stored() -> None:
+    store = Store()
+    store.down = True
+    r = rig(store)
+    converted, nli, _ = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.converted, converted)
+    await r.feed(r.ctx.names.nli, nli)  # the refusal never comes
+    assert r.committable(r.ctx.names.converted) == 0  # held while the join waits
+    assert await r.expire(TIMEOUT_S - 1) == 0
+    assert await r.expire(1) == 1
+    assert store.asked == ["same-id"]
+    (evaluation,) = r.evaluations()  # emitted anyway: a duplicate is harmless, a lost entry is not
+    assert not evaluation.complete and evaluation.missing == ["refusal"]
+    assert r.committable(r.ctx.names.converted) == 1 and r.committable(r.ctx.names.nli) == 1
+
+
+async def test_an_expired_entry_whose_emit_and_dead_letter_both_fail_is_given_up_not_held() -> None:
+    r = rig()
+    r.topic(r.ctx.names.evaluations).fail = True
+    r.topic(r.ctx.names.deadletter).fail = True
+    converted, _, _ = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.converted, converted)
+    assert await r.expire(TIMEOUT_S) == 1
+    attempts = r.ctx.settings.kafka.deadletter_attempts
+    assert r.topic(r.ctx.names.evaluations).tried == attempts
+    assert r.topic(r.ctx.names.deadletter).tried == attempts
+    assert r.committable(r.ctx.names.converted) == 1  # given up with an ERROR log, acked
+
+
+async def test_an_expired_entry_already_stored_complete_is_dropped_and_acked() -> None:
+    r = rig(Store(complete={"same-id"}))
+    converted, _, _ = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.converted, converted)
+    await r.expire(TIMEOUT_S)
+    assert r.evaluations() == [] and r.letters() == []
+    assert r.committable(r.ctx.names.converted) == 1
+
+
+async def test_parts_without_their_converted_are_dead_lettered_after_the_timeout() -> None:
+    r = rig()
+    _, nli, refusal = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.nli, nli)
+    await r.feed(r.ctx.names.refusals, refusal)
+    await r.expire(TIMEOUT_S)
+    (letter,) = r.letters()
+    assert (letter.stage, letter.error_type) == ("join", "JoinTimeout")
+    assert letter.source_topic == r.ctx.names.nli  # the earliest part it holds
+    assert r.committable(r.ctx.names.nli) == 1 and r.committable(r.ctx.names.refusals) == 1
+
+
+# ---- one message, one verdict ------------------------------------------------------------------------
+
+
+def answers_match_their_statements(evaluations: list[Evaluation]) -> None:
+    for evaluation in evaluations:
+        assert evaluation.interaction is not None
+        statements = [s.statement for p in evaluation.pairs for h in p.hypotheses for s in h.statements]
+        assert statements == [evaluation.interaction.answer], (evaluation.interaction.answer, statements)
+
+
+async def test_two_messages_with_one_id_back_to_back_each_get_their_own_verdict() -> None:
+    x = parts(interaction("The key hangs by the door."), "entailed")
+    y = parts(interaction("The key is under the mat."), "contradicted")
+    for first, second in ((x, y), (y, x)):
+        r = rig()
+        await feed_all(r, first, second)  # both Converted, then both NLI results, then both refusals
+        evaluations = r.evaluations()
+        assert len(evaluations) == 2 and all(e.complete for e in evaluations)
+        answers_match_their_statements(evaluations)
+        scores = {e.interaction.answer: e.context_entailment for e in evaluations if e.interaction}
+        assert scores == {"The key hangs by the door.": 1.0, "The key is under the mat.": 0.0}
+        assert r.join.acks.pending() == 0 and len(r.join.buffer) == 0
+
+
+async def test_two_messages_with_one_id_interleaved_in_reverse_never_mix() -> None:
+    x = parts(interaction("The key hangs by the door."), "entailed")
+    y = parts(interaction("The key is under the mat."), "contradicted")
+    r = rig()
+    names = r.ctx.names
+    await r.feed(names.converted, x[0])
+    await r.feed(names.converted, y[0])
+    await r.feed(names.nli, y[1])
+    await r.feed(names.refusals, x[2])
+    await r.feed(names.nli, x[1])  # x is complete now
+    (first,) = r.evaluations()
+    assert first.interaction is not None and first.interaction.answer == "The key hangs by the door."
+    await r.feed(names.refusals, y[2])
+    answers_match_their_statements(r.evaluations())
+    assert len(r.evaluations()) == 2
