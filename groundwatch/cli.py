@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from schemas.errors import GroundwatchError
+from schemas.errors import GroundwatchError, SettingError
 from schemas.safe_text import safe_text
+from schemas.settings import Settings, describe_settings_error
 
 # sub-command name -> module under groundwatch.commands; each module has add_arguments(parser) and run(args)
 COMMANDS: dict[str, str] = {
@@ -48,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
     """(what, why) of an error for one line: which setting, file or service, and the reason."""
+    if isinstance(exc, ValidationError) and exc.title == Settings.__name__:
+        return "invalid setting", describe_settings_error(exc)
+    if isinstance(exc, SettingError):
+        return "invalid setting", str(exc)
     if isinstance(exc, ValidationError):
         problems = []
         for err in exc.errors():

@@ -43,7 +43,9 @@ def test_an_invalid_setting_from_the_environment(
     (tmp_path / "in.jsonl").write_text("{}\n")
     code, err = run(capsys, "replay", str(tmp_path / "in.jsonl"))
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("groundwatch replay: invalid Settings: kafka.partitions: Input should be")
+    assert err[0].startswith(
+        "groundwatch replay: invalid setting: GROUNDWATCH_KAFKA__PARTITIONS: Input should be"
+    )
 
 
 def test_replay_of_a_file_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
