@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -28,9 +29,17 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error (a missing argument, a bad number) is one line, ``groundwatch <cmd>: <what>``, and
+    exit code 2, as every other error of a command (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="groundwatch", description=__doc__)
-    debug = argparse.ArgumentParser(add_help=False)
+    parser = OneLineParser(prog="groundwatch", description=__doc__)
+    debug = OneLineParser(add_help=False)
     debug.add_argument(
         "--debug",
         action="store_true",
