@@ -150,12 +150,15 @@ def _serve(stack: LocalStack, port: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     started = time.monotonic()
     workdir = (
         args.workdir or Path.cwd() / ".groundwatch" / f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     ).resolve()
+    tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
+    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
+    stack.settings()  # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts
+    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     plan = history(args.events, args.days)
     local = args.judge in ("local", "cascade")
     _say(f"work directory {workdir}")
@@ -170,9 +173,6 @@ def run(args: argparse.Namespace) -> int:
             "the worker starts the local judge (llama.cpp, Qwen2.5-Coder-1.5B Q4, 2 threads): first run "
             "assembles and checks the 1.1 GB model; CPU judging takes seconds to minutes per interaction"
         )
-    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
-    stack.settings()  # the worker's settings (the caller's GROUNDWATCH_* included) checked before it starts
-    tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
     with stack:
         _say(f"broker {stack.broker.url}, worker ready (log: {stack.worker_log})")
         timeout = args.timeout or (3600.0 * 3 if local else 900.0)
