@@ -25,6 +25,7 @@ from schemas.settings import (
 from tests.settings_factory import make_settings
 
 REPO = Path(__file__).resolve().parents[2]
+MISSPELLING_TESTS = {"test_settings_strict.py", "test_cli_errors.py"}  # misspell settings on purpose
 
 
 @pytest.fixture(autouse=True)
@@ -116,16 +117,21 @@ def test_every_groundwatch_variable_the_project_names_is_a_setting_or_allowed() 
         parts = set(path.relative_to(REPO).parts)
         if parts & {".git", ".venv", "build", "node_modules", ".groundwatch"} or not path.is_file():
             continue
+        if path.name in MISSPELLING_TESTS:
+            continue
         if (
             path.suffix not in {".py", ".md", ".yaml", ".yml", ".toml", ".sh", ".json"}
             and path.name != "Makefile"
         ):
             continue
         names |= set(pattern.findall(path.read_text(encoding="utf-8", errors="replace")))
-    names -= {"GROUNDWATCH_ZZZ__QQQQQQQQ", "GROUNDWATCH_JUDGE__MODLE", "GROUNDWATCH_WINDOW__SIZE_SECOND",
-              "GROUNDWATCH_SAMPLING__DEFAULT_RATES", "GROUNDWATCH_JUGDE__MODEL", "GROUNDWATCH_JUDGE_MODEL",
-              "GROUNDWATCH_JUGDE", "GROUNDWATCH_JUDGE__MODEL__NAME", "GROUNDWATCH_KAFKA__SESSION_TIMEOUT",
-              "GROUNDWATCH_JUDGE__NOPE"}  # fmt: skip  # this file's and the CLI tests' misspellings
+    # the misspellings the docs and comments show as examples of the error
+    names -= {
+        "GROUNDWATCH_JUDGE__MODLE",
+        "GROUNDWATCH_JUDGE_MODEL",
+        "GROUNDWATCH_JUGDE__MODEL",
+        "GROUNDWATCH_JUGDE",
+    }
     assert len(names) > 50
     assert unknown_variables(names) == []
 
