@@ -27,7 +27,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from benchmarks.machine import REPO, Machine, cpu_seconds, rss_mb
 from groundwatch.local.supervise import WorkerProcess, spawn_worker, wait_for
-from groundwatch.local.tansu import TansuBroker, free_port
+from groundwatch.local.tansu import TansuBroker, free_port, worker_env
 from pipeline.dataset import read_dataset
 from schemas.settings import Settings
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
@@ -121,10 +121,10 @@ class Stack:
         wd = cfg.workdir / f"worker{index}"
         wd.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDWATCH_")}
+        env.update(worker_env(self.broker.url))
         env.update(
             {
                 "PYTHONPATH": str(REPO),
-                "GROUNDWATCH_KAFKA__BROKER": self.broker.url,
                 "GROUNDWATCH_KAFKA__TOPIC_PREFIX": self.prefix,
                 "GROUNDWATCH_KAFKA__CONSUMER_GROUP": f"{self.prefix}group",
                 "GROUNDWATCH_KAFKA__PARTITIONS": str(cfg.partitions),

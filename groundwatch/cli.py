@@ -7,11 +7,13 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pydantic import ValidationError
 
-from schemas.errors import GroundwatchError
+from schemas.errors import GroundwatchError, SettingError
 from schemas.safe_text import safe_text
+from schemas.settings import Settings, describe_settings_error
 
 # sub-command name -> module under groundwatch.commands; each module has add_arguments(parser) and run(args)
 COMMANDS: dict[str, str] = {
@@ -30,9 +32,17 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error (a missing argument, a bad number) is one line, ``groundwatch <cmd>: <what>``, and
+    exit code 2, as every other error of a command (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="groundwatch", description=__doc__)
-    debug = argparse.ArgumentParser(add_help=False)
+    parser = OneLineParser(prog="groundwatch", description=__doc__)
+    debug = OneLineParser(add_help=False)
     debug.add_argument(
         "--debug",
         action="store_true",
@@ -51,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
     """(what, why) of an error for one line: which setting, file or service, and the reason."""
+    if isinstance(exc, ValidationError) and exc.title == Settings.__name__:
+        return "invalid setting", describe_settings_error(exc)
+    if isinstance(exc, SettingError):
+        return "invalid setting", str(exc)
     if isinstance(exc, ValidationError):
         problems = []
         for err in exc.errors():

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from pipeline.dataset import DatasetLine, read_dataset
 from pipeline.estimate import CostEstimate, estimate, summary
 from pipeline.report import EvalReport
 from pipeline.sampling import Sampler, skipped_evaluation
+from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.settings import Settings
 
@@ -97,11 +97,9 @@ def run_estimate(args: argparse.Namespace, settings: Settings | None = None) -> 
     from groundwatch.commands.eval_cmd import _settings_for
 
     if not args.estimate.is_file():
-        print(f"groundwatch eval: no such file: {args.estimate}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"no such file: {args.estimate}")
     if args.input is not None:
-        print("groundwatch eval: give INPUT or --estimate FILE, not both", file=sys.stderr)
-        return 2
+        raise ConfigError("give INPUT or --estimate FILE, not both")
     result = asyncio.run(run_estimate_async(args, _settings_for(args, settings or Settings())))
     print(summary(result))
     if args.out is not None:

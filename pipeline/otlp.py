@@ -150,6 +150,32 @@ def documents(attrs: dict[str, Any]) -> list[dict[str, str | None]]:
     return out
 
 
+def _objects(value: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    if not isinstance(value, list):
+        raise ValueError(f"{where} is not a list")
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}[{i}] is not an object")
+        yield f"{where}[{i}]", item
+
+
+def check_shape(request: Any) -> None:
+    """ValueError naming the first place where an export request is not shaped as OTLP/JSON (objects
+    and lists down to each span's attributes), before anything is read from it."""
+    if not isinstance(request, dict):
+        raise ValueError("an export request is a JSON object")
+    for where, resource_spans in _objects(request.get("resourceSpans", []), "resourceSpans"):
+        resource = resource_spans.get("resource", {})
+        if not isinstance(resource, dict):
+            raise ValueError(f"{where}.resource is not an object")
+        for _ in _objects(resource.get("attributes", []), f"{where}.resource.attributes"):
+            pass
+        for scope_at, scope in _objects(resource_spans.get("scopeSpans", []), f"{where}.scopeSpans"):
+            for span_at, span in _objects(scope.get("spans", []), f"{scope_at}.spans"):
+                for _ in _objects(span.get("attributes", []), f"{span_at}.attributes"):
+                    pass
+
+
 def _spans(request: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """(resource attributes, span) of every span in an export request."""
     for resource_spans in request.get("resourceSpans", []):
@@ -203,7 +229,9 @@ def _interaction(
 
 
 def convert_request(request: dict[str, Any]) -> Converted:
-    """The interactions of one OTLP/JSON ``ExportTraceServiceRequest`` (see the module docstring)."""
+    """The interactions of one OTLP/JSON ``ExportTraceServiceRequest`` (see the module docstring); a
+    request that is not shaped as one raises ValueError naming where (``check_shape``)."""
+    check_shape(request)
     spans = [(resource, span, attributes(span.get("attributes", []))) for resource, span in _spans(request)]
     passages: dict[str, list[Any]] = defaultdict(list)
     for _, span, attrs in spans:

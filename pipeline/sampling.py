@@ -20,7 +20,6 @@ decision's reason, no scores and no judge call.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,9 +27,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pipeline.clock import Clock, SystemClock
+from pipeline.rules_file import read_rules_file
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.sampling import Conditions, Decision, JudgeBudget, SamplingRule, SamplingRules
@@ -40,13 +38,9 @@ _MISSING = object()
 
 
 def load_sampling_rules(path: Path) -> SamplingRules:
-    """``rules:`` and ``budgets:`` in YAML (.yaml/.yml) or JSON (a bare list is the rules); a bad rule
-    raises a pydantic ValidationError naming its index, the field and the reason."""
-    text = path.read_text(encoding="utf-8")
-    data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    if isinstance(data, list):
-        data = {"rules": data}
-    return SamplingRules.model_validate(data or {})
+    """``rules:`` and ``budgets:`` in YAML (.yaml/.yml) or JSON (a bare list is the rules); a bad file or
+    rule raises a ConfigError naming the file, the rule's index, the field and the reason."""
+    return read_rules_file(path, SamplingRules, "sampling rules file")
 
 
 def stable_fraction(interaction_id: str, salt: str = "") -> float:

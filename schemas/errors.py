@@ -2,6 +2,7 @@
 
     GroundwatchError
     ├── ConfigError            a setting, argument or rules file is wrong; the message names it
+    │   ├── SettingError       a GROUNDWATCH_* variable names no setting or cannot be read
     │   ├── KafkaAuthError     the Kafka security settings do not fit together
     │   └── DashboardConfigError  the dashboard may not be served as asked
     ├── InvalidMessage         a message does not decode or validate; the message says which field, why
@@ -30,6 +31,11 @@ class GroundwatchError(Exception):
 
 class ConfigError(GroundwatchError, ValueError):
     """A setting, command-line argument or rules file is wrong; the message names it and says why."""
+
+
+class SettingError(ConfigError):
+    """A ``GROUNDWATCH_*`` variable names no setting, or its value cannot be read; the message names the
+    variable (and the closest setting's)."""
 
 
 class KafkaAuthError(ConfigError):

@@ -7,30 +7,53 @@ Nested settings use ``__``: ``GROUNDWATCH_JUDGE__MODEL=gpt-4o-mini``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import json
+import typing
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+PREFIX = "GROUNDWATCH_"
 
 JudgeKind = Literal["openai", "local", "lexical", "cascade"]
 # the NLI pairs (schemas.results.PairName, which imports this module)
 NliPair = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
 NLI_PAIRS: tuple[NliPair, ...] = ("context_answer", "ground_truth_answer", "answer_ground_truth")
+Share = Annotated[float, Field(ge=0, le=1)]  # a score threshold or a share, 0 to 1
 
 
 class Limits(BaseModel):
     """Size limits on an incoming interaction; a violation names the field and the limit."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_question_chars: int = Field(20_000, description="longest question (characters)")
-    max_answer_chars: int = Field(50_000, description="longest answer (characters)")
-    max_ground_truth_chars: int = Field(50_000, description="longest ground truth (characters)")
-    max_contexts: int = Field(100, description="most retrieved passages an interaction may carry")
-    max_context_chars: int = Field(400_000, description="most characters of all passages together")
-    max_id_chars: int = Field(256, description="longest interaction_id (characters)")
+    max_question_chars: int = Field(20_000, ge=1, description="longest question (characters)")
+    max_answer_chars: int = Field(50_000, ge=1, description="longest answer (characters)")
+    max_ground_truth_chars: int = Field(50_000, ge=1, description="longest ground truth (characters)")
+    max_contexts: int = Field(100, ge=1, description="most retrieved passages an interaction may carry")
+    max_context_chars: int = Field(400_000, ge=1, description="most characters of all passages together")
+    max_id_chars: int = Field(256, ge=1, description="longest interaction_id (characters)")
     max_document_chars: int = Field(
         1_000,
         ge=1,
@@ -77,7 +100,7 @@ class Limits(BaseModel):
 class SplitSettings(BaseModel):
     """Sentence conversion (docs/method.md)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_sentence_chars: int = Field(
         500,
@@ -92,16 +115,26 @@ class SplitSettings(BaseModel):
     keep_lists: bool = Field(True, description="list items stay with the sentence that introduces them")
     keep_tables: bool = Field(True, description="markdown table rows carry their header")
 
+    @model_validator(mode="after")
+    def _min_under_max(self) -> SplitSettings:
+        if self.min_sentence_chars > self.max_sentence_chars:
+            low, high = (
+                variable_name("split", "min_sentence_chars"),
+                variable_name("split", "max_sentence_chars"),
+            )
+            raise ValueError(f"{low} ({self.min_sentence_chars}) is above {high} ({self.max_sentence_chars})")
+        return self
+
 
 class ModelPrice(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input_per_1k: float = Field(0.0, description="USD per 1,000 input tokens")
-    output_per_1k: float = Field(0.0, description="USD per 1,000 output tokens")
+    input_per_1k: float = Field(0.0, ge=0, description="USD per 1,000 input tokens")
+    output_per_1k: float = Field(0.0, ge=0, description="USD per 1,000 output tokens")
 
 
 class JudgeSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: JudgeKind = Field(
         "lexical",
@@ -120,11 +153,11 @@ class JudgeSettings(BaseModel):
     max_retries: int = Field(
         4, ge=0, description="retries of a failed request (429, 5xx, timeouts, unparseable output)"
     )
-    backoff_base_s: float = Field(0.5, description="first retry delay; doubles each retry, with jitter")
-    backoff_max_s: float = Field(8.0, description="longest retry delay")
-    timeout_s: float = Field(60.0, description="timeout of one request to the endpoint")
-    temperature: float = Field(0.0, description="sampling temperature of the judge")
-    max_output_tokens: int = Field(2048, description="most tokens the judge may generate per request")
+    backoff_base_s: float = Field(0.5, ge=0, description="first retry delay; doubles each retry, with jitter")
+    backoff_max_s: float = Field(8.0, ge=0, description="longest retry delay")
+    timeout_s: float = Field(60.0, gt=0, description="timeout of one request to the endpoint")
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature of the judge")
+    max_output_tokens: int = Field(2048, ge=1, description="most tokens the judge may generate per request")
     structured_output: bool = Field(
         True, description="JSON-schema response_format, plain JSON as the fallback"
     )
@@ -162,6 +195,7 @@ class JudgeSettings(BaseModel):
     cache_path: Path | None = Field(None, description="None: in-memory cache for the life of the process")
     context_window_tokens: int = Field(
         4096,
+        ge=1,
         description=(
             "the judge model's window, for models without an entry in ``context_windows`` (and the lexical "
             "judge); premises longer than the window are split. ``pipeline.judges.window.window_tokens`` "
@@ -184,11 +218,15 @@ class JudgeSettings(BaseModel):
     )
     cascade_unsure_low: float = Field(
         0.2,
+        ge=0,
+        le=1,
         description="cascade, context pairs (grounding): the lexical verdict is trusted outside "
         "[cascade_unsure_low, cascade_unsure_high]",
     )
     cascade_unsure_high: float = Field(
         0.8,
+        ge=0,
+        le=1,
         description=(
             "cascade, context pairs: a lexical score at or above this is trusted as supported (under "
             "cascade_unsure_low as unsupported); between them the LLM judges"
@@ -196,10 +234,14 @@ class JudgeSettings(BaseModel):
     )
     cascade_ground_truth_unsure_low: float = Field(
         0.0,
+        ge=0,
+        le=1,
         description="cascade, ground-truth pairs (correctness): the low end of the band the LLM judges",
     )
     cascade_ground_truth_unsure_high: float = Field(
         0.5,
+        ge=0,
+        le=1,
         description=(
             "cascade, ground-truth pairs (correctness): the high end of the band the LLM judges; above it "
             "the lexical verdict (correct) stands. [0, 0.5] is what grouped 5-fold cross-validation on "
@@ -211,12 +253,12 @@ class JudgeSettings(BaseModel):
         Path.home() / ".cache" / "groundwatch" / "models",
         description="where the local judge's model is assembled (llama.cpp server started by groundwatch)",
     )
-    local_threads: int = Field(2, description="CPU threads of the local llama.cpp server")
-    local_ctx: int = Field(4096, description="context window (tokens) of the local model")
-    local_port: int = Field(0, description="0 = a free port on 127.0.0.1")
-    local_start_timeout_s: float = Field(180.0, description="model load + first answer of /v1/models")
+    local_threads: int = Field(2, ge=1, description="CPU threads of the local llama.cpp server")
+    local_ctx: int = Field(4096, ge=1, description="context window (tokens) of the local model")
+    local_port: int = Field(0, ge=0, le=65535, description="0 = a free port on 127.0.0.1")
+    local_start_timeout_s: float = Field(180.0, gt=0, description="model load + first answer of /v1/models")
     local_timeout_s: float = Field(
-        900.0, description="one request to the local server (2 CPU cores: minutes under load)"
+        900.0, gt=0, description="one request to the local server (2 CPU cores: minutes under load)"
     )
     local_max_in_flight: int = Field(1, ge=1, description="llama.cpp's server answers one request at a time")
     local_verdict_logprobs: int = Field(
@@ -245,14 +287,29 @@ class JudgeSettings(BaseModel):
     )
     # context window (tokens) per hosted model, like ``prices``: an exact name, else the longest name the
     # model starts with (dated snapshots); models not listed use ``context_window_tokens``
-    context_windows: dict[str, int] = Field(
+    context_windows: dict[str, PositiveInt] = Field(
         description="context window (tokens) per hosted model, like prices",
         default_factory=lambda: {"gpt-4o-mini": 128_000, "gpt-4o": 128_000},
     )
 
+    @model_validator(mode="after")
+    def _ordered(self) -> JudgeSettings:
+        pairs = [
+            ("cascade_unsure_low", "cascade_unsure_high"),
+            ("cascade_ground_truth_unsure_low", "cascade_ground_truth_unsure_high"),
+            ("backoff_base_s", "backoff_max_s"),
+        ]
+        for low, high in pairs:
+            if getattr(self, low) > getattr(self, high):
+                raise ValueError(
+                    f"{variable_name('judge', low)} ({getattr(self, low)}) is above "
+                    f"{variable_name('judge', high)} ({getattr(self, high)})"
+                )
+        return self
+
 
 class PipelineSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     pronoun_replacement: bool = Field(
         True,
@@ -312,6 +369,8 @@ class PipelineSettings(BaseModel):
     refusal_batch_size: int = Field(8, ge=1, description="texts a prompt")
     hallucination_threshold: float = Field(
         0.5,
+        ge=0,
+        le=1,
         description=(
             "context entailment under this = hallucination. Left unset, each judge kind uses its calibrated "
             "default from ``judge_hallucination_thresholds`` (this value for kinds not listed); set (env or "
@@ -319,9 +378,9 @@ class PipelineSettings(BaseModel):
         ),
     )
     unsupported_claim_threshold: float = Field(
-        0.5, description="statement score under this = unsupported claim"
+        0.5, ge=0, le=1, description="statement score under this = unsupported claim"
     )
-    statement_weights: dict[str, float] = Field(
+    statement_weights: dict[str, NonNegativeFloat] = Field(
         default_factory=dict,
         description="statement tag -> weight in grounded-unit precision (docs/method.md)",
     )
@@ -345,7 +404,7 @@ class PipelineSettings(BaseModel):
             "value for kinds not listed); set (env or code), it is used for every judge"
         ),
     )
-    judge_nli_group_cases: dict[str, int] = Field(
+    judge_nli_group_cases: dict[str, PositiveInt] = Field(
         default_factory=lambda: {"local": 1},
         description="nli_group_cases per judge kind when nli_group_cases is not set",
     )
@@ -381,19 +440,21 @@ class PipelineSettings(BaseModel):
     # together (every fold chose 0.807-0.817, docs/accuracy.md); cascade: the same, because by default
     # (judge.cascade_llm_pairs) its context scores are the lexical judge's (not so once context_answer
     # is sent to its LLM: then choose the threshold again)
-    judge_hallucination_thresholds: dict[str, float] = Field(
+    judge_hallucination_thresholds: dict[str, Share] = Field(
         description="hallucination_threshold per judge kind when hallucination_threshold is not set",
         default_factory=lambda: {"lexical": 0.81, "cascade": 0.81},
     )
     correct_threshold: float = Field(
         0.5,
+        ge=0,
+        le=1,
         description=(
             "answer_entails_ground_truth at or over this = the answer agrees with the ground truth "
             '("correct"); left unset, each judge kind uses its calibrated default from '
             "``judge_correct_thresholds``"
         ),
     )
-    judge_correct_thresholds: dict[str, float] = Field(
+    judge_correct_thresholds: dict[str, Share] = Field(
         default_factory=dict, description="correct_threshold per judge kind when correct_threshold is not set"
     )
 
@@ -408,7 +469,7 @@ class PipelineSettings(BaseModel):
             "used for every judge"
         ),
     )
-    judge_short_answer_words: dict[str, int] = Field(
+    judge_short_answer_words: dict[str, NonNegativeInt] = Field(
         # the lexical judge matches words: the question's words are in any retrieved context, so framing
         # would raise the score of every short answer (the cascade's first stage is the lexical judge)
         default_factory=lambda: {"lexical": 0, "cascade": 0},
@@ -447,7 +508,7 @@ class PipelineSettings(BaseModel):
 
 
 class KafkaSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     broker: str = Field(
         "kafka://127.0.0.1:9092",
@@ -493,6 +554,7 @@ class KafkaSettings(BaseModel):
     )
     join_timeout_s: float | None = Field(
         None,
+        gt=0,
         description=(
             "how long the join waits for an interaction's parts before it emits what it has (incomplete). "
             "None "
@@ -532,10 +594,30 @@ class KafkaSettings(BaseModel):
             "message never blocks its partition for ever"
         ),
     )
-    session_timeout_s: float = Field(6.0, description="Kafka consumer session timeout")
-    heartbeat_interval_s: float = Field(1.0, description="Kafka consumer heartbeat interval")
-    rebalance_timeout_s: float = Field(4.0, description="Kafka consumer group rebalance timeout")
-    web_port: int = Field(6066, description="port of the worker's web server (dashboard at /dashboard/)")
+    start_offset: Literal["latest", "earliest"] = Field(
+        "latest",
+        description=(
+            "where a new consumer group starts reading the input topics (interactions, otlp): latest = "
+            "only what is produced from its first start on; earliest = everything the topic retains "
+            "(every retained interaction is judged again). A group that has committed offsets resumes "
+            "from them either way; the topics between stages are always read from their start"
+        ),
+    )
+    session_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="Kafka consumer session timeout (faust's default; the embedded broker of the demo and "
+        "tests uses 6, groundwatch.local.tansu.worker_env)",
+    )
+    heartbeat_interval_s: float = Field(
+        3.0, gt=0, description="Kafka consumer heartbeat interval; under session_timeout_s"
+    )
+    rebalance_timeout_s: float = Field(
+        60.0, gt=0, description="Kafka consumer group rebalance timeout (faust's default)"
+    )
+    web_port: int = Field(
+        6066, ge=1, le=65535, description="port of the worker's web server (dashboard at /dashboard/)"
+    )
     otlp_input: bool = Field(
         False,
         description="also read OpenTelemetry traces (OTLP/JSON export requests, as an OpenTelemetry "
@@ -593,9 +675,18 @@ class KafkaSettings(BaseModel):
         None, description="faust's data directory; None: a temporary directory per worker"
     )
 
+    @model_validator(mode="after")
+    def _heartbeat_within_session(self) -> KafkaSettings:
+        if self.heartbeat_interval_s >= self.session_timeout_s:
+            raise ValueError(
+                f"{variable_name('kafka', 'heartbeat_interval_s')} ({self.heartbeat_interval_s}) must be "
+                f"under {variable_name('kafka', 'session_timeout_s')} ({self.session_timeout_s})"
+            )
+        return self
+
 
 class ClickHouseSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: SecretStr = Field(
         SecretStr("chdb:///" + str(Path.cwd() / ".groundwatch" / "chdb")),
@@ -641,7 +732,7 @@ class ClickHouseSettings(BaseModel):
 
 
 class WindowSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     size_seconds: int = Field(60, ge=1, description="tumbling window size")
     grace_seconds: int = Field(
@@ -680,7 +771,7 @@ class WindowSettings(BaseModel):
 
 
 class AlertSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rules_file: Path | None = Field(
         None, description="YAML alert rules (deploy/alerts/rules.example.yaml); none: no alerts"
@@ -690,8 +781,8 @@ class AlertSettings(BaseModel):
         description="Slack-compatible webhook the alerts are posted to; a secret (hook URLs are "
         "credentials): pass it via the environment",
     )
-    webhook_retries: int = Field(3, description="retries of a failed webhook post")
-    webhook_backoff_s: float = Field(0.5, description="first webhook retry delay (doubles)")
+    webhook_retries: int = Field(3, ge=0, description="retries of a failed webhook post")
+    webhook_backoff_s: float = Field(0.5, ge=0, description="first webhook retry delay (doubles)")
     webhook_timeout_s: float = Field(5.0, gt=0, description="timeout of one webhook post")
     delivery_lease_s: float = Field(
         600.0,
@@ -709,7 +800,7 @@ class AlertSettings(BaseModel):
 class SamplingSettings(BaseModel):
     """Which interactions are judged (pipeline.sampling; README "Sampling and budgets")."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     default_rate: float = Field(
         1.0,
@@ -732,7 +823,7 @@ DASHBOARD_TOKEN_MIN_CHARS = 16
 class DashboardSettings(BaseModel):
     """The built-in dashboard, on the worker's web server and in ``groundwatch dashboard``."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     host: str = Field(
         "127.0.0.1",
@@ -824,8 +915,21 @@ class LabelsSettings(BaseModel):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="GROUNDWATCH_", env_nested_delimiter="__", extra="ignore", frozen=True
+        env_prefix=PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The environment is read by ``_CheckedEnvSource``: a GROUNDWATCH_* variable that names no
+        setting stops the load."""
+        return init_settings, _CheckedEnvSource(settings_cls), dotenv_settings, file_secret_settings
 
     limits: Limits = Field(default_factory=Limits, description="size limits on incoming interactions")
     split: SplitSettings = Field(default_factory=SplitSettings, description="sentence conversion")
@@ -875,15 +979,133 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(f"unknown settings sections: {', '.join(unknown)}")
         sections: dict[str, Any] = {}
+        problems: list[Any] = []
         for name, value in data.items():
             model = cls.model_fields[name].annotation
             assert isinstance(model, type) and issubclass(model, BaseModel)
-            sections[name] = model.model_validate(value)
+            try:
+                sections[name] = model.model_validate(value)
+            except ValidationError as exc:  # named as the whole Settings would name them
+                problems += [{**e, "loc": (name, *e["loc"])} for e in exc.errors()]
+        if problems:
+            raise ValidationError.from_exception_data(cls.__name__, problems)
         return cls.model_construct(_fields_set=set(sections), **sections)
 
 
-class _MappingEnvSource(EnvSettingsSource):
-    """pydantic-settings' environment source over a given mapping instead of ``os.environ``."""
+# GROUNDWATCH_* variables that are not settings and may share an environment with them: the command
+# line's traceback switch (groundwatch.cli), and the ClickHouse data source of the Grafana provisioning
+# (deploy/grafana). Other names without ``__`` are not checked (rules files may read secrets from variables
+# of any name, e.g. GROUNDWATCH_HOOK_SECRET), unless they start like a section (GROUNDWATCH_JUDGE_MODEL)
+# or nearly spell one (GROUNDWATCH_JUGDE)
+NOT_SETTINGS = frozenset(
+    {"GROUNDWATCH_DEBUG"}
+    | {
+        f"GROUNDWATCH_CLICKHOUSE_{name}"
+        for name in ("HOST", "PORT", "PROTOCOL", "SECURE", "DATABASE", "USER", "PASSWORD")
+    }
+)
+
+
+def variable_name(section: str, field: str | None = None) -> str:
+    """The environment variable of a section (a JSON object) or of one of its fields."""
+    return f"{PREFIX}{section.upper()}" + (f"__{field.upper()}" if field is not None else "")
+
+
+def _nests(field: FieldInfo) -> bool:
+    """A field whose value has keys of its own (``GROUNDWATCH_JUDGE__PRICES__GPT-4O__INPUT_PER_1K``)."""
+    annotation = field.annotation
+    return typing.get_origin(annotation) is dict or (
+        isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    )
+
+
+def setting_variables() -> dict[str, FieldInfo]:
+    """Every setting's environment variable and its field."""
+    out: dict[str, FieldInfo] = {}
+    for section, info in Settings.model_fields.items():
+        model = info.annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        for name, field in model.model_fields.items():
+            out[variable_name(section, name)] = field
+    return out
+
+
+def unknown_variables(names: Iterable[str]) -> list[str]:
+    """``GROUNDWATCH_* is not a setting (did you mean ...?)`` for each name given that looks like a
+    setting but names none (pydantic-settings itself drops those without a word)."""
+    known = setting_variables()
+    sections = {name.upper(): name for name in Settings.model_fields}
+    problems = []
+    for raw in sorted(names):
+        name = raw.upper()
+        if not name.startswith(PREFIX) or name in NOT_SETTINGS or name in known:
+            continue
+        rest = name[len(PREFIX) :]
+        head, delimiter, tail = rest.partition("__")
+        if not delimiter:
+            if rest in sections:
+                continue
+            looks_like_one = any(rest.startswith(f"{s}_") for s in sections) or difflib.get_close_matches(
+                rest, sections, n=1, cutoff=0.8
+            )
+            if not looks_like_one:
+                continue
+        elif head in sections:
+            field = known.get(f"{PREFIX}{head}__{tail.split('__')[0]}")
+            if field is not None and _nests(field):
+                continue
+        candidates = [*known, *(variable_name(s) for s in sections.values())]
+        close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+        problems.append(f"{name} is not a setting" + (f" (did you mean {close[0]}?)" if close else ""))
+    return problems
+
+
+def describe_settings_error(exc: ValidationError) -> str:
+    """One line naming each invalid setting by its environment variable, for a ValidationError of
+    ``Settings`` (from ``Settings()``, ``from_values`` or ``with_changes``)."""
+    problems = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if len(loc) >= 2:
+            where = variable_name(loc[0], loc[1]) + (f" ({'.'.join(loc[2:])})" if len(loc) > 2 else "")
+            problems.append(f"{where}: {message}")
+        elif loc and loc[0] in Settings.model_fields:
+            problems.append(message if "GROUNDWATCH_" in message else f"{variable_name(loc[0])}: {message}")
+        else:
+            problems.append(message)
+    return "; ".join(problems)
+
+
+class _CheckedEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source that first refuses GROUNDWATCH_* variables naming no
+    setting (``SettingError`` naming them and the closest setting), and names the variable whose list
+    or mapping is not JSON."""
+
+    def __call__(self) -> dict[str, Any]:
+        from schemas.errors import SettingError  # schemas.errors -> schemas.results -> this module
+
+        problems = unknown_variables(name for name in self.env_vars)
+        if problems:
+            raise SettingError("; ".join(problems))
+        try:
+            return super().__call__()
+        except SettingsError as exc:  # a list or mapping that is not JSON
+            for name, value in sorted(self.env_vars.items()):
+                field = setting_variables().get(name.upper())
+                complex_ = field is not None and (
+                    _nests(field) or typing.get_origin(field.annotation) is list
+                )
+                if complex_ and value:
+                    try:
+                        json.loads(value)
+                    except ValueError as bad:
+                        raise SettingError(f"{name.upper()} is not JSON: {bad}") from None
+            raise SettingError(f"{exc}: {exc.__cause__}") from None
+
+
+class _MappingEnvSource(_CheckedEnvSource):
+    """The checked environment source over a given mapping instead of ``os.environ``."""
 
     def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
         self._environ = dict(environ)

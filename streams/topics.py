@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from schemas.errors import BrokerUnavailable, ConfigError
 from schemas.settings import KafkaSettings
 from streams.kafka_auth import aiokafka_auth
 
@@ -74,7 +77,7 @@ def check_copartitioned(partitions: dict[str, int]) -> None:
     counts = {name: n for name, n in partitions.items() if n > 0}
     if len(set(counts.values())) > 1:
         listing = ", ".join(f"{name}={n}" for name, n in sorted(counts.items()))
-        raise RuntimeError(
+        raise ConfigError(
             "groundwatch topics must all have the same partition count (they are joined by "
             f"interaction_id): {listing}. Recreate them or use a new topic prefix."
         )
@@ -112,3 +115,19 @@ async def ensure_topics(kafka: KafkaSettings) -> list[str]:
         return missing
     finally:
         await admin.close()
+
+
+@contextmanager
+def broker_errors(kafka: KafkaSettings, doing: str) -> Iterator[None]:
+    """A Kafka client error inside becomes one BrokerUnavailable, "cannot <doing> the broker at <broker>:
+    <why>"; aiokafka's own log lines about the failed connection are held back meanwhile (the one line
+    says it)."""
+    aiokafka_log = logging.getLogger("aiokafka")
+    level = aiokafka_log.level
+    aiokafka_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    except KafkaError as exc:
+        raise BrokerUnavailable(f"cannot {doing} the broker at {kafka.broker}: {exc}") from exc
+    finally:
+        aiokafka_log.setLevel(level)

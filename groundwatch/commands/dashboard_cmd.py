@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
 from pydantic import SecretStr
 
+from schemas.errors import ConfigError
 from schemas.settings import ClickHouseSettings, DashboardSettings, Settings
 
 
@@ -34,7 +34,7 @@ def parse_bind(bind: str | None, default_host: str) -> tuple[str, int]:
         return default_host, 8050
     host, sep, port = bind.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--bind must be HOST:PORT with a port 1-65535, got {bind!r}")
+        raise ConfigError(f"--bind must be HOST:PORT with a port 1-65535, got {bind!r}")
     return host.strip("[]") or default_host, int(port)
 
 
@@ -60,18 +60,14 @@ async def serve(clickhouse: ClickHouseSettings, dashboard: DashboardSettings, ho
 
 
 def run(args: argparse.Namespace) -> int:
-    from streams.dashboard.auth import DashboardConfigError, require_credentials
+    from streams.dashboard.auth import require_credentials
 
-    try:
-        settings = Settings()
-        clickhouse = settings.clickhouse
-        if args.clickhouse:
-            clickhouse = clickhouse.model_copy(update={"url": SecretStr(args.clickhouse)})
-        host, port = parse_bind(args.bind, settings.dashboard.host)
-        require_credentials(host, settings.dashboard)
-    except (ValueError, DashboardConfigError) as exc:
-        print(f"groundwatch dashboard: {exc}", file=sys.stderr)
-        return 2
+    settings = Settings()
+    if args.clickhouse:
+        settings = settings.with_changes(clickhouse={"url": SecretStr(args.clickhouse)})
+    clickhouse = settings.clickhouse
+    host, port = parse_bind(args.bind, settings.dashboard.host)
+    require_credentials(host, settings.dashboard)  # DashboardConfigError naming what is missing
     try:
         asyncio.run(serve(clickhouse, settings.dashboard, host, port))
     except KeyboardInterrupt:

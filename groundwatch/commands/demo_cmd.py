@@ -22,8 +22,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from groundwatch.commands.arg_types import port_number, positive_float, positive_int
 from groundwatch.demo_history import History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
+from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
@@ -35,7 +37,7 @@ RULES = "demo_alert_rules.yaml"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--events",
-        type=int,
+        type=positive_int,
         default=6000,
         help="interactions to replay (default 6000; fewer with a slow judge)",
     )
@@ -43,14 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--judge", choices=["local", "lexical", "openai", "cascade"], default="lexical", help="judge kind"
     )
     parser.add_argument("--workdir", type=Path, help="where the demo keeps its data (default: .groundwatch/)")
-    parser.add_argument("--days", type=float, default=14.0, help="simulated history, in days (default 14)")
-    parser.add_argument("--window-seconds", type=int, default=3600, help="tumbling window size (default 1 h)")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for the evaluations")
+    parser.add_argument(
+        "--days", type=positive_float, default=14.0, help="simulated history, in days (default 14)"
+    )
+    parser.add_argument(
+        "--window-seconds", type=positive_int, default=3600, help="tumbling window size (default 1 h)"
+    )
+    parser.add_argument(
+        "--timeout", type=positive_float, default=None, help="seconds to wait for the evaluations"
+    )
     parser.add_argument(
         "--no-serve", action="store_true", help="end after the report instead of serving the dashboard"
     )
     parser.add_argument(
-        "--port", type=int, default=8050, help="dashboard port on 127.0.0.1 (a free one when taken)"
+        "--port", type=port_number, default=8050, help="dashboard port on 127.0.0.1 (a free one when taken)"
     )
     parser.add_argument(
         "--data",
@@ -212,17 +220,17 @@ def _serve(stack: LocalStack, port: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.events < 1 or args.days <= 0 or args.window_seconds < 1:
-        print("--events and --window-seconds must be at least 1, --days above 0", file=sys.stderr)
-        return 2
     if not 0.0 <= args.label_share <= 1.0:
         raise ConfigError(f"--label-share must be within [0, 1], got {args.label_share}")
-    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     started = time.monotonic()
     workdir = (
         args.workdir or Path.cwd() / ".groundwatch" / f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     ).resolve()
+    tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
+    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
+    stack.settings()  # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts
+    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     plan = user_history(args.data, args.days) if args.data else history(args.events, args.days)
     local = args.judge in ("local", "cascade")
     _say(f"work directory {workdir}")
@@ -239,7 +247,6 @@ def run(args: argparse.Namespace) -> int:
             "the worker starts the local judge (llama.cpp, Qwen2.5-Coder-1.5B Q4, 2 threads): first run "
             "assembles and checks the 1.1 GB model; CPU judging takes seconds to minutes per interaction"
         )
-    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
     with stack:
         _say(f"broker {stack.broker.url}, worker ready (log: {stack.worker_log})")
         timeout = args.timeout or (3600.0 * 3 if local else 900.0)

@@ -31,12 +31,13 @@ from typing import get_args
 from tqdm import tqdm
 
 from groundwatch import estimate as estimate_cmd
+from groundwatch.commands.arg_types import non_negative_int, positive_int
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator, RelevanceScorerLike
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
 from pipeline.report import EvalReport, build_report
-from schemas.errors import StageError
+from schemas.errors import ConfigError, StageError
 from schemas.evaluation import Evaluation
 from schemas.settings import JudgeKind, Settings
 
@@ -65,14 +66,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sampling rules (YAML/JSON, README 'Sampling and budgets'): judge only what they pick "
         "(the others are written unjudged with their reason); with --estimate: the figure after them",
     )
-    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N non-blank lines")
+    parser.add_argument(
+        "--limit", type=non_negative_int, default=None, help="evaluate only the first N non-blank lines"
+    )
     parser.add_argument(
         "--evaluations",
         type=Path,
         default=None,
         help="Evaluations JSONL (default: <out stem>.evaluations.jsonl)",
     )
-    parser.add_argument("--concurrency", type=int, default=None, help="interactions in flight (default: 32)")
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        help="interactions in flight (default: GROUNDWATCH_KAFKA__STAGE_CONCURRENCY, 128)",
+    )
     parser.add_argument(
         "--relevance",
         action="store_true",
@@ -80,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--bootstrap",
-        type=int,
+        type=non_negative_int,
         default=RESAMPLES,
         metavar="N",
         help=f"resamples for the 95%% intervals of AUC and balanced accuracy (default {RESAMPLES}; 0: none)",
@@ -151,8 +159,6 @@ def _settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
 async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
     settings = _settings_for(args, settings or Settings())
     concurrency = args.concurrency or settings.kafka.stage_concurrency
-    if concurrency < 1:
-        raise ValueError("--concurrency must be at least 1")
     dataset = read_dataset(args.input, settings.limits, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
     scorer: RelevanceScorerLike | None = None
@@ -256,14 +262,9 @@ def run(args: argparse.Namespace) -> int:
     if args.estimate is not None:
         return estimate_cmd.run_estimate(args)
     if args.input is None or args.out is None:
-        print("groundwatch eval: give INPUT and --out (or --estimate FILE)", file=sys.stderr)
-        return 2
+        raise ConfigError("give INPUT and --out (or --estimate FILE)")
     if not args.input.is_file():
-        print(f"groundwatch eval: no such file: {args.input}", file=sys.stderr)
-        return 2
-    if args.limit is not None and args.limit < 0:
-        print("groundwatch eval: --limit must be 0 or more", file=sys.stderr)
-        return 2
+        raise ConfigError(f"no such file: {args.input}")
     report = asyncio.run(run_eval(args))
     print(summary(report), file=sys.stderr)
     print(

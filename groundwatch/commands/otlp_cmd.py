@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.otlp import convert_request
+from schemas.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def requests(path: Path) -> Iterator[dict[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+    """Each ExportTraceServiceRequest of the file (one JSON object, or one a line); ConfigError naming the
+    file and line for anything else."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8: {exc}") from None
     try:
         whole = json.loads(text)
     except ValueError:
@@ -30,23 +36,36 @@ def requests(path: Path) -> Iterator[dict[str, Any]]:
     if isinstance(whole, dict):
         yield whole
         return
+    if whole is not None:
+        raise ConfigError(
+            f"{path} holds a JSON {type(whole).__name__}: give one OTLP/JSON ExportTraceServiceRequest "
+            "object, or one a line"
+        )
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                yield json.loads(line)
+                request = json.loads(line)
             except ValueError as exc:
-                raise ValueError(f"{path}:{n}: not JSON: {exc}") from None
+                raise ConfigError(f"{path} line {n} is not JSON: {exc}") from None
+            if not isinstance(request, dict):
+                raise ConfigError(
+                    f"{path} line {n} is a JSON {type(request).__name__}, not an OTLP/JSON "
+                    "ExportTraceServiceRequest object"
+                )
+            yield request
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.file.is_file():
-        print(f"groundwatch otlp: no such file: {args.file}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"no such file: {args.file}")
     out = args.out.open("w", encoding="utf-8") if args.out else sys.stdout
     written = failed = 0
     try:
-        for request in requests(args.file):
-            converted = convert_request(request)
+        for number, request in enumerate(requests(args.file), 1):
+            try:
+                converted = convert_request(request)
+            except ValueError as exc:
+                raise ConfigError(f"{args.file}: export request {number}: {exc}") from None
             for interaction in converted.interactions:
                 out.write(interaction.model_dump_json() + "\n")
                 written += 1
@@ -55,9 +74,6 @@ def run(args: argparse.Namespace) -> int:
                 print(
                     f"span {error.trace_id}:{error.span_id} ({error.name}): {error.reason}", file=sys.stderr
                 )
-    except ValueError as exc:
-        print(f"groundwatch otlp: {exc}", file=sys.stderr)
-        return 2
     finally:
         if args.out:
             out.close()

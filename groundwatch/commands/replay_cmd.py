@@ -4,36 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import math
 from pathlib import Path
 
-from schemas.errors import BrokerUnavailable, ConfigError
+from groundwatch.commands.arg_types import non_negative_int, positive_float
+from schemas.errors import ConfigError
 from schemas.settings import Settings
-
-
-def positive_rate(text: str) -> float:
-    """argparse type of --rate: a finite number over 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of interactions a second, got {text!r}"
-        ) from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number over 0, got {text!r}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type of --limit: a whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
-    return value
 
 
 def check_utf8(path: Path) -> None:
@@ -52,7 +27,7 @@ def check_utf8(path: Path) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="JSONL, one interaction a line")
     parser.add_argument(
-        "--rate", type=positive_rate, help="at most N interactions a second (default: as fast as it can)"
+        "--rate", type=positive_float, help="at most N interactions a second (default: as fast as it can)"
     )
     parser.add_argument("--app", help="set every interaction's app")
     parser.add_argument("--model", help="set every interaction's model")
@@ -69,10 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         raise ConfigError(f"no such file: {args.file}")
     check_utf8(args.file)
-    from aiokafka.errors import KafkaError
+    from streams.topics import broker_errors
 
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # its connection errors: one line below
-    try:
+    with broker_errors(settings.kafka, "send to"):
         result = asyncio.run(
             replay(
                 settings,
@@ -83,8 +57,6 @@ def run(args: argparse.Namespace) -> int:
                 limit=args.limit,
             )
         )
-    except KafkaError as exc:
-        raise BrokerUnavailable(f"cannot send to the broker at {settings.kafka.broker}: {exc}") from exc
     print(
         f"sent {result.sent} interactions in {result.seconds:.2f}s"
         f" to {settings.kafka.topic_prefix}interactions"

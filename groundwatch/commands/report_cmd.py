@@ -7,8 +7,7 @@ import logging
 
 from pydantic import SecretStr
 
-from schemas.errors import ConfigError, GroundwatchError
-from schemas.safe_text import safe_text
+from schemas.errors import ClickHouseUnavailable, ConfigError, GroundwatchError
 from schemas.settings import Settings
 
 
@@ -42,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)  # read-only: no DDL
     except GroundwatchError as exc:  # a chDB path another process holds, a server that does not answer
-        print(f"groundwatch report: cannot open ClickHouse at {where}: {safe_text(exc)}")
-        return 2
+        raise ClickHouseUnavailable(f"cannot open ClickHouse at {where}: {exc}") from None
     try:
         windows = [
             w
@@ -58,11 +56,9 @@ def run(args: argparse.Namespace) -> int:
         report = Report(counts=store.counts_sync(), windows=windows, alerts=alerts)
     except Exception as exc:  # read-only: a database the worker never set up has no tables
         why = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        print(
-            f"groundwatch report: cannot read the groundwatch tables at {where} (has a worker run on it?): "
-            f"{safe_text(why)}"
-        )
-        return 2
+        raise ClickHouseUnavailable(
+            f"cannot read the groundwatch tables at {where} (has a worker run on it?): {why}"
+        ) from None
     finally:
         store.close()
     print(report.model_dump_json(indent=2) if args.json else render(report))

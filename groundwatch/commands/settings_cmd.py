@@ -29,6 +29,8 @@ def type_name(annotation: Any) -> str:
     """A short, stable name of a field's type."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
+    if origin is typing.Annotated:  # a constrained type (PositiveInt): its base type
+        return type_name(args[0])
     if origin is typing.Literal:
         return " | ".join(f"`{a}`" for a in args)
     if origin in (typing.Union, types.UnionType):

@@ -8,8 +8,9 @@ import logging
 
 from pydantic import SecretStr
 
+from groundwatch.commands.arg_types import port_number
 from schemas.errors import ConfigError
-from schemas.settings import Settings
+from schemas.settings import KafkaSettings, Settings, variable_name
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "arguments)",
     )
     parser.add_argument("--judge", choices=["openai", "local", "lexical", "cascade"], help="judge kind")
-    parser.add_argument("--web-port", type=int, help="faust web port on 127.0.0.1")
+    parser.add_argument(
+        "--web-port",
+        type=port_number,
+        help="serve the worker's web server (the dashboard at /dashboard/, /metrics, /healthz) on this port "
+        "of GROUNDWATCH_DASHBOARD__HOST (127.0.0.1 by default): GROUNDWATCH_KAFKA__WEB_ENABLED=true and "
+        "__WEB_PORT",
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -30,7 +37,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if args.broker:
         kafka["broker"] = args.broker
     if args.web_port is not None:
-        kafka["web_port"] = args.web_port
+        kafka.update(web_port=args.web_port, web_enabled=True)
     changes: dict[str, dict[str, object]] = {"kafka": kafka}
     if args.clickhouse:
         changes["clickhouse"] = {"url": SecretStr(args.clickhouse)}
@@ -39,38 +46,61 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings().with_changes(**changes)
 
 
+def read_files(settings: Settings) -> None:
+    """Every file the worker reads, read and validated before it connects to anything: a missing or bad
+    one is a ConfigError naming the file and its setting."""
+    from pipeline.sampling import load_sampling_rules
+    from streams.alerts.rules import load_rules
+
+    files = [
+        (settings.alerts.rules_file, load_rules, variable_name("alerts", "rules_file")),
+        (settings.sampling.rules_file, load_sampling_rules, variable_name("sampling", "rules_file")),
+    ]
+    for path, load, variable in files:
+        if path is not None:
+            try:
+                load(path)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc} ({variable})") from None
+
+
 def preflight(settings: Settings) -> None:
     """What would otherwise fail inside faust's start-up with a long traceback, checked first so the
-    command ends with one line (groundwatch.cli): the alert rules file, and that ClickHouse opens (an
-    embedded chDB path another worker holds is named as such; the engine stays open for this process,
-    which the worker's store then reuses)."""
-    from streams.alerts.rules import load_rules
+    command ends with one line (groundwatch.cli): the files the worker reads, then that ClickHouse opens
+    (an embedded chDB path another worker holds is named as such; the engine stays open for this process,
+    which the worker's store then reuses), then that the broker answers (BrokerUnavailable naming it)."""
     from streams.clickhouse.client import connect, parse_url
+    from streams.topics import broker_errors
 
-    rules = settings.alerts.rules_file
-    if rules is not None:
-        if not rules.is_file():
-            raise ConfigError(f"alert rules file {rules} (GROUNDWATCH_ALERTS__RULES_FILE) does not exist")
-        load_rules(rules)  # a bad rule: pydantic ValidationError naming it
+    read_files(settings)
     target = parse_url(settings.clickhouse.url.get_secret_value(), settings.clickhouse.database)
     client = connect(target)
     if target.kind != "chdb":  # the embedded engine lives as long as the process
         client.close()
+    with broker_errors(settings.kafka, "reach"):
+        asyncio.run(prepare_broker(settings.kafka))
+
+
+async def prepare_broker(kafka: KafkaSettings) -> None:
+    """Topics first, with our partition count (the join needs its inputs co-partitioned), then where a
+    new consumer group starts reading (kafka.start_offset, streams.offsets)."""
+    from streams.offsets import apply_start_offset
+    from streams.topics import ensure_topics
+
+    await ensure_topics(kafka)
+    await apply_start_offset(kafka)
 
 
 def run(args: argparse.Namespace) -> int:
     from schemas.safe_text import install_safe_logging
     from streams.app import GroundwatchWorker, create_app
-    from streams.topics import ensure_topics
 
     install_safe_logging()  # every record escaped: a message's text can never forge a log line
     settings = settings_from(args)
-    preflight(settings)
     logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.loglevel != "debug":  # httpx logs every judge request at INFO: ~4% of the worker's CPU
         logging.getLogger("httpx").setLevel(logging.WARNING)
-    # topics first, with our partition count: the join needs its inputs co-partitioned
-    asyncio.run(ensure_topics(settings.kafka))
+    preflight(settings)
     stream_app = create_app(settings)
     worker = GroundwatchWorker(stream_app, loglevel=args.loglevel)
     try:

@@ -8,7 +8,8 @@ For the demo and for trying groundwatch on one machine::
         report = stack.finish()          # stops the worker, then reads ClickHouse
 
 Everything binds 127.0.0.1. The worker inherits the caller's GROUNDWATCH_* settings (judge, limits...)
-except the broker, the ClickHouse URL, the status file and the topic prefix, which the stack owns.
+except the broker (with its tuning, ``tansu.worker_env``), the ClickHouse URL, the status file and the topic
+prefix, which the stack owns.
 The calling process never opens the chDB path (one process per path): it follows the worker through its
 status file, and ``finish()`` reads the report in a child process.
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from groundwatch.local.supervise import WorkerProcess, spawn_worker
-from groundwatch.local.tansu import TansuBroker
+from groundwatch.local.tansu import TansuBroker, worker_env
 from groundwatch.replay import ReplayResult, replay
 from groundwatch.trend_report import Report
 from schemas.settings import Settings, settings_from_env
@@ -77,9 +78,9 @@ class LocalStack:
             }
         )
         env.update(self.extra_env)
+        env.update(worker_env(self.broker.url))
         env.update(
             {
-                "GROUNDWATCH_KAFKA__BROKER": self.broker.url,
                 "GROUNDWATCH_KAFKA__TOPIC_PREFIX": self.prefix,
                 "GROUNDWATCH_KAFKA__CONSUMER_GROUP": f"{self.prefix}worker",
                 "GROUNDWATCH_KAFKA__DATADIR": str(self.workdir / "faust"),

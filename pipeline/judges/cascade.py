@@ -34,10 +34,6 @@ class CascadeJudge:
     def __init__(
         self, lexical: Judge, llm: Judge, settings: JudgeSettings, *, llm_refusals: bool = True
     ) -> None:
-        for name in ("cascade_unsure", "cascade_ground_truth_unsure"):
-            low, high = getattr(settings, f"{name}_low"), getattr(settings, f"{name}_high")
-            if low > high:
-                raise ValueError(f"{name}_low ({low}) is over {name}_high ({high})")
         self.lexical = lexical
         self.llm = llm
         ground_truth_band = (

@@ -3,12 +3,10 @@ kinds is streams.alerts.lifecycle)."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import yaml
-
+from pipeline.rules_file import read_rules_file
 from schemas.alert import Alert, AlertRule, AlertRules
 from schemas.window import WindowAggregate
 from streams.alerts.lifecycle import OPS, Rule, alert_id
@@ -18,13 +16,9 @@ __all__ = ["DENOMINATORS", "OPS", "RuleEvaluator", "alert_id", "load_rules", "me
 
 
 def load_rules(path: Path) -> AlertRules:
-    """``rules:`` (and ``receivers:``) in YAML (.yaml/.yml) or JSON; a bad rule raises a pydantic
-    ValidationError naming the rule's index, its kind, the field and the reason."""
-    text = path.read_text(encoding="utf-8")
-    data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    if isinstance(data, list):
-        data = {"rules": data}
-    return AlertRules.model_validate(data or {"rules": []})
+    """``rules:`` (and ``receivers:``) in YAML (.yaml/.yml) or JSON; a bad file or rule raises a
+    ConfigError naming the file, the rule's index, its kind, the field and the reason."""
+    return read_rules_file(path, AlertRules, "alert rules file")
 
 
 def metric_support(rule: Rule, pooled: WindowAggregate) -> int:

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer
 
 from groundwatch.local.stack import report_in_child
 from groundwatch.local.supervise import WorkerProcess, spawn_worker
-from groundwatch.local.tansu import free_port
+from groundwatch.local.tansu import free_port, worker_env
 from groundwatch.trend_report import Report
 from schemas.settings import Settings, settings_from_env
 from streams.status import WorkerStatus, read_status
@@ -40,9 +40,9 @@ class Deployment:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDWATCH_")}
+        env.update(worker_env(self.broker_url))
         env.update(
             {
-                "GROUNDWATCH_KAFKA__BROKER": self.broker_url,
                 "GROUNDWATCH_KAFKA__TOPIC_PREFIX": self.prefix,
                 "GROUNDWATCH_KAFKA__CONSUMER_GROUP": f"{self.prefix}group",
                 "GROUNDWATCH_KAFKA__PARTITIONS": "2",

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from schemas.alert import Alert, AlertRule, BaselineRule, Receiver
 from schemas.errors import ConfigError
@@ -72,13 +71,13 @@ def test_rules_file_errors_name_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "r.yaml"
     bad.write_text("rules:\n  - {name: r, kind: baseline, metric: hallucination_rate, min_effect: 0.05, "
                    "resolve_effect: 0.1}\n")  # fmt: skip
-    with pytest.raises(ValidationError, match="resolve_effect must be below min_effect"):
+    with pytest.raises(ConfigError, match="resolve_effect must be below min_effect"):
         load_rules(bad)
     bad.write_text("rules:\n  - {name: r, kind: baseline, metric: hallucination_rate, thresold: 1}\n")
-    with pytest.raises(ValidationError, match="thresold"):
+    with pytest.raises(ConfigError, match="thresold"):
         load_rules(bad)
     bad.write_text("rules: []\nreceivers:\n  - {name: x, kind: slack}\n")
-    with pytest.raises(ValidationError, match="exactly one of url and url_env"):
+    with pytest.raises(ConfigError, match="exactly one of url and url_env"):
         load_rules(bad)
     ok = tmp_path / "ok.yaml"
     ok.write_text("rules:\n  - {name: r, kind: baseline, metric: hallucination_rate, for: 3}\n")

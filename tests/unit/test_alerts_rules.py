@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from schemas.alert import AlertRule, AlertRules
+from schemas.errors import ConfigError
 from schemas.window import WindowAggregate
 from streams.alerts.rules import RuleEvaluator, load_rules
 
@@ -118,5 +118,5 @@ def test_load_rules_yaml_json_and_errors(tmp_path: Path) -> None:
     assert load_rules(j).rules[0].op == ">="
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules:\n  - {name: r, metric: vibes, threshold: 1}\n")
-    with pytest.raises(ValidationError, match="metric"):
+    with pytest.raises(ConfigError, match="metric"):
         load_rules(bad)

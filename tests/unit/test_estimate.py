@@ -17,6 +17,7 @@ from pipeline.estimate import estimate, request_chars
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.sampling import Sampler, load_sampling_rules
+from schemas.errors import ConfigError
 from schemas.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.settings_factory import make_settings
@@ -107,9 +108,12 @@ def test_estimate_command_with_sampling_rules(tmp_path: Path, capsys: pytest.Cap
     )
     settings = make_settings(judge={"kind": "openai", "api_key": "x"})
     out_all, out_sampled = tmp_path / "all.json", tmp_path / "sampled.json"
-    assert eval_cmd.run(_args("--estimate", str(tmp_path / "none.jsonl"))) == 2  # routed to the estimate
-    assert eval_cmd.run(_args(str(path), "--estimate", str(path))) == 2  # one file or the other
-    assert eval_cmd.run(_args(str(path))) == 2  # a real run needs --out
+    with pytest.raises(ConfigError, match=r"no such file: .*none\.jsonl"):  # routed to the estimate
+        eval_cmd.run(_args("--estimate", str(tmp_path / "none.jsonl")))
+    with pytest.raises(ConfigError, match="not both"):  # one file or the other
+        eval_cmd.run(_args(str(path), "--estimate", str(path)))
+    with pytest.raises(ConfigError, match="give INPUT and --out"):  # a real run needs --out
+        eval_cmd.run(_args(str(path)))
     assert run_estimate(_args("--estimate", str(path), "--out", str(out_all)), settings) == 0
     assert (
         run_estimate(

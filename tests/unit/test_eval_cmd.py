@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from groundwatch import cli
 from groundwatch.commands import eval_cmd
 
 LINES = [
@@ -131,10 +132,13 @@ def test_eval_limit_and_explicit_evaluations_path(tmp_path: Path) -> None:
 
 
 def test_eval_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = eval_cmd.run(
-        _args(str(tmp_path / "nope.jsonl"), "--judge", "lexical", "--out", str(tmp_path / "r.json"))
+    code = cli.main(
+        ["eval", str(tmp_path / "nope.jsonl"), "--judge", "lexical", "--out", str(tmp_path / "r.json")]
     )
-    assert code == 2 and "no such file" in capsys.readouterr().err
+    assert code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"groundwatch eval: ConfigError: no such file: {tmp_path / 'nope.jsonl'}"
+    ]
     assert not (tmp_path / "r.json").exists()
 
 

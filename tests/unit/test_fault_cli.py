@@ -43,7 +43,9 @@ def test_an_invalid_setting_from_the_environment(
     (tmp_path / "in.jsonl").write_text("{}\n")
     code, err = run(capsys, "replay", str(tmp_path / "in.jsonl"))
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("groundwatch replay: invalid Settings: kafka.partitions: Input should be")
+    assert err[0].startswith(
+        "groundwatch replay: invalid setting: GROUNDWATCH_KAFKA__PARTITIONS: Input should be"
+    )
 
 
 def test_replay_of_a_file_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -99,21 +101,24 @@ def test_worker_with_a_missing_rules_file(
     finally:
         uninstall_safe_logging()
     assert code == 2 and err == [
-        f"groundwatch worker: ConfigError: alert rules file {tmp_path / 'rules.yaml'} "
-        "(GROUNDWATCH_ALERTS__RULES_FILE) does not exist"
+        f"groundwatch worker: ConfigError: alert rules file {tmp_path / 'rules.yaml'} does not exist "
+        "(GROUNDWATCH_ALERTS__RULES_FILE)"
     ]
 
 
 def test_an_unreachable_clickhouse_never_shows_the_password(capsys: pytest.CaptureFixture[str]) -> None:
-    """report prints its ClickHouse failures on stdout (as it always has), in one line, exit 2."""
+    """report's ClickHouse failures are one line on stderr (stdout stays for the report), exit 2."""
     code = cli.main(["report", "--clickhouse", "http://bob:hunter2@127.0.0.1:9/db"])
-    out = capsys.readouterr().out.strip().splitlines()
-    assert code == 2 and len(out) == 1
-    assert out[0].startswith("groundwatch report: cannot open ClickHouse at http://bob@127.0.0.1:9/db: "
-                             "cannot connect to ClickHouse at http://bob@127.0.0.1:9/db: ")  # fmt: skip
+    captured = capsys.readouterr()
+    out, first = captured.out, captured.err.strip().splitlines()
+    assert code == 2 and len(first) == 1 and out == ""
+    assert first[0].startswith(
+        "groundwatch report: ClickHouseUnavailable: cannot open ClickHouse at http://bob@127.0.0.1:9/db: "
+        "cannot connect to ClickHouse at http://bob@127.0.0.1:9/db: "
+    )
     code, err = run(capsys, "report", "--clickhouse", "http://bob:hunter2@127.0.0.1:port/db")
     assert code == 2 and "bob:***@127.0.0.1:port" in err[0]
-    assert "hunter2" not in " ".join(out + err)
+    assert "hunter2" not in " ".join(first + err)
 
 
 def test_urls_are_redacted_in_every_error() -> None:

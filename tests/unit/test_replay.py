@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 
 from groundwatch.replay import prepare
+from schemas.errors import ConfigError
 from schemas.settings import KafkaSettings
 from streams.topics import bootstrap_servers, check_copartitioned, topic_names
 
@@ -38,5 +39,5 @@ def test_topic_names_and_bootstrap() -> None:
 
 def test_copartitioning_check_names_the_odd_topic() -> None:
     check_copartitioned({"p.nli": 4, "p.converted": 4, "p.absent": 0})
-    with pytest.raises(RuntimeError, match=r"p\.nli=2"):
+    with pytest.raises(ConfigError, match=r"p\.nli=2"):
         check_copartitioned({"p.nli": 2, "p.converted": 4})

@@ -47,3 +47,77 @@ def test_the_factory_ignores_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert Settings().judge.kind == "openai"  # what a process with that environment reads
     assert make_settings().judge.kind == "lexical"
     assert settings_from_env({"GROUNDWATCH_KAFKA__PARTITIONS": "7"}).kafka.partitions == 7
+
+
+README = DOC.parents[1] / "README.md"
+
+
+def _configuration_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("\n## Configuration\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def _expand(names: list[str], section: str) -> list[str]:
+    """``GROUNDWATCH_KAFKA__WEB_ENABLED``, ``__WEB_PORT`` -> full names (an abbreviation is of the section
+    named last)."""
+    out = []
+    for name in names:
+        if name.startswith("GROUNDWATCH_"):
+            section = name.split("__")[0]
+        out.append(name if name.startswith("GROUNDWATCH_") else section + name)
+    return out
+
+
+def _stated_defaults() -> list[tuple[str, str]]:
+    """(variable, default as the README states it) of every row of the configuration table and every
+    ``VARIABLE=value`` of the section (there, that form states a default); descriptive defaults
+    ("derived", "all three") are left out."""
+    import re
+
+    token = re.compile(r"`((?:GROUNDWATCH_|__)[A-Z0-9_]+)(?:`?=([^`,;)\s]+))?")
+    stated: list[tuple[str, str]] = []
+    section = ""
+    for line in _configuration_section().splitlines():
+        if line.startswith("| `"):  # a row: its variables and their defaults
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            names = _expand([m.group(1) for m in token.finditer(cells[0])], section)
+            parts = [p.strip() for p in cells[1].split(" / ")]
+            if len(parts) == 1:
+                parts *= len(names)
+            assert len(parts) == len(names), line
+            for name, part in zip(names, parts, strict=True):
+                if part == "none":
+                    stated.append((name, "none"))
+                elif part.startswith("`"):
+                    stated.append((name, part[1:].split("`")[0]))
+        for match in token.finditer(line):  # NAME=value anywhere, abbreviations of the last full name
+            name = _expand([match.group(1)], section)[0]
+            section = name.split("__")[0]
+            if match.group(2):
+                stated.append((name, match.group(2)))
+    return stated
+
+
+def test_the_readme_configuration_table_matches_the_settings() -> None:
+    from groundwatch.commands.settings_cmd import default_text
+    from schemas.settings import setting_variables
+
+    variables = setting_variables()
+    stated = _stated_defaults()
+    assert len(stated) > 30
+    assert "GROUNDWATCH_KAFKA__START_OFFSET" in dict(stated)
+    for name, default in stated:
+        assert name in variables, f"README names {name}, which is not a setting"
+        actual = default_text(variables[name]).strip("`")
+        assert _same(default, actual), (
+            f"README says {name} defaults to {default}; schemas/settings.py: {actual}"
+        )
+
+
+def _same(stated: str, actual: str) -> bool:
+    """Equal as text, or as numbers (300 and 300.0)."""
+    try:
+        return stated == actual or float(stated) == float(actual)
+    except ValueError:
+        return False

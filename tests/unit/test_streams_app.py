@@ -15,7 +15,13 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     conf = stream_app.app.conf
     assert conf.web_bind == "127.0.0.1" and conf.web_port == 6070
     assert conf.processing_guarantee.value == "at_least_once"
-    assert conf.topic_partitions == 3 and conf.broker_session_timeout == 6.0
+    assert conf.topic_partitions == 3
+    # a real Kafka's timings by default (faust's own); the embedded broker's come from worker_env
+    assert (conf.broker_session_timeout, conf.broker_heartbeat_interval) == (60.0, 3.0)
+    assert conf.broker_rebalance_timeout == 60.0
+    # the topics between stages are read from their start by a new group (kafka.start_offset is applied
+    # to the input topics alone, streams.offsets)
+    assert conf.consumer_auto_offset_reset == "earliest"
     agents = set(stream_app.app.agents)
     assert agents == {
         f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink", "labels", "dead_letters")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 
 import pytest
 
-from groundwatch.commands import report_cmd
+from groundwatch import cli
 from schemas.settings import Settings
 from streams.clickhouse.client import parse_url
 
@@ -46,10 +45,9 @@ def test_target_repr_str_and_describe_hide_the_password(caplog: pytest.LogCaptur
 
 
 def test_report_prints_the_url_without_its_password(env: None, capsys: pytest.CaptureFixture[str]) -> None:
-    args = argparse.Namespace(since=None, app=None, model=None, json=False, clickhouse=None)
-    assert report_cmd.run(args) == 2  # nothing listens on port 1
+    assert cli.main(["report"]) == 2  # nothing listens on port 1
     out = capsys.readouterr()
-    assert "cannot open ClickHouse at http://alice@127.0.0.1:1/metrics" in out.out
+    assert "cannot open ClickHouse at http://alice@127.0.0.1:1/metrics" in out.err
     assert PASSWORD not in out.out + out.err
 
 
@@ -59,9 +57,9 @@ def test_report_is_read_only(capsys: pytest.CaptureFixture[str]) -> None:
     from tests.integration.chdb import fresh_chdb_url
 
     url = fresh_chdb_url()
-    args = argparse.Namespace(since=None, app=None, model=None, json=True, clickhouse=url)
-    assert report_cmd.run(args) == 2  # nothing to report on: said so, and no DDL applied
-    assert "has a worker run on it?" in capsys.readouterr().out
+    assert cli.main(["report", "--json", "--clickhouse", url]) == 2  # nothing to report: said so, no DDL
+    captured = capsys.readouterr()
+    assert "has a worker run on it?" in captured.err and captured.out == ""
     store = ClickHouseStore.open_sync(ClickHouseSettings(url=url), migrate=False)
     try:
         db = store.db

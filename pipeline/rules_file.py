@@ -1,0 +1,58 @@
+"""Reading a rules file (alert rules, sampling rules): YAML or JSON into its pydantic model, every problem a
+``ConfigError`` naming the file and saying why in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from schemas.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """``rules.0.metric: Input should be ...; ...``: each problem with where it is, on one line."""
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        problems.append(f"{loc}: {message}" if loc else message)
+    return "; ".join(problems)
+
+
+def read_rules_file(path: Path, model: type[M], what: str) -> M:
+    """``what`` (e.g. "alert rules file") at ``path``: JSON when it ends in .json, else YAML; a bare list is
+    its ``rules``, an empty file none. Raises ConfigError naming the file when it is missing or unreadable,
+    is not YAML/JSON (with the line), holds neither a mapping nor a list, or does not validate (the rule's
+    index, the field and the reason)."""
+    where = f"{what} {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{where} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where} cannot be read: {exc}") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where} is not YAML: {at}{' '.join(str(problem).split())}") from None
+    if isinstance(data, list):
+        data = {"rules": data}
+    if data is None:
+        data = {"rules": []}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must hold a mapping (rules: ...) or a list of rules, not {data!r:.80}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {validation_problems(exc)}") from None
