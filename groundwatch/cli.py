@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "labels": "Import people's labels (the eval JSONL format) into ClickHouse.",
     "agreement": "Print the judge's agreement with people's labels and the corrected rates.",
     "export": "Write stored interactions with their labels and this judge's verdicts as eval JSONL.",
+    "calibrate": "Choose decision thresholds from people's labels by grouped cross-validation.",
 }
 
 

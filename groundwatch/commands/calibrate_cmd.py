@@ -1,0 +1,93 @@
+"""`groundwatch calibrate`: the decision thresholds people's labels support, by grouped cross-validation.
+
+Prints, per label kind with a threshold (grounded: the hallucination threshold; correct: the correct
+threshold), the out-of-fold balanced accuracy at today's setting and with a threshold chosen on the other
+folds, and the setting to apply. Nothing changes by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from schemas.errors import ConfigError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--app", required=True, help="the app whose labels choose the thresholds")
+    parser.add_argument("--model", help="only this model's interactions")
+    parser.add_argument("--since", default="90d", help="labeled interactions since: 7d, 30d or an ISO time")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--clickhouse",
+        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
+        "environment, not the command line",
+    )
+
+
+def _fmt(mean: float | None, sd: float | None) -> str:
+    return "-" if mean is None else f"{mean:.3f} ± {sd or 0:.3f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
+    from groundwatch.trend_report import parse_since
+    from pipeline.calibration import SCORE_OF, calibrate
+    from schemas.label import LabelSource
+    from streams.clickhouse.labels import LabelStore
+
+    try:
+        since = parse_since(args.since)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    settings = settings_with_clickhouse(args.clickhouse)
+    start = since or datetime(1971, 1, 1, tzinfo=UTC)
+    store = open_store(settings, migrate=False)
+    try:
+        rows = asyncio.run(
+            LabelStore(store).labeled_rows(start, datetime.now(UTC) + timedelta(days=1), args.app, args.model)
+        )
+    except Exception as exc:
+        raise read_failed(settings, exc) from None
+    finally:
+        store.close()
+    if not settings.labels.include_end_user:
+        rows = [r for r in rows if r.source is not LabelSource.END_USER]
+    if not rows:
+        raise ConfigError(f"no labels of {args.app}'s judged interactions since {start:%Y-%m-%d}")
+    judges = sorted({r.judge for r in rows})
+    if len(judges) > 1:
+        raise ConfigError(
+            f"{args.app}'s labeled interactions were judged by {', '.join(judges)}: pass --since"
+        )
+    results = []
+    for kind, (score, _) in SCORE_OF.items():
+        current = settings.pipeline.threshold_for(score, judges[0])
+        results.append(calibrate(rows, kind, current))
+    if args.json:
+        print("[" + ",".join(r.model_dump_json() for r in results) + "]")
+        return 0
+    scope = f"{args.app}" + (f" / {args.model}" if args.model else "")
+    print(f"Thresholds for {scope} (judge {judges[0]}), grouped {results[0].folds}-fold cross-validation "
+          "on people's labels (out-of-fold balanced accuracy, mean ± sd over folds):")  # fmt: skip
+    for r in results:
+        print(
+            f"\n{r.kind.value} ({r.score}): {r.cases} labeled cases, {r.positives} positive, "
+            f"{r.groups} groups"
+        )
+        if r.proposed_threshold is None:
+            print(f"  {r.note}")
+            continue
+        print(
+            f"  today's threshold {r.current_threshold:.3f}: "
+            f"{_fmt(r.current_balanced_accuracy, r.current_sd)}"
+        )
+        folds = ", ".join(f"{t:.3f}" for t in r.fold_thresholds)
+        print(f"  chosen in the training folds ({folds}): "
+              f"{_fmt(r.cross_validated_balanced_accuracy, r.cross_validated_sd)}")  # fmt: skip
+        print(f"  proposed (chosen on every case, in-sample): {r.setting}={r.proposed_threshold:.3f}")
+    print(
+        "\nNothing was changed: set the variable on the worker to apply a proposal (it applies to every app)."
+    )
+    return 0
