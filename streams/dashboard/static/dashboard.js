@@ -430,7 +430,7 @@ async function overviewQuality() {
     const report = await api("quality", qualityQuery());
     const rows = report.apps.filter((b) => b.kind === "grounded");
     box.replaceChildren(...(rows.length ? [el("p", { class: "hint" }, "Hallucination rate corrected for the judge's measured errors over this range (Judge quality page):"),
-      el("ul", {}, ...rows.map((b) => el("li", { "data-series": `${b.app} / ${b.model}` }, `${b.app} / ${b.model}: flagged ${b.corrected ? fmt(b.corrected.flagged_rate, "pct") : "–"}, corrected ${correctedText(b)}; judge balanced accuracy ${estimate((b.agreement || {}).balanced_accuracy)}`)))] : []));
+      el("ul", {}, ...rows.map((b) => el("li", { "data-series": `${b.app} / ${b.model}` }, `${b.app} / ${b.model}: flagged ${b.corrected ? fmt(b.corrected.flagged_rate, "pct") : "–"}, ${b.corrected && b.corrected.corrected !== null ? "corrected " : ""}${correctedText(b)}; judge balanced accuracy ${estimate((b.agreement || {}).balanced_accuracy)}`)))] : []));
   } catch (err) { box.replaceChildren(el("p", { class: "hint" }, "judge quality: " + (err.message || err))); }
 }
 async function loadReview() {
