@@ -14,22 +14,20 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from pipeline.judge_quality import judge_flag
 from pipeline.metrics.agreement import consensus
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabelKind, LabelSource
+from schemas.label import LABEL_TARGETS, Label, LabelKind, LabelSource
 
 PEER_KINDS = (LabelKind.GROUNDED, LabelKind.CORRECT, LabelKind.ANSWER_REFUSAL)
 
 
 def _verdict(e: Evaluation, kind: LabelKind, correct_threshold: float) -> int | None:
-    if kind is LabelKind.GROUNDED:
-        return None if e.hallucination is None else int(not e.hallucination)
-    if kind is LabelKind.CORRECT:
-        s = e.answer_entails_ground_truth
-        return None if s is None else int(s >= correct_threshold)
-    if kind is LabelKind.ANSWER_REFUSAL:
-        return None if e.answer_refusal is None else int(e.answer_refusal)
-    return None if e.ground_truth_refusal is None else int(e.ground_truth_refusal)
+    """The judge's verdict as the label's value would be (1 = grounded, correct, a refusal)."""
+    flag = judge_flag(e, kind, lambda judge: correct_threshold)
+    if flag is None:
+        return None
+    return int(flag) if LABEL_TARGETS[kind].condition_value == 1 else int(not flag)
 
 
 def export_line(

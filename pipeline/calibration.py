@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from pipeline.metrics.agreement import consensus
 from pipeline.metrics.crossval import (
     K,
     Scored,
@@ -68,14 +69,12 @@ def calibrate(
     scores: list[float] = []
     groups: list[str] = []
     for iid, case in by_case.items():
-        ones = sum(r.value for r in case)
-        if ones * 2 == len(case):
-            continue
+        value = consensus([r.value for r in case])
         first = case[0]
         score = getattr(first, score_name)
-        if score is None or (kind is LabelKind.GROUNDED and first.hallucination is None):
-            continue  # no score, or a refusal / unanswered: the threshold never applies to it
-        labels.append(1 if ones * 2 > len(case) else 0)
+        if value is None or score is None or (kind is LabelKind.GROUNDED and first.hallucination is None):
+            continue  # a tie, no score, or a refusal / unanswered: the threshold never applies to it
+        labels.append(value)
         scores.append(float(score))
         groups.append(first.conversation_id or iid)
     positives = sum(labels)

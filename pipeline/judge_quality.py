@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
@@ -54,18 +55,33 @@ class QualityBlock(BaseModel):
     corrected: CorrectedRate | None = None
 
 
-def judge_flag(row: LabeledRow, correct_threshold: CorrectThreshold) -> bool | None:
-    """Whether the judge flagged the label kind's condition on this interaction (None: no verdict)."""
-    kind = row.kind
+class Verdicts(Protocol):
+    """The judge's verdicts on one interaction (a ``LabeledRow`` or an ``Evaluation``)."""
+
+    @property
+    def judge(self) -> str: ...
+    @property
+    def hallucination(self) -> bool | None: ...
+    @property
+    def answer_refusal(self) -> bool | None: ...
+    @property
+    def ground_truth_refusal(self) -> bool | None: ...
+    @property
+    def answer_entails_ground_truth(self) -> float | None: ...
+
+
+def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectThreshold) -> bool | None:
+    """Whether the judge flagged the label kind's condition (``LABEL_TARGETS``) on this interaction;
+    None: it gave no verdict."""
     if kind is LabelKind.GROUNDED:
-        return row.hallucination
+        return verdicts.hallucination
     if kind is LabelKind.ANSWER_REFUSAL:
-        return row.answer_refusal
+        return verdicts.answer_refusal
     if kind is LabelKind.GROUND_TRUTH_REFUSAL:
-        return row.ground_truth_refusal
-    if row.answer_entails_ground_truth is None:
+        return verdicts.ground_truth_refusal
+    if verdicts.answer_entails_ground_truth is None:
         return None
-    return row.answer_entails_ground_truth < correct_threshold(row.judge)
+    return verdicts.answer_entails_ground_truth < correct_threshold(verdicts.judge)
 
 
 def _block(
@@ -89,7 +105,7 @@ def _block(
             disputed += 1
             continue
         first = labels[0]
-        flag = judge_flag(first, correct_threshold)
+        flag = judge_flag(first, kind, correct_threshold)
         if flag is None:
             no_verdict += 1
             continue

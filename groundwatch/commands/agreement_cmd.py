@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
 
 
@@ -16,11 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--since", default="30d", help="interactions since: 30m, 2h, 7d or an ISO time (default 30d)"
     )
     parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
-    parser.add_argument(
-        "--clickhouse",
-        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
-        "environment, not the command line",
-    )
+    add_clickhouse_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,8 +37,6 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(settings, migrate=False)
     try:
         report = asyncio.run(read_quality(LabelStore(store), settings, start, end, args.app, args.model))
-    except ConfigError:
-        raise
     except Exception as exc:
         raise read_failed(settings, exc) from None
     finally:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
 
 
@@ -19,11 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="only this model's interactions")
     parser.add_argument("--since", default="90d", help="labeled interactions since: 7d, 30d or an ISO time")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument(
-        "--clickhouse",
-        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
-        "environment, not the command line",
-    )
+    add_clickhouse_argument(parser)
 
 
 def _fmt(mean: float | None, sd: float | None) -> str:

@@ -7,6 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
 
 
@@ -23,11 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--labeled-only", action="store_true", help="only interactions people labeled")
     parser.add_argument("--worst", type=_positive, help="only the N with the lowest context entailment")
     parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
-    parser.add_argument(
-        "--clickhouse",
-        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
-        "environment, not the command line",
-    )
+    add_clickhouse_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

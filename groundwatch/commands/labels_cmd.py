@@ -13,6 +13,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
 
@@ -44,11 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="import only this share of the interactions, drawn by a stable hash of the id, and "
         "record it as their inclusion probability (e.g. 0.1)",
     )
-    imp.add_argument(
-        "--clickhouse",
-        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
-        "environment, not the command line",
-    )
+    add_clickhouse_argument(imp)
 
 
 def run(args: argparse.Namespace) -> int:

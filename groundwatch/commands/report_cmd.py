@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 
-from pydantic import SecretStr
-
-from schemas.errors import ClickHouseUnavailable, ConfigError, GroundwatchError
-from schemas.settings import Settings
+from groundwatch.store_access import add_clickhouse_argument
+from schemas.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,32 +13,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--app", help="only this app")
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--json", action="store_true", help="print JSON (counts, windows, alerts)")
-    parser.add_argument(
-        "--clickhouse",
-        help="override GROUNDWATCH_CLICKHOUSE__URL (chdb:///path); pass a URL with a password through the "
-        "environment, not the command line (other users can read a process's arguments)",
-    )
+    add_clickhouse_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
     from groundwatch.trend_report import Report, parse_since, render
-    from streams.clickhouse.client import parse_url
-    from streams.clickhouse.store import ClickHouseStore
 
-    logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)  # its errors: one line, below
-    settings = Settings()
-    if args.clickhouse:
-        settings = settings.with_changes(clickhouse={"url": SecretStr(args.clickhouse)})
+    settings = settings_with_clickhouse(args.clickhouse)
     try:
         since = parse_since(args.since)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    url = settings.clickhouse.url.get_secret_value()
-    where = parse_url(url, settings.clickhouse.database).describe()  # without the password (ConfigError)
-    try:
-        store = ClickHouseStore.open_sync(settings.clickhouse, migrate=False)  # read-only: no DDL
-    except GroundwatchError as exc:  # a chDB path another process holds, a server that does not answer
-        raise ClickHouseUnavailable(f"cannot open ClickHouse at {where}: {exc}") from None
+    store = open_store(settings, migrate=False)  # read-only: no DDL
     try:
         windows = [
             w
@@ -55,10 +39,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         report = Report(counts=store.counts_sync(), windows=windows, alerts=alerts)
     except Exception as exc:  # read-only: a database the worker never set up has no tables
-        why = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise ClickHouseUnavailable(
-            f"cannot read the groundwatch tables at {where} (has a worker run on it?): {why}"
-        ) from None
+        raise read_failed(settings, exc) from None
     finally:
         store.close()
     print(report.model_dump_json(indent=2) if args.json else render(report))

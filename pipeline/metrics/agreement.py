@@ -114,7 +114,6 @@ def agreement(
     cases: Sequence[LabeledCase], *, resamples: int = RESAMPLES, seed: int = SEED, level: float = 0.95
 ) -> Agreement:
     """Weighted agreement of the judge's flags with people's labels, with cluster bootstrap intervals."""
-    groups: dict[Hashable, np.ndarray] = {}
     rows = np.zeros((len(cases), 4))
     for i, case in enumerate(cases):
         if not case.weight > 0 or not math.isfinite(case.weight):
@@ -125,12 +124,11 @@ def agreement(
     for i, case in enumerate(cases):
         index[case.group].append(i)
     per_group = np.array([rows[idx].sum(axis=0) for idx in index.values()]) if index else np.zeros((0, 4))
-    groups = dict(zip(index, per_group, strict=True))
     total = rows.sum(axis=0, keepdims=True)
     point = _stats(total)[0]
     lows = np.full(5, np.nan)
     highs = np.full(5, np.nan)
-    g = len(groups)
+    g = len(index)
     if g >= 2 and resamples > 0:
         rng = np.random.default_rng(seed)
         draws = rng.multinomial(g, np.full(g, 1.0 / g), size=resamples)  # how often each group is drawn

@@ -94,17 +94,21 @@ class LabelStore:
         )
 
     async def of_interaction(self, interaction_id: str) -> list[Label]:
+        return await self._labels("interaction_id = {iid:String}", {"iid": interaction_id})
+
+    async def _labels(self, where: str, params: dict[str, Any]) -> list[Label]:
+        """Current labels matching ``where``, by interaction, kind and reviewer."""
         rows = await self.store.query(
-            f"SELECT {', '.join(LABEL_COLUMNS[:-1])} FROM {self.db}.labels FINAL "
-            "WHERE interaction_id = {iid:String} ORDER BY kind, reviewer",
-            {"iid": interaction_id},
+            f"SELECT {', '.join(LABEL_COLUMNS[:-1])} FROM {self.db}.labels FINAL WHERE {where} "
+            "ORDER BY interaction_id, kind, reviewer",
+            params,
         )
-        out = []
-        for r in rows:
-            r["labeled_at"] = utc(r["labeled_at"])
-            r["statements"] = json.loads(r["statements"] or "[]")
-            out.append(Label.model_validate(r))
-        return out
+        return [
+            Label.model_validate(
+                {**r, "labeled_at": utc(r["labeled_at"]), "statements": json.loads(r["statements"] or "[]")}
+            )
+            for r in rows
+        ]
 
     async def labeled_rows(
         self, start: datetime, end: datetime, app: str | None = None, model: str | None = None
@@ -239,13 +243,6 @@ class LabelStore:
         evaluations = [Evaluation.model_validate_json(r["payload"]) for r in rows]
         by_id: dict[str, list[Label]] = {e.interaction_id: [] for e in evaluations}
         if by_id:
-            label_rows = await self.store.query(
-                f"SELECT {', '.join(LABEL_COLUMNS[:-1])} FROM {self.db}.labels FINAL "
-                "WHERE interaction_id IN {ids:Array(String)}",
-                {"ids": list(by_id)},
-            )
-            for r in label_rows:
-                r["labeled_at"] = utc(r["labeled_at"])
-                r["statements"] = json.loads(r["statements"] or "[]")
-                by_id[r["interaction_id"]].append(Label.model_validate(r))
+            for label in await self._labels("interaction_id IN {ids:Array(String)}", {"ids": list(by_id)}):
+                by_id[label.interaction_id].append(label)
         return [(e, by_id[e.interaction_id]) for e in evaluations]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipeline.review import SALT, drawn
+from pipeline.review import REVIEW_FRACTION_SQL, SALT, drawn
 from pipeline.sampling import stable_fraction
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
@@ -94,9 +94,8 @@ async def test_labels_meet_verdicts_and_the_rate_is_corrected(store: ClickHouseS
 async def test_the_queue_draws_in_sql_what_python_draws(store: ClickHouseStore) -> None:
     ids = [f"q-{i}" for i in range(400)]
     sql = await store.query(
-        "SELECT arrayJoin({ids:Array(String)}) AS interaction_id, "
-        + "reinterpretAsUInt64(reverse(substring(SHA256(concat('review', char(0), interaction_id)), 1, 8)))"
-        + " / pow(2, 64) AS f",
+        f"SELECT interaction_id, {REVIEW_FRACTION_SQL} AS f "
+        "FROM (SELECT arrayJoin({ids:Array(String)}) AS interaction_id)",
         {"ids": ids},
     )
     for row in sql:
