@@ -36,7 +36,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def record(server: FakeOpenAIServer, out: Path, name: str, mode: str, parts: bool = False) -> Path:
-    """Run the app instrumented with ``name`` in ``mode``; the directory of its traces.jsonl and logs.jsonl."""
+    """Run the app instrumented with ``name`` in ``mode``; the directory of its traces and logs."""
     package = PACKAGES.get(name.removesuffix("-0.54"))
     path = [str(ROOT)]
     if name == "openllmetry-0.54":
@@ -63,7 +63,10 @@ def groundwatch_otlp(capsys: pytest.CaptureFixture[str], *files: Path) -> tuple[
 def expect(interaction: dict, *, conversation: str | None, contexts: bool = True) -> None:
     system = rag_app.SYSTEM + "\n\n" + "\n".join(text for _, text in rag_app.PASSAGES)
     assert interaction["question"] == rag_app.QUESTION
-    assert [(t["role"], t["content"]) for t in interaction["history"]] == [("system", system), *rag_app.HISTORY]
+    assert [(t["role"], t["content"]) for t in interaction["history"]] == [
+        ("system", system),
+        *rag_app.HISTORY,
+    ]
     assert (interaction["answer"], interaction["app"], interaction["model"]) == (
         ANSWER,
         "support-bot",
