@@ -72,6 +72,9 @@ NO_CONTENT = (
     "no message content on the span (content capture is off, or it was recorded as log events: "
     "export logs too)"
 )
+NO_CONTENT_IN_RECORDS = (
+    "no message content on the span nor in its log records (content capture is off in the instrumentation)"
+)
 
 
 @dataclass(frozen=True)
@@ -456,8 +459,8 @@ def interaction(call: Call, passages: list[Passage]) -> Interaction:
     inputs, outputs = messages(span_attrs)
     if not inputs and not outputs:
         inputs, outputs = record_messages(call.records)
-    if not inputs and not outputs:
-        raise ValueError(NO_CONTENT)
+    if not any(m.text.strip() for m in [*inputs, *outputs]):
+        raise ValueError(NO_CONTENT_IN_RECORDS if call.records else NO_CONTENT)
     users = [m.text for m in inputs if ROLES.get(m.role.strip().lower()) == "user"]
     if not users or not users[-1].strip():  # (an earlier user turn is not the question)
         raise ValueError("the model call has no user message")

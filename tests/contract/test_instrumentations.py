@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from groundwatch import cli
-from pipeline.otlp import NO_CONTENT
+from pipeline.otlp import NO_CONTENT, NO_CONTENT_IN_RECORDS
 from tests.contract import rag_app
 from tests.contract.conftest import need, openllmetry_054
 from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script
@@ -121,6 +121,8 @@ def test_openai_v2_by_default_records_no_content_and_the_reason_says_what_to_do(
     out = record(server, tmp_path, "openai-v2", "no-content")
     interactions, err = groundwatch_otlp(capsys, out / "traces.jsonl")
     assert interactions == [] and NO_CONTENT in err, err
+    interactions, err = groundwatch_otlp(capsys, out / "traces.jsonl", out / "logs.jsonl")  # events, empty
+    assert interactions == [] and NO_CONTENT_IN_RECORDS in err, err
 
 
 def test_logs_alone_give_the_interaction_without_the_trace(
