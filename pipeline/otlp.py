@@ -1,35 +1,43 @@
-"""OpenTelemetry traces (OTLP/JSON) -> interactions: the model call's question and answer, the retrieved
-passages of the same trace as its context.
+"""OpenTelemetry traces and logs (OTLP/JSON) -> interactions: a model call's question and answer, the
+retrieved passages of the same trace as its context.
 
-What is read, per span (``resourceSpans[].scopeSpans[].spans[]``):
+A model call is read from its span, from its log records (GenAI events), or from both, joined by trace
+and span id (``pipeline.otlp_join`` holds the pieces; this module reads them):
 
-- a **model call**: the GenAI semantic conventions (``gen_ai.input.messages`` / ``gen_ai.output.messages``,
-  JSON with ``parts``; or the older indexed ``gen_ai.prompt.N.role|content`` and
-  ``gen_ai.completion.N.content`` of OpenLLMetry), or OpenInference (``llm.input_messages.N.message.role|
-  content``, ``llm.output_messages.N.message.content``, else ``input.value`` / ``output.value``). The model
-  is ``gen_ai.response.model``, ``gen_ai.request.model`` or ``llm.model_name``;
-- a **retrieval**: OpenInference ``retrieval.documents.N.document.content|id``. Its passages become the
-  context of the model calls of the same trace (in this export request: a Collector's batch normally
-  carries a trace's spans together; passages in another request are not joined);
+- **span attributes**: the GenAI semantic conventions (``gen_ai.input.messages`` /
+  ``gen_ai.output.messages`` and ``gen_ai.system_instructions``, JSON strings or structured values, with
+  ``parts``), OpenLLMetry's indexed ``gen_ai.prompt.N.role|content`` / ``gen_ai.completion.N.content``,
+  or OpenInference (``llm.input_messages.N.message.role|content`` or ``...message.contents.M.
+  message_content.type|text``, ``llm.output_messages.N...``, else ``input.value`` / ``output.value``);
+- **log records**: ``gen_ai.client.inference.operation.details`` (the same ``gen_ai.*.messages``
+  attributes, structured), or the semantic conventions 1.30 events ``gen_ai.system.message``,
+  ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message`` and ``gen_ai.choice``
+  (the content in the body), in the order they were recorded;
+- **content** in any layout: a string; an array of parts (``text`` parts joined; images, audio, files
+  and tool calls counted under ``metadata.parts_not_judged``, not judged); a string holding a JSON array
+  of parts (OpenLLMetry); a structured value;
+- **retrieval**: OpenInference RETRIEVER spans (``retrieval.documents.N.document.content|id``) and GenAI
+  ``retrieval`` spans (``gen_ai.retrieval.documents``, a JSON string or structured list of
+  ``{id, score, content}``: the specification requires only id and score, which carry no text to judge
+  against, so only documents with ``content`` become passages). The passages of a trace become the
+  context of its model calls;
 - the **conversation**: the input messages become the interaction's ``messages`` (roles user, human or
   none -> user; assistant, ai, model, bot -> assistant; system, developer -> system), so the last user
-  message is the question and the turns before it the history (``schemas.interaction``). Turns of other
-  roles (tool, function) and turns without text (a tool call) are left out of the history; the span's
-  ``metadata.turns`` still counts every input message;
-- the **app** is the resource's ``service.name``; the conversation ``gen_ai.conversation.id`` or
-  ``session.id``; the ground truth, when an app records one, ``groundwatch.ground_truth``.
+  message is the question and the turns before it the history. Turns of other roles (tool, function) and
+  turns without text are left out; ``metadata.turns`` still counts every input message;
+- the **app** is the resource's ``service.name``; the model ``gen_ai.response.model``,
+  ``gen_ai.request.model`` or ``llm.model_name`` (of the span, else of the records); the conversation
+  ``gen_ai.conversation.id`` or ``session.id``; the ground truth ``groundwatch.ground_truth``.
 
-The interaction id is the trace id and the model call's span id, so a re-exported span is the same
-interaction. A model-call span without a question or an answer is returned as a ``SpanError`` with the
-reason (the worker dead-letters it); spans that are neither kind are ignored.
+The interaction id is the trace id and the model call's span id, so a re-exported call is the same
+interaction. A call that cannot be mapped is returned with the reason (the worker dead-letters it).
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,24 +58,113 @@ ROLES = {
     "system": "system",
     "developer": "system",
 }
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+#: semantic conventions 1.30: one event per input message (its role from the name) and per choice
+MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+CHOICE_EVENT = "gen_ai.choice"
+GENAI_EVENTS = (DETAILS_EVENT, CHOICE_EVENT, *MESSAGE_EVENTS)
+NO_CONTENT = (
+    "no message content on the span (content capture is off, or it was recorded as log events: "
+    "export logs too)"
+)
+NO_CONTENT_IN_RECORDS = (
+    "no message content on the span nor in its log records (content capture is off in the instrumentation)"
+)
 
 
 @dataclass(frozen=True)
-class SpanError:
+class Message:
+    role: str
+    text: str
+    not_judged: tuple[str, ...] = ()  # the kinds of the parts that are not text (image_url, tool_call...)
+
+
+@dataclass(frozen=True)
+class Span:
+    trace_id: str
+    span_id: str
+    name: str
+    start_ns: int
+    resource: dict[str, Any]
+    attrs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A GenAI event (log record) of a model call."""
+
+    trace_id: str
+    span_id: str
+    event: str
+    time_ns: int
+    resource: dict[str, Any]
+    attrs: dict[str, Any]
+    body: Any
+
+
+@dataclass
+class Call:
+    """What is known of one model call: its span, its log records, or both."""
+
+    trace_id: str
+    span_id: str
+    span: Span | None = None
+    records: list[Record] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.trace_id, self.span_id
+
+    @property
+    def name(self) -> str:
+        return self.span.name if self.span else (self.records[0].event if self.records else "")
+
+    def span_has_content(self) -> bool:
+        return self.span is not None and any(messages(self.span.attrs))
+
+    def records_complete(self) -> bool:
+        """Its records hold both sides of the call: a details event, or 1.30 events with a choice."""
+        events = {r.event for r in self.records}
+        return DETAILS_EVENT in events or (CHOICE_EVENT in events and bool(events & set(MESSAGE_EVENTS)))
+
+    def complete(self) -> bool:
+        return self.span_has_content() or self.records_complete()
+
+
+@dataclass(frozen=True)
+class Passage:
+    text: str
+    document: str | None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one export request (traces or logs) holds: model calls' spans and records, and passages."""
+
+    spans: list[Span]
+    records: list[Record]
+    passages: dict[str, list[Passage]]  # trace id -> passages of its retrieval spans
+    read: int = 0  # spans and log records of any kind in the request
+
+
+@dataclass(frozen=True)
+class CallError:
     trace_id: str
     span_id: str
     name: str
     reason: str
 
 
-@dataclass(frozen=True)
-class Converted:
-    interactions: list[Interaction]
-    errors: list[SpanError]
-
-
-def attribute_value(value: dict[str, Any]) -> Any:
+# ---- OTLP/JSON values ---------------------------------------------------------------------------------
+def attribute_value(value: Any) -> Any:
     """An OTLP AnyValue as Python."""
+    if not isinstance(value, dict):
+        return None
     if "stringValue" in value:
         return value["stringValue"]
     if "intValue" in value:
@@ -77,9 +174,9 @@ def attribute_value(value: dict[str, Any]) -> Any:
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "arrayValue" in value:
-        return [attribute_value(v) for v in value["arrayValue"].get("values", [])]
+        return [attribute_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
     if "kvlistValue" in value:
-        return attributes(value["kvlistValue"].get("values", []))
+        return attributes((value["kvlistValue"] or {}).get("values", []))
     return None
 
 
@@ -87,69 +184,166 @@ def attributes(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {item["key"]: attribute_value(item.get("value", {})) for item in items if "key" in item}
 
 
-def _text(content: Any) -> str:
-    """Message content as text: a string, or GenAI ``parts`` (their text parts joined)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_text(p.get("content", "")) if isinstance(p, dict) else str(p) for p in content)
-    return ""
+# ---- content ------------------------------------------------------------------------------------------
+def _json_list(text: str) -> list[Any] | None:
+    """A string that holds a JSON array of content parts (OpenLLMetry writes array content so)."""
+    stripped = text.strip()
+    if not (stripped.startswith("[") and stripped.endswith("]")):
+        return None
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        return None
+    if isinstance(parsed, list) and parsed and all(isinstance(p, dict) and "type" in p for p in parsed):
+        return parsed
+    return None
 
 
-def _json_messages(raw: Any) -> list[tuple[str, str]]:
-    messages = json.loads(raw) if isinstance(raw, str) else raw
-    out = []
-    for m in messages or []:
-        if isinstance(m, dict):
-            out.append((str(m.get("role", "")), _text(m.get("parts", m.get("content", "")))))
-    return out
+def content(value: Any) -> tuple[str, tuple[str, ...]]:
+    """Message content in any layout -> (its text, the kinds of its parts that are not text)."""
+    if isinstance(value, str):
+        parts = _json_list(value)
+        return content(parts) if parts is not None else (value, ())
+    if isinstance(value, list):
+        texts: list[str] = []
+        other: list[str] = []
+        for part in value:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict):
+                kind = str(part.get("type", "text"))
+                text = part.get("text", part.get("content"))
+                if kind in ("text", "input_text", "output_text") and text is not None:
+                    inner, nested = content(text)
+                    texts.append(inner)
+                    other.extend(nested)
+                else:
+                    other.append(kind)
+        return "\n".join(t for t in texts if t), tuple(other)
+    if isinstance(value, dict):
+        return content(value.get("parts", value.get("content", value.get("text", ""))))
+    return "", ()
 
 
-def _indexed(attrs: dict[str, Any], prefix: str, role: str, content: str) -> list[tuple[str, str]]:
-    """Messages stored as ``prefix.N.role`` / ``prefix.N.content`` (N = 0, 1, ...)."""
+def _message(role: Any, value: Any) -> Message:
+    text, other = content(value)
+    return Message(str(role or ""), text, other)
+
+
+def _structured(raw: Any) -> list[Any]:
+    """A ``gen_ai.*.messages`` value: a JSON string or a structured (non-string) value."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return []
+    if isinstance(raw, dict):
+        return [raw]
+    return raw if isinstance(raw, list) else []
+
+
+def _json_messages(raw: Any) -> list[Message]:
+    return [
+        _message(m.get("role"), m.get("parts", m.get("content", "")))
+        for m in _structured(raw)
+        if isinstance(m, dict)
+    ]
+
+
+def _indexed(attrs: dict[str, Any], prefix: str, role: str, text: str) -> list[Message]:
+    """Messages stored as ``prefix.N.role`` / ``prefix.N.<text>`` (N = 0, 1, ...); OpenInference's
+    ``prefix.N.message.contents.M.message_content.type|text`` parts too."""
     out = []
     n = 0
-    while f"{prefix}.{n}.{content}" in attrs or f"{prefix}.{n}.{role}" in attrs:
-        out.append(
-            (str(attrs.get(f"{prefix}.{n}.{role}", "")), str(attrs.get(f"{prefix}.{n}.{content}", "")))
-        )
+    while any(k.startswith(f"{prefix}.{n}.") for k in attrs):
+        value: Any = attrs.get(f"{prefix}.{n}.{text}")
+        if value is None:
+            value = _openinference_parts(attrs, f"{prefix}.{n}.message.contents")
+        out.append(_message(attrs.get(f"{prefix}.{n}.{role}"), value if value is not None else ""))
         n += 1
     return out
 
 
-def messages(attrs: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(input messages, output messages) as (role, text), from whichever convention the span uses."""
+def _openinference_parts(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    parts = []
+    m = 0
+    while f"{prefix}.{m}.message_content.type" in attrs:
+        kind = str(attrs[f"{prefix}.{m}.message_content.type"])
+        parts.append({"type": kind, "text": attrs.get(f"{prefix}.{m}.message_content.text")})
+        m += 1
+    return parts or None
+
+
+def _system_instructions(attrs: dict[str, Any]) -> list[Message]:
+    """``gen_ai.system_instructions``: text, or parts (a JSON string or structured)."""
+    raw = attrs.get("gen_ai.system_instructions")
+    return [] if raw is None else [_message("system", raw)]
+
+
+def messages(attrs: dict[str, Any]) -> tuple[list[Message], list[Message]]:
+    """(input messages, output messages) from span or log-record attributes, whichever convention."""
     if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
-        return _json_messages(attrs.get("gen_ai.input.messages")), _json_messages(
-            attrs.get("gen_ai.output.messages")
-        )
+        inputs = _system_instructions(attrs) + _json_messages(attrs.get("gen_ai.input.messages"))
+        return inputs, _json_messages(attrs.get("gen_ai.output.messages"))
     inputs = _indexed(attrs, "gen_ai.prompt", "role", "content")
     if inputs:
         return inputs, _indexed(attrs, "gen_ai.completion", "role", "content")
     inputs = _indexed(attrs, "llm.input_messages", "message.role", "message.content")
     if inputs:
         return inputs, _indexed(attrs, "llm.output_messages", "message.role", "message.content")
-    if "input.value" in attrs and "output.value" in attrs:
-        return [("user", str(attrs["input.value"]))], [("assistant", str(attrs["output.value"]))]
+    if (
+        "input.value" in attrs
+        and "output.value" in attrs
+        and attrs.get("input.mime_type") != "application/json"
+    ):
+        return [Message("user", str(attrs["input.value"]))], [
+            Message("assistant", str(attrs["output.value"]))
+        ]
     return [], []
 
 
-def documents(attrs: dict[str, Any]) -> list[dict[str, str | None]]:
-    """The retrieved passages of an OpenInference retrieval span."""
-    out: list[dict[str, str | None]] = []
+def record_messages(records: list[Record]) -> tuple[list[Message], list[Message]]:
+    """(input, output) messages of a call's log records: its details event, else its 1.30 events in the
+    order they were recorded."""
+    for record in records:
+        if record.event == DETAILS_EVENT:
+            return messages(record.attrs)
+    inputs: list[Message] = []
+    outputs: list[Message] = []
+    for record in sorted(records, key=lambda r: r.time_ns):  # (stable: equal stamps keep their order)
+        body = record.body if isinstance(record.body, dict) else {"content": record.body}
+        if record.event in MESSAGE_EVENTS:
+            role = body.get("role") or MESSAGE_EVENTS[record.event]
+            inputs.append(_message(role, body.get("content", "")))
+        elif record.event == CHOICE_EVENT:
+            found = body.get("message")
+            message: dict[str, Any] = found if isinstance(found, dict) else {}
+            outputs.append(_message(message.get("role") or "assistant", message.get("content", "")))
+    return inputs, outputs
+
+
+def documents(attrs: dict[str, Any]) -> list[Passage]:
+    """The retrieved passages of a retrieval span (OpenInference or GenAI); documents without text are
+    left out."""
+    out: list[Passage] = []
     n = 0
-    while f"retrieval.documents.{n}.document.content" in attrs:
+    while any(k.startswith(f"retrieval.documents.{n}.") for k in attrs):
+        text = attrs.get(f"retrieval.documents.{n}.document.content")
         doc = attrs.get(f"retrieval.documents.{n}.document.id")
-        out.append(
-            {
-                "text": str(attrs[f"retrieval.documents.{n}.document.content"]),
-                "document": str(doc) if doc is not None else None,
-            }
-        )
+        if text:
+            out.append(Passage(str(text), str(doc) if doc is not None else None))
         n += 1
+    if attrs.get("gen_ai.operation.name") == "retrieval":
+        for item in _structured(attrs.get("gen_ai.retrieval.documents")):
+            if isinstance(item, dict) and item.get("content"):
+                text, _ = content(item["content"])
+                doc = item.get("id")
+                if text:
+                    out.append(Passage(text, str(doc) if doc is not None else None))
     return out
 
 
+# ---- export requests ----------------------------------------------------------------------------------
 def _objects(value: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
     if not isinstance(value, list):
         raise ValueError(f"{where} is not a list")
@@ -160,113 +354,161 @@ def _objects(value: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def check_shape(request: Any) -> None:
-    """ValueError naming the first place where an export request is not shaped as OTLP/JSON (objects
-    and lists down to each span's attributes), before anything is read from it."""
+    """ValueError naming the first place where an export request (traces or logs) is not shaped as
+    OTLP/JSON (objects and lists down to each span's and record's attributes), before anything is read."""
     if not isinstance(request, dict):
         raise ValueError("an export request is a JSON object")
-    for where, resource_spans in _objects(request.get("resourceSpans", []), "resourceSpans"):
-        resource = resource_spans.get("resource", {})
-        if not isinstance(resource, dict):
-            raise ValueError(f"{where}.resource is not an object")
-        for _ in _objects(resource.get("attributes", []), f"{where}.resource.attributes"):
-            pass
-        for scope_at, scope in _objects(resource_spans.get("scopeSpans", []), f"{where}.scopeSpans"):
-            for span_at, span in _objects(scope.get("spans", []), f"{scope_at}.spans"):
-                for _ in _objects(span.get("attributes", []), f"{span_at}.attributes"):
-                    pass
+    for kind, scopes, items in (
+        ("resourceSpans", "scopeSpans", "spans"),
+        ("resourceLogs", "scopeLogs", "logRecords"),
+    ):
+        for where, resource_items in _objects(request.get(kind, []), kind):
+            resource = resource_items.get("resource", {})
+            if not isinstance(resource, dict):
+                raise ValueError(f"{where}.resource is not an object")
+            for _ in _objects(resource.get("attributes", []), f"{where}.resource.attributes"):
+                pass
+            for scope_at, scope in _objects(resource_items.get(scopes, []), f"{where}.{scopes}"):
+                for item_at, item in _objects(scope.get(items, []), f"{scope_at}.{items}"):
+                    for _ in _objects(item.get("attributes", []), f"{item_at}.attributes"):
+                        pass
 
 
-def _spans(request: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """(resource attributes, span) of every span in an export request."""
-    for resource_spans in request.get("resourceSpans", []):
-        resource = attributes(resource_spans.get("resource", {}).get("attributes", []))
-        for scope in resource_spans.get("scopeSpans", []):
-            for span in scope.get("spans", []):
-                yield resource, span
+def _items(
+    request: dict[str, Any], kind: str, scopes: str, items: str
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    for resource_items in request.get(kind, []):
+        resource = attributes(resource_items.get("resource", {}).get("attributes", []))
+        for scope in resource_items.get(scopes, []):
+            for item in scope.get(items, []):
+                yield resource, item
 
 
-def conversation(inputs: list[tuple[str, str]]) -> list[dict[str, str]]:
-    """A span's input messages as the interaction's ``messages``: roles mapped by ``ROLES``; turns of
-    other roles and turns without text left out."""
-    out = []
-    for role, text in inputs:
-        mapped = ROLES.get(role.strip().lower())
-        if mapped is not None and text.strip():
-            out.append({"role": mapped, "content": text})
-    return out
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
-def _interaction(
-    resource: dict[str, Any], span: dict[str, Any], attrs: dict[str, Any], contexts: list[Any]
-) -> Interaction:
-    inputs, outputs = messages(attrs)
-    turns = conversation(inputs)
-    answer = next((text for role, text in outputs if text), "")
-    users = [text for role, text in inputs if ROLES.get(role.strip().lower()) == "user"]
-    if not users or not users[-1].strip():  # (an earlier user turn is not the question)
-        raise ValueError("the model call has no user message")
-    if not answer.strip():
-        raise ValueError("the model call has no output message")
-    stamp = datetime.fromtimestamp(int(span.get("startTimeUnixNano", 0)) / 1e9, tz=UTC)
-    return Interaction.model_validate(
-        {
-            "interaction_id": f"{span.get('traceId', '')}:{span.get('spanId', '')}",
-            "timestamp": stamp,
-            "app": str(resource.get("service.name") or "default"),
-            "model": str(next((attrs[k] for k in MODEL_KEYS if attrs.get(k)), "unknown")),
-            "conversation_id": attrs.get("gen_ai.conversation.id") or attrs.get("session.id"),
-            "messages": turns,
-            "contexts": contexts,
-            "answer": answer,
-            "ground_truth": attrs.get("groundwatch.ground_truth"),
-            "metadata": {
-                "trace_id": span.get("traceId"),
-                "span_name": span.get("name"),
-                "turns": len(inputs),
-            },
-        }
-    )
-
-
-def convert_request(request: dict[str, Any]) -> Converted:
-    """The interactions of one OTLP/JSON ``ExportTraceServiceRequest`` (see the module docstring); a
-    request that is not shaped as one raises ValueError naming where (``check_shape``)."""
+def read_batch(request: dict[str, Any]) -> Batch:
+    """The model calls' spans and GenAI records and the retrieved passages of one export request (traces,
+    logs, or both); ValueError naming where a request is not shaped as OTLP/JSON (``check_shape``)."""
     check_shape(request)
-    spans = [(resource, span, attributes(span.get("attributes", []))) for resource, span in _spans(request)]
-    passages: dict[str, list[Any]] = defaultdict(list)
-    for _, span, attrs in spans:
-        passages[str(span.get("traceId", ""))].extend(documents(attrs))
-    interactions: list[Interaction] = []
-    errors: list[SpanError] = []
-    for resource, span, attrs in spans:
-        if not _is_model_call(attrs):
-            continue
-        try:
-            interactions.append(_interaction(resource, span, attrs, passages[str(span.get("traceId", ""))]))
-        except (ValueError, ValidationError) as exc:
-            errors.append(
-                SpanError(
-                    str(span.get("traceId", "")),
-                    str(span.get("spanId", "")),
-                    str(span.get("name", "")),
-                    _reason(exc),
-                )
-            )
-    return Converted(interactions, errors)
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-    return str(exc)
+    spans: list[Span] = []
+    passages: dict[str, list[Passage]] = {}
+    read = 0
+    for resource, item in _items(request, "resourceSpans", "scopeSpans", "spans"):
+        read += 1
+        attrs = attributes(item.get("attributes", []))
+        trace = str(item.get("traceId", ""))
+        found = documents(attrs)
+        if found:
+            passages.setdefault(trace, []).extend(found)
+        if _is_model_call(attrs):
+            spans.append(
+                Span(trace, str(item.get("spanId", "")), str(item.get("name", "")),
+                     _int(item.get("startTimeUnixNano")), resource, attrs)
+            )  # fmt: skip
+    records: list[Record] = []
+    for resource, item in _items(request, "resourceLogs", "scopeLogs", "logRecords"):
+        read += 1
+        attrs = attributes(item.get("attributes", []))
+        event = str(item.get("eventName") or attrs.get("event.name") or "")
+        if event in GENAI_EVENTS:
+            records.append(
+                Record(str(item.get("traceId", "")), str(item.get("spanId", "")), event,
+                       _int(item.get("timeUnixNano") or item.get("observedTimeUnixNano")), resource, attrs,
+                       attribute_value(item.get("body")))
+            )  # fmt: skip
+    return Batch(spans, records, passages, read)
 
 
 def _is_model_call(attrs: dict[str, Any]) -> bool:
     if attrs.get("openinference.span.kind") == "LLM" or attrs.get("gen_ai.operation.name") in (
         "chat",
         "text_completion",
+        "generate_content",
     ):
         return True
     return any(
         k.startswith(("gen_ai.prompt.", "gen_ai.input.messages", "llm.input_messages.")) for k in attrs
     )
+
+
+# ---- calls -> interactions ----------------------------------------------------------------------------
+def conversation(inputs: list[Message]) -> list[dict[str, str]]:
+    """A call's input messages as the interaction's ``messages``: roles mapped by ``ROLES``; turns of
+    other roles and turns without text left out."""
+    out = []
+    for m in inputs:
+        mapped = ROLES.get(m.role.strip().lower())
+        if mapped is not None and m.text.strip():
+            out.append({"role": mapped, "content": m.text})
+    return out
+
+
+def _first(key: str, *sources: dict[str, Any]) -> Any:
+    return next((s[key] for s in sources if s.get(key)), None)
+
+
+def interaction(call: Call, passages: list[Passage]) -> Interaction:
+    """The interaction of one model call (its span's content, else its records'); ValueError or
+    ValidationError with the reason when it has none."""
+    span_attrs = call.span.attrs if call.span else {}
+    inputs, outputs = messages(span_attrs)
+    if not inputs and not outputs:
+        inputs, outputs = record_messages(call.records)
+    if not any(m.text.strip() for m in [*inputs, *outputs]):
+        raise ValueError(NO_CONTENT_IN_RECORDS if call.records else NO_CONTENT)
+    users = [m.text for m in inputs if ROLES.get(m.role.strip().lower()) == "user"]
+    if not users or not users[-1].strip():  # (an earlier user turn is not the question)
+        raise ValueError("the model call has no user message")
+    answer = next((m.text for m in outputs if m.text.strip()), "")
+    if not answer:
+        raise ValueError("the model call has no output message")
+    record_attrs = [r.attrs for r in call.records]
+    resource = call.span.resource if call.span else (call.records[0].resource if call.records else {})
+    stamp_ns = call.span.start_ns if call.span else min((r.time_ns for r in call.records), default=0)
+    model = next((m for k in MODEL_KEYS if (m := _first(k, span_attrs, *record_attrs))), "unknown")
+    not_judged: dict[str, int] = {}
+    for m in [*inputs, *outputs]:
+        for kind in m.not_judged:
+            not_judged[kind] = not_judged.get(kind, 0) + 1
+    metadata: dict[str, Any] = {
+        "trace_id": call.trace_id,
+        "span_name": call.name,
+        "turns": len(inputs),
+        "source": "span" if any(messages(span_attrs)) else "logs",
+    }
+    if not_judged:
+        metadata["parts_not_judged"] = not_judged
+    return Interaction.model_validate(
+        {
+            "interaction_id": f"{call.trace_id}:{call.span_id}",
+            "timestamp": datetime.fromtimestamp(stamp_ns / 1e9, tz=UTC),
+            "app": str(resource.get("service.name") or "default"),
+            "model": str(model),
+            "conversation_id": _first("gen_ai.conversation.id", span_attrs, *record_attrs)
+            or _first("session.id", span_attrs, *record_attrs),
+            "messages": conversation(inputs),
+            "contexts": [{"text": p.text, "document": p.document} for p in passages],
+            "answer": answer,
+            "ground_truth": _first("groundwatch.ground_truth", span_attrs, *record_attrs),
+            "metadata": metadata,
+        }
+    )
+
+
+def reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+    return str(exc)
+
+
+def convert_call(call: Call, passages: list[Passage]) -> Interaction | CallError:
+    """The call's interaction, or the reason it has none."""
+    try:
+        return interaction(call, passages)
+    except (ValueError, ValidationError) as exc:
+        return CallError(call.trace_id, call.span_id, call.name, reason(exc))

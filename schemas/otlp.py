@@ -1,4 +1,5 @@
-"""An OpenTelemetry trace export (OTLP/JSON ``ExportTraceServiceRequest``) as it arrives on Kafka."""
+"""OpenTelemetry exports (OTLP/JSON ``ExportTraceServiceRequest`` and ``ExportLogsServiceRequest``) as
+they arrive on Kafka."""
 
 from __future__ import annotations
 
@@ -13,3 +14,11 @@ class OtlpTraces(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     resourceSpans: list[dict[str, Any]] = Field(min_length=1)  # the OTLP field name
+
+
+class OtlpLogs(BaseModel):
+    """Only the top level is checked here; ``pipeline.otlp`` reads the log records."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    resourceLogs: list[dict[str, Any]] = Field(min_length=1)  # the OTLP field name

@@ -597,8 +597,8 @@ class KafkaSettings(BaseModel):
     start_offset: Literal["latest", "earliest"] = Field(
         "latest",
         description=(
-            "where a new consumer group starts reading the input topics (interactions, otlp): latest = "
-            "only what is produced from its first start on; earliest = everything the topic retains "
+            "where a new consumer group starts reading the input topics (interactions, otlp, otlp_logs): "
+            "latest = only what is produced from its first start on; earliest = everything the topic retains "
             "(every retained interaction is judged again). A group that has committed offsets resumes "
             "from them either way; the topics between stages are always read from their start"
         ),
@@ -622,6 +622,22 @@ class KafkaSettings(BaseModel):
         False,
         description="also read OpenTelemetry traces (OTLP/JSON export requests, as an OpenTelemetry "
         "Collector's Kafka exporter writes them with encoding otlp_json) from the topic <prefix>otlp",
+    )
+    otlp_logs_input: bool = Field(
+        False,
+        description="also read OpenTelemetry logs (OTLP/JSON, the Collector's Kafka logs exporter with "
+        "encoding otlp_json) from the topic <prefix>otlp_logs: the GenAI events that carry a model call's "
+        "messages when an instrumentation records them as log events; joined to their span by trace and "
+        "span id when otlp_input is on too",
+    )
+    otlp_hold_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="how long the pieces of one OpenTelemetry model call (its span, its log records, the "
+        "retrieved passages of its trace) are held waiting for the rest when they arrive apart; then the "
+        "call is evaluated with what came, or dead-lettered (stage otlp) with the reason. Its export "
+        "requests are acked only then, so this also delays their commit",
     )
     web_enabled: bool = Field(
         False,

@@ -4,7 +4,7 @@ and we do not even keep one: ``create_app`` returns a fresh app and its resource
 Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same partition count;
 docs/architecture.md draws it with the processors' names):
 
-    otlp -> [otlp] -> interactions            (kafka.otlp_input)
+    otlp, otlp_logs -> [otlp] -> interactions (kafka.otlp_input, kafka.otlp_logs_input)
     interactions -> [convert] -> converted -> [nli]     -> nli      -+
                                           \\-> [refusal] -> refusals -+-> [join] -> evaluations
     interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
@@ -176,7 +176,9 @@ def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
         if ctx.settings.pipeline.refusal_mode != "same":
             staged.append(RefusalProcessor(ctx, resources))
         staged.append(JoinProcessor(ctx, resources))
-    inputs: list[Registrable] = [OtlpProcessor(ctx, resources)] if ctx.settings.kafka.otlp_input else []
+    kafka = ctx.settings.kafka
+    otlp = kafka.otlp_input or kafka.otlp_logs_input
+    inputs: list[Registrable] = [OtlpProcessor(ctx, resources)] if otlp else []
     return [
         *inputs,
         *staged,

@@ -2,10 +2,11 @@
 
 faust reads every topic of a group without committed offsets from its start (``earliest``): the topics
 between the stages must be, or a rebalance before the first commit would skip what a stage already sent
-on. For the input topics (interactions; otlp when it is read) ``start_offset`` decides: with ``latest``,
-each of their partitions the group has no committed offset for gets one at the partition's current end,
-before the worker joins the group, so a new deployment judges what is produced from then on instead of
-everything the topic retains. A group with committed offsets resumes from them either way.
+on. For the input topics (interactions; otlp and otlp_logs when they are read) ``start_offset``
+decides: with ``latest``, each of their partitions the group has no committed offset for gets one at
+the partition's current end, before the worker joins the group, so a new deployment judges what is
+produced from then on instead of everything the topic retains. A group with committed offsets resumes
+from them either way.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ log = logging.getLogger(__name__)
 
 def input_topics(kafka: KafkaSettings) -> list[str]:
     names = topic_names(kafka)
-    return [names.interactions, *([names.otlp] if kafka.otlp_input else [])]
+    traces = [names.otlp] if kafka.otlp_input else []
+    logs = [names.otlp_logs] if kafka.otlp_logs_input else []
+    return [names.interactions, *traces, *logs]
 
 
 async def apply_start_offset(kafka: KafkaSettings) -> dict[TopicPartition, int]:

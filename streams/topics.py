@@ -27,6 +27,7 @@ class TopicNames:
     alerts: str
     deadletter: str
     otlp: str  # OpenTelemetry traces (OTLP/JSON), read when kafka.otlp_input is on
+    otlp_logs: str  # OpenTelemetry logs (OTLP/JSON), read when kafka.otlp_logs_input is on
     labels: str  # people's labels (schemas.label.Label), stored in ClickHouse labels
 
     def all(self) -> list[str]:
@@ -39,6 +40,7 @@ class TopicNames:
             self.alerts,
             self.deadletter,
             self.otlp,
+            self.otlp_logs,
             self.labels,
         ]
 
@@ -54,6 +56,7 @@ def topic_names(kafka: KafkaSettings) -> TopicNames:
         alerts=f"{p}alerts",
         deadletter=f"{p}deadletter",
         otlp=f"{p}otlp",
+        otlp_logs=f"{p}otlp_logs",
         labels=f"{p}labels",
     )
 

@@ -1,6 +1,9 @@
-"""`groundwatch otlp FILE`: OpenTelemetry traces (OTLP/JSON export requests, one a line or one document)
--> interactions JSONL, ready for `groundwatch replay` or `groundwatch eval`. Spans that look like a model
-call but cannot be mapped are listed on stderr with the reason."""
+"""`groundwatch otlp FILE [FILE ...]`: OpenTelemetry traces and logs (OTLP/JSON export requests, one a
+line or one document, as the Collector's file exporter writes them) -> interactions JSONL, ready for
+`groundwatch replay` or `groundwatch eval`. The files are read together: a model call's span, its log
+records (GenAI events) and the retrieved passages of its trace are joined by trace and span id, in
+whichever file they are (``pipeline.otlp_join``). Calls that cannot be mapped are listed on stderr with
+the reason; files that hold no span and no log record at all are an error (exit 2)."""
 
 from __future__ import annotations
 
@@ -11,20 +14,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.otlp import convert_request
+from pipeline.otlp import CallError, convert_call, read_batch
+from pipeline.otlp_join import OtlpBuffer
 from schemas.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "file", type=Path, help="OTLP/JSON ExportTraceServiceRequest(s): JSON lines or one document"
+        "file",
+        type=Path,
+        nargs="+",
+        help="OTLP/JSON export requests of traces and/or logs: JSON lines or one document a file",
     )
     parser.add_argument("--out", type=Path, help="write the interactions here (default: stdout)")
 
 
 def requests(path: Path) -> Iterator[dict[str, Any]]:
-    """Each ExportTraceServiceRequest of the file (one JSON object, or one a line); ConfigError naming the
-    file and line for anything else."""
+    """Each export request (traces or logs) of the file (one JSON object, or one a line); ConfigError
+    naming the file and line for anything else."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -38,7 +45,7 @@ def requests(path: Path) -> Iterator[dict[str, Any]]:
         return
     if whole is not None:
         raise ConfigError(
-            f"{path} holds a JSON {type(whole).__name__}: give one OTLP/JSON ExportTraceServiceRequest "
+            f"{path} holds a JSON {type(whole).__name__}: give one OTLP/JSON export request "
             "object, or one a line"
         )
     for n, line in enumerate(text.splitlines(), 1):
@@ -50,32 +57,44 @@ def requests(path: Path) -> Iterator[dict[str, Any]]:
             if not isinstance(request, dict):
                 raise ConfigError(
                     f"{path} line {n} is a JSON {type(request).__name__}, not an OTLP/JSON "
-                    "ExportTraceServiceRequest object"
+                    "export request object"
                 )
             yield request
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.file.is_file():
-        raise ConfigError(f"no such file: {args.file}")
+    for path in args.file:
+        if not path.is_file():
+            raise ConfigError(f"no such file: {path}")
+    buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=True, at_once=False)
+    read = 0
+    for path in args.file:
+        for number, request in enumerate(requests(path), 1):
+            try:
+                batch = read_batch(request)
+            except ValueError as exc:
+                raise ConfigError(f"{path}: export request {number}: {exc}") from None
+            read += batch.read
+            buffer.add(batch, None, 0.0)
+    if not read:
+        names = ", ".join(str(p) for p in args.file)
+        raise ConfigError(f"{names}: no spans and no log records (resourceSpans / resourceLogs) to read")
     out = args.out.open("w", encoding="utf-8") if args.out else sys.stdout
     written = failed = 0
     try:
-        for number, request in enumerate(requests(args.file), 1):
-            try:
-                converted = convert_request(request)
-            except ValueError as exc:
-                raise ConfigError(f"{args.file}: export request {number}: {exc}") from None
-            for interaction in converted.interactions:
-                out.write(interaction.model_dump_json() + "\n")
-                written += 1
-            for error in converted.errors:
+        for ready in buffer.drain():
+            result = convert_call(ready.call, ready.passages)
+            if isinstance(result, CallError):
                 failed += 1
                 print(
-                    f"span {error.trace_id}:{error.span_id} ({error.name}): {error.reason}", file=sys.stderr
+                    f"model call {result.trace_id}:{result.span_id} ({result.name}): {result.reason}",
+                    file=sys.stderr,
                 )
+                continue
+            out.write(result.model_dump_json() + "\n")
+            written += 1
     finally:
         if args.out:
             out.close()
-    print(f"{written} interactions, {failed} spans not mapped", file=sys.stderr)
+    print(f"{written} interactions, {failed} model calls not mapped", file=sys.stderr)
     return 0

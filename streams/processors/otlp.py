@@ -1,36 +1,199 @@
-"""otlp -> interactions: OpenTelemetry traces turned into interactions (pipeline.otlp), when
-``kafka.otlp_input`` is on. A model-call span that cannot be mapped becomes a dead letter (stage
-``otlp``) with the reason and the span; the other interactions of the same export go on."""
+"""otlp, otlp_logs -> interactions: OpenTelemetry traces and logs turned into interactions
+(``pipeline.otlp``), when ``kafka.otlp_input`` or ``kafka.otlp_logs_input`` is on.
+
+Export requests are consumed unacked; their pieces (model-call spans, GenAI log records, retrieved
+passages) are held in a ``pipeline.otlp_join.OtlpBuffer`` until each call is ready (at once when it is
+complete, else after ``kafka.otlp_hold_s``), and a request is acked (in offset order) once every call it
+fed is out: its interaction sent, or its dead letter (stage ``otlp``, with the reason) sent or given up.
+A request that does not validate is dead-lettered at once (stage ``validate``; one that is not shaped as
+OTLP/JSON below the top, stage ``otlp``). Time is read from an injected ``pipeline.clock.Clock``.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+import logging
+from collections.abc import Iterable
+from typing import Any
 
-from pipeline.otlp import convert_request
+from pipeline.clock import Clock, SystemClock
+from pipeline.otlp import CallError, convert_call, read_batch
+from pipeline.otlp_join import OtlpBuffer, Ready
+from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage
-from schemas.otlp import OtlpTraces
-from streams.processors.base import Processor
+from schemas.otlp import OtlpLogs, OtlpTraces
+from streams.acks import OrderedAcks, Ticket
+from streams.codec import Origin, decode
+from streams.context import StreamContext
+from streams.resources import Resources
+from streams.revoke import forget_on_revoke
+from streams.task_pool import TaskPool
+
+log = logging.getLogger(__name__)
+
+#: a held request: (partition, offset)
+Held = tuple[Any, int]
 
 
-class OtlpProcessor(Processor[OtlpTraces]):
+class OtlpProcessor:
     name = "groundwatch.otlp"
     stage = "otlp"
-    input_model = OtlpTraces
+
+    def __init__(self, ctx: StreamContext, resources: Resources, clock: Clock | None = None) -> None:
+        self.ctx = ctx
+        self.resources = resources
+        self.clock: Clock = clock or SystemClock()
+        kafka = ctx.settings.kafka
+        self.buffer = OtlpBuffer(
+            hold_s=kafka.otlp_hold_s, traces=kafka.otlp_input, logs=kafka.otlp_logs_input
+        )
+        self.acks = OrderedAcks()
+        self.tickets: dict[Held, Ticket] = {}
+        self.pool = TaskPool(kafka.stage_concurrency)
 
     @property
-    def source_topic(self) -> str:
-        return self.ctx.names.otlp
+    def inputs(self) -> list[str]:
+        kafka, names = self.ctx.settings.kafka, self.ctx.names
+        return [
+            *([names.otlp] if kafka.otlp_input else []),
+            *([names.otlp_logs] if kafka.otlp_logs_input else []),
+        ]
 
-    async def process(self, message: OtlpTraces) -> None:
-        converted = convert_request(message.model_dump())
-        for interaction in converted.interactions:
-            await self.ctx.send(self.ctx.names.interactions, interaction.interaction_id, interaction)
-        for error in converted.errors:
-            span = {"trace_id": error.trace_id, "span_id": error.span_id, "name": error.name}
-            await self.ctx.dead_letter(
-                InvalidMessage(f"span {error.name!r} not mapped: {error.reason}"),
-                "otlp",
-                json.dumps(span),
-                source_topic=self.source_topic,
-                interaction_id=f"{error.trace_id}:{error.span_id}",
+    def ack(self, held: list[Any]) -> None:
+        for key in held:
+            ticket = self.tickets.pop(key, None)
+            if ticket is not None:
+                self.acks.done(ticket)
+
+    async def outcome(self, ready: Ready) -> None:
+        """Send the call's interaction (retried, then dead-lettered), or dead-letter the reason it has
+        none; never raises (but for cancellation)."""
+        call = ready.call
+        iid = f"{call.trace_id}:{call.span_id}"
+        result = convert_call(call, ready.passages)
+        topic = self.ctx.names.otlp if call.span is not None else self.ctx.names.otlp_logs
+        if isinstance(result, CallError):
+            why = result.reason
+            if ready.expired and not call.span_has_content() and call.records and not call.records_complete():
+                why = f"{why} (its log records were incomplete after {ready.held_s:.0f}s)"
+            await self.dead_letter(
+                call, InvalidMessage(f"model call {result.name!r} not mapped: {why}"), topic
             )
+            return
+        send = functools.partial(self.ctx.send, self.ctx.names.interactions, iid, result)
+        tried = await retry(
+            send,
+            what=f"otlp: sending {iid}",
+            attempts=self.ctx.settings.kafka.deadletter_attempts,
+            backoff=Backoff(first_s=self.ctx.retry_delay_s),
+            sleep=self.ctx.sleep,
+        )
+        if tried.error is not None:
+            await self.dead_letter(call, tried.error, topic, result.model_dump_json())
+            return
+        self.ctx.metrics.events_out.labels("otlp").inc()
+
+    async def dead_letter(
+        self, call: Any, error: BaseException, topic: str, original: str | None = None
+    ) -> None:
+        what = {
+            "trace_id": call.trace_id,
+            "span_id": call.span_id,
+            "name": call.name,
+            "span": call.span is not None,
+            "events": [r.event for r in call.records],
+        }
+        await self.ctx.dead_letter(
+            error,
+            "otlp",
+            json.dumps(what),
+            source_topic=topic,
+            interaction_id=f"{call.trace_id}:{call.span_id}",
+            original=original,
+        )
+
+    async def settle(self, ready: Ready) -> None:
+        try:
+            await self.outcome(ready)
+        except Exception as exc:
+            log.exception("otlp: settling %s:%s failed", ready.call.trace_id, ready.call.span_id)
+            await self.dead_letter(ready.call, exc, self.ctx.names.otlp)
+        self.ack(self.buffer.settled(ready))
+
+    async def expire_due(self) -> int:
+        """Settle the calls held ``kafka.otlp_hold_s`` (in the pool); return how many."""
+        due = self.buffer.expired(self.clock.monotonic())
+        self.ack(self.buffer.released())
+        for ready in due:
+            await self.pool.spawn(functools.partial(self.settle, ready))
+        return len(due)
+
+    async def expire_loop(self) -> None:
+        tick = max(0.05, min(1.0, self.buffer.hold_s / 4))
+        while True:
+            await asyncio.sleep(tick)
+            await self.expire_due()
+
+    async def handle(self, event: Any, ticket: Ticket) -> None:
+        topic = event.message.topic
+        self.ctx.metrics.events_in.labels("otlp").inc()
+        origin = Origin.of(ticket.tp, ticket.offset)
+        model = OtlpTraces if topic == self.ctx.names.otlp else OtlpLogs
+        try:
+            message = decode(event.value, model, self.ctx.settings.limits)
+        except InvalidMessage as exc:
+            await self.ctx.dead_letter(exc, "validate", event.value, origin=origin, source_topic=topic)
+            self.acks.done(ticket)
+            return
+        try:
+            batch = read_batch(message.model_dump())
+        except ValueError as exc:
+            await self.ctx.dead_letter(
+                InvalidMessage(str(exc)), "otlp", event.value, origin=origin, source_topic=topic
+            )
+            self.acks.done(ticket)
+            return
+        key: Held = (ticket.tp, ticket.offset)
+        self.tickets[key] = ticket
+        ready = self.buffer.add(batch, key, self.clock.monotonic())
+        self.ack(self.buffer.released())
+        for call in ready:
+            await self.pool.spawn(functools.partial(self.settle, call))
+
+    async def consume(self, stream: Any) -> None:
+        expirer = asyncio.create_task(self.expire_loop())
+        try:
+            async for event in stream.noack().events():
+                ticket = self.acks.track(event)
+                try:
+                    await self.handle(event, ticket)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # a bug: logged, the request left unacked (never kills the agent)
+                    log.exception(
+                        "otlp: handling %s offset %s failed; left unacked", event.message.topic, ticket.offset
+                    )
+        finally:
+            expirer.cancel()
+            await self.pool.cancel()  # unfinished sends stay unacked and come back
+
+    def forget(self, tps: Iterable[Any]) -> int:
+        lost = set(tps)
+        dropped = self.buffer.forget(lost, lambda held: held[0])
+        for key in [k for k in self.tickets if k[0] in lost]:
+            del self.tickets[key]
+        return dropped
+
+    def register(self) -> Any:
+        forget_on_revoke(self.ctx.app, self.name, self.forget, self.acks.forget)
+        source = self.ctx.app.topic(
+            *self.inputs,
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=self.ctx.settings.kafka.partitions,
+        )
+        return self.ctx.app.agent(source, name=self.name)(self.consume)

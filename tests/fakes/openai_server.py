@@ -104,6 +104,9 @@ class Script:
     # (premise, hypothesis) -> P(entailed) given in the logprobs of each of its statements' verdicts
     # None: each generated verdict is certain
     entailed_probability: Callable[[str, str], float] | None = None
+    # an app's own chat call (no groundwatch prompt in it): the messages -> the reply's text; None: the
+    # "prompt not recognised" JSON
+    chat: Callable[[list[dict[str, Any]]], str] | None = None
 
 
 @dataclass
@@ -301,6 +304,8 @@ class FakeOpenAIServer:
                 content = json.dumps({"result": "entailed"})
             else:  # "broken"/"malformed": cut JSON that says it stopped normally
                 content = content[: max(1, len(content) // 2)]
+        elif kind == "unknown" and self.config.script.chat is not None:
+            content = self.config.script.chat(messages)
         elif fmt is None and self.config.prose_around_json:
             content = f"Here is my answer:\n```json\n{content}\n```"
         usage_in, usage_out = estimate_tokens(prompt_text), estimate_tokens(content)

@@ -152,13 +152,13 @@ def test_dashboard_with_a_misspelt_setting(
 @pytest.mark.parametrize(
     ("text", "why"),
     [
-        ('[{"resourceSpans": []}]', "holds a JSON list: give one OTLP/JSON ExportTraceServiceRequest object"),
+        ('[{"resourceSpans": []}]', "holds a JSON list: give one OTLP/JSON export request object"),
         ('{"resourceSpans": "x"}', "export request 1: resourceSpans is not a list"),
         (
             '{"resourceSpans": [{"scopeSpans": [{"spans": [3]}]}]}',
             "export request 1: resourceSpans[0].scopeSpans[0].spans[0] is not an object",
         ),
-        ('{"resourceSpans": []}\n[1]\n', "line 2 is a JSON list, not an OTLP/JSON ExportTraceServiceRequest"),
+        ('{"resourceSpans": []}\n[1]\n', "line 2 is a JSON list, not an OTLP/JSON export request"),
         ('{"resourceSpans": []}\n{oops\n', "line 2 is not JSON: "),
     ],
 )
@@ -170,6 +170,20 @@ def test_otlp_input_that_is_not_export_requests(
     line = one_line(capsys, "otlp", str(path))
     sep = ": " if why.startswith("export") else " "
     assert line.startswith(f"groundwatch otlp: ConfigError: {path}{sep}{why}"), line
+
+
+@pytest.mark.parametrize(
+    "text", ['{"resourceSpans": []}', "{}\n{}\n", '{"resourceLogs": [{"scopeLogs": []}]}']
+)
+def test_otlp_files_without_spans_or_log_records(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
+) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text(text, encoding="utf-8")
+    assert one_line(capsys, "otlp", str(path)) == (
+        f"groundwatch otlp: ConfigError: {path}: no spans and no log records (resourceSpans / resourceLogs) "
+        "to read"
+    )
 
 
 def test_otlp_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

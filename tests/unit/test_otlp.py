@@ -6,18 +6,26 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.otlp import attribute_value, convert_request, messages
+from pipeline.otlp import Message, attribute_value, convert_call, messages, read_batch
+from pipeline.otlp_join import OtlpBuffer
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "otlp_traces.jsonl"
 
 
-def converted() -> tuple[list, list]:
+def convert_request(*requests: dict[str, Any]) -> tuple[list, list]:
+    """The interactions and errors of export requests read together (as ``groundwatch otlp`` does)."""
+    buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=True, at_once=False)
+    for request in requests:
+        buffer.add(read_batch(request), None, 0.0)
     interactions, errors = [], []
-    for line in FIXTURE.read_text().splitlines():
-        result = convert_request(json.loads(line))
-        interactions += result.interactions
-        errors += result.errors
+    for ready in buffer.drain():
+        result = convert_call(ready.call, ready.passages)
+        (errors if hasattr(result, "reason") else interactions).append(result)
     return interactions, errors
+
+
+def converted() -> tuple[list, list]:
+    return convert_request(*(json.loads(line) for line in FIXTURE.read_text().splitlines()))
 
 
 def test_a_genai_chat_span_takes_its_traces_retrieved_passages_as_context() -> None:
@@ -57,9 +65,15 @@ def test_openinference_messages_and_any_values() -> None:
         "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": "Hi?",
         "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "Hello.",
     }  # fmt: skip
-    assert messages(attrs) == ([("system", "Be brief."), ("user", "Hi?")], [("assistant", "Hello.")])
+    assert messages(attrs) == (
+        [Message("system", "Be brief."), Message("user", "Hi?")],
+        [Message("assistant", "Hello.")],
+    )
     assert attribute_value({"arrayValue": {"values": [{"intValue": "3"}, {"boolValue": True}]}}) == [3, True]
-    assert messages({"input.value": "Q", "output.value": "A"}) == ([("user", "Q")], [("assistant", "A")])
+    assert messages({"input.value": "Q", "output.value": "A"}) == (
+        [Message("user", "Q")],
+        [Message("assistant", "A")],
+    )
 
 
 def test_the_earlier_messages_of_a_chat_span_are_its_history() -> None:
@@ -91,8 +105,7 @@ def test_roles_are_mapped_and_tool_turns_and_empty_turns_left_out() -> None:
         "gen_ai.prompt.5.role": "user", "gen_ai.prompt.5.content": "And tomorrow?",
         "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Sunny, 5 degrees.",
     }  # fmt: skip
-    result = convert_request(span_request(attrs))
-    (chat,) = result.interactions
+    (chat,), _ = convert_request(span_request(attrs))
     assert chat.question == "And tomorrow?" and chat.metadata["turns"] == 6
     assert [(t.role, t.content) for t in chat.history] == [
         ("system", "Be brief."),
@@ -107,7 +120,5 @@ def test_a_blank_last_user_message_is_an_error_not_an_earlier_question() -> None
         "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": " ",
         "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Sunny.",
     }  # fmt: skip
-    result = convert_request(span_request(attrs))
-    assert result.interactions == [] and [e.reason for e in result.errors] == [
-        "the model call has no user message"
-    ]
+    interactions, errors = convert_request(span_request(attrs))
+    assert interactions == [] and [e.reason for e in errors] == ["the model call has no user message"]

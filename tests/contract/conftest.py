@@ -1,0 +1,32 @@
+"""Contract tests: the real OpenTelemetry instrumentations of the OpenAI client (the ``otel-contract``
+extra, which ``make dev`` installs; OpenLLMetry 0.54 beside 0.62 in a directory of its own) against
+``groundwatch otlp`` and a worker. Without the packages they skip, except under CI=true, where they fail."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/contract/" in str(item.fspath):
+            item.add_marker(pytest.mark.contract)
+
+
+def need(what: str, ok: bool) -> None:
+    if ok:
+        return
+    message = f"{what} is not installed (make dev installs it)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def openllmetry_054() -> Path:
+    """Where ``make dev`` installs OpenLLMetry 0.54 (it cannot share site-packages with 0.62)."""
+    import sys
+
+    return Path(os.environ.get("OPENLLMETRY_054_PATH") or Path(sys.prefix) / "openllmetry-0.54")

@@ -1,0 +1,134 @@
+"""Each instrumentation of the OpenAI client, in each of its modes, runs a RAG call against the fake
+OpenAI server (tests/contract/rag_app.py, a process of its own); what it recorded, encoded by
+OpenTelemetry's own encoder as OTLP/JSON, must give `groundwatch otlp` the expected interaction."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from groundwatch import cli
+from pipeline.otlp import NO_CONTENT, NO_CONTENT_IN_RECORDS
+from tests.contract import rag_app
+from tests.contract.conftest import need, openllmetry_054
+from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSWER = "The B7 battery is covered for 8 years or 100,000 miles."
+PACKAGES = {
+    "openinference": "openinference.instrumentation.openai",
+    "openllmetry": "opentelemetry.instrumentation.openai",
+    "openai-v2": "opentelemetry.instrumentation.openai_v2",
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(FakeConfig(script=Script(chat=lambda messages: ANSWER))) as fake:
+        yield fake
+
+
+def record(server: FakeOpenAIServer, out: Path, name: str, mode: str, parts: bool = False) -> Path:
+    """Run the app instrumented with ``name`` in ``mode``; the directory of its traces and logs."""
+    package = PACKAGES.get(name.removesuffix("-0.54"))
+    path = [str(ROOT)]
+    if name == "openllmetry-0.54":
+        need("OpenLLMetry 0.54", (openllmetry_054() / "opentelemetry").is_dir())
+        path.insert(0, str(openllmetry_054()))
+    need(f"the {name} instrumentation", package is not None and importlib.util.find_spec(package) is not None)
+    need("the OpenTelemetry SDK", importlib.util.find_spec("opentelemetry.sdk") is not None)
+    argv = [sys.executable, "-m", "tests.contract.rag_app", "--instrumentation", name, "--mode", mode,
+            "--base-url", server.base_url, "--out", str(out)] + (["--parts"] if parts else [])  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def groundwatch_otlp(capsys: pytest.CaptureFixture[str], *files: Path) -> tuple[list[dict], str]:
+    capsys.readouterr()
+    assert cli.main(["otlp", *map(str, files)]) == 0
+    captured = capsys.readouterr()
+    return [json.loads(line) for line in captured.out.splitlines()], captured.err
+
+
+def expect(interaction: dict, *, conversation: str | None, contexts: bool = True) -> None:
+    system = rag_app.SYSTEM + "\n\n" + "\n".join(text for _, text in rag_app.PASSAGES)
+    assert interaction["question"] == rag_app.QUESTION
+    assert [(t["role"], t["content"]) for t in interaction["history"]] == [
+        ("system", system),
+        *rag_app.HISTORY,
+    ]
+    assert (interaction["answer"], interaction["app"], interaction["model"]) == (
+        ANSWER,
+        "support-bot",
+        "gpt-4o-mini",
+    )
+    assert interaction["conversation_id"] == conversation
+    passages = [{"document": doc, "text": text} for doc, text in rag_app.PASSAGES] if contexts else []
+    assert [{"document": c["document"], "text": c["text"]} for c in interaction["contexts"]] == passages
+
+
+CASES = [
+    # (instrumentation, mode, question as parts, conversation recorded)
+    ("openinference", "spans", False, "conv-7"),
+    ("openinference", "spans", True, "conv-7"),
+    ("openllmetry", "attributes", False, None),
+    ("openllmetry", "attributes", True, None),
+    ("openllmetry", "events", False, None),
+    ("openllmetry", "events", True, None),
+    ("openllmetry-0.54", "attributes", False, None),
+    ("openllmetry-0.54", "attributes", True, None),
+    ("openai-v2", "semconv-1.30", False, None),
+    ("openai-v2", "semconv-1.30", True, None),
+    ("openai-v2", "span_only", False, None),
+    ("openai-v2", "event_only", False, None),
+    ("openai-v2", "span_and_event", False, None),
+]
+
+
+@pytest.mark.parametrize(("name", "mode", "parts", "conversation"), CASES)
+def test_the_instrumentation_gives_the_expected_interaction(
+    server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    name: str, mode: str, parts: bool, conversation: str | None,
+) -> None:  # fmt: skip
+    out = record(server, tmp_path, name, mode, parts)
+    (interaction,), err = groundwatch_otlp(capsys, out / "traces.jsonl", out / "logs.jsonl")
+    assert err.strip().endswith("1 interactions, 0 model calls not mapped"), err
+    expect(interaction, conversation=conversation)
+
+
+@pytest.mark.parametrize("mode", ["span_only", "event_only", "span_and_event"])
+def test_openai_v2_drops_a_question_given_as_parts_and_says_so(
+    server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    out = record(server, tmp_path, "openai-v2", mode, parts=True)
+    interactions, err = groundwatch_otlp(capsys, out / "traces.jsonl", out / "logs.jsonl")
+    assert interactions == [] and "the model call has no user message" in err, err
+
+
+def test_openai_v2_by_default_records_no_content_and_the_reason_says_what_to_do(
+    server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = record(server, tmp_path, "openai-v2", "no-content")
+    interactions, err = groundwatch_otlp(capsys, out / "traces.jsonl")
+    assert interactions == [] and NO_CONTENT in err, err
+    interactions, err = groundwatch_otlp(capsys, out / "traces.jsonl", out / "logs.jsonl")  # events, empty
+    assert interactions == [] and NO_CONTENT_IN_RECORDS in err, err
+
+
+def test_logs_alone_give_the_interaction_without_the_trace(
+    server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = record(server, tmp_path, "openai-v2", "event_only")
+    (interaction,), _ = groundwatch_otlp(capsys, out / "logs.jsonl")
+    expect(interaction, conversation=None, contexts=False)  # the passages were on the (unread) trace
+    assert interaction["metadata"]["source"] == "logs"
