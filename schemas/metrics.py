@@ -188,6 +188,39 @@ def pooled(metric: Metric, windows: Iterable[WindowAggregate]) -> float | None:
     return total / n if n else None
 
 
-#: the rates and means: what a window aggregates per interaction and alert rules may watch
+#: the rates and means: what a window aggregates per interaction
 SCORED: tuple[Metric, ...] = tuple(m for m in METRICS if m.kind is not MetricKind.SUM)
 RATE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS if m.kind is MetricKind.RATE)
+#: what a sum's alert rule counts as the interactions behind it (``min_interactions``)
+SUM_SUPPORT_COLUMN = "count"
+
+
+class AgreementMetric(BaseModel):
+    """How well the judge agrees with people's labels (``pipeline.metrics.agreement.Agreement``), over
+    the last labels of an app/model: not a window metric (windows hold no labels), but one alert rules
+    may watch to page when the judge itself drifts (docs/alerts.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="identifier used by alert rules")
+    label: str = Field(description="human-readable name")
+    field: str = Field(description="the Agreement estimate it reads")
+
+
+AGREEMENT_METRICS: tuple[AgreementMetric, ...] = (
+    AgreementMetric(
+        name="judge_balanced_accuracy", label="Judge balanced accuracy", field="balanced_accuracy"
+    ),
+    AgreementMetric(name="judge_sensitivity", label="Judge sensitivity", field="sensitivity"),
+    AgreementMetric(name="judge_specificity", label="Judge specificity", field="specificity"),
+    AgreementMetric(name="judge_kappa", label="Judge Cohen's kappa", field="kappa"),
+)
+AGREEMENT_BY_NAME: dict[str, AgreementMetric] = {m.name: m for m in AGREEMENT_METRICS}
+#: every metric an alert rule may watch: each metric of the catalogue, and the judge's agreement
+ALERT_METRICS: tuple[str, ...] = (*(m.name for m in METRICS), *(m.name for m in AGREEMENT_METRICS))
+
+
+def higher_is_bad(name: str) -> bool:
+    """The bad direction of an alertable metric: up for a rate or a cost, down for a mean or agreement."""
+    metric = METRICS_BY_NAME.get(name)
+    return metric.lower_is_better if metric is not None else False

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import typing
 from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
 
-from schemas.alert import AlertMetric
 from schemas.evaluation_row import EvalRow
 from schemas.metrics import METRICS, METRICS_BY_NAME, Metric, MetricKind, pooled
 from schemas.window import WindowAggregate
 from streams.windows.aggregator import WindowStats
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def test_every_alert_metric_is_a_declared_rate_or_mean() -> None:
-    for name in typing.get_args(AlertMetric):
-        assert name in METRICS_BY_NAME, name
-        assert METRICS_BY_NAME[name].kind in (MetricKind.RATE, MetricKind.MEAN)
 
 
 def test_every_rate_and_mean_a_window_stores_is_declared() -> None:
