@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
 
 from schemas.alert import Alert
-from schemas.metrics import METRICS_BY_NAME, pooled
+from schemas.metrics import METRICS, Metric, MetricKind, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
@@ -46,9 +46,27 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def figure(metric: Metric, value: float | None) -> str:
+    """One metric's value as the report prints it: a rate in per cent, a mean to 3 places, a total as a
+    whole number (a cost in dollars to 4 places)."""
+    if metric.kind is MetricKind.RATE:
+        return _pct(value)
+    if metric.kind is MetricKind.MEAN:
+        return _f(value)
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if metric.unit == "USD" else f"{value:.0f}"
+
+
+def _width(metric: Metric) -> int:
+    return max(len(metric.short), 9 if metric.unit == "USD" else 7)
+
+
 def render(report: Report) -> str:
-    """The report as text; app and model names and alert messages are shown escaped (one line each,
-    no terminal control sequences: ``schemas.safe_text``), while stored values stay as sent."""
+    """The report as text: per app/model, every rate pooled over the range, then a row per window with
+    every metric of the catalogue (schemas.metrics) and the judge's latency. App and model names and alert
+    messages are shown escaped (one line each, no terminal control sequences: ``schemas.safe_text``),
+    while stored values stay as sent."""
     lines = [
         "rows: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()),
     ]
@@ -56,31 +74,26 @@ def render(report: Report) -> str:
     for w in report.windows:
         groups[(w.app, w.model)].append(w)
     header = (
-        f"{'window start (UTC)':<20} {'n':>5} {'judged':>6} {'ctx':>6} {'gt=>a':>6} {'a=>gt':>6} "
-        f"{'halluc':>7} {'refusal':>8} {'gt ref':>7} {'tokens':>8} {'cost $':>9} {'p50 ms':>8} "
-        f"{'p95 ms':>8} {'incomp':>6}"
+        f"{'window start (UTC)':<20}"
+        + "".join(f" {m.short:>{_width(m)}}" for m in METRICS)
+        + f" {'p50 ms':>8} {'p95 ms':>8}"
     )
+    rates = [m for m in METRICS if m.kind is MetricKind.RATE]
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
         judged = sum(w.judged for w in windows)
-        halluc = pooled(METRICS_BY_NAME["hallucination_rate"], windows)
-        refusal = pooled(METRICS_BY_NAME["answer_refusal_rate"], windows)
+        summary = ", ".join(f"{m.label.lower()} {figure(m, pooled(m, windows))}" for m in rates)
         lines += [
             "",
             f"== {safe_text(app)} / {safe_text(model)}: {total} interactions ({judged} judged) in "
-            f"{len(windows)} windows, hallucination rate {_pct(halluc)}, "
-            f"answer refusal rate {_pct(refusal)} ==",
+            f"{len(windows)} windows, {summary} ==",
             header,
         ]
         for w in sorted(windows, key=lambda w: w.window_start):
             lines.append(
-                f"{w.window_start:%Y-%m-%d %H:%M:%S} {w.count:>5} {w.judged:>6} "
-                f"{_f(w.mean_context_entailment):>6} {_f(w.mean_ground_truth_entails_answer):>6} "
-                f"{_f(w.mean_answer_entails_ground_truth):>6} "
-                f"{_pct(w.hallucination_rate):>7} {_pct(w.answer_refusal_rate):>8} "
-                f"{_pct(w.ground_truth_refusal_rate):>7} {w.input_tokens + w.output_tokens:>8} "
-                f"{w.cost_usd:>9.4f} {_f(w.judge_latency_p50_ms, 1):>8} {_f(w.judge_latency_p95_ms, 1):>8} "
-                f"{w.incomplete:>6}"
+                f"{w.window_start:%Y-%m-%d %H:%M:%S} "
+                + "".join(f" {figure(m, pooled(m, [w])):>{_width(m)}}" for m in METRICS)
+                + f" {_f(w.judge_latency_p50_ms, 1):>8} {_f(w.judge_latency_p95_ms, 1):>8}"
             )
     lines += ["", f"alerts: {len(report.alerts)}"]
     for a in report.alerts:

@@ -4,19 +4,19 @@ The stream runs the stages as separate processors; this class is the same pipeli
 the batch CLI, benchmarks and tests. One ``Evaluator`` serves many concurrent ``evaluate`` calls
 (their refusal texts, and batched NLI cases, share prompts); create it inside the event loop that
 uses it.
-A stage failure is raised as ``StageError`` (a ``JudgeError``) naming the stage.
+A stage failure is raised as ``StageError`` (a ``JudgeError``) naming the stage; relevance is the
+exception (``pipeline.metrics.relevance.score_relevance``): its failure leaves it out, named in
+``missing``, as in the stream.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Protocol
 
 from pipeline.assemble import assemble
 from pipeline.convert import convert
 from pipeline.judges.base import Judge
-from pipeline.metrics.relevance import relevance_question
+from pipeline.metrics.relevance import RelevanceScore, RelevanceScorerLike, score_relevance
 from pipeline.nli import run_nli
 from pipeline.nli_grouping import NliGrouper, nli_judge
 from pipeline.refusal import RefusalClassifier
@@ -25,12 +25,6 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import Converted, NliResult, RefusalResult
 from schemas.settings import Settings
-
-
-class RelevanceScorerLike(Protocol):
-    """What the evaluator needs of a relevance scorer (``pipeline.metrics.relevance``)."""
-
-    async def score(self, question: str, answer: str) -> float: ...
 
 
 class Evaluator:
@@ -64,15 +58,10 @@ class Evaluator:
         except Exception as exc:
             raise StageError("refusal", str(exc) or repr(exc)) from exc
 
-    async def _relevance(self, interaction: Interaction) -> tuple[float | None, float]:
+    async def _relevance(self, interaction: Interaction) -> RelevanceScore | None:
         if self.relevance_scorer is None:
-            return None, 0.0
-        started = time.perf_counter()
-        try:
-            value = await self.relevance_scorer.score(relevance_question(interaction), interaction.answer)
-        except Exception as exc:
-            raise StageError("relevance", str(exc) or repr(exc)) from exc
-        return value, time.perf_counter() - started
+            return None
+        return await score_relevance(self.relevance_scorer, interaction)
 
     async def evaluate(self, interaction: Interaction) -> Evaluation:
         converted = await self._convert(interaction)
@@ -84,10 +73,13 @@ class Evaluator:
                 relevance_task = group.create_task(self._relevance(interaction))
         except BaseExceptionGroup as group_error:
             raise group_error.exceptions[0] from None  # the first failing stage's StageError
-        nli, refusal = nli_task.result(), refusal_task.result()
-        relevance, relevance_s = relevance_task.result()
-        extra = {"relevance": relevance_s} if self.relevance_scorer is not None else None
-        return assemble(converted, nli, refusal, self.settings, relevance=relevance, extra_seconds=extra)
+        nli, refusal, relevance = nli_task.result(), refusal_task.result(), relevance_task.result()
+        if relevance is None:
+            return assemble(converted, nli, refusal, self.settings)
+        return assemble(
+            converted, nli, refusal, self.settings, relevance=relevance.value,
+            missing=["relevance"] if relevance.failed else [], extra_seconds={"relevance": relevance.seconds},
+        )  # fmt: skip
 
     async def aclose(self, *, cancel: bool = False) -> None:
         """Finish the refusal batches and NLI groups still in flight, or with ``cancel`` drop them (the

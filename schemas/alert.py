@@ -18,17 +18,30 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
-from schemas.metrics import RATE_METRICS
+from schemas.metrics import AGREEMENT_BY_NAME, ALERT_METRICS, METRICS_BY_NAME, MetricKind, higher_is_bad
 
-AlertMetric = Literal[
-    "hallucination_rate",
-    "answer_refusal_rate",
-    "ground_truth_refusal_rate",
-    "mean_context_entailment",
-    "mean_ground_truth_entails_answer",
-    "mean_answer_entails_ground_truth",
+
+def _alertable(name: str) -> str:
+    if name not in ALERT_METRICS:
+        raise ValueError(f"unknown metric {name!r}: one of {', '.join(ALERT_METRICS)}")
+    return name
+
+
+#: a metric of the catalogue (schemas.metrics) or of the judge's agreement with people's labels
+AlertMetric = Annotated[
+    str, AfterValidator(_alertable), WithJsonSchema({"type": "string", "enum": list(ALERT_METRICS)})
 ]
 Severity = Literal["info", "warning", "critical"]
 
@@ -48,6 +61,27 @@ class _RuleBase(BaseModel):
     severity: Severity = "warning"
     app: str | None = None  # None: every app
     model: str | None = None  # None: every model
+    # a judge agreement metric (judge_balanced_accuracy, ...) is computed over the last ``labels``
+    # labeled interactions of the label kind; windows, for_windows and resolve_for still count closed
+    # windows (each one is a new look at the labels), min_interactions counts labeled interactions
+    labels: int = Field(200, ge=1, description="judge metrics: the last N labeled interactions")
+    label_kind: Literal["grounded", "correct", "answer_refusal", "ground_truth_refusal"] = Field(
+        "grounded", description="judge metrics: the label kind the judge is measured on"
+    )
+
+    @property
+    def judge_metric(self) -> bool:
+        """Whether the rule watches the judge's agreement with people (not a window metric)."""
+        return self.metric in AGREEMENT_BY_NAME
+
+    @model_validator(mode="after")
+    def _judge_fields(self) -> _RuleBase:
+        given = self.model_fields_set & {"labels", "label_kind", "baseline_labels"}
+        if given and not self.judge_metric:
+            raise ValueError(
+                f"{', '.join(sorted(given))}: only for a judge metric ({', '.join(AGREEMENT_BY_NAME)})"
+            )
+        return self
 
 
 class AlertRule(_RuleBase):
@@ -57,7 +91,7 @@ class AlertRule(_RuleBase):
     op: Literal[">", ">=", "<", "<="] = ">"
     threshold: float
     # resolved when the metric is this far back on the good side of the threshold (0.25 with ">" and
-    # hysteresis 0.05: resolved at or below 0.20; every metric is a share between 0 and 1)
+    # hysteresis 0.05: resolved at or below 0.20; a total's hysteresis is in its unit: tokens, USD)
     hysteresis: float = Field(0.05, ge=0)
 
 
@@ -78,17 +112,24 @@ class BaselineRule(_RuleBase):
         None, ge=0, description="resolved when the change is below this; None: half of min_effect"
     )
 
+    baseline_labels: int = Field(
+        400, ge=1, description="judge metrics: the labeled interactions before the last ``labels``"
+    )
+
     @model_validator(mode="after")
     def _check(self) -> BaselineRule:
         if self.resolve_effect is not None and self.resolve_effect >= self.min_effect:
             raise ValueError("resolve_effect must be below min_effect (the hysteresis)")
+        known = METRICS_BY_NAME.get(self.metric)
+        if known is not None and known.kind is MetricKind.SUM:
+            raise ValueError(f"{self.metric} is a total: a baseline rule watches a rate, a mean or the judge")
         return self
 
     @property
     def bad_direction(self) -> Literal["up", "down"]:
         if self.direction is not None:
             return self.direction
-        return "up" if self.metric in RATE_METRICS else "down"
+        return "up" if higher_is_bad(self.metric) else "down"
 
     @property
     def resolve_below(self) -> float:

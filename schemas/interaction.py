@@ -366,14 +366,6 @@ class Interaction(BaseModel):
             )
         return value
 
-    @property
-    def context_text(self) -> str:
-        return "\n\n".join(p.text for p in self.contexts)
-
-    @property
-    def document_names(self) -> list[str]:
-        return [p.document for p in self.contexts if p.document]
-
 
 def interaction_digest(interaction: Interaction) -> str:
     """The sha256 of the interaction's canonical JSON (keys sorted, no spaces): which message an

@@ -36,6 +36,7 @@ class Metric(BaseModel):
         "window_aggregates column holding the window's value"
     )
     label: str = Field(description="human-readable name for chart titles")
+    short: str = Field(max_length=8, description="a column heading for text tables (the trend report)")
     kind: MetricKind = Field(description="how windows pool: rate, mean or sum")
     source: str | None = Field(
         None,
@@ -92,86 +93,59 @@ class Metric(BaseModel):
         return (float(round(total)) if self.kind is MetricKind.RATE else total), n
 
 
-def _rate(name: str, label: str, source: str, count: str, events: str | None = None) -> Metric:
+def _rate(name: str, label: str, short: str, source: str, count: str, events: str | None = None) -> Metric:
     return Metric(
-        name=name, label=label, kind=MetricKind.RATE, source=source, count_column=count, events_column=events
-    )
+        name=name, label=label, short=short, kind=MetricKind.RATE, source=source, count_column=count,
+        events_column=events,
+    )  # fmt: skip
 
 
-def _mean(name: str, label: str, source: str, count: str) -> Metric:
+def _mean(name: str, label: str, short: str, source: str, count: str) -> Metric:
     return Metric(
-        name=name, label=label, kind=MetricKind.MEAN, source=source, count_column=count, lower_is_better=False
-    )
+        name=name, label=label, short=short, kind=MetricKind.MEAN, source=source, count_column=count,
+        lower_is_better=False,
+    )  # fmt: skip
+
+
+def _sum(name: str, label: str, short: str, columns: tuple[str, ...], unit: str) -> Metric:
+    return Metric(name=name, label=label, short=short, kind=MetricKind.SUM, sum_columns=columns, unit=unit)
 
 
 METRICS: tuple[Metric, ...] = (
-    _rate("hallucination_rate", "Hallucination rate", "hallucination", "answered", events="hallucinations"),
-    _rate("answer_refusal_rate", "Answer refusal rate", "answer_refusal", "answer_refusal_known"),
+    _rate(
+        "hallucination_rate", "Hallucination rate", "halluc", "hallucination", "answered", "hallucinations"
+    ),
+    _rate("answer_refusal_rate", "Answer refusal rate", "refusal", "answer_refusal", "answer_refusal_known"),
     _rate(
         "ground_truth_refusal_rate",
         "Ground-truth refusal rate",
+        "gt ref",
         "ground_truth_refusal",
         "ground_truth_refusal_known",
     ),
     _mean(
-        "mean_context_entailment",
-        "Context ⇒ answer (mean entailment)",
-        "context_entailment",
+        "mean_context_entailment", "Context ⇒ answer (mean entailment)", "ctx", "context_entailment",
         "context_scored",
     ),
     _mean(
-        "mean_ground_truth_entails_answer",
-        "Ground truth ⇒ answer (mean entailment)",
-        "ground_truth_entails_answer",
-        "ground_truth_answer_scored",
+        "mean_ground_truth_entails_answer", "Ground truth ⇒ answer (mean entailment)", "gt=>a",
+        "ground_truth_entails_answer", "ground_truth_answer_scored",
     ),
     _mean(
-        "mean_answer_entails_ground_truth",
-        "Answer ⇒ ground truth (mean entailment)",
-        "answer_entails_ground_truth",
-        "answer_ground_truth_scored",
+        "mean_answer_entails_ground_truth", "Answer ⇒ ground truth (mean entailment)", "a=>gt",
+        "answer_entails_ground_truth", "answer_ground_truth_scored",
     ),
     _mean(
-        "mean_grounded_precision",
-        "Grounded-unit precision",
-        "grounded_precision",
+        "mean_grounded_precision", "Grounded-unit precision", "gr prec", "grounded_precision",
         "grounded_precision_scored",
     ),
-    Metric(
-        name="interactions", label="Interactions", kind=MetricKind.SUM, sum_columns=("count",), unit="count"
-    ),
-    Metric(
-        name="judged",
-        label="Judged interactions (the rest skipped by sampling)",
-        kind=MetricKind.SUM,
-        sum_columns=("judged",),
-        unit="count",
-    ),
-    Metric(
-        name="skipped",
-        label="Skipped interactions (sampling rules, judge budget)",
-        kind=MetricKind.SUM,
-        sum_columns=("skipped",),
-        unit="count",
-    ),
-    Metric(
-        name="incomplete",
-        label="Incomplete evaluations",
-        kind=MetricKind.SUM,
-        sum_columns=("incomplete",),
-        unit="count",
-    ),
-    Metric(
-        name="judge_tokens",
-        label="Judge tokens (in + out)",
-        kind=MetricKind.SUM,
-        sum_columns=("input_tokens", "output_tokens"),
-        unit="tokens",
-    ),
-    Metric(
-        name="judge_cost_usd", label="Judge cost", kind=MetricKind.SUM, sum_columns=("cost_usd",), unit="USD"
-    ),
-)
+    _sum("interactions", "Interactions", "n", ("count",), "count"),
+    _sum("judged", "Judged interactions (the rest skipped by sampling)", "judged", ("judged",), "count"),
+    _sum("skipped", "Skipped interactions (sampling rules, judge budget)", "skipped", ("skipped",), "count"),
+    _sum("incomplete", "Incomplete evaluations", "incomp", ("incomplete",), "count"),
+    _sum("judge_tokens", "Judge tokens (in + out)", "tokens", ("input_tokens", "output_tokens"), "tokens"),
+    _sum("judge_cost_usd", "Judge cost", "cost $", ("cost_usd",), "USD"),
+)  # fmt: skip
 
 METRICS_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
@@ -188,6 +162,39 @@ def pooled(metric: Metric, windows: Iterable[WindowAggregate]) -> float | None:
     return total / n if n else None
 
 
-#: the rates and means: what a window aggregates per interaction and alert rules may watch
+#: the rates and means: what a window aggregates per interaction
 SCORED: tuple[Metric, ...] = tuple(m for m in METRICS if m.kind is not MetricKind.SUM)
 RATE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS if m.kind is MetricKind.RATE)
+#: what a sum's alert rule counts as the interactions behind it (``min_interactions``)
+SUM_SUPPORT_COLUMN = "count"
+
+
+class AgreementMetric(BaseModel):
+    """How well the judge agrees with people's labels (``pipeline.metrics.agreement.Agreement``), over
+    the last labels of an app/model: not a window metric (windows hold no labels), but one alert rules
+    may watch to page when the judge itself drifts (docs/alerts.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="identifier used by alert rules")
+    label: str = Field(description="human-readable name")
+    field: str = Field(description="the Agreement estimate it reads")
+
+
+AGREEMENT_METRICS: tuple[AgreementMetric, ...] = (
+    AgreementMetric(
+        name="judge_balanced_accuracy", label="Judge balanced accuracy", field="balanced_accuracy"
+    ),
+    AgreementMetric(name="judge_sensitivity", label="Judge sensitivity", field="sensitivity"),
+    AgreementMetric(name="judge_specificity", label="Judge specificity", field="specificity"),
+    AgreementMetric(name="judge_kappa", label="Judge Cohen's kappa", field="kappa"),
+)
+AGREEMENT_BY_NAME: dict[str, AgreementMetric] = {m.name: m for m in AGREEMENT_METRICS}
+#: every metric an alert rule may watch: each metric of the catalogue, and the judge's agreement
+ALERT_METRICS: tuple[str, ...] = (*(m.name for m in METRICS), *(m.name for m in AGREEMENT_METRICS))
+
+
+def higher_is_bad(name: str) -> bool:
+    """The bad direction of an alertable metric: up for a rate or a cost, down for a mean or agreement."""
+    metric = METRICS_BY_NAME.get(name)
+    return metric.lower_is_better if metric is not None else False

@@ -208,12 +208,9 @@ class JudgeSettings(BaseModel):
         description=(
             "cascade: the NLI pairs whose unsure hypotheses go to the LLM (context_answer, "
             "ground_truth_answer, answer_ground_truth); a pair not listed is judged by the lexical judge "
-            "alone. Default: answer_ground_truth (does the answer hold the ground truth: NQ301's "
-            "correctness, where the folds chose it). Not context_answer: on HaluEval the local 1.5B model "
-            "judged grounding worse than the lexical judge at every share of cases sent to it (0.820 "
-            "against 0.880 balanced accuracy with the band [0.2, 0.8]); nor ground_truth_answer, which no "
-            "labeled set here measures (docs/accuracy.md). With a stronger LLM add them; the cascade's "
-            "hallucination threshold (0.81) is then no longer the cross-validated lexical one"
+            "alone. Default: answer_ground_truth (correctness). With a stronger LLM add the others, and "
+            "choose the hallucination threshold again (groundwatch calibrate): docs/accuracy.md, "
+            "\"Why the shipped defaults\""
         ),
     )
     cascade_unsure_low: float = Field(
@@ -244,9 +241,7 @@ class JudgeSettings(BaseModel):
         le=1,
         description=(
             "cascade, ground-truth pairs (correctness): the high end of the band the LLM judges; above it "
-            "the lexical verdict (correct) stands. [0, 0.5] is what grouped 5-fold cross-validation on "
-            "NQ301 chose: the LLM sees 65 % of the cases and the cascade matches the local judge alone "
-            "(0.866 against 0.860 balanced accuracy; docs/accuracy.md)"
+            "the lexical verdict (correct) stands (docs/accuracy.md, \"Why the shipped defaults\")"
         ),
     )
     local_model_dir: Path = Field(
@@ -258,7 +253,7 @@ class JudgeSettings(BaseModel):
     local_port: int = Field(0, ge=0, le=65535, description="0 = a free port on 127.0.0.1")
     local_start_timeout_s: float = Field(180.0, gt=0, description="model load + first answer of /v1/models")
     local_timeout_s: float = Field(
-        900.0, gt=0, description="one request to the local server (2 CPU cores: minutes under load)"
+        900.0, gt=0, description="one request to the local server (on a few CPU cores: minutes under load)"
     )
     local_max_in_flight: int = Field(1, ge=1, description="llama.cpp's server answers one request at a time")
     local_verdict_logprobs: int = Field(
@@ -267,9 +262,8 @@ class JudgeSettings(BaseModel):
         le=20,
         description=(
             "verdict_logprobs of the local judge: off by default, because llama-cpp-python's server computes "
-            "top log-probabilities in Python (a sort of the whole vocabulary per generated token): an NLI "
-            "call of 145 output tokens took 46 s with them and 10 s without on 2 cores "
-            "(docs/accuracy.md)"
+            "top log-probabilities in Python, several times slower (docs/accuracy.md, \"Why the shipped "
+            "defaults\")"
         ),
     )
     cache_max_entries: int = Field(100_000, ge=1, description="in-memory verdict cache (LRU)")
@@ -279,10 +273,8 @@ class JudgeSettings(BaseModel):
     cascade_llm_refusals: bool = Field(
         False,
         description=(
-            "ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the lexical "
-            "phrases reach 0.977 balanced accuracy on DelucionQA dev, while the default local 1.5B model "
-            "called"
-            " 40% of plain answers refusals (19 of the first 48, docs/accuracy.md)"
+            "ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the phrases "
+            "alone do better than the default local model (docs/accuracy.md, \"Why the shipped defaults\")"
         ),
     )
     # context window (tokens) per hosted model, like ``prices``: an exact name, else the longest name the
@@ -436,10 +428,9 @@ class PipelineSettings(BaseModel):
         ),
     )
     # operating thresholds by judge kind; a score at or over the threshold is the positive class
-    # (grounded / correct). lexical: chosen by grouped 5-fold cross-validation on both grounding sets
-    # together (every fold chose 0.807-0.817, docs/accuracy.md); cascade: the same, because by default
-    # (judge.cascade_llm_pairs) its context scores are the lexical judge's (not so once context_answer
-    # is sent to its LLM: then choose the threshold again)
+    # (grounded / correct). How they were chosen: docs/accuracy.md, "Why the shipped defaults"; the
+    # cascade shares the lexical judge's while its context scores are the lexical judge's
+    # (judge.cascade_llm_pairs without context_answer)
     judge_hallucination_thresholds: dict[str, Share] = Field(
         description="hallucination_threshold per judge kind when hallucination_threshold is not set",
         default_factory=lambda: {"lexical": 0.81, "cascade": 0.81},

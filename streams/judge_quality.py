@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from pipeline.judge_quality import QualityBlock, judge_quality, with_corrected
+from pipeline.judge_quality import CorrectThreshold, QualityBlock, judge_quality, with_corrected
 from schemas.settings import Settings
 from streams.clickhouse.labels import LabelStore
 
@@ -28,6 +28,15 @@ class QualityReport(BaseModel):
     )
 
 
+def correct_threshold(settings: Settings) -> CorrectThreshold:
+    """The judge's "correct" threshold per judge kind, as the pipeline applies it."""
+
+    def threshold(judge: str) -> float:
+        return settings.pipeline.threshold_for("answer_entails_ground_truth", judge)
+
+    return threshold
+
+
 async def read_quality(
     labels: LabelStore,
     settings: Settings,
@@ -38,14 +47,10 @@ async def read_quality(
 ) -> QualityReport:
     ls = settings.labels
     rows = await labels.labeled_rows(start, end, app, model)
-
-    def correct_threshold(judge: str) -> float:
-        return settings.pipeline.threshold_for("answer_entails_ground_truth", judge)
-
     judges, pooled = (
         judge_quality(
             rows,
-            correct_threshold,
+            correct_threshold(settings),
             per_identity=per_identity,
             include_end_user=ls.include_end_user,
             resamples=ls.bootstrap_resamples,

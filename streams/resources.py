@@ -130,10 +130,9 @@ class Resources(Service):
             self._stack.push_async_callback(grouped.aclose, cancel=True)
         if settings.pipeline.relevance:
             self.relevance = RelevanceScorer()
+            self.relevance.require()
         if settings.kafka.topology == "fused":
-            # relevance is scored by the fused processor itself, so a failure marks it missing (as the
-            # staged join does) instead of failing the interaction (streams.processors.evaluate)
-            self._evaluator = Evaluator(judge, settings)
+            self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance)
             self._stack.push_async_callback(self._evaluator.aclose)
 
     def _written(self, evaluations: list[Evaluation], seconds: float) -> None:

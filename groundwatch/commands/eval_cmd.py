@@ -33,9 +33,10 @@ from tqdm import tqdm
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from pipeline.dataset import DatasetLine, LineError, read_dataset
-from pipeline.evaluator import Evaluator, RelevanceScorerLike
+from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
+from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.report import EvalReport, build_report
 from schemas.errors import ConfigError, StageError
 from schemas.evaluation import Evaluation
@@ -161,11 +162,10 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
     concurrency = args.concurrency or settings.kafka.stage_concurrency
     dataset = read_dataset(args.input, settings.limits, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
-    scorer: RelevanceScorerLike | None = None
+    scorer: RelevanceScorer | None = None
     if settings.pipeline.relevance:
-        from pipeline.metrics.relevance import RelevanceScorer
-
         scorer = RelevanceScorer()
+        scorer.require()  # a missing extra: one line before any judging
     out_evals = evaluations_path(args.out, args.evaluations)
     out_evals.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

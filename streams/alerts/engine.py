@@ -38,13 +38,16 @@ import httpx
 from schemas.alert import Alert, AlertRules
 from schemas.settings import AlertSettings, Settings
 from schemas.window import WindowAggregate
+from streams.alerts.judge_drift import JudgeDrift
 from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
 from streams.alerts.receivers import Clock, Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
 from streams.alerts.stats import EMPTY, observe
 from streams.alerts.webhook import Outcome, Sleep
+from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import utc
 from streams.clickhouse.store import Claim, ClickHouseStore
+from streams.judge_quality import correct_threshold
 from streams.windows.tumbling import TumblingWindows
 
 log = logging.getLogger(__name__)
@@ -76,6 +79,7 @@ class AlertEngine:
         sleep: Sleep = asyncio.sleep,
         claimant: str | None = None,
         stop_grace_s: float = 10.0,
+        drift: JudgeDrift | None = None,
     ) -> None:
         self.evaluator = RuleEvaluator(rules)
         self.settings = settings
@@ -87,6 +91,11 @@ class AlertEngine:
         self.sleep = sleep
         self.claimant = claimant or uuid.uuid4().hex  # this engine's name in the delivery ledger
         self.stop_grace_s = stop_grace_s  # how long a stop waits for deliveries in flight (aclose)
+        # rules on the judge's agreement with people's labels (streams.alerts.judge_drift)
+        # (by default with the default settings: no environment read here)
+        self.drift = drift or JudgeDrift(
+            LabelStore(store).latest_labeled, correct_threshold(Settings.model_construct())
+        )
         self.fired = 0  # transitions made (firing and resolved)
         self.delivered = 0
         self.delivery_failures = 0
@@ -106,7 +115,13 @@ class AlertEngine:
         rules = load_rules(path) if path is not None else AlertRules(rules=[])
         windows = TumblingWindows(settings.window.size_seconds)
         grace = settings.kafka.shutdown_timeout_s / 3  # the rest of the stop has the other two thirds
-        return cls(rules, settings.alerts, windows, store, publish, clock=clock, stop_grace_s=grace)
+        drift = JudgeDrift(
+            LabelStore(store).latest_labeled, correct_threshold(settings),
+            include_end_user=settings.labels.include_end_user, resamples=settings.labels.bootstrap_resamples,
+        )  # fmt: skip
+        return cls(
+            rules, settings.alerts, windows, store, publish, clock=clock, stop_grace_s=grace, drift=drift
+        )
 
     async def slots(self, rule: Rule, window: WindowAggregate) -> list[Slot]:
         """The windows ``decide`` reads for this rule, ending with ``window`` (empty slots included)."""
@@ -129,8 +144,14 @@ class AlertEngine:
             return None  # an older window closed again after a later transition: history stands
         open_alert = latest if latest is not None and latest.state == "firing" else None
         last_fired = await self.store.last_alert_end(rule.name, window.app, window.model)
-        slots = await self.slots(rule, window)
-        alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock())
+        if rule.judge_metric:
+            size = timedelta(seconds=self.windows.size_seconds)
+            alert = await self.drift.decide(
+                rule, window.app, window.model, window.window_end, size, open_alert, last_fired, self.clock()
+            )
+        else:
+            slots = await self.slots(rule, window)
+            alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock())
         if alert is None or await self.store.alert_exists(alert.alert_id):
             return None
         return alert

@@ -15,22 +15,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from schemas.metrics import METRICS_BY_NAME, RATE_METRICS, SCORED
+from schemas.metrics import METRICS, METRICS_BY_NAME, RATE_METRICS, SUM_SUPPORT_COLUMN, MetricKind
 from schemas.window import WindowAggregate
 
-#: the WindowAggregate field that counts the interactions a metric is computed over (its denominator)
-DENOMINATORS: dict[str, str] = {m.name: str(m.count_column) for m in SCORED}
+#: the WindowAggregate field that counts the interactions a metric is computed over (its denominator; a
+#: total's: every interaction received)
+DENOMINATORS: dict[str, str] = {m.name: m.count_column or SUM_SUPPORT_COLUMN for m in METRICS}
 MIN_VARIANCE = 1e-4  # a floor, so a baseline of identical scores does not make every wobble significant
 
 
 @dataclass(frozen=True)
 class Obs:
-    total: float  # events (a rate) or the sum of the scores (a mean)
-    n: int  # the metric's denominator
+    total: float  # events (a rate), the sum of the scores (a mean), or a total (tokens, cost, volume)
+    n: int  # the metric's denominator (a total's: the interactions received)
+    is_total: bool = False  # the value is the total itself, not total / n
 
     @property
     def value(self) -> float | None:
-        return None if self.n <= 0 else self.total / self.n
+        if self.n <= 0:
+            return None
+        return self.total if self.is_total else self.total / self.n
 
 
 EMPTY = Obs(0.0, 0)
@@ -39,16 +43,21 @@ EMPTY = Obs(0.0, 0)
 def observe(metric: str, window: WindowAggregate) -> Obs:
     """The window's observation of one metric (an empty one when it has no value), as the catalogue
     (schemas.metrics) pools it."""
-    total, n = METRICS_BY_NAME[metric].totals(window)
+    known = METRICS_BY_NAME[metric]
+    total, n = known.totals(window)
+    if known.kind is MetricKind.SUM:
+        n = int(getattr(window, SUM_SUPPORT_COLUMN))
+        return Obs(total, n, is_total=True) if n > 0 else EMPTY
     return Obs(total, n) if n > 0 else EMPTY
 
 
 def pool(observations: Iterable[Obs]) -> Obs:
-    total, n = 0.0, 0
+    total, n, is_total = 0.0, 0, False
     for o in observations:
         total += o.total
         n += o.n
-    return Obs(total, n)
+        is_total = is_total or o.is_total
+    return Obs(total, n, is_total)
 
 
 def z_critical(confidence: float) -> float:
@@ -103,12 +112,6 @@ def newcombe_lower(current: Obs, baseline: Obs, z: float) -> float:
     low1, _ = wilson(current, z)
     _, up0 = wilson(baseline, z)
     return p1 - p0 - math.sqrt((p1 - low1) ** 2 + (up0 - p0) ** 2)
-
-
-def upper_change(current: Obs, baseline: Obs, z: float) -> float:
-    """Upper bound of current minus baseline rate (the same interval, the other side)."""
-    flipped = Obs(current.n - current.total, current.n), Obs(baseline.n - baseline.total, baseline.n)
-    return -newcombe_lower(*flipped, z)
 
 
 def _log_choose(n: int, k: int) -> float:

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from pipeline.review import REVIEW_FRACTION_SQL
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabeledRow
+from schemas.label import Label, LabeledRow, LabelKind
 from schemas.metrics import METRICS, MetricKind
 from schemas.settings import LabelsSettings
 from streams.clickhouse.rows import utc
@@ -110,12 +110,10 @@ class LabelStore:
             for r in rows
         ]
 
-    async def labeled_rows(
-        self, start: datetime, end: datetime, app: str | None = None, model: str | None = None
-    ) -> list[LabeledRow]:
-        """Every current label of interactions judged with start <= timestamp < end, joined with the
-        judge's verdicts on them."""
-        sql = (
+    def _labeled_sql(self, evaluations: str, labels: str = "1") -> str:
+        """Current labels (``labels``: a condition on them) joined with the judge's verdicts on the
+        judged interactions ``evaluations`` (a condition on evaluations) selects."""
+        return (
             "SELECT l.interaction_id AS interaction_id, e.conversation_id AS conversation_id, "
             "e.timestamp AS timestamp, e.app AS app, e.model AS model, e.judge AS judge, "
             "e.judge_model AS judge_model, e.prompt_version AS prompt_version, l.kind AS kind, "
@@ -125,14 +123,41 @@ class LabelStore:
             "e.answer_entails_ground_truth AS answer_entails_ground_truth, "
             "e.context_entailment AS context_entailment\n"
             f"FROM (SELECT interaction_id, kind, reviewer, source, value, inclusion_probability "
-            f"FROM {self.db}.labels FINAL) AS l\n"
+            f"FROM {self.db}.labels FINAL WHERE {labels}) AS l\n"
             f"INNER JOIN (SELECT {_EVAL_COLUMNS} FROM {self.db}.evaluations FINAL "
             f"WHERE interaction_id IN (SELECT interaction_id FROM {self.db}.labels) AND judged = 1 "
-            f"AND timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND {_FILTER}) AS e "
+            f"AND {_FILTER} AND {evaluations}) AS e "
             "ON l.interaction_id = e.interaction_id\n"
-            "ORDER BY app, model, interaction_id, kind, reviewer"
+        )
+
+    async def labeled_rows(
+        self, start: datetime, end: datetime, app: str | None = None, model: str | None = None
+    ) -> list[LabeledRow]:
+        """Every current label of interactions judged with start <= timestamp < end, joined with the
+        judge's verdicts on them."""
+        sql = (
+            self._labeled_sql(f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}}")
+            + "ORDER BY app, model, interaction_id, kind, reviewer"
         )
         params = {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""}
+        rows = await self.store.query(sql, params)
+        return [LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
+
+    async def latest_labeled(
+        self, app: str, model: str, kind: LabelKind, before: datetime, interactions: int
+    ) -> list[LabeledRow]:
+        """The current labels of one kind on the last ``interactions`` labeled interactions of an
+        app/model judged before ``before`` (by event time), newest interaction first."""
+        latest = (
+            f"interaction_id IN (SELECT interaction_id FROM {self.db}.evaluations FINAL "
+            f"WHERE judged = 1 AND {_FILTER} AND timestamp < {{before:{_TS}}} AND interaction_id IN "
+            f"(SELECT interaction_id FROM {self.db}.labels FINAL WHERE kind = {{kind:String}}) "
+            "ORDER BY timestamp DESC, interaction_id DESC LIMIT {n:UInt32})"
+        )
+        sql = self._labeled_sql(latest, "kind = {kind:String}") + (
+            "ORDER BY timestamp DESC, interaction_id DESC, reviewer"
+        )
+        params = {"app": app, "model": model, "before": utc(before), "kind": kind.value, "n": interactions}
         rows = await self.store.query(sql, params)
         return [LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
 

@@ -457,19 +457,3 @@ class ClickHouseStore:
             {"since": utc(since) if since else datetime(1970, 1, 1)},
         )
         return [Alert.model_validate(r) for r in rows]
-
-    def evaluation_rows_sync(self) -> list[EvalRow]:
-        cols = ", ".join(_ROW_FIELDS)
-        rows = self.query_sync(f"SELECT {cols} FROM {self.db}.evaluations FINAL ORDER BY timestamp")
-        return [EvalRow.model_validate(r) for r in rows]
-
-
-def count_evaluations(settings: ClickHouseSettings) -> int:
-    """Rows in ``evaluations`` (one per interaction). Opens its own client, read-only (no migrations): with
-    chDB, call it only from a process that is not running the worker on the same path (the worker writes
-    ``status_file`` for that)."""
-    store = ClickHouseStore.open_sync(settings, migrate=False)
-    try:
-        return store.counts_sync()["evaluations"]
-    finally:
-        store.close()

@@ -2,47 +2,15 @@
 interaction runs here (pipeline.evaluator.Evaluator), so an interaction costs two Kafka messages
 instead of about ten. A stage that still fails after the judge's retries dead-letters the interaction
 with that stage's name (there is no join to emit it incomplete); an unexpected error is dead-lettered as
-stage "evaluate", a message that does not validate as "validate". Relevance is scored here
-beside the evaluation, as the staged join does: a failure leaves it out and marks it missing (the row
-is written, incomplete), never dead-letters the interaction."""
+stage "evaluate", a message that does not validate as "validate". Relevance is scored by the evaluator
+(``pipeline.metrics.relevance.score_relevance``, as the staged join does): a failure leaves it out and
+marks it missing (the row is written, incomplete), never dead-letters the interaction."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
-from typing import Any
-
-from pipeline.metrics.relevance import relevance_question
-from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from streams.processors.base import Processor
 from streams.sampling import skip_unsampled
-
-log = logging.getLogger(__name__)
-
-
-async def score_relevance(scorer: Any, interaction: Interaction) -> tuple[float | None, float, bool]:
-    """(relevance, seconds, failed) of one interaction; a failure is logged, never raised."""
-    started = time.perf_counter()
-    try:
-        value = await scorer.score(relevance_question(interaction), interaction.answer)
-    except Exception as exc:
-        log.warning("relevance of %s failed: %s", interaction.interaction_id, exc)
-        return None, time.perf_counter() - started, True
-    return float(value), time.perf_counter() - started, False
-
-
-def with_relevance(evaluation: Evaluation, value: float | None, seconds: float, failed: bool) -> Evaluation:
-    """The evaluation with its relevance; a failure is named in ``missing`` (incomplete, as in the join)."""
-    update: dict[str, Any] = {
-        "relevance": value,
-        "stage_seconds": {**evaluation.stage_seconds, "relevance": seconds},
-    }
-    if failed:
-        update["missing"] = [*evaluation.missing, "relevance"]
-        update["complete"] = False
-    return evaluation.model_copy(update=update)
 
 
 class EvaluateProcessor(Processor[Interaction]):
@@ -60,13 +28,5 @@ class EvaluateProcessor(Processor[Interaction]):
     async def process(self, message: Interaction) -> None:
         if await skip_unsampled(self.ctx, self.resources.sampler, message):
             return  # not judged (sampling rules or the judge budget): stored with its skip reason
-        evaluator = self.resources.evaluator
-        scorer = self.resources.relevance
-        if scorer is None:
-            evaluation = await evaluator.evaluate(message)
-        else:
-            evaluation, (value, seconds, failed) = await asyncio.gather(
-                evaluator.evaluate(message), score_relevance(scorer, message)
-            )
-            evaluation = with_relevance(evaluation, value, seconds, failed)
+        evaluation = await self.resources.evaluator.evaluate(message)
         await self.ctx.send(self.ctx.names.evaluations, message.interaction_id, evaluation)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pipeline.assemble import assemble
 from pipeline.clock import Clock, SystemClock
-from pipeline.metrics.relevance import relevance_question
+from pipeline.metrics.relevance import score_relevance
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
@@ -75,18 +75,15 @@ class JoinProcessor:
         """The entry's Evaluation; relevance, when on, is scored here (a failure marks it missing)."""
         assert entry.converted is not None
         missing = list(entry.missing(self.need_refusal))
-        relevance = None
         scorer = self.resources.relevance
-        if scorer is not None:
-            interaction = entry.converted.interaction
-            try:
-                relevance = await scorer.score(relevance_question(interaction), interaction.answer)
-            except Exception as exc:
-                log.warning("join: relevance of %s failed: %s", entry.interaction_id, exc)
-                missing.append("relevance")
+        if scorer is None:
+            return assemble(entry.converted, entry.nli, entry.refusal, self.ctx.settings, missing=missing)
+        relevance = await score_relevance(scorer, entry.converted.interaction)
         return assemble(
-            entry.converted, entry.nli, entry.refusal, self.ctx.settings, relevance=relevance, missing=missing
-        )
+            entry.converted, entry.nli, entry.refusal, self.ctx.settings, relevance=relevance.value,
+            missing=[*missing, "relevance"] if relevance.failed else missing,
+            extra_seconds={"relevance": relevance.seconds},
+        )  # fmt: skip
 
     def origin(self, entry: Pending) -> Origin | None:
         """Where the entry's message was read, for its dead letter's id: its Converted's offset, else

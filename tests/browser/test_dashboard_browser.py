@@ -10,6 +10,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from schemas.metrics import METRICS
 from tests.browser.conftest import CONVERSATION_ID, WINDOW_SECONDS, DashboardSite
 
 
@@ -44,6 +45,19 @@ def hours(site: DashboardSite, app: str | None = None, model: str | None = None)
 
 def points(driver: Any, chart: str) -> int:
     return int(driver.find_element(By.ID, f"chart-{chart}").get_attribute("data-points"))
+
+
+def test_the_overview_charts_every_metric_the_api_serves(site: DashboardSite, browser: Any) -> None:
+    """The charts come from /api/options (the metric catalogue), not from a list of the page's own."""
+    open_view(browser, site.url + "?range=data")
+    served = browser.execute_script("return window.groundwatch.options.metrics.map((m) => m.name)")
+    assert served == [m.name for m in METRICS]
+    ids = browser.execute_script(
+        "return [...document.querySelectorAll('#charts .chart')].map((c) => c.id.slice('chart-'.length))"
+    )
+    assert ids == [*served, "latency", "dead_letters"]
+    titles = {m.name: browser.find_element(By.CSS_SELECTOR, f"#chart-{m.name} h3").text for m in METRICS}
+    assert all(m.label in titles[m.name] for m in METRICS), titles
 
 
 def console_errors(driver: Any) -> list[dict[str, Any]]:

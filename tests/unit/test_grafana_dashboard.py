@@ -476,3 +476,24 @@ def test_readme_read_only_user_sql_parses(data: Data) -> None:
     for sql in statements:
         formatted = data.store.query_sync("SELECT formatQuery({q:String}) AS f", {"q": sql})[0]["f"]
         assert formatted.split()[0] == sql.split()[0]
+
+
+def test_the_sql_file_pools_every_metric_over_its_own_denominator(data: Data) -> None:
+    """deploy/dashboards/groundwatch.sql's pooled query (generated from the catalogue) gives, per app and
+    model, exactly the figure of the interactions behind the windows: a mean over the interactions it
+    scored (not weighted by every interaction, skipped and unscored ones included)."""
+    text = (ROOT / "deploy" / "dashboards" / "groundwatch.sql").read_text(encoding="utf-8")
+    assert text == load_generator().render_sql(text), "stale: run python deploy/grafana/generate.py"
+    pooled = load_generator().pooled_sql("groundwatch").replace("$__timeFilter(window_start)", "1")
+    result = data.store.client.query(pooled.rstrip(";").replace("groundwatch.", f"{data.store.db}."))
+    names = list(result.column_names)
+    assert names[2:-1] == [m.name for m in METRICS]
+    by_pair: dict[tuple[str, str], list[Evaluation]] = defaultdict(list)
+    for _, e in data.evaluations:
+        by_pair[(e.app, e.model)].append(e)
+    assert {(r[0], r[1]) for r in result.result_rows} == set(by_pair)
+    for row in result.result_rows:
+        got = dict(zip(names, row, strict=True))
+        for m in METRICS:
+            want = EXPECTED[m.name](by_pair[(row[0], row[1])])
+            assert got[m.name] == pytest.approx(want, rel=1e-9, abs=1e-12), (row[0], row[1], m.name)

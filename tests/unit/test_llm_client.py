@@ -306,39 +306,3 @@ async def test_latency_excludes_backoff(fake_openai: FakeOpenAIServer, prompts: 
     assert call.attempts == 3
     assert call.latency_ms > 0
     assert call.latency_ms + (0.1 + 0.2) * 1000.0 <= call.wall_ms
-
-
-async def test_a_transport_can_be_injected(prompts: Prompts) -> None:
-    """The SDK's own MockTransport answers: a 429 with Retry-After, then a completion."""
-    import json
-    import sys
-
-    import openai
-
-    flavour = sys.modules[type(openai.DefaultAsyncHttpxClient()).__mro__[1].__module__.split(".")[0]]
-    seen: list[dict[str, object]] = []
-
-    def answer(request: object) -> object:
-        body = json.loads(request.content)  # type: ignore[attr-defined]
-        seen.append(body)
-        if len(seen) == 1:
-            return flavour.Response(
-                429, headers={"retry-after": "0"}, json={"error": {"message": "slow down"}}
-            )
-        content = json.dumps({"texts": [{"id": 1, "refusal": True}, {"id": 2, "refusal": False}]})
-        message = {"role": "assistant", "content": content}
-        return flavour.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-        })  # fmt: skip
-
-    settings = JudgeSettings(base_url="http://judge.invalid/v1", backoff_base_s=0.001, backoff_max_s=0.001)
-    client = JudgeClient(settings, transport=flavour.MockTransport(answer))
-    try:
-        result, call = await refusal_call(client, prompts)
-    finally:
-        await client.aclose()
-    assert [t.refusal for t in result.texts] == [True, False]
-    assert (call.attempts, call.input_tokens, call.output_tokens) == (2, 11, 7)
-    assert len(seen) == 2 and seen[0]["model"] == "gpt-4o-mini"

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
-import typing
-from datetime import UTC, datetime
+import importlib.util
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 from pydantic import ValidationError
 
-from schemas.alert import AlertMetric
+from groundwatch.trend_report import Report, figure, render
+from schemas.alert import AlertRules
+from schemas.dashboard import OverviewQuery
 from schemas.evaluation_row import EvalRow
 from schemas.metrics import METRICS, METRICS_BY_NAME, Metric, MetricKind, pooled
+from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
+from streams.alerts.lifecycle import Slot, decide
+from streams.alerts.stats import observe
+from streams.clickhouse.store import ClickHouseStore
+from streams.dashboard.queries import DashboardQueries
 from streams.windows.aggregator import WindowStats
+from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+GENERATOR = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "generate.py"
 
 
-def test_every_alert_metric_is_a_declared_rate_or_mean() -> None:
-    for name in typing.get_args(AlertMetric):
-        assert name in METRICS_BY_NAME, name
-        assert METRICS_BY_NAME[name].kind in (MetricKind.RATE, MetricKind.MEAN)
+def grafana_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("groundwatch_grafana_generate", GENERATOR)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_every_rate_and_mean_a_window_stores_is_declared() -> None:
@@ -48,11 +62,19 @@ def test_every_column_a_metric_names_exists() -> None:
 
 def test_a_metric_missing_its_columns_is_refused() -> None:
     with pytest.raises(ValidationError, match="source and count_column"):
-        Metric(name="x_rate", label="x", kind=MetricKind.RATE, source="hallucination")
+        Metric(name="x_rate", label="x", short="x", kind=MetricKind.RATE, source="hallucination")
     with pytest.raises(ValidationError, match="sum_columns only"):
-        Metric(name="x", label="x", kind=MetricKind.SUM)
+        Metric(name="x", label="x", short="x", kind=MetricKind.SUM)
     with pytest.raises(ValidationError, match="only a rate counts events"):
-        Metric(name="m", label="m", kind=MetricKind.MEAN, source="s", count_column="c", events_column="e")
+        Metric(
+            name="m",
+            label="m",
+            short="m",
+            kind=MetricKind.MEAN,
+            source="s",
+            count_column="c",
+            events_column="e",
+        )
 
 
 def test_window_totals_agree_with_the_aggregation() -> None:
@@ -92,3 +114,86 @@ def test_pooled_is_the_sum_of_numerators_over_the_sum_of_denominators() -> None:
     assert pooled(rate, [window(1, 2), window(0, 98)]) == 0.01  # not the mean of 0.5 and 0
     assert pooled(rate, []) is None
     assert pooled(METRICS_BY_NAME["interactions"], [window(1, 10), window(0, 5)]) == 15
+
+
+# ---- every metric of the catalogue, through every place that shows or watches it ----------------------
+
+
+def _full_window(start: datetime) -> WindowAggregate:
+    """A window where every metric has a value (a skipped and an incomplete interaction included)."""
+    rows = [
+        EvalRow(
+            interaction_id=str(i),
+            timestamp=start,
+            app="a",
+            model="m",
+            hallucination=i % 3 == 0,
+            answer_refusal=i % 4 == 0,
+            ground_truth_refusal=i % 5 == 0,
+            context_entailment=i / 10,
+            ground_truth_entails_answer=1 - i / 10,
+            answer_entails_ground_truth=i / 20,
+            grounded_precision=(i % 7) / 7,
+            input_tokens=10 + i,
+            output_tokens=3,
+            cost_usd=0.001 * i,
+            complete=i != 2,
+        )
+        for i in range(10)
+    ] + [EvalRow(interaction_id="s", timestamp=start, app="a", model="m", judged=False, skip_reason="x")]
+    return WindowStats().extend(rows).result(
+        window_start=start, window_end=start + timedelta(hours=1), app="a", model="m"
+    )  # fmt: skip
+
+
+@pytest.fixture()
+def store() -> Iterator[ClickHouseStore]:
+    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    yield s
+    s.close()
+
+
+def test_the_ddl_holds_every_window_column(store: ClickHouseStore) -> None:
+    """The migrations' window_aggregates (deploy/clickhouse) and schemas/window.py agree, column for
+    column, so every column a metric names is stored and read back."""
+    rows = store.query_sync(
+        "SELECT name FROM system.columns WHERE database = {db:String} AND table = 'window_aggregates'",
+        {"db": store.db},
+    )
+    assert {r["name"] for r in rows} == {*WindowAggregate.model_fields, "computed_at", "version"}
+
+
+async def test_every_metric_is_charted_alerted_on_reported_and_in_grafana(store: ClickHouseStore) -> None:
+    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=2)  # in retention
+    window = _full_window(start)
+    await store.insert_window(window, start)
+    queries = DashboardQueries(store)
+    options = await queries.options()
+    overview = await queries.overview(OverviewQuery(start=start, end=start + timedelta(hours=1)))
+    [series] = overview.series
+    report = render(Report(counts={}, windows=[window], alerts=[]))
+    heads = ("window start", f"{start:%Y-%m-%d}")
+    [header, row] = [line for line in report.splitlines() if line.startswith(heads)]
+    panels = {p["title"] for p in grafana_generator().build_dashboard()["panels"]}
+    served = [m["name"] for m in options.metrics]
+    assert served == [m.name for m in METRICS]  # the dashboard's charts are drawn from this list
+    for m in METRICS:
+        value = pooled(m, [window])
+        assert value is not None and (m.kind is MetricKind.SUM or 0 <= value <= 1), m.name
+        # charted: the API serves the metric and its bucket's value
+        assert series.values[m.name] == [pytest.approx(value)], m.name
+        # alerted on: a rule parses and fires at the window's value
+        rule = AlertRules.model_validate(
+            {
+                "rules": [
+                    {"name": "r", "metric": m.name, "op": ">=", "threshold": value, "min_interactions": 1}
+                ]
+            }
+        ).rules[0]
+        slot = Slot(window.window_start, window.window_end, observe(m.name, window))
+        alert = decide(rule, "a", "m", [slot], None, None, start)
+        assert alert is not None and alert.value == pytest.approx(value), m.name
+        # reported: a column of the trend report, with the window's value in it
+        assert m.short in header and figure(m, value) in row, m.name
+        # and a panel of the Grafana dashboard
+        assert m.label in panels, m.name

@@ -4,21 +4,6 @@
 
 const PALETTE = ["#2f5bd3", "#d9480f", "#2b8a3e", "#862e9c", "#c2255c", "#0b7285", "#e67700", "#495057"];
 const RANGES = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
-const CHARTS = [
-  { id: "hallucination_rate", title: "Hallucination rate (95% Wilson band)", metric: "hallucination_rate", band: true, pct: true },
-  { id: "answer_refusal_rate", title: "Answer refusal rate", metric: "answer_refusal_rate", band: true, pct: true },
-  { id: "ground_truth_refusal_rate", title: "Ground-truth refusal rate", metric: "ground_truth_refusal_rate", band: true, pct: true },
-  { id: "mean_context_entailment", title: "Context ⇒ answer (mean entailment)", metric: "mean_context_entailment" },
-  { id: "mean_ground_truth_entails_answer", title: "Ground truth ⇒ answer (mean entailment)", metric: "mean_ground_truth_entails_answer" },
-  { id: "mean_answer_entails_ground_truth", title: "Answer ⇒ ground truth (mean entailment)", metric: "mean_answer_entails_ground_truth" },
-  { id: "mean_grounded_precision", title: "Grounded-unit precision", metric: "mean_grounded_precision" },
-  { id: "interactions", title: "Volume (interactions)", metric: "interactions" },
-  { id: "skipped", title: "Not judged (sampling rules, judge budget)", metric: "skipped" },
-  { id: "judge_tokens", title: "Judge tokens (in + out)", metric: "judge_tokens" },
-  { id: "judge_cost_usd", title: "Judge cost (USD)", metric: "judge_cost_usd" },
-  { id: "latency", title: "Judge latency p50 / p95 (ms)", latency: true },
-  { id: "dead_letters", title: "Dead letters (all stages, by failure time)", deadLetters: true },
-];
 
 const state = { options: null, overview: null, charts: {}, timer: null, loading: false };
 let overview_range = { start: 0, end: 0 }; // the range the charts were drawn for (Unix seconds)
@@ -116,6 +101,25 @@ function renderFilters() {
 }
 
 /* ---- overview charts -------------------------------------------------------------------------- */
+/* One chart per metric of the catalogue (/api/options serves it: schemas/metrics.py), then the two that
+   are not metrics: judge latency and dead letters. */
+const UNIT_FORMAT = { "": "", count: "int", tokens: "int", USD: "usd" };
+function metricChart(m) {
+  const rate = m.kind === "rate";
+  const share = m.kind !== "sum";
+  return {
+    id: m.name, metric: m.name, band: rate, share,
+    title: rate ? `${m.label} (95% Wilson band)` : m.unit === "USD" ? `${m.label} (USD)` : m.label,
+    unit: rate ? "pct" : UNIT_FORMAT[m.unit] || "",
+  };
+}
+function extraCharts() {
+  return [
+    { id: "latency", title: "Judge latency p50 / p95 (ms)", latency: true, unit: "" },
+    { id: "dead_letters", title: "Dead letters (all stages, by failure time)", deadLetters: true, unit: "int" },
+  ];
+}
+function chartDefs(options) { return [...options.metrics.map(metricChart), ...extraCharts()]; }
 function seriesName(s) { return `${s.app} / ${s.model}`; }
 function colour(i) { return PALETTE[i % PALETTE.length]; }
 
@@ -174,7 +178,7 @@ function drawChart(def, overview, container) {
     card.dataset.points = "0";
     return;
   }
-  const unit = def.pct ? "pct" : def.metric === "judge_cost_usd" ? "usd" : ["interactions", "skipped", "judge_tokens"].includes(def.metric) || def.deadLetters ? "int" : "";
+  const unit = def.unit;
   const series = [{}].concat(labels.map((l) => ({
     label: l.label, stroke: l.colour, width: l.bandEdge ? 0 : 2, dash: l.dash, show: true,
     points: { show: times.length < 60, size: 5 }, spanGaps: false,
@@ -185,7 +189,7 @@ function drawChart(def, overview, container) {
   const opts = {
     width: Math.max(320, card.clientWidth - 18), height: 220,
     series, bands, legend: { show: false },
-    scales: { x: { time: true, range: [overview_range.start, overview_range.end] }, y: def.pct || def.metric && def.metric.startsWith("mean_") ? { range: [0, 1] } : {} },
+    scales: { x: { time: true, range: [overview_range.start, overview_range.end] }, y: def.share ? { range: [0, 1] } : {} },
     axes: [{}, { values: (u, vals) => vals.map((v) => (unit === "usd" ? "$" + v.toPrecision(2) : fmt(v, unit))), size: 64 }],
     cursor: { focus: { prox: 24 } },
     hooks: { draw: [(u) => placeMarkers(u, overview.alerts)] },
@@ -234,7 +238,7 @@ async function loadOverview() {
   const total = overview.series.reduce((n, s) => n + s.values.interactions.reduce((a, b) => a + (b || 0), 0), 0);
   $("overview-summary").textContent = `${iso(r.start)} – ${iso(r.end)} · rollup: ${overview.rollup} (${overview.step_seconds} s buckets) · ${total} interactions · ${overview.alerts.length} alerts · click a point to see its interactions`;
   renderLegend(overview);
-  CHARTS.forEach((def) => drawChart(def, overview, container));
+  chartDefs(state.options).forEach((def) => drawChart(def, overview, container));
   await overviewQuality();
 }
 
