@@ -26,10 +26,11 @@ from typing import Any, TypeVar
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
-from schemas.settings import ClickHouseSettings
+from schemas.settings import ClickHouseSettings, DimensionSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
+from streams.clickhouse.dimensions import DimensionWriter
 from streams.clickhouse.migrations import apply_migrations, ddl_dir
 from streams.clickhouse.rows import (
     ALERT_COLUMNS,
@@ -93,26 +94,32 @@ WINDOW_ROWS = (
 
 
 class ClickHouseStore:
-    def __init__(self, client: Any, target: Target) -> None:
+    def __init__(self, client: Any, target: Target, dimensions: DimensionSettings | None = None) -> None:
         self.client = client
         self.target = target
         self.db = target.database
         self._lock = threading.Lock()
+        # the dimensions written with each evaluation (their cardinality guard reads back this table)
+        self.dimensions = DimensionWriter(dimensions or DimensionSettings(), self.db, self.query_sync)
         self._purged_at = time.monotonic()
         self.purges = 0
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @classmethod
-    def open_sync(cls, settings: ClickHouseSettings, migrate: bool = True) -> ClickHouseStore:
+    def open_sync(
+        cls, settings: ClickHouseSettings, migrate: bool = True, dimensions: DimensionSettings | None = None
+    ) -> ClickHouseStore:
         target = parse_url(settings.url.get_secret_value(), settings.database)
         client = connect(target)
         if migrate:
             apply_migrations(client, target.database, settings.ttl_days, ddl_dir(settings.migrations_dir))
-        return cls(client, target)
+        return cls(client, target, dimensions)
 
     @classmethod
-    async def open(cls, settings: ClickHouseSettings, migrate: bool = True) -> ClickHouseStore:
-        return await asyncio.to_thread(cls.open_sync, settings, migrate)
+    async def open(
+        cls, settings: ClickHouseSettings, migrate: bool = True, dimensions: DimensionSettings | None = None
+    ) -> ClickHouseStore:
+        return await asyncio.to_thread(cls.open_sync, settings, migrate, dimensions)
 
     def describe(self) -> str:
         return self.target.describe()
@@ -135,10 +142,11 @@ class ClickHouseStore:
     def insert_evaluations_sync(self, evaluations: Sequence[Evaluation]) -> None:
         if not evaluations:
             return
+        dimensions = self.dimensions.rows(evaluations)
         self._locked(
             lambda: self.client.insert(
                 f"{self.db}.evaluations",
-                [evaluation_row(e) for e in evaluations],
+                [evaluation_row(e, d) for e, d in zip(evaluations, dimensions, strict=True)],
                 column_names=EVALUATION_COLUMNS,
             )
         )
