@@ -48,6 +48,21 @@ class _RuleBase(BaseModel):
     severity: Severity = "warning"
     app: str | None = None  # None: every app
     model: str | None = None  # None: every model
+    group_by: list[str] = Field(
+        default_factory=list,
+        max_length=3,
+        description="dimensions (dimensions.paths or built-ins): the rule is evaluated per value, each "
+        "with its own min_interactions, and an alert names its slice",
+    )
+
+    @field_validator("group_by")
+    @classmethod
+    def _dimensions(cls, value: list[str]) -> list[str]:
+        from schemas.slices import check_dimension  # schemas.slices -> schemas.alert
+
+        if len(set(value)) != len(value):
+            raise ValueError("a dimension is given twice")
+        return [check_dimension(v) for v in value]
 
 
 class AlertRule(_RuleBase):
@@ -190,6 +205,7 @@ class Alert(BaseModel):
     baseline: float | None = None  # baseline rule: the baseline (frozen when it fired)
     baseline_interactions: int = 0
     severity: str = "warning"
+    slice: str = ""  # a rule with group_by: the slice it is about ("prompt_version=v2"); else ""
 
     @field_validator("window_start", "window_end", "fired_at", "starts_at", "ends_at")
     @classmethod

@@ -247,26 +247,27 @@ class ClickHouseStore:
         )
         return bool(rows and rows[0]["n"])
 
-    async def last_alert_end(self, rule: str, app: str, model: str) -> datetime | None:
-        """The end of the window the rule last fired on for this app/model (its cool-down counts from it)."""
+    async def last_alert_end(self, rule: str, app: str, model: str, slice_: str = "") -> datetime | None:
+        """The end of the window the rule last fired on for this app/model (and slice; its cool-down
+        counts from it)."""
         rows = await self.query(
             f"SELECT max(window_end) AS last, count() AS n FROM {self.db}.alerts "
             "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
-            "AND state = 'firing'",
-            {"rule": rule, "app": app, "model": model},
+            "AND slice = {slice:String} AND state = 'firing'",
+            {"rule": rule, "app": app, "model": model, "slice": slice_},
         )
         if not rows or not rows[0]["n"]:
             return None
         return utc(rows[0]["last"])
 
-    async def latest_alert(self, rule: str, app: str, model: str) -> Alert | None:
-        """The rule's latest transition for this app/model (by event time; a resolution before the
-        firing of the same window): an open alert when its state is firing."""
+    async def latest_alert(self, rule: str, app: str, model: str, slice_: str = "") -> Alert | None:
+        """The rule's latest transition for this app/model and slice (by event time; a resolution before
+        the firing of the same window): an open alert when its state is firing."""
         rows = await self.query(
             "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
             "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
-            "ORDER BY window_end DESC, state = 'resolved' DESC LIMIT 1",
-            {"rule": rule, "app": app, "model": model},
+            "AND slice = {slice:String} ORDER BY window_end DESC, state = 'resolved' DESC LIMIT 1",
+            {"rule": rule, "app": app, "model": model, "slice": slice_},
         )
         return Alert.model_validate(rows[0]) if rows else None
 
