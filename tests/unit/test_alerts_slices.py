@@ -68,8 +68,8 @@ async def close(
     rows = hour(i, plan)
     store.insert_evaluations_sync(rows)
     window = aggregate(
-        (EvalRow.from_evaluation(e) for e in rows), window_start=T0 + i * HOUR, window_end=T0 + (i + 1) * HOUR,
-        app="bot", model="m",
+        (EvalRow.from_evaluation(e) for e in rows), window_start=T0 + i * HOUR,
+        window_end=T0 + (i + 1) * HOUR, app="bot", model="m",
     )  # fmt: skip
     return window, await engine.on_window(window)
 
@@ -108,7 +108,7 @@ def test_a_group_by_naming_no_stored_dimension_is_refused_at_start(tmp_path: Pat
     )
     settings = make_settings(alerts={"rules_file": rules})
     with pytest.raises(
-        ConfigError, match="group_by tenant is not a dimension.*GROUNDWATCH_DIMENSIONS__PATHS"
+        ConfigError, match=r"group_by tenant is not a dimension.*GROUNDWATCH_DIMENSIONS__PATHS"
     ):
         read_files(settings)
     read_files(settings.with_changes(dimensions={"paths": ["tenant"]}))  # configured: accepted
