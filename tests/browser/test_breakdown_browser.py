@@ -78,9 +78,12 @@ def test_what_changed_puts_v2_first_and_a_click_filters_the_page(site: Dashboard
 
 def test_the_demo_slice_rule_fires_on_prompt_v2(site: DashboardSite, browser: Any) -> None:
     open_view(browser, site.url + "?view=alerts&range=data", view="alerts")
+    start = (site.history.start - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    end = (site.history.end + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     alerts = browser.execute_script(
-        "return fetch('api/alerts?start=2000-01-01T00:00:00Z&end=2200-01-01T00:00:00Z').then((r) => r.json())"
+        f"return fetch('api/alerts?start={start}&end={end}').then((r) => r.json())"
     )
+    assert isinstance(alerts, list), alerts
     sliced = [
         a for a in alerts if a["rule"] == "hallucination-rate-high-by-prompt" and a["state"] == "firing"
     ]
