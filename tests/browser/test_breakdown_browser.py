@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlparse
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.conftest import DashboardSite
+from tests.browser.conftest import SCREENSHOTS, DashboardSite
 from tests.browser.test_dashboard_browser import console_errors, open_view
 
 
@@ -46,6 +46,10 @@ def test_what_changed_puts_v2_first_and_a_click_filters_the_page(site: Dashboard
         r.get_attribute("data-slice"): r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.slice-row")
     }
     assert {"v1", "v2"} <= set(breakdown) and "[" in breakdown["v2"]  # with its Wilson interval
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    panel = browser.find_element(By.ID, "breakdown")
+    browser.execute_script("arguments[0].scrollIntoView()", panel)  # an element shot is cut at the viewport
+    panel.screenshot(str(SCREENSHOTS / "breakdown_panel.png"))
     first.click()
     WebDriverWait(browser, 30).until(
         lambda d: (
