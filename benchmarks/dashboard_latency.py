@@ -23,6 +23,12 @@
 
 With ``--reuse`` and a ``--workdir`` that holds a finished build, step 1 is skipped. Output: a markdown
 table, the machine and its load (``benchmarks/machine.py``), ``--json`` figures.
+
+Slices: every row carries three metadata dimensions of 5, 50 and 5,000 values (``prompt_version``,
+``locale``, ``customer``; stored without the cardinality guard, the worst case) and the three built-ins;
+the run times ``/api/slices/breakdown`` (7 and 30 days) and ``/api/slices/changes`` (7 days against the 7
+before, 15 against 15) by each, the overview of one slice over 30 days, and reports the ``dimensions``
+column's compressed bytes per row.
 """
 
 from __future__ import annotations
@@ -348,11 +354,45 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
+#: the evaluations columns the benchmark fills (the others take their defaults)
+BENCH_COLUMNS = [
+    "interaction_id", "timestamp", "evaluated_at", "app", "model", "conversation_id", "judge",
+    "context_entailment", "ground_truth_entails_answer", "answer_entails_ground_truth", "answer_refusal",
+    "ground_truth_refusal", "grounded_precision", "hallucination", "relevance", "unsupported_claims",
+    "judge_calls", "input_tokens", "output_tokens", "cost_usd", "judge_latency_ms", "call_latencies_ms",
+    "complete", "missing", "version", "payload", "dimensions",
+]  # fmt: skip
+assert set(BENCH_COLUMNS) <= set(EVALUATION_COLUMNS)
+
+#: three metadata dimensions of 5, 50 and 5,000 values (drawn uniformly; stored without the cardinality
+#: guard, the worst case for storage and queries) beside the three built-ins
+DIMENSIONS = (("prompt_version", 5), ("locale", 50), ("customer", 5000))
+ANSWER_LENGTHS = ("<100", "100-499", "500-1999", "2000+")
+TURNS = ("1", "2", "3-5", "6-10", "11+")
+
+
+def dimension_maps(lo: int, hi: int, seed: int = 13) -> list[dict[str, str]]:
+    rng = np.random.default_rng(seed + lo)
+    n = hi - lo
+    drawn = {name: rng.integers(0, size, n) for name, size in DIMENSIONS}
+    lengths, turns, truths = rng.integers(0, 4, n), rng.integers(0, 5, n), rng.integers(0, 2, n)
+    return [
+        {
+            **{name: f"{name}-{int(drawn[name][k])}" for name, _ in DIMENSIONS},
+            "answer_length": ANSWER_LENGTHS[int(lengths[k])],
+            "has_ground_truth": "yes" if truths[k] else "no",
+            "turn": TURNS[int(turns[k])],
+        }
+        for k in range(n)
+    ]
+
+
 def evaluation_chunk(
     d: dict[str, np.ndarray], lo: int, hi: int, ids: list[str], template: str
 ) -> list[list[Any]]:
-    """Rows of ``evaluations`` (EVALUATION_COLUMNS) for interactions lo..hi-1, column-oriented."""
-    cols: dict[str, list[Any]] = {c: [] for c in EVALUATION_COLUMNS}
+    """Rows of ``evaluations`` (BENCH_COLUMNS) for interactions lo..hi-1, column-oriented."""
+    cols: dict[str, list[Any]] = {c: [] for c in BENCH_COLUMNS}
+    dims = dimension_maps(lo, hi)
     offsets, latencies = d["offsets"], d["latencies"]
     for i in range(lo, hi):
         app, model = SERIES[d["series"][i]][:2]
@@ -425,6 +465,7 @@ def evaluation_chunk(
             [] if complete else ["nli"],
             (int(complete) << 50) | ev_ms,
             payload,
+            dims[i - lo],
         )
         for col, value in zip(cols.values(), values, strict=True):
             col.append(value)
@@ -487,14 +528,12 @@ def build(store: ClickHouseStore, n: int, days: int, end: datetime) -> dict[str,
         ]
         data = evaluation_chunk(d, lo, hi, ids, template)
         if lo == 0:  # the payloads are valid Evaluations
-            for p in data[-1][:50]:
+            for p in data[BENCH_COLUMNS.index("payload")][:50]:
                 Evaluation.model_validate_json(p)
-        payload_bytes += sum(len(p) for p in data[-1])
+        payload_bytes += sum(len(p) for p in data[BENCH_COLUMNS.index("payload")])
         build_s += time.perf_counter() - t
         t = time.perf_counter()
-        store.client.insert(
-            f"{store.db}.evaluations", data, column_names=EVALUATION_COLUMNS, column_oriented=True
-        )
+        store.client.insert(f"{store.db}.evaluations", data, column_names=BENCH_COLUMNS, column_oriented=True)
         insert_s += time.perf_counter() - t
         print(f"  evaluations {hi}/{n} (rows {build_s:.1f}s, inserts {insert_s:.1f}s)", flush=True)
     timings["evaluation_rows_s"] = build_s
@@ -622,6 +661,22 @@ def table_sizes(store: ClickHouseStore) -> list[dict[str, Any]]:
     )
 
 
+def dimension_bytes(store: ClickHouseStore) -> dict[str, Any]:
+    """The dimensions column's size on disk: compressed and uncompressed bytes, and per row."""
+    rows = store.query_sync(
+        "SELECT sum(data_compressed_bytes) AS compressed, sum(data_uncompressed_bytes) AS raw "
+        "FROM system.columns WHERE database = {db:String} AND table = 'evaluations' AND name = 'dimensions'",
+        {"db": store.db},
+    )
+    n = store.query_sync(f"SELECT count() AS n FROM {store.db}.evaluations")[0]["n"]
+    compressed, raw = int(rows[0]["compressed"] or 0), int(rows[0]["raw"] or 0)
+    return {
+        "rows": int(n), "compressed_bytes": compressed, "uncompressed_bytes": raw,
+        "compressed_bytes_per_row": compressed / n if n else 0.0,
+        "uncompressed_bytes_per_row": raw / n if n else 0.0,
+    }  # fmt: skip
+
+
 def wait_for_merges(store: ClickHouseStore, limit_s: float = 300.0) -> float:
     """Wait until chDB runs no background merge (they would compete with the requests); seconds waited."""
     started = time.perf_counter()
@@ -658,6 +713,24 @@ async def measure(
         params = {"start": _z(end - span), "end": _z(end), "model": model}
         cases.append((f"overview {name}, model={model}", "/overview", params))
     cases.append(("options", "/options", {}))
+    for dim, size in DIMENSIONS:
+        for name in ("7d", "30d"):
+            span = ranges[name]
+            sliced = {
+                "start": _z(end - span),
+                "end": _z(end),
+                "metric": "hallucination_rate",
+                "dimension": dim,
+            }
+            cases.append((f"breakdown {name} by {dim} ({size} values)", "/slices/breakdown", sliced))
+        for name, span in (("7d", timedelta(days=7)), ("15d", timedelta(days=15))):
+            changed = {
+                "start": _z(end - span), "end": _z(end), "baseline_start": _z(end - 2 * span),
+                "baseline_end": _z(end - span), "metric": "hallucination_rate", "dimension": dim,
+            }  # fmt: skip
+            cases.append((f"what changed {name} vs the {name} before, by {dim}", "/slices/changes", changed))
+    one = {"start": _z(end - ranges["30d"]), "end": _z(end), "slice": "prompt_version=prompt_version-1"}
+    cases.append(("overview 30d of one slice (prompt_version)", "/slices/overview", one))
     # the last closed window of the busiest series that holds interactions
     last = store.query_sync(
         f"SELECT max(window_start) AS w FROM {store.db}.window_aggregates WHERE app = {{app:String}} "
@@ -855,7 +928,13 @@ def main(argv: list[str] | None = None) -> int:
         "active parts: "
         + ", ".join(f"{p['table']} {p['parts']} ({int(p['bytes']) / 2**20:.0f} MB)" for p in parts)
     )
+    dims = dimension_bytes(store)
+    print(
+        f"dimensions column: {dims['compressed_bytes_per_row']:.2f} bytes per row compressed "
+        f"({dims['uncompressed_bytes_per_row']:.1f} uncompressed), {dims['compressed_bytes'] / 2**20:.1f} MB"
+    )
     report = asyncio.run(measure(store, meta, args.repeat, machine))
+    report["dimensions"] = dims
     machine.finish()
     report.update({"dataset": meta, "counts": counts, "parts": parts, "repeat": args.repeat})
     report["merges_waited_s"] = waited

@@ -2,9 +2,13 @@
 
 Interactions are drawn from the bundled sample (real records, groundwatch/data/README.md) and stamped
 over the last ``days`` days, more by day than by night. Every series draws its records with a fixed
-share of known-bad answers, except one: from ``onset`` on, ``wiki-qa / beta`` answers from the
-hallucinated half of its pool far more often, so its hallucination rate rises and the demo's alert rule
-fires near the onset. Each drawn record gets an interaction id of its own. Deterministic for a seed.
+share of known-bad answers, except one: from ``onset`` on, ``wiki-qa / beta`` serves most of its traffic
+with prompt ``v2``, and those answers come from the hallucinated half of its pool far more often, so its
+hallucination rate rises, the demo's alert rules fire near the onset (one of them on the
+``prompt_version=v2`` slice) and the dashboard's Breakdown puts ``v2`` first in "what changed". Every
+interaction carries the metadata ``prompt_version`` (``v1`` everywhere else) and ``retriever`` (``bm25``
+or ``dense``, half each, unrelated to the drift). Each drawn record gets an interaction id of its own.
+Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -27,12 +31,15 @@ class SeriesPlan:
     source_app: str  # which records of the sample it draws from (by their app)
     share: float  # of all events
     bad_share: float  # share of records drawn from the "bad" label value (hallucinated, incorrect)
-    bad_share_after_onset: float | None = None  # the drift: None keeps bad_share
+    bad_share_after_onset: float | None = None  # the drift, in prompt v2's answers: None keeps bad_share
+    v2_share_after_onset: float = 0.0  # share of its traffic served with prompt v2 from the onset on
 
 
 PLANS: tuple[SeriesPlan, ...] = (
     SeriesPlan("wiki-qa", "alpha", "wiki-qa", 0.30, 0.08),
-    SeriesPlan("wiki-qa", "beta", "wiki-qa", 0.30, 0.08, bad_share_after_onset=0.6),
+    SeriesPlan(
+        "wiki-qa", "beta", "wiki-qa", 0.30, 0.08, bad_share_after_onset=0.75, v2_share_after_onset=0.7
+    ),
     SeriesPlan("open-qa", "alpha", "open-qa", 0.20, 0.40),
     SeriesPlan("car-manual", "gamma", "car-manual", 0.20, 0.30),
 )
@@ -100,10 +107,11 @@ def simulate(
     for plan in PLANS:
         count = max(1, round(events * plan.share))
         for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
+            v2 = when >= onset and rng.random() < plan.v2_share_after_onset
             bad = (
-                plan.bad_share
-                if plan.bad_share_after_onset is None or when < onset
-                else plan.bad_share_after_onset
+                plan.bad_share_after_onset
+                if v2 and plan.bad_share_after_onset is not None
+                else plan.bad_share
             )
             pool = (
                 pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
@@ -111,7 +119,10 @@ def simulate(
             if not pool:
                 continue
             record = dict(rng.choice(pool))
+            metadata = dict(record.get("metadata") or {})
+            metadata.update(prompt_version="v2" if v2 else "v1", retriever=rng.choice(("bm25", "dense")))
             record.update(
+                metadata=metadata,
                 id=f"{record['id']}-{plan.model}-{i}",
                 app=plan.app,
                 model=plan.model,

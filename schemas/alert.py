@@ -61,6 +61,22 @@ class _RuleBase(BaseModel):
     severity: Severity = "warning"
     app: str | None = None  # None: every app
     model: str | None = None  # None: every model
+    group_by: list[str] = Field(
+        default_factory=list,
+        max_length=3,
+        description="dimensions (dimensions.paths or built-ins): the rule is evaluated per value, each "
+        "with its own min_interactions, and an alert names its slice",
+    )
+
+    @field_validator("group_by")
+    @classmethod
+    def _dimensions(cls, value: list[str]) -> list[str]:
+        from schemas.slices import check_dimension  # schemas.slices -> schemas.alert
+
+        if len(set(value)) != len(value):
+            raise ValueError("a dimension is given twice")
+        return [check_dimension(v) for v in value]
+
     # a judge agreement metric (judge_balanced_accuracy, ...) is computed over the last ``labels``
     # labeled interactions of the label kind; windows, for_windows and resolve_for still count closed
     # windows (each one is a new look at the labels), min_interactions counts labeled interactions
@@ -81,6 +97,8 @@ class _RuleBase(BaseModel):
             raise ValueError(
                 f"{', '.join(sorted(given))}: only for a judge metric ({', '.join(AGREEMENT_BY_NAME)})"
             )
+        if self.judge_metric and self.group_by:
+            raise ValueError("group_by: a judge metric is measured per app/model, not per slice")
         return self
 
 
@@ -231,6 +249,7 @@ class Alert(BaseModel):
     baseline: float | None = None  # baseline rule: the baseline (frozen when it fired)
     baseline_interactions: int = 0
     severity: str = "warning"
+    slice: str = ""  # a rule with group_by: the slice it is about ("prompt_version=v2"); else ""
 
     @field_validator("window_start", "window_end", "fired_at", "starts_at", "ends_at")
     @classmethod

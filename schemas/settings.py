@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from pydantic import (
     PositiveInt,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
@@ -210,7 +212,7 @@ class JudgeSettings(BaseModel):
             "ground_truth_answer, answer_ground_truth); a pair not listed is judged by the lexical judge "
             "alone. Default: answer_ground_truth (correctness). With a stronger LLM add the others, and "
             "choose the hallucination threshold again (groundwatch calibrate): docs/accuracy.md, "
-            "\"Why the shipped defaults\""
+            '"Why the shipped defaults"'
         ),
     )
     cascade_unsure_low: float = Field(
@@ -241,7 +243,7 @@ class JudgeSettings(BaseModel):
         le=1,
         description=(
             "cascade, ground-truth pairs (correctness): the high end of the band the LLM judges; above it "
-            "the lexical verdict (correct) stands (docs/accuracy.md, \"Why the shipped defaults\")"
+            'the lexical verdict (correct) stands (docs/accuracy.md, "Why the shipped defaults")'
         ),
     )
     local_model_dir: Path = Field(
@@ -262,8 +264,8 @@ class JudgeSettings(BaseModel):
         le=20,
         description=(
             "verdict_logprobs of the local judge: off by default, because llama-cpp-python's server computes "
-            "top log-probabilities in Python, several times slower (docs/accuracy.md, \"Why the shipped "
-            "defaults\")"
+            'top log-probabilities in Python, several times slower (docs/accuracy.md, "Why the shipped '
+            'defaults")'
         ),
     )
     cache_max_entries: int = Field(100_000, ge=1, description="in-memory verdict cache (LRU)")
@@ -274,7 +276,7 @@ class JudgeSettings(BaseModel):
         False,
         description=(
             "ask the cascade's LLM about texts the refusal phrases do not flag. Off by default: the phrases "
-            "alone do better than the default local model (docs/accuracy.md, \"Why the shipped defaults\")"
+            'alone do better than the default local model (docs/accuracy.md, "Why the shipped defaults")'
         ),
     )
     # context window (tokens) per hosted model, like ``prices``: an exact name, else the longest name the
@@ -823,6 +825,56 @@ class SamplingSettings(BaseModel):
     )
 
 
+#: dimensions every evaluation carries beside the configured metadata paths (pipeline/dimensions.py)
+BUILTIN_DIMENSIONS: tuple[str, ...] = ("answer_length", "has_ground_truth", "turn")
+_DIMENSION_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+
+
+class DimensionSettings(BaseModel):
+    """What evaluations are sliced by (README "Slices: why did it move?")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    paths: list[str] = Field(
+        default_factory=lambda: ["prompt_version", "retriever", "locale", "customer.tier"],
+        max_length=32,
+        description="metadata paths stored as dimensions of each evaluation (a dot reaches into a nested "
+        "object: customer.tier); an interaction without one has no value for it. The built-ins "
+        "answer_length, has_ground_truth and turn are always stored",
+    )
+    max_values_per_day: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="distinct values a dimension keeps per UTC day (by event time); values past it are "
+        "stored as (other), so a high-cardinality key cannot blow up storage or queries",
+    )
+    max_value_chars: int = Field(
+        100, ge=1, le=1000, description="a dimension value is cut to this many characters"
+    )
+
+    @field_validator("paths")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not 0 < len(path) <= 64 or not _DIMENSION_PATH.match(path):
+                raise ValueError(
+                    f"{path!r} is not a metadata path: letters, digits, _ and -, parts joined by dots, "
+                    "at most 64 characters"
+                )
+            if path in BUILTIN_DIMENSIONS:
+                raise ValueError(f"{path!r} is a built-in dimension: it is always stored")
+        dup = sorted({p for p in value if value.count(p) > 1})
+        if dup:
+            raise ValueError(f"paths given twice: {', '.join(dup)}")
+        return value
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every dimension an evaluation may carry: the configured paths, then the built-ins."""
+        return (*self.paths, *BUILTIN_DIMENSIONS)
+
+
 #: shortest dashboard token accepted: it is the only credential in front of a dashboard beyond loopback
 DASHBOARD_TOKEN_MIN_CHARS = 16
 
@@ -962,6 +1014,9 @@ class Settings(BaseSettings):
     )
     labels: LabelsSettings = Field(
         default_factory=LabelsSettings, description="people's labels, the review queue and agreement"
+    )
+    dimensions: DimensionSettings = Field(
+        default_factory=DimensionSettings, description="metadata dimensions evaluations are sliced by"
     )
 
     def with_changes(self, **sections: Mapping[str, Any] | BaseModel) -> Settings:

@@ -97,7 +97,7 @@ class Resources(Service):
         # the last flush, window close and alerts run while faust's producer is still up: the app sends
         # on_before_shutdown after its consumer stopped and before its producer stops
         self.ctx.app.on_before_shutdown.connect(self._on_app_shutdown)
-        store = self.store = await ClickHouseStore.open(settings.clickhouse)
+        store = self.store = await ClickHouseStore.open(settings.clickhouse, dimensions=settings.dimensions)
         await self._open_judging()
         alerts = self._alerts = AlertEngine.from_settings(
             settings, store, self._publish_alert, clock=self.clock.now

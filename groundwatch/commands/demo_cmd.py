@@ -189,6 +189,10 @@ def _print_queries(stack: LocalStack) -> None:
     )
     print("Query the same data yourself (once the demo has stopped: one process may open a chDB path):")
     print(f"  GROUNDWATCH_CLICKHOUSE__URL={shlex.quote(url)} groundwatch report")
+    print(
+        f"  GROUNDWATCH_CLICKHOUSE__URL={shlex.quote(url)} groundwatch report --by prompt_version "
+        "--since 7d --compare-to 7d"
+    )
     print(f"  GROUNDWATCH_CLICKHOUSE__URL={shlex.quote(url)} groundwatch agreement --since 30d")
     print(f"  groundwatch dashboard --clickhouse {shlex.quote(url)}")
     print(f"  python -c {shlex.quote(py)}")
@@ -236,7 +240,8 @@ def run(args: argparse.Namespace) -> int:
     _say(f"work directory {workdir}")
     stamp = "%Y-%m-%d %H:%M"
     drift = (
-        f"; {plan.drifting[0]} / {plan.drifting[1]} starts hallucinating more at {plan.onset:{stamp}}"
+        f"; {plan.drifting[0]} / {plan.drifting[1]} moves to prompt v2 and starts hallucinating more at "
+        f"{plan.onset:{stamp}}"
         if plan.drifting and plan.onset
         else f" from {args.data}"
     )

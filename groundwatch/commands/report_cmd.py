@@ -1,4 +1,6 @@
-"""`groundwatch report`: trend tables per app/model from ClickHouse (window_aggregates + alerts)."""
+"""`groundwatch report`: trend tables per app/model from ClickHouse (window_aggregates + alerts); with
+``--by DIMENSION``, a metric per slice of that dimension and, with ``--compare-to``, what changed
+(groundwatch/slice_report.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--app", help="only this app")
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--json", action="store_true", help="print JSON (counts, windows, alerts)")
+    parser.add_argument(
+        "--by",
+        metavar="DIMENSION",
+        help="a metric per slice of this dimension (prompt_version, retriever, answer_length, ...) over "
+        "--since (default 7d) instead of the trend tables",
+    )
+    parser.add_argument(
+        "--compare-to",
+        metavar="AGO",
+        help="with --by: what changed since the same period this long before (7d, 24h), each slice's "
+        "contribution split into mix and rate shift",
+    )
+    parser.add_argument(
+        "--metric", default="hallucination_rate", help="with --by: the metric (default hallucination_rate)"
+    )
     add_clickhouse_argument(parser)
 
 
@@ -21,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
     from groundwatch.trend_report import Report, parse_since, render
 
     settings = settings_with_clickhouse(args.clickhouse)
+    if args.by is not None or args.compare_to is not None:
+        from groundwatch.slice_report import run_by
+
+        return run_by(args, settings)
     try:
         since = parse_since(args.since)
     except ValueError as exc:

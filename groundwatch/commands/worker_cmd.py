@@ -62,6 +62,10 @@ def read_files(settings: Settings) -> None:
                 load(path)
             except ConfigError as exc:
                 raise ConfigError(f"{exc} ({variable})") from None
+    if settings.alerts.rules_file is not None:
+        from streams.alerts.slices import check_group_by
+
+        check_group_by(load_rules(settings.alerts.rules_file), settings.dimensions)
 
 
 def preflight(settings: Settings) -> None:

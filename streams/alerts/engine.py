@@ -42,6 +42,7 @@ from streams.alerts.judge_drift import JudgeDrift
 from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
 from streams.alerts.receivers import Clock, Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
+from streams.alerts.slices import slice_observations
 from streams.alerts.stats import EMPTY, observe
 from streams.alerts.webhook import Outcome, Sleep
 from streams.clickhouse.labels import LabelStore
@@ -156,10 +157,39 @@ class AlertEngine:
             return None
         return alert
 
+    async def sliced(self, rule: Rule, window: WindowAggregate) -> list[Alert]:
+        """The transitions this window makes for a rule with group_by, one lifecycle per slice
+        (streams/alerts/slices.py)."""
+        n = history_needed(rule)
+        start, _ = self.windows.last_k(window.window_start, n)
+        size = self.windows.size_seconds
+        observed = await slice_observations(
+            self.store, rule, window.app, window.model, start, window.window_end, size
+        )
+        made = []
+        for name, by_start in sorted(observed.items()):
+            slots = [
+                Slot(s, s + timedelta(seconds=size), by_start.get(s, EMPTY))
+                for s in (start + timedelta(seconds=size * i) for i in range(n))
+            ]
+            latest = await self.store.latest_alert(rule.name, window.app, window.model, name)
+            if latest is not None and window.window_end < latest.window_end:
+                continue
+            open_alert = latest if latest is not None and latest.state == "firing" else None
+            last_fired = await self.store.last_alert_end(rule.name, window.app, window.model, name)
+            alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock(), name)
+            if alert is not None and not await self.store.alert_exists(alert.alert_id):
+                await self.deliver(alert)
+                made.append(alert)
+        return made
+
     async def on_window(self, window: WindowAggregate) -> list[Alert]:
         await self.redeliver_due()
         made = []
         for rule in self.evaluator.rules_for(window.app, window.model):
+            if rule.group_by:
+                made += await self.sliced(rule, window)
+                continue
             alert = await self.evaluate(rule, window)
             if alert is not None:
                 await self.deliver(alert)

@@ -64,9 +64,16 @@ def history_needed(rule: Rule) -> int:
     return steps + (rule.baseline_windows if isinstance(rule, BaselineRule) else 0)
 
 
-def alert_id(rule: Rule, app: str, model: str, window_start: datetime) -> str:
-    """Deterministic: the same rule on the same window fires (at most) once, whoever evaluates it."""
-    return f"{rule.name}|{app}|{model}|{window_start.strftime('%Y-%m-%dT%H:%M:%S')}"
+def alert_id(rule: Rule, app: str, model: str, window_start: datetime, slice_: str = "") -> str:
+    """Deterministic: the same rule on the same window (and slice) fires (at most) once, whoever
+    evaluates it."""
+    aid = f"{rule.name}|{app}|{model}|{window_start.strftime('%Y-%m-%dT%H:%M:%S')}"
+    return f"{aid}|{slice_}" if slice_ else aid
+
+
+def _series(app: str, model: str, slice_: str) -> str:
+    """How a message names what the alert is about: ``app/model``, with its slice in brackets."""
+    return f"{app}/{model} [{slice_}]" if slice_ else f"{app}/{model}"
 
 
 def current(rule: Rule, slots: Sequence[Slot], i: int) -> tuple[Obs, datetime, datetime]:
@@ -106,9 +113,10 @@ def baseline_check(
 
 def decide(
     rule: Rule, app: str, model: str, slots: Sequence[Slot], open_alert: Alert | None,
-    last_fired_end: datetime | None, now: datetime,
+    last_fired_end: datetime | None, now: datetime, slice_: str = "",
 ) -> Alert | None:  # fmt: skip
-    """The transition to make after the last slot closed (module docstring), or None."""
+    """The transition to make after the last slot closed (module docstring), or None; ``slice_`` names
+    the slice the slots are of (a rule with group_by)."""
     if not slots:
         return None
     if open_alert is not None:
@@ -124,7 +132,7 @@ def decide(
     checks = [_check(rule, slots, i, steps.start - rule.windows + 1, None) for i in steps]
     if not all(c.breach for c in checks):
         return None
-    return firing(rule, app, model, last, checks[-1], now)
+    return firing(rule, app, model, last, checks[-1], now, slice_)
 
 
 def _check(rule: Rule, slots: Sequence[Slot], i: int, base_end: int, frozen: float | None) -> Check:
@@ -146,19 +154,22 @@ def _maybe_resolve(
     return resolved(open_alert, slots[-1], checks[-1], now)
 
 
-def firing(rule: Rule, app: str, model: str, last: Slot, check: Check, now: datetime) -> Alert:
+def firing(
+    rule: Rule, app: str, model: str, last: Slot, check: Check, now: datetime, slice_: str = ""
+) -> Alert:
     value = check.value if check.value is not None else float("nan")
-    aid = alert_id(rule, app, model, last.start)
+    aid = alert_id(rule, app, model, last.start, slice_)
+    series = _series(app, model, slice_)
     common = {
         "alert_id": aid, "incident_id": aid, "rule": rule.name, "metric": rule.metric, "app": app,
         "model": model, "value": value, "windows": rule.windows, "interactions": check.support,
         "window_start": check.start, "window_end": check.end, "fired_at": now, "state": "firing",
-        "kind": rule.kind, "starts_at": last.end, "severity": rule.severity,
+        "kind": rule.kind, "starts_at": last.end, "severity": rule.severity, "slice": slice_,
     }  # fmt: skip
     span = f"{check.start:%Y-%m-%d %H:%M:%S}-{check.end:%H:%M:%S} UTC"
     if isinstance(rule, AlertRule):
         message = (
-            f"[groundwatch] {rule.name}: {rule.metric} of {app}/{model} is {value:.3f} "
+            f"[groundwatch] {rule.name}: {rule.metric} of {series} is {value:.3f} "
             f"({rule.op} {rule.threshold}) over the last {rule.windows} window(s), "
             f"{check.support} interactions, {span}"
         )
@@ -168,7 +179,7 @@ def firing(rule: Rule, app: str, model: str, last: Slot, check: Check, now: date
     up = rule.bad_direction == "up"
     b = base if base is not None else float("nan")
     message = (
-        f"[groundwatch] FIRING {rule.name}: {rule.metric} of {app}/{model} is {value:.3f} against its "
+        f"[groundwatch] FIRING {rule.name}: {rule.metric} of {series} is {value:.3f} against its "
         f"baseline {b:.3f} ({(value - b) * 100:+.1f} points, z={check.z:.2f}, {rule.confidence:.1%} "
         f"one-sided) over the last {rule.windows} window(s), {check.support} interactions; baseline "
         f"{rule.baseline_windows} windows, {base_n} interactions; {span}"
@@ -187,8 +198,9 @@ def resolved(open_alert: Alert, last: Slot, check: Check, now: datetime) -> Aler
         else f"{open_alert.op} {open_alert.threshold}"
     )
     message = (
-        f"[groundwatch] RESOLVED {open_alert.rule}: {open_alert.metric} of {open_alert.app}/"
-        f"{open_alert.model} is back at {value:.3f} ({against}), firing since "
+        f"[groundwatch] RESOLVED {open_alert.rule}: {open_alert.metric} of "
+        f"{_series(open_alert.app, open_alert.model, open_alert.slice)} is back at {value:.3f} ({against}), "
+        "firing since "
         f"{open_alert.starts_at or open_alert.window_end:%Y-%m-%d %H:%M:%S} UTC, resolved at "
         f"{last.end:%Y-%m-%d %H:%M:%S} UTC"
     )

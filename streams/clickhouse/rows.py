@@ -43,6 +43,7 @@ EVALUATION_COLUMNS = [
     "payload",
     "history_turns",
     "history_truncated",
+    "dimensions",
 ]
 
 STATEMENT_COLUMNS = [
@@ -82,7 +83,9 @@ def evaluation_version(e: Evaluation) -> int:
     return (int(e.complete and e.judged) << 50) | ms
 
 
-def evaluation_row(e: Evaluation) -> list[Any]:
+def evaluation_row(e: Evaluation, dimensions: dict[str, str] | None = None) -> list[Any]:
+    """One evaluations row; ``dimensions`` as the cardinality guard let them through
+    (streams/clickhouse/dimensions.py)."""
     return [
         e.interaction_id,
         utc(e.timestamp),
@@ -116,6 +119,7 @@ def evaluation_row(e: Evaluation) -> list[Any]:
         e.model_dump_json(),
         len(e.interaction.history) if e.interaction is not None else 0,
         int(e.interaction is not None and e.interaction.history_truncated),
+        dict(dimensions or {}),
     ]
 
 

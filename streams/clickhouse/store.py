@@ -26,10 +26,11 @@ from typing import Any, TypeVar
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
-from schemas.settings import ClickHouseSettings
+from schemas.settings import ClickHouseSettings, DimensionSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
+from streams.clickhouse.dimensions import DimensionWriter
 from streams.clickhouse.migrations import apply_migrations, ddl_dir
 from streams.clickhouse.rows import (
     ALERT_COLUMNS,
@@ -93,26 +94,32 @@ WINDOW_ROWS = (
 
 
 class ClickHouseStore:
-    def __init__(self, client: Any, target: Target) -> None:
+    def __init__(self, client: Any, target: Target, dimensions: DimensionSettings | None = None) -> None:
         self.client = client
         self.target = target
         self.db = target.database
         self._lock = threading.Lock()
+        # the dimensions written with each evaluation (their cardinality guard reads back this table)
+        self.dimensions = DimensionWriter(dimensions or DimensionSettings(), self.db, self.query_sync)
         self._purged_at = time.monotonic()
         self.purges = 0
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @classmethod
-    def open_sync(cls, settings: ClickHouseSettings, migrate: bool = True) -> ClickHouseStore:
+    def open_sync(
+        cls, settings: ClickHouseSettings, migrate: bool = True, dimensions: DimensionSettings | None = None
+    ) -> ClickHouseStore:
         target = parse_url(settings.url.get_secret_value(), settings.database)
         client = connect(target)
         if migrate:
             apply_migrations(client, target.database, settings.ttl_days, ddl_dir(settings.migrations_dir))
-        return cls(client, target)
+        return cls(client, target, dimensions)
 
     @classmethod
-    async def open(cls, settings: ClickHouseSettings, migrate: bool = True) -> ClickHouseStore:
-        return await asyncio.to_thread(cls.open_sync, settings, migrate)
+    async def open(
+        cls, settings: ClickHouseSettings, migrate: bool = True, dimensions: DimensionSettings | None = None
+    ) -> ClickHouseStore:
+        return await asyncio.to_thread(cls.open_sync, settings, migrate, dimensions)
 
     def describe(self) -> str:
         return self.target.describe()
@@ -135,10 +142,11 @@ class ClickHouseStore:
     def insert_evaluations_sync(self, evaluations: Sequence[Evaluation]) -> None:
         if not evaluations:
             return
+        dimensions = self.dimensions.rows(evaluations)
         self._locked(
             lambda: self.client.insert(
                 f"{self.db}.evaluations",
-                [evaluation_row(e) for e in evaluations],
+                [evaluation_row(e, d) for e, d in zip(evaluations, dimensions, strict=True)],
                 column_names=EVALUATION_COLUMNS,
             )
         )
@@ -239,26 +247,27 @@ class ClickHouseStore:
         )
         return bool(rows and rows[0]["n"])
 
-    async def last_alert_end(self, rule: str, app: str, model: str) -> datetime | None:
-        """The end of the window the rule last fired on for this app/model (its cool-down counts from it)."""
+    async def last_alert_end(self, rule: str, app: str, model: str, slice_: str = "") -> datetime | None:
+        """The end of the window the rule last fired on for this app/model (and slice; its cool-down
+        counts from it)."""
         rows = await self.query(
             f"SELECT max(window_end) AS last, count() AS n FROM {self.db}.alerts "
             "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
-            "AND state = 'firing'",
-            {"rule": rule, "app": app, "model": model},
+            "AND slice = {slice:String} AND state = 'firing'",
+            {"rule": rule, "app": app, "model": model, "slice": slice_},
         )
         if not rows or not rows[0]["n"]:
             return None
         return utc(rows[0]["last"])
 
-    async def latest_alert(self, rule: str, app: str, model: str) -> Alert | None:
-        """The rule's latest transition for this app/model (by event time; a resolution before the
-        firing of the same window): an open alert when its state is firing."""
+    async def latest_alert(self, rule: str, app: str, model: str, slice_: str = "") -> Alert | None:
+        """The rule's latest transition for this app/model and slice (by event time; a resolution before
+        the firing of the same window): an open alert when its state is firing."""
         rows = await self.query(
             "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
             "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
-            "ORDER BY window_end DESC, state = 'resolved' DESC LIMIT 1",
-            {"rule": rule, "app": app, "model": model},
+            "AND slice = {slice:String} ORDER BY window_end DESC, state = 'resolved' DESC LIMIT 1",
+            {"rule": rule, "app": app, "model": model, "slice": slice_},
         )
         return Alert.model_validate(rows[0]) if rows else None
 

@@ -249,8 +249,15 @@ def dashboard_app(
     app.router.add_get("/api/quality", quality)
     app.router.add_get("/api/review", review)
     app.router.add_post("/api/labels", add_label)
+    add_slice_routes(app)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)
     return app
+
+
+def add_slice_routes(app: web.Application) -> None:
+    from streams.dashboard.slices_api import add_routes  # it imports this module
+
+    add_routes(app)
 
 
 def root_app(

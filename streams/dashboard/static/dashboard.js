@@ -228,7 +228,8 @@ async function loadOverview() {
   if (p.get("app")) q.set("app", p.get("app"));
   p.getAll("model").forEach((m) => q.append("model", m));
   if (p.get("rollup")) q.set("rollup", p.get("rollup"));
-  const overview = await api("overview", q);
+  if (p.get("slice")) q.set("slice", p.get("slice")); // one slice: its series from the interactions (slices.js)
+  const overview = await api(p.get("slice") ? "slices/overview" : "overview", q);
   state.overview = overview;
   overview_range = r;
   Object.values(state.charts).forEach((c) => c.plot.destroy());
@@ -239,7 +240,7 @@ async function loadOverview() {
   $("overview-summary").textContent = `${iso(r.start)} – ${iso(r.end)} · rollup: ${overview.rollup} (${overview.step_seconds} s buckets) · ${total} interactions · ${overview.alerts.length} alerts · click a point to see its interactions`;
   renderLegend(overview);
   chartDefs(state.options).forEach((def) => drawChart(def, overview, container));
-  await overviewQuality();
+  await Promise.all([overviewQuality(), renderBreakdown(r)]);
 }
 
 /* ---- drill-down ------------------------------------------------------------------------------- */
@@ -376,7 +377,7 @@ async function loadAlerts() {
   const num = (v) => (v === null || v === undefined ? "–" : fmt(v));
   $("alerts-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   $("alerts-table").querySelector("tbody").replaceChildren(...alerts.map((a) => el("tr", { class: (a.state || "firing") === "resolved" ? "resolved" : "bad", "data-state": a.state || "firing" },
-    el("td", {}, a.state || "firing"), el("td", {}, a.rule), el("td", {}, `${a.app} / ${a.model}`), el("td", {}, a.metric),
+    el("td", {}, a.state || "firing"), el("td", {}, a.rule), el("td", {}, `${a.app} / ${a.model}` + (a.slice ? ` [${a.slice}]` : "")), el("td", {}, a.metric),
     el("td", {}, a.starts_at || a.window_end), el("td", {}, a.ends_at || "–"),
     el("td", { class: "num" }, num(a.baseline)), el("td", { class: "num" }, fmt(a.value)), el("td", { class: "num" }, `${a.op} ${a.threshold}`),
     el("td", {}, `${a.window_start} – ${a.window_end}`), el("td", { class: "num" }, a.interactions), el("td", {}, a.message))));

@@ -1,0 +1,68 @@
+"""The dashboard's slice endpoints (README "Slices: why did it move?"):
+
+    GET /api/slices/dimensions  the dimensions stored in a range and the configured ones (start, end)
+    GET /api/slices/breakdown   a metric per slice of one dimension, with Wilson intervals and volume
+                                (metric, dimension, start, end, app, model*, slice, limit)
+    GET /api/slices/changes     each slice's contribution to the metric's change from a baseline period,
+                                mix and rate shift (the breakdown's parameters + baseline_start, baseline_end)
+    GET /api/slices/overview    the overview's series of one slice (the overview's parameters + slice),
+                                computed from the interactions: windows hold no dimensions
+
+Query parameters are validated by schemas/slices.py (a 400 naming the field).
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from schemas.dashboard import TimeRange
+from schemas.slices import BreakdownQuery, ChangesQuery, SliceOverview, SliceOverviewQuery
+from streams.clickhouse.slices import SliceReader
+from streams.dashboard.api import SETTINGS_KEY, _json, _queries, parse_query
+from streams.dashboard.queries import DashboardQueries
+from streams.dashboard.rollup import choose_rollup
+from streams.slices import read_breakdown, read_changes, slice_series
+
+
+def _reader(request: web.Request) -> tuple[DashboardQueries, SliceReader]:
+    queries = _queries(request)
+    return queries, SliceReader(queries.store)
+
+
+async def dimensions(request: web.Request) -> web.Response:
+    q = parse_query(request, TimeRange)
+    _, reader = _reader(request)
+    stored = await reader.dimensions(q.start, q.end)
+    configured = list(request.app[SETTINGS_KEY].dimensions.names)
+    return web.json_response({"dimensions": configured + [d for d in stored if d not in configured]})
+
+
+async def breakdown(request: web.Request) -> web.Response:
+    q = parse_query(request, BreakdownQuery, lists=("models",))
+    _, reader = _reader(request)
+    return _json(await read_breakdown(reader, q))
+
+
+async def changes(request: web.Request) -> web.Response:
+    q = parse_query(request, ChangesQuery, lists=("models",))
+    _, reader = _reader(request)
+    return _json(await read_changes(reader, q))
+
+
+async def overview(request: web.Request) -> web.Response:
+    q = parse_query(request, SliceOverviewQuery, lists=("models",))
+    queries, reader = _reader(request)
+    rollup, step = choose_rollup(q.end - q.start, await queries.window_seconds(), q.rollup)
+    series = slice_series(await reader.series_rows(q, step))
+    return _json(
+        SliceOverview(
+            start=q.start, end=q.end, rollup=rollup, step_seconds=step, slice=q.slice, series=series
+        )
+    )
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/api/slices/dimensions", dimensions)
+    app.router.add_get("/api/slices/breakdown", breakdown)
+    app.router.add_get("/api/slices/changes", changes)
+    app.router.add_get("/api/slices/overview", overview)

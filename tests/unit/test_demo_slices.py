@@ -1,0 +1,49 @@
+"""The demo's traffic carries its slices: prompt v2 only on the drifting series after the onset, and the
+drift inside v2; its rules file has a slice rule the default dimensions allow."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from groundwatch.demo_history import simulate
+from schemas.settings import DimensionSettings
+from streams.alerts.rules import load_rules
+from streams.alerts.slices import check_group_by
+
+DATA = Path(__file__).resolve().parents[2] / "groundwatch" / "data"
+
+
+def test_prompt_v2_carries_the_drift_and_retriever_does_not() -> None:
+    records = [
+        json.loads(line) for line in (DATA / "sample_interactions.jsonl").read_text().splitlines() if line
+    ]
+    history = simulate(
+        records, 4000, days=10, onset_fraction=0.5, now=datetime(2026, 11, 23, tzinfo=UTC), seed=5
+    )
+    assert history.onset is not None
+    rows = [json.loads(line) for line in history.lines]
+
+    def bad(chosen: list[dict[str, object]]) -> float:
+        return sum(r["labels"].get("grounded") == 0 for r in chosen) / len(chosen)  # type: ignore[attr-defined]
+
+    v2 = [r for r in rows if r["metadata"]["prompt_version"] == "v2"]
+    assert {(r["app"], r["model"]) for r in v2} == {("wiki-qa", "beta")}
+    assert all(datetime.fromisoformat(r["timestamp"]) >= history.onset for r in v2)
+    after_v1 = [
+        r for r in rows
+        if (r["app"], r["model"]) == ("wiki-qa", "beta") and r["metadata"]["prompt_version"] == "v1"
+        and datetime.fromisoformat(r["timestamp"]) >= history.onset
+    ]  # fmt: skip
+    assert bad(v2) > 0.6 and bad(after_v1) < 0.15 and len(v2) > 1.5 * len(after_v1)
+    wiki = [r for r in rows if r["app"] == "wiki-qa"]
+    by_retriever = {k: [r for r in wiki if r["metadata"]["retriever"] == k] for k in ("bm25", "dense")}
+    assert abs(bad(by_retriever["bm25"]) - bad(by_retriever["dense"])) < 0.05
+    assert all(r["metadata"]["source"] for r in rows)  # the sample's own metadata is kept
+
+
+def test_the_demo_rules_group_a_rule_by_prompt_version() -> None:
+    rules = load_rules(DATA / "demo_alert_rules.yaml")
+    assert [r.group_by for r in rules.rules if r.group_by] == [["prompt_version"]]
+    check_group_by(rules, DimensionSettings())
