@@ -1,8 +1,13 @@
 """Time, injectable: everything that waits for time to pass or stamps "now" takes a ``Clock``, so a test
-advances a ``ManualClock`` instead of sleeping and a replay can run on its own time."""
+advances a ``ManualClock`` instead of sleeping and a replay can run on its own time.
+
+The worker's one clock (``streams.resources.Resources.clock``) reaches the join's expiry, the sink's
+batch age, the window closer, the alert engine and the sampling budgets; the judge client measures its
+calls and waits out its backoff on its own (``pipeline.llm.client.JudgeClient``, ``clock=``)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -17,6 +22,10 @@ class Clock(Protocol):
         """The wall time, timezone-aware UTC (for stamps and for comparing with event time)."""
         ...
 
+    async def sleep(self, seconds: float) -> None:
+        """Wait until ``seconds`` have passed on this clock (backoff, timers)."""
+        ...
+
 
 class SystemClock:
     """The real clocks: ``time.monotonic`` and ``datetime.now(UTC)``."""
@@ -27,13 +36,19 @@ class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
 
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
 
 class ManualClock:
-    """A clock that moves only when told to: ``advance(seconds)`` moves both readings together."""
+    """A clock that moves only when told to: ``advance(seconds)`` moves both readings together, ``set``
+    moves them to a wall time. ``sleep`` advances it by the wait at once (and lets other tasks run),
+    and records each wait in ``slept``."""
 
     def __init__(self, start: datetime | None = None, monotonic: float = 0.0) -> None:
         self._wall = (start or datetime(2026, 1, 1, tzinfo=UTC)).astimezone(UTC)
         self._monotonic = monotonic
+        self.slept: list[float] = []
 
     def monotonic(self) -> float:
         return self._monotonic
@@ -46,3 +61,12 @@ class ManualClock:
             raise ValueError("a clock does not go back")
         self._monotonic += seconds
         self._wall += timedelta(seconds=seconds)
+
+    def set(self, when: datetime) -> None:
+        """Move to the wall time ``when`` (not earlier than now); the monotonic reading moves as far."""
+        self.advance((when.astimezone(UTC) - self._wall).total_seconds())
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.advance(max(0.0, seconds))
+        await asyncio.sleep(0)

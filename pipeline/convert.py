@@ -111,6 +111,10 @@ async def convert(interaction: Interaction, judge: Judge, settings: Settings) ->
     ground_truth = split_sentences(interaction.ground_truth, settings.split)
     calls: list[JudgeCall] = []
     pipe = settings.pipeline
+    first = pipe.refusal_sentences  # the refusal stage's texts, from this split (before replacement)
+    refusal_texts = [" ".join(answer[:first])]
+    if interaction.ground_truth is not None:
+        refusal_texts.append(" ".join(ground_truth[:first]))
     history = pronoun_history(interaction, settings) if pipe.pronoun_replacement else []
     if history:
         # a follow-up: the question resolves from the history, the answer and ground truth from both
@@ -132,6 +136,7 @@ async def convert(interaction: Interaction, judge: Judge, settings: Settings) ->
         question_sentences=question,
         answer_sentences=answer,
         ground_truth_sentences=ground_truth,
+        refusal_texts=refusal_texts,
         calls=calls,
         seconds=time.perf_counter() - started,
     )

@@ -54,7 +54,11 @@ class RefusalClassifier:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def texts(self, converted: Converted) -> list[str]:
-        """The texts classified for an interaction: answer first, then the ground truth if any."""
+        """The texts classified for an interaction: answer first, then the ground truth if any. They
+        come with the Converted (``refusal_texts``, from the conversion's split); a Converted written
+        before it carried them (still on the topic after an upgrade) has its texts split here."""
+        if converted.refusal_texts:
+            return converted.refusal_texts
         interaction = converted.interaction
         count, split = self._settings.pipeline.refusal_sentences, self._settings.split
         texts = [first_sentences(interaction.answer, count, split)]

@@ -87,6 +87,12 @@ class Converted(BaseModel):
     question_sentences: list[str]
     answer_sentences: list[str]  # after pronoun replacement
     ground_truth_sentences: list[str]  # after pronoun replacement; [] when there is no ground truth
+    refusal_texts: list[str] = Field(
+        default_factory=list,
+        description="what the refusal stage classifies: the first pipeline.refusal_sentences sentences of "
+        "the answer, then of the ground truth when there is one, as written (before pronoun replacement); "
+        "taken from the same split as the sentences above, so no stage splits a text twice",
+    )
     calls: list[JudgeCall] = Field(default_factory=list)
     seconds: float = 0.0
 

@@ -46,7 +46,7 @@ class Resources(Service):
     def __init__(self, ctx: StreamContext, clock: Clock | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ctx = ctx
-        self.clock: Clock = clock or SystemClock()  # windows and alerts read time from it
+        self.clock: Clock = clock or SystemClock()  # windows, alerts, the sink and the join read time from it
         sampling = ctx.settings.sampling  # which interactions are judged; budgets read time from the clock
         self.sampler = Sampler.from_files(sampling.rules_file, sampling.default_rate, self.clock)
         self._stack = contextlib.AsyncExitStack()
@@ -100,7 +100,7 @@ class Resources(Service):
         store = self.store = await ClickHouseStore.open(settings.clickhouse, dimensions=settings.dimensions)
         await self._open_judging()
         alerts = self._alerts = AlertEngine.from_settings(
-            settings, store, self._publish_alert, clock=self.clock.now
+            settings, store, self._publish_alert, clock=self.clock
         )
         self._stack.push_async_callback(alerts.aclose)
         await alerts.redeliver_due()  # notifications an earlier worker stored and never recorded
@@ -114,6 +114,7 @@ class Resources(Service):
             on_flushed=self._after_flush,
             on_rejected=self._reject_row,
             on_written=self._written,
+            clock=self.clock,
         )
         self._ready.set()
         await self.write_status()

@@ -22,12 +22,10 @@ in an error (server error texts are scrubbed of it and of anything key-like befo
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import random
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeVar
@@ -35,10 +33,11 @@ from typing import Any, Literal, NoReturn, TypeVar
 import openai
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from pipeline.clock import Clock, SystemClock
 from pipeline.llm.http import ChatHttp, HttpConnectionError, HttpStatusError, HttpTimeout
 from pipeline.llm.slots import PrioritySlots, stage_priority
 from pipeline.llm.verdict_probs import TokenLogprob, parse_logprobs
-from pipeline.retry import Backoff, Sleep, retry
+from pipeline.retry import Backoff, retry
 from prompts import RenderedPrompt
 from schemas.errors import JudgeError
 from schemas.results import JudgeCall, Stage
@@ -112,9 +111,10 @@ class JudgeClient:
         api_key: SecretStr | None = None,
         format_mode: FormatMode | None = None,
         model_id: str | None = None,
-        sleep: Sleep = asyncio.sleep,
+        clock: Clock | None = None,
     ) -> None:
-        """``sleep``: how backoff waits between attempts (``pipeline.retry``; a test passes its own)."""
+        """``clock``: what a call's latencies are measured on and how backoff waits between attempts
+        (``pipeline.retry``); a test passes a ``ManualClock``."""
         self.settings = settings
         self.judge_name = judge_name
         self.base_url = base_url if base_url is not None else settings.base_url
@@ -145,7 +145,7 @@ class JudgeClient:
         #: in-flight slots by stage priority (pipeline.llm.slots): NLI and refusal before pronouns
         self._slots = PrioritySlots(settings.max_in_flight)
         self._rng = random.Random()
-        self._sleep = sleep
+        self._clock: Clock = clock or SystemClock()
         #: between attempts: exponential from backoff_base_s to backoff_max_s, "equal jitter", at least
         #: a server's Retry-After (capped at backoff_max_s)
         self._backoff = Backoff(first_s=settings.backoff_base_s, max_s=settings.backoff_max_s, jitter=True)
@@ -205,7 +205,7 @@ class JudgeClient:
         each (empty when the server gives none or rejected them before)."""
         usage = Usage()
         priority = stage_priority(stage)
-        start = time.perf_counter()
+        start = self._clock.monotonic()
         timing = _Timing()
 
         async def attempt() -> tuple[OutT, list[TokenLogprob]]:
@@ -236,7 +236,7 @@ class JudgeClient:
             attempts=self.settings.max_retries + 1,
             backoff=self._backoff,
             retry_on=(ParseFailure, _Retryable),
-            sleep=self._sleep,
+            sleep=self._clock.sleep,
             rng=self._rng,
             level=logging.INFO,
         )
@@ -245,7 +245,7 @@ class JudgeClient:
                 f"{self._where(prompt)}: gave up after {tried.attempts} attempts; last error: {tried.error}"
             ) from tried.error
         answer, tokens = tried.value
-        wall_ms = (time.perf_counter() - start) * 1000.0
+        wall_ms = (self._clock.monotonic() - start) * 1000.0
         return answer, self._record(stage, items, tried.attempts, usage, timing, wall_ms), tokens
 
     def _record(
@@ -338,7 +338,7 @@ class JudgeClient:
         mode = self.format_mode
         logprobs = logprobs if self.logprobs_supported else 0
         body = self._body(prompt, mode, logprobs)
-        sent = time.perf_counter()
+        sent = self._clock.monotonic()
         try:
             data = await self._post(body)
         except HttpStatusError as exc:
@@ -349,7 +349,7 @@ class JudgeClient:
         except HttpConnectionError as exc:
             raise _Retryable(f"connection error: {self._scrub(str(exc))}") from exc
         finally:
-            timing.request_s += time.perf_counter() - sent
+            timing.request_s += self._clock.monotonic() - sent
         answer = _answer(prompt, data, usage)
         choices = data.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else {}

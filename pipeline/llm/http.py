@@ -1,8 +1,7 @@
 """The judge's chat-completions POST over one pooled aiohttp session (the worker's hot path).
 
-The openai SDK on httpx costs several times the CPU a request of aiohttp with plain ``json``
-(docs/performance.md, "The judge's HTTP client"); an instant judge makes a worker spend most of its time
-there. The request is the
+The openai SDK on httpx costs several times the CPU a request of aiohttp with orjson (docs/performance.md,
+"The judge's HTTP client"); an instant judge makes a worker spend most of its time there. The request is the
 one the SDK sends (``Authorization: Bearer``, the JSON body); the answer is the response's JSON as a
 dict. Failures are the exceptions below, which ``pipeline.llm.client`` maps as it maps the SDK's.
 """
@@ -14,6 +13,7 @@ import json
 from typing import Any
 
 import aiohttp
+import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
@@ -85,7 +85,7 @@ class ChatHttp:
     async def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """The response's JSON object, or HttpStatusError / HttpTimeout / HttpConnectionError /
         ValueError (a 2xx body that is not a JSON object)."""
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = orjson.dumps(body)
         try:
             request = self._open().post(
                 self.url, data=data, headers=self._headers, proxy=self._proxy, proxy_auth=self._proxy_auth
@@ -99,7 +99,7 @@ class ChatHttp:
             raise HttpTimeout(str(exc)) from exc
         except aiohttp.ClientError as exc:
             raise HttpConnectionError(f"{type(exc).__name__}: {exc}") from exc
-        answer = json.loads(raw)
+        answer = loads(raw)
         if not isinstance(answer, dict):
             raise ValueError(f"the response is not a JSON object: {raw[:120]!r}")
         return answer
@@ -108,3 +108,14 @@ class ChatHttp:
         session, self._session = self._session, None
         if session is not None and self._loop is asyncio.get_running_loop():
             await session.close()
+
+
+def loads(raw: bytes) -> Any:
+    """A response body's JSON: orjson (a judge's answer with token log-probabilities is a large
+    document, and decoding it was the judge client's largest cost); the standard parser only for what
+    orjson refuses and Python reads (``NaN``, ``Infinity``: a log-probability a server wrote so), so
+    what parses does not depend on the parser. Raises ValueError."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)

@@ -30,17 +30,18 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 
+from pipeline.clock import Clock, SystemClock
 from schemas.alert import Alert, AlertRules
 from schemas.settings import AlertSettings, Settings
 from schemas.window import WindowAggregate
 from streams.alerts.judge_drift import JudgeDrift
 from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
-from streams.alerts.receivers import Clock, Target, resolve
+from streams.alerts.receivers import Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
 from streams.alerts.slices import slice_observations
 from streams.alerts.stats import EMPTY, observe
@@ -62,10 +63,6 @@ def _log_failure(task: asyncio.Task[bool]) -> None:
         log.error("alert delivery crashed", exc_info=task.exception())
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class AlertEngine:
     def __init__(
         self,
@@ -76,7 +73,7 @@ class AlertEngine:
         publish: Publish | None = None,
         *,
         targets: list[Target] | None = None,
-        clock: Clock = _now,
+        clock: Clock | None = None,
         sleep: Sleep = asyncio.sleep,
         claimant: str | None = None,
         stop_grace_s: float = 10.0,
@@ -88,7 +85,7 @@ class AlertEngine:
         self.store = store
         self.publish = publish
         self.targets = resolve(rules.receivers, settings) if targets is None else targets
-        self.clock = clock
+        self.clock: Clock = clock or SystemClock()  # stamps transitions, leases and deliveries
         self.sleep = sleep
         self.claimant = claimant or uuid.uuid4().hex  # this engine's name in the delivery ledger
         self.stop_grace_s = stop_grace_s  # how long a stop waits for deliveries in flight (aclose)
@@ -110,7 +107,12 @@ class AlertEngine:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, store: ClickHouseStore, publish: Publish | None, *, clock: Clock = _now
+        cls,
+        settings: Settings,
+        store: ClickHouseStore,
+        publish: Publish | None,
+        *,
+        clock: Clock | None = None,
     ) -> AlertEngine:
         path = settings.alerts.rules_file
         rules = load_rules(path) if path is not None else AlertRules(rules=[])
@@ -148,11 +150,18 @@ class AlertEngine:
         if rule.judge_metric:
             size = timedelta(seconds=self.windows.size_seconds)
             alert = await self.drift.decide(
-                rule, window.app, window.model, window.window_end, size, open_alert, last_fired, self.clock()
+                rule,
+                window.app,
+                window.model,
+                window.window_end,
+                size,
+                open_alert,
+                last_fired,
+                self.clock.now(),
             )
         else:
             slots = await self.slots(rule, window)
-            alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock())
+            alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock.now())
         if alert is None or await self.store.alert_exists(alert.alert_id):
             return None
         return alert
@@ -177,7 +186,9 @@ class AlertEngine:
                 continue
             open_alert = latest if latest is not None and latest.state == "firing" else None
             last_fired = await self.store.last_alert_end(rule.name, window.app, window.model, name)
-            alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock(), name)
+            alert = decide(
+                rule, window.app, window.model, slots, open_alert, last_fired, self.clock.now(), name
+            )
             if alert is not None and not await self.store.alert_exists(alert.alert_id):
                 await self.deliver(alert)
                 made.append(alert)
@@ -209,7 +220,7 @@ class AlertEngine:
         latest = await self.store.latest_alert(rule.name, window.app, window.model)
         if latest is None or latest.state != "firing":
             return False
-        now = self.clock()
+        now = self.clock.now()
         every = timedelta(hours=min(t.receiver.firing_ttl_hours for t in targets)) / 4
         last = self._refreshed.get(latest.alert_id)
         if last is not None and now - last < every:
@@ -239,7 +250,7 @@ class AlertEngine:
     async def redeliver_due(self) -> int:
         """Every half lease (and at the first window after start): send the notifications a stopped
         worker claimed or was about to claim and never recorded (``redeliver``)."""
-        now = self.clock()
+        now = self.clock.now()
         lease = timedelta(seconds=self.settings.delivery_lease_s)
         if self._last_redeliver is not None and now - self._last_redeliver < lease / 2:
             return 0
@@ -251,7 +262,7 @@ class AlertEngine:
         receiver has no outcome and no live claim; returns how many were started."""
         if not self.targets:
             return 0
-        now = self.clock()
+        now = self.clock.now()
         by_name = {t.name: t for t in self.targets}
         since = now - timedelta(hours=self.settings.redeliver_hours)
         stale = now - timedelta(seconds=self.settings.delivery_lease_s)
@@ -276,7 +287,7 @@ class AlertEngine:
         if delivery_id in self._started:
             return False
         self._started.add(delivery_id)
-        now = self.clock()
+        now = self.clock.now()
         claim = Claim(delivery_id, alert.alert_id, target.name, now)
         outcome: Outcome | None = None
         try:
@@ -289,7 +300,7 @@ class AlertEngine:
                 return False
             if self._http is None:
                 self._http = httpx.AsyncClient()
-            outcome = await target.send(self._http, alert, delivery_id, self.clock(), self.sleep)
+            outcome = await target.send(self._http, alert, delivery_id, self.clock.now(), self.sleep)
             await self._record(delivery_id, outcome)
         except asyncio.CancelledError:  # the stop (aclose) writes what is left to write, in one go
             if outcome is None:
@@ -314,7 +325,7 @@ class AlertEngine:
                 "%d alert deliveries cancelled unsent %g s into the stop, their claims released for the "
                 "next worker: %s", len(unsent), self.stop_grace_s, ", ".join(c.delivery_id for c in unsent),
             )  # fmt: skip
-            await self.store.release_deliveries(unsent, self.claimant, self.clock())
+            await self.store.release_deliveries(unsent, self.claimant, self.clock.now())
         unrecorded, self._unrecorded = self._unrecorded, []
         for delivery_id, outcome in unrecorded:
             await self._record(delivery_id, outcome)
@@ -322,7 +333,7 @@ class AlertEngine:
     async def _record(self, delivery_id: str, outcome: Outcome) -> None:
         status = "delivered" if outcome.ok else "failed"
         await self.store.finish_delivery(
-            delivery_id, self.claimant, status, outcome.attempts, outcome.error, self.clock()
+            delivery_id, self.claimant, status, outcome.attempts, outcome.error, self.clock.now()
         )
 
     async def drain(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +25,6 @@ from schemas.errors import ConfigError
 from schemas.settings import AlertSettings
 from streams.alerts.webhook import JSON, Outcome, Sleep, json_bytes, post_with_retries
 
-Clock = Callable[[], datetime]
 LEGACY = "webhook"  # the receiver GROUNDWATCH_ALERTS__WEBHOOK_URL becomes
 
 

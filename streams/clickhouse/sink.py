@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from pipeline.clock import Clock, SystemClock
 from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
 from streams.clickhouse.client import is_unavailable
@@ -49,8 +50,10 @@ class EvaluationSink:
         on_flushed: OnFlushed | None = None,
         on_rejected: OnRejected | None = None,
         on_written: Callable[[list[Evaluation], float], object] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
+        self.clock: Clock = clock or SystemClock()  # a batch's age (batch_seconds) is measured on it
         self.store = store
         self.on_flushed = on_flushed
         self.on_rejected = on_rejected
@@ -70,14 +73,15 @@ class EvaluationSink:
         self._rows.append(evaluation)
         self._done.append(on_written or _noop)  # one callback per row
         if self._oldest is None:
-            self._oldest = time.monotonic()
+            self._oldest = self.clock.monotonic()
         if len(self._rows) >= self.settings.batch_rows:
             await self.flush()
 
-    def due(self, now: float | None = None) -> bool:
+    def due(self) -> bool:
+        """The oldest buffered row has waited ``batch_seconds``."""
         if not self._rows or self._oldest is None:
             return False
-        return (now if now is not None else time.monotonic()) - self._oldest >= self.settings.batch_seconds
+        return self.clock.monotonic() - self._oldest >= self.settings.batch_seconds
 
     async def flush_if_due(self) -> None:
         if self.due():
@@ -110,7 +114,7 @@ class EvaluationSink:
             except Exception:
                 # put them back in front; they stay unacked until a later flush succeeds
                 self._rows[:0], self._done[:0] = rows, done
-                self._oldest = time.monotonic()
+                self._oldest = self.clock.monotonic()
                 raise
             self.failures = 0
             for callback in done:

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from pipeline.assemble import assemble
-from pipeline.clock import Clock, SystemClock
+from pipeline.clock import Clock
 from pipeline.metrics.relevance import score_relevance
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage, JoinTimeout
@@ -43,7 +43,8 @@ class JoinProcessor:
     def __init__(self, ctx: StreamContext, resources: Resources, clock: Clock | None = None) -> None:
         self.ctx = ctx
         self.resources = resources
-        self.clock: Clock = clock or SystemClock()  # the join timeout is measured on it
+        #: the join timeout is measured on it and the expiry loop waits on it (default: the worker's)
+        self.clock: Clock = clock or resources.clock
         settings = ctx.settings
         names = ctx.names
         self.need_refusal = settings.pipeline.refusal_mode != "same"
@@ -181,7 +182,7 @@ class JoinProcessor:
     async def expire_loop(self) -> None:
         tick = max(0.05, min(1.0, self.timeout_s / 4))
         while True:
-            await asyncio.sleep(tick)
+            await self.clock.sleep(tick)
             await self.expire_due()
 
     # ---- consuming --------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from typing import Any
 
+from pipeline.clock import Clock
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage
 from schemas.evaluation import Evaluation
@@ -27,10 +27,15 @@ log = logging.getLogger(__name__)
 FAILURE_LOG_EVERY_S = 30.0  # at most one line a while about timed flushes that keep failing
 
 
-async def flush_until_written(sink: EvaluationSink, max_delay_s: float = 30.0) -> None:
-    """ClickHouse is failing: stop consuming (backpressure) and retry with backoff until the buffered
-    rows are written. They stay unacked meanwhile, so a crash now loses nothing."""
-    await retry(sink.flush, what=f"sink: insert of {len(sink)} rows", backoff=Backoff(max_s=max_delay_s))
+async def flush_until_written(sink: EvaluationSink, clock: Clock, max_delay_s: float = 30.0) -> None:
+    """ClickHouse is failing: stop consuming (backpressure) and retry with backoff (waited on ``clock``)
+    until the buffered rows are written. They stay unacked meanwhile, so a crash now loses nothing."""
+    await retry(
+        sink.flush,
+        what=f"sink: insert of {len(sink)} rows",
+        backoff=Backoff(max_s=max_delay_s),
+        sleep=clock.sleep,
+    )
 
 
 class SinkProcessor:
@@ -39,9 +44,10 @@ class SinkProcessor:
     def __init__(self, ctx: StreamContext, resources: Resources) -> None:
         self.ctx = ctx
         self.resources = resources
+        self.clock: Clock = resources.clock  # the worker's clock: the failure log's pace and the backoff
         self.acks = OrderedAcks()
         self._failed_flushes = 0  # timed flushes failed in a row (one traceback, then a line a while)
-        self._failure_logged = 0.0  # time.monotonic() of the last line about them
+        self._failure_logged = 0.0  # clock.monotonic() of the last line about them
 
     async def consume(self, stream: Any) -> None:
         res = await self.resources.wait_ready()
@@ -57,7 +63,7 @@ class SinkProcessor:
             try:
                 await res.sink.add(evaluation, functools.partial(self.acks.done, ticket))
             except Exception:
-                await flush_until_written(res.sink)
+                await flush_until_written(res.sink, self.clock)
 
     async def flush_tick(self) -> None:
         """Flush a batch that is old enough (``clickhouse.batch_seconds``)."""
@@ -77,7 +83,7 @@ class SinkProcessor:
         """Log a failed timed flush: the first of a run with its traceback, then (an outage can fail
         several flushes a second) one line every ``FAILURE_LOG_EVERY_S`` with how many failed."""
         self._failed_flushes += 1
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if self._failed_flushes == 1:
             log.exception("sink: timed flush failed; will retry")
         elif now - self._failure_logged >= FAILURE_LOG_EVERY_S:

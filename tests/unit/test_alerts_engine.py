@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from pipeline.clock import ManualClock
 from schemas.alert import Alert, AlertRules, BaselineRule, Receiver
 from schemas.errors import ConfigError
 from schemas.window import WindowAggregate
@@ -90,19 +91,11 @@ RULES = AlertRules(
 )  # fmt: skip
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 async def no_sleep(_: float) -> None:
     return None
 
 
-def engines(store: ClickHouseStore, rules: AlertRules, url: str, clock: Clock) -> list[AlertEngine]:
+def engines(store: ClickHouseStore, rules: AlertRules, url: str, clock: ManualClock) -> list[AlertEngine]:
     settings = make_settings().alerts
     receivers = [Receiver(name="signed", kind="webhook", url=url, secret="s3cret", retries=2, backoff_s=0)]
     targets = resolve(receivers, settings, env={})
@@ -114,15 +107,15 @@ def engines(store: ClickHouseStore, rules: AlertRules, url: str, clock: Clock) -
 
 
 async def run(
-    store: ClickHouseStore, engines_: list[AlertEngine], rates: list[int], clock: Clock
+    store: ClickHouseStore, engines_: list[AlertEngine], rates: list[int], clock: ManualClock
 ) -> list[Any]:
     """The distinct transitions made (two engines deciding at once may both make the same one: the same
     alert_id, one row; the ledger still sends it once)."""
     made: dict[str, Any] = {}
     for i, bad in enumerate(rates):
         w = window(i, 100, bad)
-        clock.now = w.window_end
-        await store.insert_window(w, clock.now)
+        clock.set(w.window_end)
+        await store.insert_window(w, clock.now())
         # both workers close the same window at the same time
         for out in await asyncio.gather(*(engine.on_window(w) for engine in engines_)):
             made |= {a.alert_id: a for a in out}
@@ -135,7 +128,7 @@ async def test_drift_fires_once_and_resolves_once_across_two_engines(
     store: ClickHouseStore, hook: tuple[str, Hook]
 ) -> None:
     url, state = hook
-    clock = Clock()
+    clock = ManualClock(T0)
     pair = engines(store, RULES, url, clock)
     # 8 windows at 5 %, 4 at 20 % (drift), 4 back at 5 %
     made = await run(store, pair, [5] * 8 + [20] * 4 + [5] * 4, clock)
@@ -158,7 +151,7 @@ async def test_drift_fires_once_and_resolves_once_across_two_engines(
 
 async def test_the_ledger_lets_one_of_two_claims_send(store: ClickHouseStore, hook: tuple[str, Hook]) -> None:
     url, state = hook
-    clock = Clock()
+    clock = ManualClock(T0)
     pair = engines(store, RULES, url, clock)
     made = await run(store, pair[:1], [5] * 8 + [20] * 2, clock)
     state.posts.clear()
@@ -177,7 +170,7 @@ async def test_a_failing_receiver_is_retried_then_recorded_and_counted(
 ) -> None:
     url, state = hook
     state.codes = [503] * 10
-    clock = Clock()
+    clock = ManualClock(T0)
     pair = engines(store, RULES, url, clock)
     made = await run(store, pair, [5] * 8 + [20] * 2, clock)
     assert [a.state for a in made] == ["firing"]
@@ -189,7 +182,7 @@ async def test_a_failing_receiver_is_retried_then_recorded_and_counted(
 
 async def test_stable_rate_never_fires(store: ClickHouseStore, hook: tuple[str, Hook]) -> None:
     url, state = hook
-    clock = Clock()
+    clock = ManualClock(T0)
     made = await run(store, engines(store, RULES, url, clock), [5, 6, 4, 5, 7, 5, 4, 6, 5, 6, 5, 4], clock)
     assert made == [] and state.posts == []
 
@@ -201,7 +194,7 @@ async def test_a_worker_that_stopped_mid_delivery_leaves_it_to_another(
     While the claim is live nobody else sends; once it is older than the lease, worker 1 sends both,
     each once, however often it looks."""
     url, state = hook
-    clock = Clock()
+    clock = ManualClock(T0)
     crashed, survivor = engines(store, RULES, url, clock)
     made = await run(store, [], [5] * 8 + [20] * 2, clock)  # the windows only
     fired = await crashed.evaluate(RULES.rules[0], window(9, 100, 20))
@@ -210,13 +203,13 @@ async def test_a_worker_that_stopped_mid_delivery_leaves_it_to_another(
     for alert in (fired, other):
         await store.insert_alert(alert)
     delivery = f"{fired.alert_id}|signed"
-    assert await store.claim_delivery(delivery, fired.alert_id, "signed", crashed.claimant, clock.now)
+    assert await store.claim_delivery(delivery, fired.alert_id, "signed", crashed.claimant, clock.now())
     # the claim is live: only the transition nobody claimed is sent
     assert await survivor.redeliver() == 1
     await survivor.drain()
     assert [json.loads(b)["alert"]["alert_id"] for _, b in state.posts] == [other.alert_id]
     assert await survivor.redeliver() == 0  # recorded as delivered
-    clock.now += timedelta(seconds=make_settings().alerts.delivery_lease_s + 1)
+    clock.advance(make_settings().alerts.delivery_lease_s + 1)
     assert await survivor.redeliver() == 1
     await survivor.drain()
     assert await survivor.redeliver() == 0
@@ -232,7 +225,7 @@ async def test_a_long_firing_alert_is_posted_to_alertmanager_again_before_its_en
     """Alertmanager resolves an alert at its endsAt: while the drift lasts, each window re-posts the
     firing alert (every quarter of firing_ttl_hours) with endsAt moved forward; one fired transition."""
     url, state = hook
-    clock = Clock()
+    clock = ManualClock(T0)
     receivers = [Receiver(name="am", kind="alertmanager", url=url, retries=0, firing_ttl_hours=2)]
     targets = resolve(receivers, make_settings().alerts, env={})
     engine = AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
@@ -243,7 +236,7 @@ async def test_a_long_firing_alert_is_posted_to_alertmanager_again_before_its_en
     assert len(posts) == 4  # the firing, then one refresh a window (hourly > 2 h / 4)
     ends = [datetime.fromisoformat(p["endsAt"].replace("Z", "+00:00")) for p in posts]
     assert ends == sorted(ends) and len(set(ends)) == 4
-    assert all(e - clock.now <= timedelta(hours=2) for e in ends)
+    assert all(e - clock.now() <= timedelta(hours=2) for e in ends)
     assert {p["labels"]["alertname"] for p in posts} == {"drift"}
     assert {p["startsAt"] for p in posts} == {posts[0]["startsAt"]}
 
@@ -288,7 +281,7 @@ def transition(i: int, fired_at: datetime) -> Alert:
 
 
 def silent_engine(
-    store: ClickHouseStore, url: str, clock: Clock, *, grace: float, claimant: str = "stopping"
+    store: ClickHouseStore, url: str, clock: ManualClock, *, grace: float, claimant: str = "stopping"
 ) -> AlertEngine:
     # attempts that wait an hour, many retries: only the stop (or the delivery timeout) ends them
     receiver = Receiver(
@@ -299,7 +292,7 @@ def silent_engine(
                        clock=clock, sleep=no_sleep, claimant=claimant, stop_grace_s=grace)  # fmt: skip
 
 
-def next_worker(store: ClickHouseStore, url: str, clock: Clock) -> AlertEngine:
+def next_worker(store: ClickHouseStore, url: str, clock: ManualClock) -> AlertEngine:
     targets = resolve(
         [Receiver(name="hook", kind="webhook", url=url, retries=0)], make_settings().alerts, env={}
     )
@@ -313,11 +306,11 @@ async def test_a_stop_cancels_deliveries_a_silent_receiver_holds_and_releases_th
     """12 deliveries claimed and waiting on a receiver that never answers: the stop returns (no hang
     until their timeouts), their claims are released, and the next worker sends each once, without
     waiting for the lease."""
-    clock = Clock()
+    clock = ManualClock(T0)
     async with Silent(expected=12) as silent:
         engine = silent_engine(store, silent.url, clock, grace=0.05)
         for i in range(12):
-            await engine.deliver(transition(i, clock.now))
+            await engine.deliver(transition(i, clock.now()))
         await asyncio.wait_for(silent.all_in.wait(), 60)  # every delivery claimed and its request sent
         assert {d["status"] for d in store.deliveries_sync()} == {"claimed"}
         await asyncio.wait_for(engine.aclose(), 60)  # a guard against a hang, not a measure of time
@@ -342,11 +335,11 @@ async def test_a_stop_without_grace_leaves_no_delivery_claimed(
     store: ClickHouseStore, hook: tuple[str, Hook]
 ) -> None:
     """Cancelled in any phase (not started, claiming, sending): nothing stays claimed."""
-    clock = Clock()
+    clock = ManualClock(T0)
     async with Silent(expected=1) as silent:
         engine = silent_engine(store, silent.url, clock, grace=0)
         for i in range(3):
-            await engine.deliver(transition(i, clock.now))
+            await engine.deliver(transition(i, clock.now()))
         await asyncio.wait_for(engine.aclose(), 60)
     assert {d["status"] for d in store.deliveries_sync()} <= {"released"}
     url, state = hook
@@ -357,14 +350,14 @@ async def test_a_stop_without_grace_leaves_no_delivery_claimed(
 
 
 async def test_a_delivery_ends_within_its_own_timeout_and_is_recorded_failed(store: ClickHouseStore) -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     async with Silent(expected=1) as silent:
         receiver = Receiver(name="hook", kind="webhook", url=silent.url, retries=50, timeout_s=3600,
                             delivery_timeout_s=0.2)  # fmt: skip
         targets = resolve([receiver], make_settings().alerts, env={})
         engine = AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
                              clock=clock, sleep=no_sleep, claimant="w")  # fmt: skip
-        alert = transition(0, clock.now)
+        alert = transition(0, clock.now())
         await store.insert_alert(alert)
         assert await asyncio.wait_for(engine.notify(targets[0], alert), 60) is False
         await engine.aclose()

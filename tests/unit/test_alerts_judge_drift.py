@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from pipeline.clock import ManualClock
 from pipeline.metrics.agreement import Estimate
 from schemas.alert import Alert, AlertRule, AlertRules, BaselineRule
 from schemas.evaluation import Evaluation
@@ -27,14 +28,6 @@ HOUR = timedelta(hours=1)
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
 OLD = ("openai", "gpt-judge-2025-01", "nli@v3")
 NEW = ("openai", "gpt-judge-2025-06", "nli@v4")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture()
@@ -76,7 +69,7 @@ async def label_hour(store: ClickHouseStore, hour: int, wrong: int, identity: tu
     await LabelStore(store).insert(labels)
 
 
-def engine(store: ClickHouseStore, rules: AlertRules, clock: Clock) -> AlertEngine:
+def engine(store: ClickHouseStore, rules: AlertRules, clock: ManualClock) -> AlertEngine:
     settings = make_settings()
     drift = JudgeDrift(LabelStore(store).latest_labeled, correct_threshold(settings), resamples=300)
     return AlertEngine(
@@ -88,13 +81,13 @@ async def replay(
     store: ClickHouseStore, rules: AlertRules, hours: list[tuple[int, tuple[str, str, str]]]
 ) -> list[Alert]:
     """Label each hour (``wrong`` of 20 per half), close its window, and collect the transitions."""
-    clock = Clock()
+    clock = ManualClock(T0)
     eng = engine(store, rules, clock)
     made: list[Alert] = []
     for hour, (wrong, identity) in enumerate(hours):
         await label_hour(store, hour, wrong, identity)
         w = window(hour)
-        clock.now = w.window_end + timedelta(minutes=1)
+        clock.set(w.window_end + timedelta(minutes=1))
         made += await eng.on_window(w)
     return made
 
@@ -145,11 +138,11 @@ async def test_no_labels_no_alert_and_window_rules_are_untouched(store: ClickHou
             AlertRule(name="ba", metric="judge_balanced_accuracy", op="<", threshold=0.99, min_interactions=1)
         ]
     )
-    clock = Clock()
+    clock = ManualClock(T0)
     eng = engine(store, rules, clock)
     assert await eng.on_window(window(0)) == []  # no labeled interaction yet: nothing to say
     await label_hour(store, 0, GOOD, OLD)
-    clock.now = T0 + 2 * HOUR
+    clock.set(T0 + 2 * HOUR)
     [fired] = await eng.on_window(window(1))
     assert fired.value == pytest.approx(0.95) and fired.interactions == 40
 

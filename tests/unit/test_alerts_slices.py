@@ -77,7 +77,7 @@ async def close(
 async def test_a_regression_in_one_slice_fires_for_that_slice_alone(store: ClickHouseStore) -> None:
     clock = ManualClock(T0 + 100 * HOUR)
     engine = AlertEngine(
-        AlertRules(rules=[RULE]), make_settings().alerts, TumblingWindows(3600), store, clock=clock.now
+        AlertRules(rules=[RULE]), make_settings().alerts, TumblingWindows(3600), store, clock=clock
     )
     # v1 90 at 10 %, v2 20 at 70 %, v3 5 all bad (under min_interactions): overall 32/115 = 0.28 < 0.3
     window, made = await close(engine, store, 0, {"v1": (90, 9), "v2": (20, 14), "v3": (5, 5)})

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
+from pipeline.clock import ManualClock
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
@@ -112,14 +113,18 @@ async def test_sink_batches_by_size_and_age_and_acks_after_write(store: ClickHou
     async def on_flushed(rows: object) -> None:
         flushed.append(len(rows))  # type: ignore[arg-type]
 
-    sink = EvaluationSink(ClickHouseSettings(batch_rows=3, batch_seconds=0.2), store, on_flushed=on_flushed)
+    clock = ManualClock()
+    settings = ClickHouseSettings(batch_rows=3, batch_seconds=0.2)
+    sink = EvaluationSink(settings, store, on_flushed=on_flushed, clock=clock)
     for i in range(4):
         await sink.add(evaluation(f"e{i}"), functools.partial(written.append, f"e{i}"))
     assert written == ["e0", "e1", "e2"] and flushed == [3] and len(sink) == 1  # size flush
-    assert not sink.due(now=0.0)
+    clock.advance(0.19)
+    assert not sink.due()
     await sink.flush_if_due()
     assert len(sink) == 1  # not old enough yet (0.2 s)
-    sink._oldest = (sink._oldest or 0) - 1.0  # as if a second had passed
+    clock.advance(0.01)
+    assert sink.due()
     await sink.flush_if_due()
     assert written == ["e0", "e1", "e2", "e3"] and flushed == [3, 1]
     assert (await store.counts())["evaluations"] == 4

@@ -268,6 +268,27 @@ async def test_parts_without_their_converted_are_dead_lettered_after_the_timeout
     assert r.committable(r.ctx.names.nli) == 1 and r.committable(r.ctx.names.refusals) == 1
 
 
+async def test_the_expiry_loop_waits_on_the_injected_clock() -> None:
+    """The loop's ticks are waits on the join's clock: a ManualClock's waits pass at once, so an entry
+    comes out incomplete after the join timeout of clock time, with no wall time spent."""
+    r = rig()
+    converted, _, _ = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.converted, converted)
+    loop = asyncio.create_task(r.join.expire_loop())
+    try:
+        for _ in range(1000):
+            await asyncio.sleep(0)
+            if r.evaluations():
+                break
+    finally:
+        loop.cancel()
+    await r.join.pool.drain()
+    (evaluation,) = r.evaluations()
+    assert not evaluation.complete and evaluation.missing == ["nli", "refusal"]
+    assert r.clock.monotonic() >= TIMEOUT_S and set(r.clock.slept) == {1.0}  # a quarter of it, at most 1 s
+    assert r.committable(r.ctx.names.converted) == 1
+
+
 # ---- one message, one verdict ------------------------------------------------------------------------
 
 

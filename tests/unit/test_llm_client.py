@@ -10,6 +10,7 @@ import time
 import pytest
 from pydantic import SecretStr
 
+from pipeline.clock import ManualClock
 from pipeline.llm.client import JudgeClient, extract_json_object, price
 from prompts import Prompts, RefusalAnswer
 from schemas.errors import JudgeError
@@ -295,14 +296,19 @@ async def test_latency_is_the_request_not_the_queue(fake_openai: FakeOpenAIServe
 
 
 async def test_latency_excludes_backoff(fake_openai: FakeOpenAIServer, prompts: Prompts) -> None:
-    """Two failed attempts then a success: latency_ms sums the three requests; the backoff sleeps (each at
-    least half its cap: 0.1 s, then 0.2 s) are in wall_ms only."""
+    """Two failed attempts then a success, on a ManualClock (the requests take no clock time, the
+    backoff waits advance it): latency_ms holds only the requests, wall_ms the backoff too; each wait is
+    between half its step and the step (0.2 s, then 0.4 s: "equal jitter")."""
     fake_openai.faults = [500, 500]
-    client = JudgeClient(settings_for(fake_openai, backoff_base_s=0.2, backoff_max_s=1.0))
+    clock = ManualClock()
+    client = JudgeClient(settings_for(fake_openai, backoff_base_s=0.2, backoff_max_s=1.0), clock=clock)
     try:
         _, call = await refusal_call(client, prompts)
     finally:
         await client.aclose()
     assert call.attempts == 3
-    assert call.latency_ms > 0
-    assert call.latency_ms + (0.1 + 0.2) * 1000.0 <= call.wall_ms
+    first, second = clock.slept
+    assert 0.1 <= first <= 0.2 and 0.2 <= second <= 0.4
+    assert call.latency_ms == 0.0
+    assert call.wall_ms == pytest.approx((first + second) * 1000.0)
+

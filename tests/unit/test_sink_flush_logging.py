@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from pipeline.clock import ManualClock
 from streams.context import new_context
-from streams.processors.sink import SinkProcessor
+from streams.processors.sink import FAILURE_LOG_EVERY_S, SinkProcessor
 from tests.settings_factory import make_settings
 
 
@@ -26,7 +27,7 @@ class FlakySink:
 
 async def test_an_outage_logs_one_traceback_then_the_recovery(caplog: pytest.LogCaptureFixture) -> None:
     sink = FlakySink(failures=6)
-    resources: Any = SimpleNamespace(ready=True, sink=sink)
+    resources: Any = SimpleNamespace(ready=True, sink=sink, clock=ManualClock())
     processor = SinkProcessor(new_context(make_settings(), app=None), resources)  # type: ignore[arg-type]
     caplog.set_level(logging.WARNING, logger="streams.processors.sink")
     for _ in range(7):
@@ -35,3 +36,21 @@ async def test_an_outage_logs_one_traceback_then_the_recovery(caplog: pytest.Log
     assert [r.exc_info is not None for r in records] == [True, False]
     assert "timed flush failed" in records[0].getMessage()
     assert records[1].getMessage() == "sink: ClickHouse writes again after 6 failed flushes"
+
+
+async def test_an_outage_that_lasts_gets_a_line_every_while_of_clock_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock()
+    resources: Any = SimpleNamespace(ready=True, sink=FlakySink(failures=100), clock=clock)
+    processor = SinkProcessor(new_context(make_settings(), app=None), resources)  # type: ignore[arg-type]
+    caplog.set_level(logging.WARNING, logger="streams.processors.sink")
+    for _ in range(10):  # the first failure and nine more within the same second
+        await processor.flush_tick()
+    clock.advance(FAILURE_LOG_EVERY_S - 1)
+    await processor.flush_tick()
+    assert len([r for r in caplog.records if r.name == "streams.processors.sink"]) == 1
+    clock.advance(1)
+    await processor.flush_tick()
+    records = [r for r in caplog.records if r.name == "streams.processors.sink"]
+    assert len(records) == 2 and "12 timed flushes failed in a row" in records[1].getMessage()

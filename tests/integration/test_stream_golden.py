@@ -1,0 +1,32 @@
+"""The worker's verdicts do not move when its plumbing changes: 200 bundled interactions through the
+staged topology on a real Tansu broker and chDB, with the lexical judge and with the fake
+OpenAI-compatible judge, give the same Evaluations (scores, flags, statements, verdicts, completeness)
+as ``tests/fixtures/golden_verdicts.json``, captured with ``tests/integration/golden.py`` from the
+code before the stream was batched and its messages slimmed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groundwatch.local.tansu import TansuBroker
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.integration.golden import CONFIGS, N, run_config
+from tests.integration.helpers import REPO
+
+GOLDEN = REPO / "tests" / "fixtures" / "golden_verdicts.json"
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_the_verdicts_of_200_interactions_match_the_golden_file(
+    config: str, broker: TansuBroker, tmp_path: Path
+) -> None:
+    golden = json.loads(GOLDEN.read_text())[config]
+    with FakeOpenAIServer() as fake:
+        got = run_config(broker.url, tmp_path, CONFIGS[config], fake.base_url)
+    assert len(golden) == N and sorted(got) == sorted(golden)
+    assert all(len(v) == 1 for v in got.values()), "one Evaluation per interaction"
+    differ = [iid for iid in golden if got[iid] != golden[iid]]
+    assert not differ, f"{len(differ)} differ, e.g. {differ[0]}: {got[differ[0]]} != {golden[differ[0]]}"
