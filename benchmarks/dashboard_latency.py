@@ -186,6 +186,8 @@ def windows(d: dict[str, np.ndarray], end_ms: int, days: int) -> dict[str, Any]:
         "first_ms": first_ms,
         "inverse": inverse,
         "count": refusal_known,
+        "judged": refusal_known,  # every generated interaction was judged (no sampling)
+        "skipped": np.zeros_like(refusal_known),
         "mean_context_entailment": ctx_mean,
         "mean_ground_truth_entails_answer": gt_ans_mean,
         "mean_answer_entails_ground_truth": ans_gt_mean,
@@ -256,6 +258,9 @@ def check_windows(d: dict[str, np.ndarray], win: dict[str, Any], sample: int = 2
         ref = s.result(window_start=dummy, window_end=dummy, app="", model="").model_dump()
         for col, value in ref.items():
             if col in ("window_start", "window_end", "app", "model"):
+                continue
+            if col == "skipped_by_reason":
+                assert value == {}, (col, k, value)
                 continue
             ours = win[col][k]
             ours = ours.tolist() if col == "judge_latency_histogram" else ours
@@ -348,6 +353,17 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
+#: the evaluations columns the generated rows leave at their neutral value (every row judged, no history)
+COLUMN_DEFAULTS: dict[str, Any] = {
+    "judge_model": "gpt-4o-mini",
+    "prompt_version": "",
+    "judged": 1,
+    "skip_reason": None,
+    "history_turns": 0,
+    "history_truncated": 0,
+}
+
+
 def evaluation_chunk(
     d: dict[str, np.ndarray], lo: int, hi: int, ids: list[str], template: str
 ) -> list[list[Any]]:
@@ -398,36 +414,36 @@ def evaluation_chunk(
             complete=_json_flag(complete),
             calls_json="[" + calls_json + "]",
         )
-        values = (
-            ids[i - lo],
-            ts,
-            ev,
-            app,
-            model,
-            conv,
-            "openai",
-            ctx,
-            gt_ans,
-            ans_gt,
-            int(refusal),
-            None if gt_refusal is None else int(gt_refusal),
-            grounded,
-            None if hallucination is None else int(hallucination),
-            None,
-            ["an unsupported claim"] if hallucination else [],
-            len(call_ms),
-            in_tok,
-            out_tok,
-            cost,
-            latency,
-            call_ms,
-            int(complete),
-            [] if complete else ["nli"],
-            (int(complete) << 50) | ev_ms,
-            payload,
-        )
-        for col, value in zip(cols.values(), values, strict=True):
-            col.append(value)
+        values = {
+            "interaction_id": ids[i - lo],
+            "timestamp": ts,
+            "evaluated_at": ev,
+            "app": app,
+            "model": model,
+            "conversation_id": conv,
+            "judge": "openai",
+            "context_entailment": ctx,
+            "ground_truth_entails_answer": gt_ans,
+            "answer_entails_ground_truth": ans_gt,
+            "answer_refusal": int(refusal),
+            "ground_truth_refusal": None if gt_refusal is None else int(gt_refusal),
+            "grounded_precision": grounded,
+            "hallucination": None if hallucination is None else int(hallucination),
+            "relevance": None,
+            "unsupported_claims": ["an unsupported claim"] if hallucination else [],
+            "judge_calls": len(call_ms),
+            "input_tokens": in_tok,
+            "output_tokens": out_tok,
+            "cost_usd": cost,
+            "judge_latency_ms": latency,
+            "call_latencies_ms": call_ms,
+            "complete": int(complete),
+            "missing": [] if complete else ["nli"],
+            "version": (int(complete) << 50) | ev_ms,
+            "payload": payload,
+        }
+        for name, col in cols.items():  # a column the generator does not set gets its neutral value
+            col.append(values[name] if name in values else COLUMN_DEFAULTS[name])
     return list(cols.values())
 
 
@@ -447,6 +463,9 @@ def window_columns(win: dict[str, Any], rows: np.ndarray, recomputed: bool = Fal
     }
     for col in WINDOW_COLUMNS:
         if col in out or col in ("computed_at", "version"):
+            continue
+        if col == "skipped_by_reason":
+            out[col] = [{} for _ in range(len(rows))]
             continue
         values = win[col][rows]
         if col == "judge_latency_histogram":
@@ -487,9 +506,9 @@ def build(store: ClickHouseStore, n: int, days: int, end: datetime) -> dict[str,
         ]
         data = evaluation_chunk(d, lo, hi, ids, template)
         if lo == 0:  # the payloads are valid Evaluations
-            for p in data[-1][:50]:
+            for p in data[EVALUATION_COLUMNS.index("payload")][:50]:
                 Evaluation.model_validate_json(p)
-        payload_bytes += sum(len(p) for p in data[-1])
+        payload_bytes += sum(len(p) for p in data[EVALUATION_COLUMNS.index("payload")])
         build_s += time.perf_counter() - t
         t = time.perf_counter()
         store.client.insert(

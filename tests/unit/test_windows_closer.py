@@ -15,7 +15,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import TumblingWindows
 from tests.integration.chdb import fresh_chdb_url
-from tests.unit.test_clickhouse_store import evaluation
+from tests.unit.test_clickhouse_store import NOW, evaluation
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -91,7 +91,11 @@ async def test_alert_engine_pools_last_k_windows_and_fires_once(store: ClickHous
     await engine.aclose()
 
 
-async def test_a_replay_that_moves_a_row_to_another_window_recomputes_both(store: ClickHouseStore) -> None:
+async def test_a_resend_with_another_timestamp_is_another_event_and_each_window_counts_it_once(
+    store: ClickHouseStore,
+) -> None:
+    """The event time is part of the key (migration 011): a redelivery (same timestamp) replaces its row,
+    a message sent again with another timestamp is a row of its own in its own window."""
     from streams.clickhouse.sink import EvaluationSink
 
     closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store)
@@ -99,12 +103,14 @@ async def test_a_replay_that_moves_a_row_to_another_window_recomputes_both(store
     await sink.add(at("x", 1, 0.9))  # type: ignore[arg-type]
     await sink.flush()
     assert [w.count for w in await closer.close_due(final=True)] == [1]
-    # the same interaction replayed with a new timestamp (replay stamps records that carry none)
-    await sink.add(at("x", 25, 0.9))  # type: ignore[arg-type]
+    rejudged = at("x", 1, 0.2).model_copy(update={"evaluated_at": NOW + timedelta(hours=1)})  # type: ignore[attr-defined]
+    await sink.add(rejudged)  # redelivered and judged again later: replaces it
+    await sink.add(at("x", 25, 0.9))  # type: ignore[arg-type]  # sent again later
     await sink.flush()
-    closed = {w.window_start: w.count for w in await closer.close_due(final=True)}
-    assert closed == {T0: 0, T0 + timedelta(seconds=20): 1}
-    assert sum(w.count for w in store.windows_sync()) == 1  # counted once across windows
+    closed = {w.window_start: (w.count, w.hallucinations) for w in await closer.close_due(final=True)}
+    assert closed == {T0: (1, 1), T0 + timedelta(seconds=20): (1, 0)}
+    stored = sorted((w.window_start.replace(tzinfo=UTC), w.count) for w in store.windows_sync())
+    assert stored == [(T0, 1), (T0 + timedelta(seconds=20), 1)]
 
 
 def located(app: str, seconds: float) -> object:
