@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from chdb import session as chdb_session
 from pydantic import ValidationError
 
 from schemas.settings import ClickHouseSettings
+from streams.clickhouse.client import connect, parse_url
 from streams.clickhouse.cluster import DISTRIBUTED_TABLES, ClusterRenderError, render
 from streams.clickhouse.migrations import apply_migrations, ddl_dir, load_migrations
+from tests.integration.chdb import fresh_chdb_url
 
 
 @dataclass
@@ -42,13 +43,13 @@ class RecordingClient:
 
 @pytest.fixture(scope="module")
 def parser() -> Any:
-    return chdb_session.Session()
+    """A client of the test process's embedded chDB (chDB's parser is the server's)."""
+    return connect(parse_url(fresh_chdb_url(), "groundwatch"))
 
 
 def parsed(parser: Any, sql: str) -> str:
     """chDB's normalised text of ``sql`` (a syntax error raises)."""
-    escaped = sql.replace("\\", "\\\\").replace("'", "\\'")
-    return str(parser.query(f"SELECT formatQuery('{escaped}')", "TSVRaw")).strip().replace("\\n", "\n")
+    return str(parser.query("SELECT formatQuery({sql:String})", parameters={"sql": sql}).result_rows[0][0])
 
 
 def sent(cluster: str | None, distributed: bool = False) -> list[str]:
