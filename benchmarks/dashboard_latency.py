@@ -192,6 +192,8 @@ def windows(d: dict[str, np.ndarray], end_ms: int, days: int) -> dict[str, Any]:
         "first_ms": first_ms,
         "inverse": inverse,
         "count": refusal_known,
+        "judged": refusal_known,  # every generated interaction was judged (no sampling)
+        "skipped": np.zeros_like(refusal_known),
         "mean_context_entailment": ctx_mean,
         "mean_ground_truth_entails_answer": gt_ans_mean,
         "mean_answer_entails_ground_truth": ans_gt_mean,
@@ -262,6 +264,9 @@ def check_windows(d: dict[str, np.ndarray], win: dict[str, Any], sample: int = 2
         ref = s.result(window_start=dummy, window_end=dummy, app="", model="").model_dump()
         for col, value in ref.items():
             if col in ("window_start", "window_end", "app", "model"):
+                continue
+            if col == "skipped_by_reason":
+                assert value == {}, (col, k, value)
                 continue
             ours = win[col][k]
             ours = ours.tolist() if col == "judge_latency_histogram" else ours
@@ -488,6 +493,9 @@ def window_columns(win: dict[str, Any], rows: np.ndarray, recomputed: bool = Fal
     }
     for col in WINDOW_COLUMNS:
         if col in out or col in ("computed_at", "version"):
+            continue
+        if col == "skipped_by_reason":
+            out[col] = [{} for _ in range(len(rows))]
             continue
         values = win[col][rows]
         if col == "judge_latency_histogram":

@@ -104,6 +104,15 @@ def _limits(info: ValidationInfo) -> Limits:
     return _given_limits(info) or Limits()
 
 
+def _received_at(info: ValidationInfo) -> datetime | None:
+    """The time a message without a timestamp gets (``context["received_at"]``): the Kafka record's
+    timestamp, the same for every redelivery of that record, so a redelivered interaction keeps its time
+    and with it its row (the time is part of the tables' key, migration 011); None: the wall clock."""
+    ctx = info.context or {}
+    received = ctx.get("received_at") if isinstance(ctx, dict) else None
+    return received if isinstance(received, datetime) else None
+
+
 def _now(info: ValidationInfo) -> datetime | None:
     """The wall clock event time is checked against (``context["now"]``); None: not checked here."""
     ctx = info.context or {}
@@ -227,10 +236,13 @@ class Interaction(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _normalise(cls, data: Any) -> Any:
+    def _normalise(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        received = _received_at(info)
+        if received is not None and data.get("timestamp") is None:
+            data["timestamp"] = received
         if "interaction_id" not in data and "id" in data:
             data["interaction_id"] = data.pop("id")
         if isinstance(data.get("interaction_id"), int):

@@ -738,6 +738,28 @@ class ClickHouseSettings(BaseModel):
             'rejects; that row goes to deadletter (stage "sink") and the rest are written'
         ),
     )
+    cluster: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description=(
+            "a ClickHouse cluster name (remote_servers): migrations run ON CLUSTER with Replicated engines "
+            "(macros {shard}, {replica}); None: one server, or ClickHouse Cloud (SharedMergeTree: no "
+            "cluster needed)"
+        ),
+    )
+    distributed: bool = Field(
+        False,
+        description=(
+            "with cluster: also keep a Distributed table <table>_all per table, to read every shard from "
+            "one place; the worker writes and reads its node's tables"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _distributed_needs_cluster(self) -> ClickHouseSettings:
+        if self.distributed and self.cluster is None:
+            raise ValueError("distributed needs a cluster (set clickhouse.cluster)")
+        return self
 
 
 class WindowSettings(BaseModel):

@@ -117,14 +117,19 @@ def _guess_id(data: Any, max_chars: int = 256) -> str | None:
 
 
 def decode(
-    raw: bytes | str | None, model: type[M], limits: Limits | None = None, now: datetime | None = None
+    raw: bytes | str | None,
+    model: type[M],
+    limits: Limits | None = None,
+    now: datetime | None = None,
+    received_at: datetime | None = None,
 ) -> M:
     """Parse and validate one message; raise InvalidMessage naming the field and the reason.
 
     Nothing else escapes: invalid UTF-8, JSON nested deeper than ``limits.max_json_depth`` (checked
     before parsing, without recursion), NaN, numbers Python refuses, RecursionError and MemoryError all
     become InvalidMessage. A model that ``checks_event_time`` (Interaction, the model messages enter by)
-    gets the wall clock ``now`` (default: the system clock) to check its timestamp against."""
+    gets the wall clock ``now`` (default: the system clock) to check its timestamp against, and
+    ``received_at`` (the Kafka record's timestamp) as the timestamp of a message that carries none."""
     if raw is None:
         raise InvalidMessage("empty message (no value)")
     limits = limits or Limits()
@@ -135,6 +140,8 @@ def decode(
     context: dict[str, Any] = {"limits": limits}
     if getattr(model, "checks_event_time", False):
         context["now"] = now or datetime.now(UTC)
+        if received_at is not None:
+            context["received_at"] = received_at
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:

@@ -17,7 +17,7 @@ from schemas.settings import DimensionSettings, variable_name
 from streams.alerts.lifecycle import Rule
 from streams.alerts.stats import Obs
 from streams.clickhouse.slices import dimension_sql, metric_sql
-from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore, in_time_range
+from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 
 
 def check_group_by(rules: AlertRules, dimensions: DimensionSettings) -> None:
@@ -43,7 +43,7 @@ def observations_sql(db: str, rule: Rule) -> str:
     return (
         "SELECT intDiv(toUnixTimestamp(timestamp), {size:UInt32}) * {size:UInt32} AS w, "
         f"[{values}] AS slice, {num} AS total, {den} AS n "
-        f"FROM {db}.evaluations FINAL WHERE {in_time_range(db, WINDOW_ROWS)} GROUP BY w, slice"
+        f"FROM {db}.evaluations FINAL WHERE {WINDOW_ROWS} GROUP BY w, slice"
     )
 
 

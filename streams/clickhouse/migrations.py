@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.clickhouse.client import check_identifier
+from streams.clickhouse.cluster import distributed_tables, render
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +81,28 @@ def load_migrations(directory: Path, database: str) -> list[Migration]:
     return out
 
 
-def apply_migrations(client: Any, database: str, ttl_days: int, directory: Path | None = None) -> list[int]:
-    """Create the database, apply new migrations in order, set the TTLs; return the versions applied."""
+def apply_migrations(
+    client: Any,
+    database: str,
+    ttl_days: int,
+    directory: Path | None = None,
+    cluster: str | None = None,
+    distributed: bool = False,
+) -> list[int]:
+    """Create the database, apply new migrations in order, set the TTLs; return the versions applied.
+
+    With a ``cluster`` every statement is rendered for it (``streams.clickhouse.cluster``), and with
+    ``distributed`` the ``<table>_all`` Distributed tables are created again after the migrations."""
     db = check_identifier(database)
-    client.command(f"CREATE DATABASE IF NOT EXISTS {db}")
-    client.command(
+    days = int(ttl_days)
+    if days < 1:
+        raise ValueError("ttl_days must be >= 1")
+
+    def run(statement: str) -> None:
+        client.command(render(statement, cluster))
+
+    run(f"CREATE DATABASE IF NOT EXISTS {db}")
+    run(
         f"CREATE TABLE IF NOT EXISTS {db}.schema_migrations "
         "(version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
         "ENGINE = MergeTree ORDER BY version"
@@ -95,13 +113,15 @@ def apply_migrations(client: Any, database: str, ttl_days: int, directory: Path 
         if mig.version in done:
             continue
         for statement in mig.statements:
-            client.command(statement)
+            run(statement)
         client.insert(f"{db}.schema_migrations", [[mig.version, mig.name]], column_names=["version", "name"])
         applied.append(mig.version)
         log.info("applied ClickHouse migration %03d_%s", mig.version, mig.name)
-    days = int(ttl_days)
-    if days < 1:
-        raise ValueError("ttl_days must be >= 1")
     for table, column in TTL_COLUMNS.items():
-        client.command(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({days})")
+        run(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({days})")
+    if distributed:
+        if cluster is None:
+            raise ValueError("distributed tables need a cluster")
+        for statement in distributed_tables(db, cluster):
+            client.command(statement)
     return applied

@@ -41,13 +41,10 @@ def dimension_sql(param: str) -> str:
 
 
 def where(db: str) -> str:
-    """The current rows of a period, app, models and slice (``fdim`` = '' for none). The ids in range are
-    found without FINAL first (the timestamp index prunes), as streams.clickhouse.store.in_time_range
-    explains; the slice filter applies to each interaction's current row."""
-    return (
-        f"interaction_id IN (SELECT interaction_id FROM {db}.evaluations WHERE {RANGE}) AND {RANGE} "
-        f"AND ({{fdim:String}} = '' OR {dimension_sql('fdim')} = {{fvalue:String}})"
-    )
+    """The current rows of a period, app, models and slice (``fdim`` = '' for none): the table's sorting
+    key starts with app, model and time, so the range prunes; the slice filter applies to each
+    interaction's current row."""
+    return f"{RANGE} AND ({{fdim:String}} = '' OR {dimension_sql('fdim')} = {{fvalue:String}})"
 
 
 def metric_sql(metric: Metric) -> tuple[str, str]:

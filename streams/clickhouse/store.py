@@ -53,18 +53,6 @@ _ROW_FIELDS = list(EvalRow.model_fields)
 CHDB_PURGE_INTERVAL_S = 60.0
 
 
-def in_time_range(db: str, where: str) -> str:
-    """A WHERE clause for ``evaluations FINAL`` over a time range that reads only the interactions in it.
-
-    ``FINAL`` with a timestamp filter alone reads nearly the whole table: to stay exact, ClickHouse
-    widens the timestamp index's granules to every granule whose interaction_id range overlaps them,
-    and ids are random. Here the ids in range are found first without FINAL (the timestamp index prunes),
-    then FINAL merges only their rows (the primary key prunes), and the filter applies again to each
-    interaction's current version: one replayed with another timestamp leaves its old window.
-    ``where`` uses the parameters app, model, start and end."""
-    return f"interaction_id IN (SELECT interaction_id FROM {db}.evaluations WHERE {where}) AND {where}"
-
-
 @dataclass(frozen=True)
 class Claim:
     """A delivery claimed in the ledger (``claim_delivery``), as ``release_deliveries`` gives it up."""
@@ -87,6 +75,8 @@ DELIVERY_COLUMNS = [
     "status", "attempts", "error", "updated_at",
 ]  # fmt: skip
 
+#: the rows of one app and model in [start, end): the leading columns of the evaluations' sorting key
+#: (migration 011), so FINAL reads the granules of the range, not the table
 WINDOW_ROWS = (
     "app = {app:String} AND model = {model:String} "
     "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}"
@@ -112,7 +102,14 @@ class ClickHouseStore:
         target = parse_url(settings.url.get_secret_value(), settings.database)
         client = connect(target)
         if migrate:
-            apply_migrations(client, target.database, settings.ttl_days, ddl_dir(settings.migrations_dir))
+            apply_migrations(
+                client,
+                target.database,
+                settings.ttl_days,
+                ddl_dir(settings.migrations_dir),
+                cluster=settings.cluster,
+                distributed=settings.distributed,
+            )
         return cls(client, target, dimensions)
 
     @classmethod
@@ -211,7 +208,7 @@ class ClickHouseStore:
         """Deduplicated evaluation rows of one app/model with start <= timestamp < end."""
         cols = ", ".join(_ROW_FIELDS)
         rows = self.query_sync(
-            f"SELECT {cols} FROM {self.db}.evaluations FINAL WHERE {in_time_range(self.db, WINDOW_ROWS)}",
+            f"SELECT {cols} FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS}",
             {"app": app, "model": model, "start": utc(start), "end": utc(end)},
         )
         return [EvalRow.model_validate(r) for r in rows]

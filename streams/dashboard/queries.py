@@ -27,7 +27,7 @@ from schemas.latency import add_histograms, quantile
 from schemas.metrics import METRICS, MetricKind
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import ALERT_COLUMNS, utc
-from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore, in_time_range
+from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 from streams.dashboard.rollup import choose_rollup
 
 _TS = "DateTime64(3, 'UTC')"
@@ -179,7 +179,7 @@ class DashboardQueries:
         return out
 
     async def bucket(self, q: BucketQuery) -> BucketInteractions:
-        where = f"FROM {self.db}.evaluations FINAL WHERE {in_time_range(self.db, WINDOW_ROWS)}"
+        where = f"FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS}"
         params = {**self._range(q), "app": q.app, "model": q.model, "limit": q.limit}
         rows = await self.store.query(
             "SELECT interaction_id, timestamp, hallucination, context_entailment, "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -31,6 +32,17 @@ In = TypeVar("In", bound=BaseModel)
 def event_key(event: Any) -> str | None:
     key = getattr(event, "key", None)
     return key.decode("utf-8", "replace") if isinstance(key, bytes) else None
+
+
+def record_time(event: Any) -> datetime | None:
+    """The Kafka record's timestamp (seconds in faust), the same at every redelivery; None without one."""
+    seconds = getattr(getattr(event, "message", None), "timestamp", None)
+    if not isinstance(seconds, int | float) or seconds <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 class Processor(ABC, Generic[In]):
@@ -57,7 +69,9 @@ class Processor(ABC, Generic[In]):
     async def handle(self, event: Any) -> None:
         self.ctx.metrics.events_in.labels(self.stage).inc()
         try:
-            message: In = decode(event.value, self.input_model, self.ctx.settings.limits)  # type: ignore[assignment]
+            message: In = decode(  # type: ignore[assignment]
+                event.value, self.input_model, self.ctx.settings.limits, received_at=record_time(event)
+            )
         except InvalidMessage:
             if self.dead_letters_invalid:
                 raise

@@ -14,6 +14,7 @@ import json
 import signal
 import subprocess
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from groundwatch.local.stack import LocalStack
@@ -33,13 +34,17 @@ HANG_S = SHUTDOWN_TIMEOUT_S + 45
 
 
 def interactions(n: int, tag: str) -> list[str]:
-    """``n`` sample interactions with ids of their own (``<id>-<tag>``)."""
+    """``n`` sample interactions with ids of their own (``<id>-<tag>``), each with its event time as its
+    producer made it: sending one again sends the same time (one sent again with another time is
+    another event: the time is in the tables' key)."""
     base = [json.loads(x) for x in SAMPLE.read_text().splitlines() if x.strip()]
+    made = datetime.now(UTC)
     out = []
     for i in range(n):
         record = dict(base[i % len(base)])
         record["id"] = f"{record.get('id') or record.get('interaction_id')}-{tag}{i}"
         record.pop("interaction_id", None)
+        record["timestamp"] = (made + timedelta(milliseconds=i)).isoformat()
         out.append(json.dumps(record))
     return out
 

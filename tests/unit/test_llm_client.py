@@ -311,4 +311,3 @@ async def test_latency_excludes_backoff(fake_openai: FakeOpenAIServer, prompts: 
     assert 0.1 <= first <= 0.2 and 0.2 <= second <= 0.4
     assert call.latency_ms == 0.0
     assert call.wall_ms == pytest.approx((first + second) * 1000.0)
-

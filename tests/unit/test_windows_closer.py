@@ -15,7 +15,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import TumblingWindows
 from tests.integration.chdb import fresh_chdb_url
-from tests.unit.test_clickhouse_store import evaluation
+from tests.unit.test_clickhouse_store import NOW, evaluation
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -91,7 +91,12 @@ async def test_alert_engine_pools_last_k_windows_and_fires_once(store: ClickHous
     await engine.aclose()
 
 
-async def test_a_replay_that_moves_a_row_to_another_window_recomputes_both(store: ClickHouseStore) -> None:
+async def test_a_resend_later_that_day_moves_its_row_to_another_window_and_recomputes_both(
+    store: ClickHouseStore,
+) -> None:
+    """The event day is part of the key (migration 011): the same interaction sent again later that day
+    (a replay stamps records that carry no timestamp) replaces its row, which moves to its new window;
+    both windows are recomputed and it is counted once across them."""
     from streams.clickhouse.sink import EvaluationSink
 
     closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store)
@@ -99,8 +104,8 @@ async def test_a_replay_that_moves_a_row_to_another_window_recomputes_both(store
     await sink.add(at("x", 1, 0.9))  # type: ignore[arg-type]
     await sink.flush()
     assert [w.count for w in await closer.close_due(final=True)] == [1]
-    # the same interaction replayed with a new timestamp (replay stamps records that carry none)
-    await sink.add(at("x", 25, 0.9))  # type: ignore[arg-type]
+    resent = at("x", 25, 0.9).model_copy(update={"evaluated_at": NOW + timedelta(hours=1)})  # type: ignore[attr-defined]
+    await sink.add(resent)
     await sink.flush()
     closed = {w.window_start: w.count for w in await closer.close_due(final=True)}
     assert closed == {T0: 0, T0 + timedelta(seconds=20): 1}
