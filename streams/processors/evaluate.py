@@ -16,6 +16,7 @@ from typing import Any
 from pipeline.metrics.relevance import relevance_question
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
+from streams.privacy import letter_payload
 from streams.processors.base import Processor
 from streams.sampling import skip_unsampled
 
@@ -57,16 +58,22 @@ class EvaluateProcessor(Processor[Interaction]):
     def source_topic(self) -> str:
         return self.ctx.names.interactions
 
+    def letter_payload(self, event: Any, exc: Exception) -> bytes | str:
+        return letter_payload(self.resources.privacy, event.value, exc, self.ctx.settings.limits)
+
     async def process(self, message: Interaction) -> None:
+        privacy = self.resources.privacy
+        message = privacy.for_storage(message)  # privacy.mode all: masked before any row is built
         if await skip_unsampled(self.ctx, self.resources.sampler, message):
             return  # not judged (sampling rules or the judge budget): stored with its skip reason
+        judged = privacy.for_judge(message)  # privacy.mode judge: what the judge sees
         evaluator = self.resources.evaluator
         scorer = self.resources.relevance
         if scorer is None:
-            evaluation = await evaluator.evaluate(message)
+            evaluation = await evaluator.evaluate(judged.interaction, judged.originals)
         else:
             evaluation, (value, seconds, failed) = await asyncio.gather(
-                evaluator.evaluate(message), score_relevance(scorer, message)
+                evaluator.evaluate(judged.interaction, judged.originals), score_relevance(scorer, message)
             )
             evaluation = with_relevance(evaluation, value, seconds, failed)
         await self.ctx.send(self.ctx.names.evaluations, message.interaction_id, evaluation)

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from pipeline.privacy.mask import PrivacyGuard
 from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
+from schemas.settings import PrivacySettings
 from schemas.results import Converted
 from streams.context import StreamContext, new_context
 from streams.processors.base import Processor
@@ -107,6 +109,7 @@ def resources() -> Any:
         evaluator=evaluator,
         relevance=None,
         sampler=Sampler.from_files(None, 1.0),  # every interaction judged
+        privacy=PrivacyGuard(PrivacySettings()),  # privacy.mode off
     )
 
 
