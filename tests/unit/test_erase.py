@@ -26,7 +26,9 @@ from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 11, 1, 10, tzinfo=UTC)
 TOKEN = "<EMAIL_3f9a0c2d1b7e>"
-LABEL_COLUMNS = ["interaction_id", "kind", "reviewer", "value", "source", "labeled_at", "statements", "version"]
+LABEL_COLUMNS = [
+    "interaction_id", "kind", "reviewer", "value", "source", "labeled_at", "statements", "version"
+]  # fmt: skip
 
 
 def evaluation(iid: str, conversation: str, answer: str) -> Evaluation:
@@ -52,7 +54,7 @@ def evaluation(iid: str, conversation: str, answer: str) -> Evaluation:
 
 
 def fill(store: ClickHouseStore) -> None:
-    """Two interactions of conversation c-erase, one of c-keep; a dead letter and a label of each; a window."""
+    """Two interactions of conversation c-erase, one of c-keep; dead letters, labels and a window."""
     store.insert_evaluations_sync(
         [
             evaluation("e-1", "c-erase", f"Write to {TOKEN}."),
@@ -64,7 +66,8 @@ def fill(store: ClickHouseStore) -> None:
         DeadLetter(stage="nli", error_type="JudgeError", error="x", interaction_id=iid, payload="{}")
         for iid in ("e-2", "k-1")
     ]
-    asyncio.run(store.insert_dead_letter_rows([dead_letter_row(d.model_dump_json().encode()) for d in letters]))
+    rows = [dead_letter_row(d.model_dump_json().encode()) for d in letters]
+    asyncio.run(store.insert_dead_letter_rows(rows))
     store.insert_rows_sync(
         "labels",
         [[iid, "grounded", "ann", 1, "reviewer", T0, "[]", 1] for iid in ("e-1", "k-1")],
@@ -83,7 +86,8 @@ def fill(store: ClickHouseStore) -> None:
 def rows_of(store: ClickHouseStore, ids: list[str]) -> dict[str, int]:
     out = {}
     for table in interaction_tables(store):
-        sql = f"SELECT count() AS n FROM {store.db}.{table} WHERE has({{ids:Array(String)}}, ifNull(interaction_id, ''))"
+        where = "has({ids:Array(String)}, ifNull(interaction_id, ''))"
+        sql = f"SELECT count() AS n FROM {store.db}.{table} WHERE {where}"
         out[table] = int(store.query_sync(sql, {"ids": ids})[0]["n"])
     return out
 
@@ -93,7 +97,8 @@ def erase_scenario(store: ClickHouseStore) -> None:
     tables = interaction_tables(store)
     assert {"evaluations", "evaluation_statements", "dead_letters", "labels"} <= set(tables)
     assert "evaluation_statements_current" not in tables  # a view: its rows go with its tables
-    assert all(rows_of(store, ["e-1", "e-2", "k-1"])[t] > 0 for t in ("evaluations", "labels", "dead_letters"))
+    before = rows_of(store, ["e-1", "e-2", "k-1"])
+    assert all(before[t] > 0 for t in ("evaluations", "labels", "dead_letters"))
 
     done = erase(store, "conversation", "c-erase", T0)
     assert done.interaction_ids == ["e-1", "e-2"]
