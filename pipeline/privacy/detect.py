@@ -8,7 +8,9 @@ engine's spaCy pass costs more than all the patterns together and the patterns d
 lost is the context boost: "phone" or "SSN" near a weak match does not raise its score). The phone
 recogniser parses for eight regions in turn, the most expensive step by far, so it only sees the
 stretches of a text with at least seven digits (``PHONE_CANDIDATE``), with some text either side, that
-another recogniser has not already claimed (a card number, an IBAN).
+another recogniser has not already claimed (a card number, an IBAN). The URL, IP and SSN recognisers
+only run on a text their cheap gate (``GATES``) lets through. Mastercard's 2-series numbers, which
+Presidio's card patterns miss, are one more pattern of its card recogniser (Luhn-checked).
 
 Names and locations need a spaCy model with a named-entity recogniser, named by ``privacy.spacy_model``,
 which must already be installed: it is loaded from the environment, never downloaded, and runs through
@@ -32,6 +34,15 @@ INSTALL_HINT = "install the extra: pip install 'groundwatch[privacy]'"
 PHONE_CANDIDATE = re.compile(r"[+(]?\d(?:[\d\s().\-/]{0,3}\d){6,}")
 #: characters of text kept either side of a phone candidate (the parser looks at what surrounds it)
 PHONE_MARGIN = 8
+#: a recogniser runs on a text only when its gate matches: each gate matches wherever one of Presidio's
+#: patterns for that entity could (a superset), so a text it skips has nothing that recogniser finds
+GATES: dict[str, re.Pattern[str]] = {
+    "URL": re.compile(r"[A-Za-z0-9-]\.[A-Za-z]{2}"),
+    "IP_ADDRESS": re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}|[0-9A-Fa-f]{0,4}::?[0-9A-Fa-f]{0,4}:"),
+    "US_SSN": re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}|\d{5}-\d{4}|\d{3}-\d{6}"),
+}
+#: Mastercard's 2-series (2221-2720), which Presidio's card patterns leave out; Luhn-checked like the rest
+MASTERCARD_2_SERIES = r"\b2(?:2[2-9]\d|[3-6]\d{2}|7[01]\d|720)[- ]?\d{4}[- ]?\d{4}[- ]?\d{4}\b"
 
 
 @dataclass(frozen=True, order=True)
@@ -97,9 +108,10 @@ class PresidioDetector:
         except ImportError:
             raise DependencyMissing(f"privacy.mode needs Presidio: {INSTALL_HINT}") from None
         _offline_tldextract()
+        cards = [*CreditCardRecognizer.PATTERNS, Pattern("Mastercard 2-series", MASTERCARD_2_SERIES, 0.3)]
         predefined: dict[str, Any] = {
             "EMAIL_ADDRESS": EmailRecognizer,
-            "CREDIT_CARD": CreditCardRecognizer,
+            "CREDIT_CARD": lambda: CreditCardRecognizer(patterns=cards),
             "IBAN_CODE": IbanRecognizer,
             "IP_ADDRESS": IpRecognizer,
             "US_SSN": UsSsnRecognizer,
@@ -132,12 +144,18 @@ class PresidioDetector:
                 out.append(Span(start + r.start, start + r.end, r.entity_type, float(r.score)))
         return out
 
+    @staticmethod
+    def _gate_open(recognizer: Any, text: str) -> bool:
+        gate = GATES.get(recognizer.supported_entities[0])
+        return gate is None or gate.search(text) is not None
+
     def detect(self, text: str) -> list[Span]:
         if not text:
             return []
         found = [
             Span(r.start, r.end, r.entity_type, float(r.score))
             for recognizer in self.recognizers
+            if self._gate_open(recognizer, text)
             for r in recognizer.analyze(text, recognizer.supported_entities, None)
         ]
         if self.phone is not None:
