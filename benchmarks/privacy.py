@@ -166,7 +166,14 @@ def plant(
         phrase = rng.choice(CARRIERS[kind]).format(value)
         text = new[index]
         inside = [(text.find(v), text.find(v) + len(v)) for i, _, v in planted if i == index]
-        spaces = [p for p, ch in enumerate(text) if ch == " " and not any(a <= p < b for a, b in inside)]
+        spaces = [
+            p
+            for p, ch in enumerate(text)
+            if ch == " "
+            and not any(a <= p < b for a, b in inside)
+            and not text[p - 1 : p].isdigit()  # in prose, not glued to a number: "4.0)", "1881 and"
+            and not text[p + 1 : p + 2].isdigit()
+        ]
         at = rng.choice(spaces or [len(text)])  # never inside a value planted before
         new[index] = f"{text[:at]} {phrase}{text[at:]}"
         planted.append((index, kind, value))

@@ -58,10 +58,10 @@ class PrivacyError(StageError):
 
 
 def choose(spans: Sequence[Span]) -> list[Span]:
-    """Non-overlapping spans, the longest first (then the most confident): an e-mail address wins over
-    the URL-looking part inside it."""
+    """Non-overlapping spans, the most confident first (then the longest): an e-mail address (1.0) wins
+    over the URL-looking part inside it (0.5), an SSN (0.5) over a phone number (0.4) reaching past it."""
     kept: list[Span] = []
-    for span in sorted(spans, key=lambda s: (-(s.end - s.start), -s.score, s.start)):
+    for span in sorted(spans, key=lambda s: (-s.score, -(s.end - s.start), s.start)):
         if all(span.end <= k.start or span.start >= k.end for k in kept):
             kept.append(span)
     return sorted(kept)
