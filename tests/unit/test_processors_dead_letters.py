@@ -16,8 +16,8 @@ from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
-from schemas.settings import PrivacySettings
 from schemas.results import Converted
+from schemas.settings import PrivacySettings
 from streams.context import StreamContext, new_context
 from streams.processors.base import Processor
 from streams.processors.convert import ConvertProcessor
