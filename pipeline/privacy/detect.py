@@ -9,8 +9,10 @@ lost is the context boost: "phone" or "SSN" near a weak match does not raise its
 recogniser parses for eight regions in turn, the most expensive step by far, so it only sees the
 stretches of a text with at least seven digits (``PHONE_CANDIDATE``), with some text either side, that
 another recogniser has not already claimed (a card number, an IBAN). The URL, IP and SSN recognisers
-only run on a text their cheap gate (``GATES``) lets through. Mastercard's 2-series numbers, which
-Presidio's card patterns miss, are one more pattern of its card recogniser (Luhn-checked).
+only run on a text their cheap gate (``GATES``) lets through; a URL finding that is two sentences glued
+together ("Spain.Club") is dropped, and so is the punctuation a URL finding ends with. Mastercard's
+2-series numbers, which Presidio's card patterns miss, are one more pattern of its card recogniser
+(Luhn-checked).
 
 Names and locations need a spaCy model with a named-entity recogniser, named by ``privacy.spacy_model``,
 which must already be installed: it is loaded from the environment, never downloaded, and runs through
@@ -53,6 +55,14 @@ class Span:
     end: int
     entity: str
     score: float
+
+
+def glued_sentences(value: str) -> bool:
+    """A URL finding without a scheme, ``www.`` or a path whose last part starts with a capital is two
+    sentences glued together ("Spain.Club", as scraped passages have them), not an address."""
+    if "://" in value or "/" in value or value.lower().startswith("www."):
+        return False
+    return value.rsplit(".", 1)[-1][:1].isupper()
 
 
 class Detector(Protocol):
@@ -165,4 +175,14 @@ class PresidioDetector:
                 Span(r.start, r.end, r.entity_type, float(r.score))
                 for r in self.ner.analyze(text, language="en", entities=self.ner_entities)
             ]
-        return [s for s in found if s.score >= self.min_score]
+        out = []
+        for s in found:
+            if s.score < self.min_score:
+                continue
+            if s.entity == "URL":
+                end = len(text[s.start : s.end].rstrip(".,;:!?)"))  # the sentence's stop is not the address's
+                s = Span(s.start, s.start + end, s.entity, s.score)
+                if not end or glued_sentences(text[s.start : s.end]):
+                    continue
+            out.append(s)
+        return out

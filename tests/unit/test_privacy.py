@@ -250,3 +250,11 @@ def test_no_request_to_the_judge_holds_a_planted_value(
         assert sorted(holds_planted(stored)) == sorted(PLANTED.values())  # the originals are kept
     else:
         assert not holds_planted(stored)
+
+
+def test_sentences_glued_together_are_not_urls(detector: PresidioDetector) -> None:
+    text = "He played in Spain.Club Deportivo Toledo is based there; see www.toledo-club.es or acme.com/x."
+    masked = Masker(detector).mask(Interaction(interaction_id="x", question=text, answer="ok"))
+    assert masked.interaction.question == (
+        "He played in Spain.Club Deportivo Toledo is based there; see <URL_1> or <URL_2>."
+    )
