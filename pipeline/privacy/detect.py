@@ -8,11 +8,11 @@ engine's spaCy pass costs more than all the patterns together and the patterns d
 lost is the context boost: "phone" or "SSN" near a weak match does not raise its score). The phone
 recogniser parses for eight regions in turn, the most expensive step by far, so it only sees the
 stretches of a text with at least seven digits (``PHONE_CANDIDATE``), with some text either side, that
-another recogniser has not already claimed (a card number, an IBAN). The URL, IP and SSN recognisers
-only run on a text their cheap gate (``GATES``) lets through; a URL finding that is two sentences glued
-together ("Spain.Club") is dropped, and so is the punctuation a URL finding ends with. Mastercard's
-2-series numbers, which Presidio's card patterns miss, are one more pattern of its card recogniser
-(Luhn-checked).
+another recogniser has not already claimed (a card number, an IBAN). The other recognisers only run
+on a text their cheap gate (``GATES``: an ``@``, four digits and three more...) lets through. A URL
+finding that is two sentences glued together ("Spain.Club") is dropped, and so is the punctuation a URL
+finding ends with. Mastercard's 2-series numbers, which Presidio's card patterns miss, are one more
+pattern of its card recogniser (Luhn-checked).
 
 Names and locations need a spaCy model with a named-entity recogniser, named by ``privacy.spacy_model``,
 which must already be installed: it is loaded from the environment, never downloaded, and runs through
@@ -39,6 +39,9 @@ PHONE_MARGIN = 8
 #: a recogniser runs on a text only when its gate matches: each gate matches wherever one of Presidio's
 #: patterns for that entity could (a superset), so a text it skips has nothing that recogniser finds
 GATES: dict[str, re.Pattern[str]] = {
+    "EMAIL_ADDRESS": re.compile(r"@"),
+    "CREDIT_CARD": re.compile(r"\d{4}[- ]?\d{3}"),
+    "IBAN_CODE": re.compile(r"[A-Za-z]{2}\d{2}"),
     "URL": re.compile(r"[A-Za-z0-9-]\.[A-Za-z]{2}"),
     "IP_ADDRESS": re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}|[0-9A-Fa-f]{0,4}::?[0-9A-Fa-f]{0,4}:"),
     "US_SSN": re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}|\d{5}-\d{4}|\d{3}-\d{6}"),
