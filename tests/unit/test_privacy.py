@@ -258,3 +258,22 @@ def test_sentences_glued_together_are_not_urls(detector: PresidioDetector) -> No
     assert masked.interaction.question == (
         "He played in Spain.Club Deportivo Toledo is based there; see <URL_1> or <URL_2>."
     )
+
+
+async def test_the_staged_join_puts_the_values_back(detector: PresidioDetector) -> None:
+    """Mode judge, staged topology: the convert stage's Converted carries the masked interaction and the
+    values; the join's assemble restores the interaction and the statements."""
+    from pipeline.assemble import assemble
+    from pipeline.convert import convert
+    from pipeline.nli import run_nli
+
+    original = planted_interaction()
+    judged = PrivacyGuard(PrivacySettings(mode="judge"), Masker(detector)).for_judge(original)
+    settings = make_settings(judge={"kind": "lexical"})
+    converted = await convert(judged.interaction, LexicalJudge(), settings, judged.originals)
+    assert not holds_planted(converted.model_dump_json(exclude={"originals"}))  # what the judge reads
+    converted = type(converted).model_validate_json(converted.model_dump_json())  # over Kafka
+    nli = await run_nli(converted, LexicalJudge(), settings)
+    evaluation = assemble(converted, nli, None, settings)
+    assert evaluation.interaction == original
+    assert PLANTED["EMAIL"] in " ".join(h.hypothesis for p in evaluation.pairs for h in p.hypotheses)
