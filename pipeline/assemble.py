@@ -14,6 +14,8 @@
   have ``attempts=0``, see ``pipeline.refusal``); tokens, cost and latency are summed over all records.
 - ``complete`` is False when a stage result is missing (``nli``; ``refusal`` in the "separate" mode)
   or ``missing`` names parts; ``missing`` lists them (``"nli"``, ``"refusal"`` and those given).
+- Privacy: the values behind a masked interaction's placeholders (``Converted.originals``, mode
+  ``judge``) are put back in the interaction and the statements (``pipeline.privacy.mask``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterable, Mapping
 
 from pipeline.judges.identity import judge_model, prompt_version
 from pipeline.metrics.grounded import grounded_precision, unsupported_claims
+from pipeline.privacy.mask import restore_evaluation
 from schemas.evaluation import Evaluation
 from schemas.results import Converted, JudgeCall, NliResult, PairName, PairResult, RefusalResult
 from schemas.settings import Settings
@@ -114,7 +117,7 @@ def assemble(
     calls, stage_seconds = _calls_and_seconds(converted, nli, refusal, extra_seconds)
 
     scored = context_pair if context_pair is not None and context_pair.score is not None else None
-    return Evaluation(
+    evaluation = Evaluation(
         interaction_id=interaction.interaction_id,
         timestamp=interaction.timestamp,
         app=interaction.app,
@@ -145,3 +148,4 @@ def assemble(
         labels=interaction.labels,
         interaction=interaction,
     )
+    return restore_evaluation(evaluation, converted.originals)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pipeline.judges.base import Judge
 from pipeline.sentences import split_sentences
@@ -103,8 +103,12 @@ async def replace_pronouns(
     return out, calls
 
 
-async def convert(interaction: Interaction, judge: Judge, settings: Settings) -> Converted:
-    """Split the interaction's texts into sentences and replace pronouns (see the module docstring)."""
+async def convert(
+    interaction: Interaction, judge: Judge, settings: Settings, originals: Mapping[str, str] | None = None
+) -> Converted:
+    """Split the interaction's texts into sentences and replace pronouns (see the module docstring).
+    ``originals``: the values behind the placeholders of a masked interaction (``privacy.mode`` judge),
+    carried to ``assemble``, which puts them back."""
     started = time.perf_counter()
     question = split_sentences(interaction.question, settings.split)
     answer = split_sentences(interaction.answer, settings.split)
@@ -139,4 +143,5 @@ async def convert(interaction: Interaction, judge: Judge, settings: Settings) ->
         refusal_texts=refusal_texts,
         calls=calls,
         seconds=time.perf_counter() - started,
+        originals=dict(originals or {}),
     )

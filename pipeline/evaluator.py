@@ -12,6 +12,7 @@ exception (``pipeline.metrics.relevance.score_relevance``): its failure leaves i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from pipeline.assemble import assemble
 from pipeline.convert import convert
@@ -38,9 +39,9 @@ class Evaluator:
         # batched NLI: cases of concurrent interactions share prompts (pipeline.nli_grouping)
         self.nli_judge = nli_judge(judge, settings)
 
-    async def _convert(self, interaction: Interaction) -> Converted:
+    async def _convert(self, interaction: Interaction, originals: Mapping[str, str] | None) -> Converted:
         try:
-            return await convert(interaction, self.judge, self.settings)
+            return await convert(interaction, self.judge, self.settings, originals)
         except Exception as exc:
             raise StageError("convert", str(exc) or repr(exc)) from exc
 
@@ -63,8 +64,12 @@ class Evaluator:
             return None
         return await score_relevance(self.relevance_scorer, interaction)
 
-    async def evaluate(self, interaction: Interaction) -> Evaluation:
-        converted = await self._convert(interaction)
+    async def evaluate(
+        self, interaction: Interaction, originals: Mapping[str, str] | None = None
+    ) -> Evaluation:
+        """``originals``: the values behind a masked interaction's placeholders (``privacy.mode``
+        judge), put back in the Evaluation."""
+        converted = await self._convert(interaction, originals)
         try:
             # a TaskGroup: when one stage fails, the others are cancelled instead of spending judge calls
             async with asyncio.TaskGroup() as group:

@@ -22,6 +22,7 @@ Stage = Literal[
     "evaluate",
     "otlp",
     "labels",
+    "privacy",
 ]
 
 #: the score a verdict contributes to its hypothesis (a hypothesis scores the mean over its statements)
@@ -95,6 +96,9 @@ class Converted(BaseModel):
     )
     calls: list[JudgeCall] = Field(default_factory=list)
     seconds: float = 0.0
+    # privacy.mode "judge": placeholder -> the value it replaced in ``interaction``, put back before the
+    # evaluation is stored (pipeline.privacy.mask.restore_evaluation)
+    originals: dict[str, str] = Field(default_factory=dict)
 
 
 class NliResult(BaseModel):

@@ -22,6 +22,7 @@ from pipeline.judges.base import Judge
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
+from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
 from schemas.evaluation import Evaluation
@@ -49,6 +50,7 @@ class Resources(Service):
         self.clock: Clock = clock or SystemClock()  # windows, alerts, the sink and the join read time from it
         sampling = ctx.settings.sampling  # which interactions are judged; budgets read time from the clock
         self.sampler = Sampler.from_files(sampling.rules_file, sampling.default_rate, self.clock)
+        self.privacy = PrivacyGuard(ctx.settings.privacy)  # privacy.mode: what the judge and storage see
         self._stack = contextlib.AsyncExitStack()
         self._ready = asyncio.Event()
         self._finished = False

@@ -13,6 +13,9 @@ A bad line or a failed evaluation is listed in the report's
 ``errors`` with its line number and reason, never dropped silently. Other settings come from the
 ``GROUNDWATCH_*`` environment (``schemas.settings.Settings``).
 
+``privacy.mode`` (``GROUNDWATCH_PRIVACY__MODE``) masks personal data as the worker does: ``judge``, the
+judge sees placeholders and the Evaluations the originals; ``all``, both see placeholders.
+
 ``--sampling RULES`` judges only what the sampling rules pick (the others are written unjudged with their
 reason); ``--estimate FILE`` prints what judging FILE would take, calling no judge (groundwatch.estimate).
 """
@@ -37,6 +40,7 @@ from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
 from pipeline.metrics.relevance import RelevanceScorer
+from pipeline.privacy.mask import Masked, PrivacyGuard
 from pipeline.report import EvalReport, build_report
 from schemas.errors import ConfigError, StageError
 from schemas.evaluation import Evaluation
@@ -109,8 +113,10 @@ async def evaluate_all(
     concurrency: int,
     progress: tqdm | None = None,
     on_done: Callable[[Evaluation], None] | None = None,
+    privacy: PrivacyGuard | None = None,
 ) -> tuple[list[tuple[DatasetLine, Evaluation]], list[LineError]]:
     """Evaluate every line with at most ``concurrency`` in flight; failures become LineErrors.
+    ``privacy`` masks each interaction first (``privacy.mode``; a detector failure: stage privacy).
 
     ``on_done`` is called with each Evaluation as soon as it is finished (completion order).
     """
@@ -120,7 +126,9 @@ async def evaluate_all(
     async def one(index: int, line: DatasetLine) -> None:
         async with semaphore:
             try:
-                evaluation = await evaluator.evaluate(line.interaction)
+                stored = privacy.for_storage(line.interaction) if privacy else line.interaction
+                judged = privacy.for_judge(stored) if privacy else Masked(stored)
+                evaluation = await evaluator.evaluate(judged.interaction, judged.originals)
                 if line.interaction.labels is not None and evaluation.labels is None:
                     evaluation = evaluation.model_copy(update={"labels": line.interaction.labels})
                 results[index] = (line, evaluation)
@@ -142,6 +150,13 @@ async def evaluate_all(
     done = [r for r in results if isinstance(r, tuple)]
     failed = [r for r in results if isinstance(r, LineError)]
     return done, failed
+
+
+def masked_unjudged(privacy: PrivacyGuard, evaluation: Evaluation) -> Evaluation:
+    """An unjudged evaluation (sampled out) with its interaction as storage sees it."""
+    if evaluation.interaction is None:
+        return evaluation
+    return evaluation.model_copy(update={"interaction": privacy.for_storage(evaluation.interaction)})
 
 
 def _settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -175,6 +190,7 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
             partial.write(evaluation.model_dump_json() + "\n")
             partial.flush()
 
+        privacy = PrivacyGuard(settings.privacy)
         async with open_judge(settings) as judge:
             evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
             bar = tqdm(
@@ -184,9 +200,10 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 disable=args.quiet,
             )
             try:
+                skipped = [masked_unjudged(privacy, evaluation) for evaluation in skipped]
                 for evaluation in skipped:
                     write_one(evaluation)
-                rows, failures = await evaluate_all(to_judge, evaluator, concurrency, bar, write_one)
+                rows, failures = await evaluate_all(to_judge, evaluator, concurrency, bar, write_one, privacy)
             finally:
                 bar.close()
                 await evaluator.aclose()

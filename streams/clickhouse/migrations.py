@@ -1,6 +1,8 @@
 """Versioned DDL from deploy/clickhouse (NNN_name.sql), applied once each, recorded in schema_migrations.
 
-Retention is applied (or altered) at every start from the TTL setting: ``ALTER TABLE ... MODIFY TTL``
+Retention is applied (or altered) at every start from the TTL settings (``clickhouse.ttl_days`` for the
+tables with texts or one interaction's rows, ``clickhouse.aggregate_ttl_days`` for the rest, which hold
+no text and are kept longer): ``ALTER TABLE ... MODIFY TTL``
 takes no query parameters, so the day count (an int from validated settings) and the database name (a
 checked identifier) are the only values formatted into SQL text.
 """
@@ -32,7 +34,10 @@ TTL_COLUMNS: dict[str, str] = {
     # claimed_at, not updated_at: a claim row carries a 1970 updated_at until it is delivered
     "alert_deliveries": "claimed_at",
     "labels": "inserted_at",
+    "erasures": "erased_at",
 }
+#: the tables kept for ``aggregate_ttl_days``: no text, no row of one interaction
+AGGREGATE_TABLES = frozenset({"window_aggregates", "alerts", "alert_deliveries", "erasures"})
 
 
 def ddl_dir(configured: Path | None = None) -> Path:
@@ -88,15 +93,18 @@ def apply_migrations(
     directory: Path | None = None,
     cluster: str | None = None,
     distributed: bool = False,
+    aggregate_ttl_days: int | None = None,
 ) -> list[int]:
-    """Create the database, apply new migrations in order, set the TTLs; return the versions applied.
+    """Create the database, apply new migrations in order, set the TTLs (``aggregate_ttl_days`` for
+    ``AGGREGATE_TABLES``; None: ``ttl_days`` for every table); return the versions applied.
 
     With a ``cluster`` every statement is rendered for it (``streams.clickhouse.cluster``), and with
     ``distributed`` the ``<table>_all`` Distributed tables are created again after the migrations."""
     db = check_identifier(database)
     days = int(ttl_days)
-    if days < 1:
-        raise ValueError("ttl_days must be >= 1")
+    aggregate_days = int(aggregate_ttl_days if aggregate_ttl_days is not None else ttl_days)
+    if min(days, aggregate_days) < 1:
+        raise ValueError("ttl_days and aggregate_ttl_days must be >= 1")
 
     def run(statement: str) -> None:
         client.command(render(statement, cluster))
@@ -118,7 +126,8 @@ def apply_migrations(
         applied.append(mig.version)
         log.info("applied ClickHouse migration %03d_%s", mig.version, mig.name)
     for table, column in TTL_COLUMNS.items():
-        run(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({days})")
+        table_days = aggregate_days if table in AGGREGATE_TABLES else days
+        run(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({table_days})")
     if distributed:
         if cluster is None:
             raise ValueError("distributed tables need a cluster")

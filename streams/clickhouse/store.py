@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from pipeline.privacy.mask import without_texts
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
@@ -84,8 +85,16 @@ WINDOW_ROWS = (
 
 
 class ClickHouseStore:
-    def __init__(self, client: Any, target: Target, dimensions: DimensionSettings | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        target: Target,
+        dimensions: DimensionSettings | None = None,
+        store_payload: bool = True,
+    ) -> None:
         self.client = client
+        #: clickhouse.store_payload: false writes evaluations without their texts (privacy.mask.without_texts)
+        self.store_payload = store_payload
         self.target = target
         self.db = target.database
         self._lock = threading.Lock()
@@ -109,8 +118,9 @@ class ClickHouseStore:
                 ddl_dir(settings.migrations_dir),
                 cluster=settings.cluster,
                 distributed=settings.distributed,
+                aggregate_ttl_days=settings.aggregate_ttl_days,
             )
-        return cls(client, target, dimensions)
+        return cls(client, target, dimensions, settings.store_payload)
 
     @classmethod
     async def open(
@@ -139,7 +149,9 @@ class ClickHouseStore:
     def insert_evaluations_sync(self, evaluations: Sequence[Evaluation]) -> None:
         if not evaluations:
             return
-        dimensions = self.dimensions.rows(evaluations)
+        dimensions = self.dimensions.rows(evaluations)  # from the texts, before they may be left out
+        if not self.store_payload:
+            evaluations = [without_texts(e) for e in evaluations]
         self._locked(
             lambda: self.client.insert(
                 f"{self.db}.evaluations",
@@ -187,6 +199,13 @@ class ClickHouseStore:
             await self._run(
                 lambda: self.client.insert(f"{self.db}.dead_letters", data, column_names=DEAD_LETTER_COLUMNS)
             )
+
+    def insert_rows_sync(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
+        data = [list(r) for r in rows]
+        self._locked(lambda: self.client.insert(f"{self.db}.{table}", data, column_names=list(columns)))
+
+    def command_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
+        self._locked(lambda: self.client.command(sql, parameters=parameters))
 
     async def insert_alert(self, alert: Alert) -> None:
         row = alert_row(alert)

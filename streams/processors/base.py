@@ -82,11 +82,15 @@ class Processor(ABC, Generic[In]):
         await self.process(message)
         self.ctx.metrics.events_out.labels(self.stage).inc()
 
+    def letter_payload(self, event: Any, exc: Exception) -> bytes | str:
+        """What a dead letter of this event carries: the message as read."""
+        return event.value
+
     async def on_error(self, event: Any, exc: Exception) -> None:
         await self.ctx.dead_letter(
             exc,
             stage_of(exc, self.stage),
-            event.value,
+            self.letter_payload(event, exc),
             origin=Origin.of_event(event),
             source_topic=self.source_topic,
             interaction_id=event_key(event),

@@ -8,7 +8,10 @@ marks it missing (the row is written, incomplete), never dead-letters the intera
 
 from __future__ import annotations
 
+from typing import Any
+
 from schemas.interaction import Interaction
+from streams.privacy import letter_payload
 from streams.processors.base import Processor
 from streams.sampling import skip_unsampled
 
@@ -25,8 +28,14 @@ class EvaluateProcessor(Processor[Interaction]):
     def source_topic(self) -> str:
         return self.ctx.names.interactions
 
+    def letter_payload(self, event: Any, exc: Exception) -> bytes | str:
+        return letter_payload(self.resources.privacy, event.value, exc, self.ctx.settings.limits)
+
     async def process(self, message: Interaction) -> None:
+        privacy = self.resources.privacy
+        message = privacy.for_storage(message)  # privacy.mode all: masked before any row is built
         if await skip_unsampled(self.ctx, self.resources.sampler, message):
             return  # not judged (sampling rules or the judge budget): stored with its skip reason
-        evaluation = await self.resources.evaluator.evaluate(message)
+        judged = privacy.for_judge(message)  # privacy.mode judge: what the judge sees
+        evaluation = await self.resources.evaluator.evaluate(judged.interaction, judged.originals)
         await self.ctx.send(self.ctx.names.evaluations, message.interaction_id, evaluation)

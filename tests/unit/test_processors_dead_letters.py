@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
+from pipeline.privacy.mask import Masker, PrivacyGuard
 from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
 from schemas.results import Converted
+from schemas.settings import PrivacySettings
 from streams.context import StreamContext, new_context
 from streams.processors.base import Processor
 from streams.processors.convert import ConvertProcessor
@@ -107,6 +109,7 @@ def resources() -> Any:
         evaluator=evaluator,
         relevance=None,
         sampler=Sampler.from_files(None, 1.0),  # every interaction judged
+        privacy=PrivacyGuard(PrivacySettings()),  # privacy.mode off
     )
 
 
@@ -153,3 +156,47 @@ async def test_bad_input_and_judge_failures_are_dead_lettered(
     assert judged.interaction_id == "i1" and judged.original is not None
     assert Interaction.model_validate_json(judged.original) == INTERACTION  # replayable
     assert good.acked and bad.acked
+
+
+class BrokenDetector:
+    def detect(self, text: str) -> list[Any]:
+        raise RuntimeError("detector down")
+
+
+@pytest.mark.parametrize("kind", [ConvertProcessor, EvaluateProcessor])
+@pytest.mark.parametrize("mode", ["judge", "all"])
+async def test_a_failing_detector_dead_letters_under_stage_privacy(
+    kind: type[Processor[Any]], mode: str
+) -> None:
+    """Masking where interactions enter judging: a detector failure is never a judge call with the
+    texts unmasked; the interaction is dead-lettered (stage privacy) and can be replayed."""
+    ctx, dead = context()
+    res = resources()
+    res.privacy = PrivacyGuard(PrivacySettings(mode=mode), Masker(BrokenDetector()))  # type: ignore[arg-type]
+    processor = kind(ctx, res)
+    event = Event(INTERACTION.model_dump_json().encode())
+    await run(processor, [event])
+    letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
+    assert [(d.stage, d.interaction_id) for d in letters] == [("privacy", "i1")]
+    assert letters[0].original is not None and event.acked
+    assert not ctx.topics[ctx.names.converted].sent and not ctx.topics[ctx.names.evaluations].sent
+
+
+@pytest.mark.parametrize(
+    ("kind", "failed_stage"), [(ConvertProcessor, "convert"), (EvaluateProcessor, "refusal")]
+)
+async def test_in_mode_all_a_judge_failure_dead_letters_the_masked_interaction(
+    kind: type[Processor[Any]], failed_stage: str
+) -> None:
+    from pipeline.privacy.detect import PresidioDetector
+
+    ctx, dead = context()
+    res = resources()
+    res.privacy = PrivacyGuard(PrivacySettings(mode="all"), Masker(PresidioDetector(PrivacySettings())))
+    processor = kind(ctx, res)
+    planted = INTERACTION.model_copy(update={"answer": f"{INTERACTION.answer} Ask ann.lee@gmail.com."})
+    await run(processor, [Event(planted.model_dump_json().encode())])
+    letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
+    assert [d.stage for d in letters] == [failed_stage]
+    assert "ann.lee@gmail.com" not in dead.sent[0].decode()  # neither payload nor original holds it
+    assert letters[0].original is not None and "<EMAIL_1>" in letters[0].original

@@ -23,15 +23,13 @@ from tests.unit.test_clickhouse_store import NOW, T0, evaluation
 MIGRATION = 11
 
 
-def migrations_up_to(tmp_path: Path, last: int, extra: dict[str, str] | None = None) -> Path:
-    """deploy/clickhouse's migrations up to ``last`` (and ``extra`` files) in a directory of their own."""
+def migrations_up_to(tmp_path: Path, last: int) -> Path:
+    """deploy/clickhouse's migrations up to ``last`` in a directory of their own."""
     out = tmp_path / f"ddl_{last}"
     out.mkdir(parents=True)
     for path in sorted(ddl_dir().glob("*.sql")):
         if int(path.name[:3]) <= last:
             shutil.copy(path, out / path.name)
-    for name, text in (extra or {}).items():
-        (out / name).write_text(text)
     return out
 
 
@@ -126,17 +124,16 @@ async def test_migration_011_copies_every_row_and_every_column_earlier_migration
     tmp_path: Path,
 ) -> None:
     """Rows written before 011, in tables with a column another migration added, keep all their values."""
-    extra = {
-        "010_extra_column.sql": (
-            "ALTER TABLE ${database}.evaluations ADD COLUMN IF NOT EXISTS region LowCardinality(String) "
-            "DEFAULT '';\n"
-        )
-    }
     url = fresh_chdb_url()
     before = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=url, migrations_dir=migrations_up_to(tmp_path, 10, extra))
+        ClickHouseSettings(url=url, migrations_dir=migrations_up_to(tmp_path, MIGRATION - 1))
     )
     assert layout(before)["evaluations"] == ("", "interaction_id")
+    # a column no migration of this checkout knows (a later one, or a user's own), added before 011 runs
+    before.client.command(
+        f"ALTER TABLE {before.db}.evaluations ADD COLUMN IF NOT EXISTS region LowCardinality(String) "
+        "DEFAULT ''"
+    )
     await before.insert_evaluations([at(f"i{i}", i) for i in range(50)])  # type: ignore[misc]
     await before.insert_evaluations([at("i0", 0, evaluated=NOW + timedelta(seconds=5))])  # type: ignore[list-item]
     before.client.command(
@@ -148,7 +145,7 @@ async def test_migration_011_copies_every_row_and_every_column_earlier_migration
 
     target = parse_url(url, "groundwatch")
     applied = apply_migrations(
-        before.client, target.database, 90, migrations_up_to(tmp_path, MIGRATION, extra)
+        before.client, target.database, 90, migrations_up_to(tmp_path, MIGRATION)
     )
     assert applied == [MIGRATION]
     after = before
@@ -173,7 +170,7 @@ async def test_migration_011_run_again_after_a_stop_midway_loses_nothing(tmp_pat
     table (the statements are in the order that allows it)."""
     url = fresh_chdb_url()
     store = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=url, migrations_dir=migrations_up_to(tmp_path, 10))
+        ClickHouseSettings(url=url, migrations_dir=migrations_up_to(tmp_path, MIGRATION - 1))
     )
     await store.insert_evaluations([at(f"i{i}", i) for i in range(20)])  # type: ignore[misc]
     migrations = load_migrations(migrations_up_to(tmp_path, MIGRATION), store.db)

@@ -1,0 +1,1 @@
+"""Personal data in interactions: detection (``detect``), placeholders and their reversal (``mask``)."""

@@ -1,0 +1,95 @@
+"""Erasing one person's rows: an interaction, a conversation, or every interaction holding a keyed
+pseudonym (``privacy.pseudonym_key``), from every table that has an ``interaction_id`` column.
+
+The interactions are resolved first (a conversation's from ``evaluations``; a pseudonym's from the
+texts of ``evaluations``, ``evaluation_statements`` and ``labels``), then each table's rows of them
+are counted and removed with ClickHouse's lightweight ``DELETE`` (the rows vanish from every read at
+once; the parts are rewritten in the background). Window aggregates, alerts and deliveries hold no
+text and no interaction's rows: they are left as they are. Each erasure is recorded in ``erasures``:
+what was asked, which interactions, how many rows per table, when (ids only, never a text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from streams.clickhouse.store import ClickHouseStore
+
+EraseKind = Literal["interaction", "conversation", "pseudonym"]
+
+#: where a pseudonym may be written: table -> its text columns
+TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "evaluations": ("payload",),
+    "evaluation_statements": ("hypothesis", "statement", "reason"),
+    "labels": ("statements", "note"),
+}
+
+
+@dataclass(frozen=True)
+class Erasure:
+    kind: EraseKind
+    target: str
+    erased_at: datetime
+    interaction_ids: list[str]
+    rows: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+    @property
+    def erasure_id(self) -> str:
+        key = f"{self.kind}\x00{self.target}\x00{self.erased_at.isoformat()}"
+        return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def interaction_tables(store: ClickHouseStore) -> list[str]:
+    """Every table (not a view) of the database with an ``interaction_id`` column."""
+    rows = store.query_sync(
+        "SELECT t.name AS name FROM system.tables AS t "
+        "WHERE t.database = {db:String} AND t.engine NOT LIKE '%View' AND t.name IN ("
+        "SELECT table FROM system.columns WHERE database = {db:String} AND name = 'interaction_id') "
+        "ORDER BY name",
+        {"db": store.db},
+    )
+    return [str(r["name"]) for r in rows]
+
+
+def resolve(store: ClickHouseStore, kind: EraseKind, target: str) -> list[str]:
+    """The interaction ids an erasure covers."""
+    if kind == "interaction":
+        return [target]
+    if kind == "conversation":
+        sql = (
+            f"SELECT DISTINCT interaction_id FROM {store.db}.evaluations WHERE conversation_id = {{t:String}}"
+        )
+        return sorted(str(r["interaction_id"]) for r in store.query_sync(sql, {"t": target}))
+    found: set[str] = set()
+    for table, columns in TEXT_COLUMNS.items():
+        where = " OR ".join(f"position(ifNull({c}, ''), {{t:String}}) > 0" for c in columns)
+        sql = f"SELECT DISTINCT interaction_id FROM {store.db}.{table} WHERE {where}"
+        found |= {str(r["interaction_id"]) for r in store.query_sync(sql, {"t": target})}
+    return sorted(found)
+
+
+def erase(store: ClickHouseStore, kind: EraseKind, target: str, now: datetime) -> Erasure:
+    """Delete the interactions' rows from every table and record the erasure (see the module docstring)."""
+    ids = resolve(store, kind, target)
+    rows: dict[str, int] = {}
+    for table in interaction_tables(store) if ids else []:
+        where = "has({ids:Array(String)}, ifNull(interaction_id, ''))"
+        count_sql = f"SELECT count() AS n FROM {store.db}.{table} WHERE {where}"
+        counted = store.query_sync(count_sql, {"ids": ids})
+        rows[table] = int(counted[0]["n"]) if counted else 0
+        if rows[table]:
+            store.command_sync(f"DELETE FROM {store.db}.{table} WHERE {where}", {"ids": ids})
+    erasure = Erasure(kind, target, now, ids, rows)
+    store.insert_rows_sync(
+        "erasures",
+        [[erasure.erasure_id, now, kind, target, ids, rows, erasure.total_rows]],
+        ["erasure_id", "erased_at", "kind", "target", "interaction_ids", "rows", "total_rows"],
+    )
+    return erasure

@@ -1,0 +1,36 @@
+"""``privacy.mode`` where interactions enter judging (the convert stage, or the fused processor).
+
+``all``: the interaction is masked before sampling, so every row, message and log line built from it
+holds placeholders; a failure after that dead-letters the masked interaction (masked again here: the
+same detector gives the same placeholders), so the dead letter carries no more than storage does.
+``judge``: the judge sees the masked interaction; the originals travel with it to the Evaluation. A
+detector failure raises ``PrivacyError``: the interaction is dead-lettered with stage ``privacy``
+(then the letter holds the message as read, as the ``interactions`` topic does; its ``dead_letters``
+row holds no text).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pipeline.privacy.mask import PrivacyError, PrivacyGuard
+from schemas.errors import InvalidMessage
+from schemas.interaction import Interaction
+from schemas.settings import Limits
+from streams.codec import decode
+
+log = logging.getLogger(__name__)
+
+
+def letter_payload(guard: PrivacyGuard, raw: bytes | str, exc: Exception, limits: Limits) -> bytes | str:
+    """The payload of a dead letter for an interaction read from ``interactions``: masked in mode
+    ``all`` when it can be (it decodes and the detector works), else as read."""
+    if guard.mode != "all" or isinstance(exc, InvalidMessage | PrivacyError):
+        return raw
+    try:
+        interaction = decode(raw, Interaction, limits)
+        assert isinstance(interaction, Interaction)
+        return guard.for_storage(interaction).model_dump_json()
+    except Exception as again:  # the failure being dead-lettered stays the one reported
+        log.warning("could not mask a dead letter's interaction (%s)", type(again).__name__)
+        return raw

@@ -1,0 +1,104 @@
+"""privacy.mode all on a real worker (Tansu broker, chDB, the openai judge over HTTP to the fake OpenAI
+server): no request to the judge, no row of any ClickHouse table, no dead letter and no line of the
+worker's log holds a planted value, in the staged and the fused topology; one interaction whose NLI
+keeps failing is dead-lettered, masked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from groundwatch.local.supervise import wait_for
+from groundwatch.local.tansu import TansuBroker
+from groundwatch.replay import replay
+from schemas.deadletter import DeadLetter
+from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script, default_statements
+from tests.integration.helpers import REPO, Deployment, jsonl
+from tests.unit.test_privacy import holds_planted, planted_interaction
+
+POISON = "zebra-poison"
+
+# every table of the database, as JSON lines (chDB: one process a path, so a child reads it)
+DUMP = """
+import json, sys
+from schemas.settings import Settings
+from streams.clickhouse.store import ClickHouseStore
+store = ClickHouseStore.open_sync(Settings().clickhouse, migrate=False)
+tables = [r["name"] for r in store.query_sync("SELECT name FROM system.tables WHERE database = {db:String}",
+                                              {"db": store.db})]
+for table in tables:
+    for row in store.query_sync(f"SELECT * FROM {store.db}.{table}"):
+        print(json.dumps({"table": table, **row}, default=str))
+"""
+
+
+def statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
+    if POISON in hypothesis:
+        raise RuntimeError("scripted NLI failure")  # the fake answers 500 for this hypothesis
+    return default_statements(premise, hypothesis)
+
+
+@pytest.fixture()
+def fake() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(FakeConfig(script=Script(statements=statements))) as server:
+        yield server
+
+
+def dump_tables(dep: Deployment) -> list[dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", DUMP], env=dep.env(), cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("topology", ["staged", "fused"])
+def test_mode_all_leaves_no_planted_value_anywhere(
+    topology: str, broker: TansuBroker, fake: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    env = {
+        "GROUNDWATCH_PRIVACY__MODE": "all",
+        "GROUNDWATCH_KAFKA__TOPOLOGY": topology,
+        "GROUNDWATCH_JUDGE__KIND": "openai",
+        "GROUNDWATCH_JUDGE__BASE_URL": fake.base_url,
+        "GROUNDWATCH_JUDGE__API_KEY": "test-key",
+        "GROUNDWATCH_JUDGE__MODEL": "fake-model",
+        "GROUNDWATCH_JUDGE__MAX_RETRIES": "1",
+        "GROUNDWATCH_JUDGE__BACKOFF_BASE_S": "0.01",
+        "GROUNDWATCH_JUDGE__BACKOFF_MAX_S": "0.05",
+        "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
+        "GROUNDWATCH_PIPELINE__PRONOUN_REPLACEMENT": "true",
+        "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
+    }
+    dep = Deployment(broker.url, tmp_path_factory.mktemp(f"privacy-{topology}"), extra_env=env)
+    good = [planted_interaction(f"p-{n}").model_dump(mode="json") for n in range(3)]
+    bad = planted_interaction("bad-1").model_dump(mode="json")
+    bad["answer"] = f"{bad['answer']} {POISON}."
+    worker = dep.start_worker()
+    try:
+        worker.wait_ready()
+        asyncio.run(replay(dep.settings(), jsonl([*good, bad])))
+        expected = 4 if topology == "staged" else 3  # staged: the join emits it incomplete
+        wait_for(lambda: dep.evaluations_in_clickhouse() >= expected, 120, "evaluations in ClickHouse")
+        wait_for(lambda: (dep.status().counts.get("dead_letters", 0) if dep.status() else 0) >= 1, 60,
+                 "the dead letter in ClickHouse")  # fmt: skip
+    finally:
+        assert worker.stop() == 0, worker.tail()
+
+    bodies = json.dumps(fake.stats.bodies)
+    assert "<EMAIL_1>" in bodies and not holds_planted(bodies)
+    letters = [DeadLetter.model_validate(d) for d in dep.read_topic("deadletter", expect=1)]
+    assert [d.interaction_id for d in letters] == ["bad-1"]
+    assert not holds_planted(json.dumps([d.model_dump(mode="json") for d in letters]))
+    assert "<EMAIL_1>" in (letters[0].original or "")  # replayable, masked
+    rows = dump_tables(dep)
+    tables = {str(r["table"]) for r in rows}
+    assert {"evaluations", "evaluation_statements", "dead_letters"} <= tables
+    assert not holds_planted(json.dumps(rows, default=str))
+    log = (dep.workdir / "worker.log").read_text(encoding="utf-8", errors="replace")
+    assert "dead letter" in log and not holds_planted(log)
