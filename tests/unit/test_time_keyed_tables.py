@@ -144,9 +144,7 @@ async def test_migration_011_copies_every_row_and_every_column_earlier_migration
     windows_before = before.query_sync(f"SELECT count() AS n FROM {before.db}.window_aggregates")
 
     target = parse_url(url, "groundwatch")
-    applied = apply_migrations(
-        before.client, target.database, 90, migrations_up_to(tmp_path, MIGRATION)
-    )
+    applied = apply_migrations(before.client, target.database, 90, migrations_up_to(tmp_path, MIGRATION))
     assert applied == [MIGRATION]
     after = before
     assert layout(after)["evaluations"] == (
