@@ -245,6 +245,46 @@ async def test_the_api_breaks_down_explains_the_change_and_filters_by_slice(stor
         await client.close()
 
 
+async def test_the_drill_down_keeps_the_slice_filter(store: ClickHouseStore) -> None:
+    """A point of a chart filtered to one slice opens that slice's interactions of the bucket: the same
+    ones and as many as the sliced series counted there, never the whole series'."""
+    client = await client_for(store)
+    day2 = {"start": (T0 + DAY).isoformat(), "end": (T0 + 2 * DAY).isoformat()}
+    everything = [e for e in traffic() if T0 + DAY <= e.timestamp < T0 + 2 * DAY]
+
+    def of(version: str | None) -> set[str]:
+        return {
+            e.interaction_id
+            for e in everything
+            if e.interaction and e.interaction.metadata.get("prompt_version") == version
+        }
+
+    try:
+        point = {**day2, "app": "bot", "model": "m", "limit": "1000"}
+        whole = await (await client.get("/dashboard/api/bucket", params=point)).json()
+        assert whole["total"] == len(everything) == 100 and whole["slice"] is None
+        for text, version in (("prompt_version=v2", "v2"), ("prompt_version=(none)", None)):
+            body = await (await client.get("/dashboard/api/bucket", params={**point, "slice": text})).json()
+            ids = {r["interaction_id"] for r in body["interactions"]}
+            assert ids == of(version) and body["total"] == len(ids) and body["slice"] == text
+            assert 0 < len(ids) < 100
+            series = {**day2, "slice": text, "rollup": "day"}
+            sliced = await (await client.get("/dashboard/api/slices/overview", params=series)).json()
+            assert sliced["series"][0]["values"]["interactions"] == [float(body["total"])]
+        # worst first within the slice: v2's hallucinations lead its list
+        v2 = await (
+            await client.get("/dashboard/api/bucket", params={**point, "slice": "prompt_version=v2"})
+        ).json()
+        flags = [r["hallucination"] for r in v2["interactions"]]
+        assert True in flags and flags == sorted(flags, key=lambda f: f is not True)
+        for bad in ("novalue", "a b=v2"):
+            response = await client.get("/dashboard/api/bucket", params={**point, "slice": bad})
+            assert response.status == 400, bad
+            assert "slice" in json.dumps(await response.json())
+    finally:
+        await client.close()
+
+
 def test_report_by_a_dimension_and_what_changed(capsys: pytest.CaptureFixture[str]) -> None:
     from groundwatch import cli
 

@@ -247,9 +247,10 @@ async function loadOverview() {
 async function loadBucket() {
   const p = params();
   const q = new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "", limit: "200" });
+  if (p.get("slice")) q.set("slice", p.get("slice")); // the page's slice filter (slices.js) holds here too
   const data = await api("bucket", q);
-  $("bucket-title").textContent = `${data.app} / ${data.model}: ${data.start} – ${data.end}`;
-  $("bucket-summary").textContent = `${data.total} interactions, worst first (hallucinated, then lowest context entailment)`;
+  $("bucket-title").textContent = `${data.app} / ${data.model}${data.slice ? ` [${data.slice}]` : ""}: ${data.start} – ${data.end}`;
+  $("bucket-summary").textContent = `${data.total} interactions${data.slice ? ` of the slice ${data.slice}` : ""}, worst first (hallucinated, then lowest context entailment)`;
   const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
   $("bucket-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   const flag = (v) => (v === null ? "–" : v ? "yes" : "no");
