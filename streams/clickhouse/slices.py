@@ -52,12 +52,12 @@ def slice_params(text: str | None) -> dict[str, str]:
 
 
 def where(db: str) -> str:
-    """The current rows of a period, app, models and slice. The ids in range are found without FINAL
-    first (the timestamp index prunes), as streams.clickhouse.store.in_time_range explains."""
-    return (
-        f"interaction_id IN (SELECT interaction_id FROM {db}.evaluations WHERE {RANGE}) AND {RANGE} "
-        f"AND {IN_SLICE}"
-    )
+    """The current rows of a period, app, models and slice: over ``evaluations FINAL`` the conditions
+    apply to each interaction's current row. Slices cover hours to weeks, so unlike the drill-down of one
+    bucket (streams.clickhouse.store.in_time_range) the ids in range are not looked up first: an ``IN``
+    set of most of the table cost more than the merge it saves (docs/performance.md, Dashboard API
+    latency: slices)."""
+    return f"{RANGE} AND {IN_SLICE}"
 
 
 def metric_sql(metric: Metric) -> tuple[str, str]:

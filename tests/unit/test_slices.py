@@ -194,6 +194,26 @@ async def test_per_slice_sums_in_sql_match_the_window_aggregator(store: ClickHou
             assert got[value].interactions == window.count
 
 
+async def test_a_replayed_interaction_counts_once_where_its_current_row_is(store: ClickHouseStore) -> None:
+    """Replayed with another time and version, an interaction leaves its old period and slice: the
+    period and slice conditions apply to each interaction's current row, not to any stored copy."""
+    original = traffic()[150]  # day 2
+    assert original.interaction and original.timestamp >= T0 + DAY
+    moved = evaluation(150, T0 + timedelta(hours=5), "v9", True).model_copy(
+        update={"evaluated_at": original.evaluated_at + timedelta(hours=1)}
+    )
+    store.insert_evaluations_sync([moved])
+    reader = SliceReader(store)
+    q = BreakdownQuery(start=T0, end=T0 + 2 * DAY, metric="hallucination_rate", dimension="prompt_version")
+    day1 = {t.value: t.interactions for t in await reader.totals(RATE, "prompt_version", q, T0, T0 + DAY)}
+    day2 = {
+        t.value: t.interactions
+        for t in await reader.totals(RATE, "prompt_version", q, T0 + DAY, T0 + 2 * DAY)
+    }
+    assert day1["v9"] == 1 and sum(day1.values()) == 101
+    assert "v9" not in day2 and sum(day2.values()) == 99
+
+
 async def client_for(store: ClickHouseStore) -> TestClient[Any, Any]:
     client = TestClient(TestServer(root_app(lambda: store, DashboardSettings()), host="127.0.0.1"))
     await client.start_server()
