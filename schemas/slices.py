@@ -183,4 +183,7 @@ class SliceOverview(BaseModel):
     dead_letters: list[dict[str, int]] = Field(
         default_factory=list, description="always empty: a dead letter has no dimensions"
     )
-    alerts: list[Alert] = Field(default_factory=list, description="alerts of rules grouped by this slice")
+    alerts: list[Alert] = Field(
+        default_factory=list,
+        description="alerts of rules with group_by about this slice or a slice within it, newest first",
+    )

@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.metrics.wilson import wilson_interval
 from pipeline.slices import breakdown, decompose
+from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
@@ -301,6 +302,35 @@ async def test_the_drill_down_keeps_the_slice_filter(store: ClickHouseStore) -> 
             response = await client.get("/dashboard/api/bucket", params={**point, "slice": bad})
             assert response.status == 400, bad
             assert "slice" in json.dumps(await response.json())
+    finally:
+        await client.close()
+
+
+async def test_a_slice_overview_carries_the_alerts_about_that_slice(store: ClickHouseStore) -> None:
+    def alert(aid: str, slice_: str) -> Alert:
+        return Alert(
+            alert_id=aid, rule="r", metric="hallucination_rate", app="bot", model="m", value=0.6,
+            threshold=0.4, op=">", windows=1, interactions=20, window_start=T0 + DAY,
+            window_end=T0 + DAY + timedelta(hours=1), message=aid, slice=slice_,
+        )  # fmt: skip
+
+    for aid, slice_ in (
+        ("v2", "prompt_version=v2"),
+        ("v2-dense", "prompt_version=v2, retriever=dense"),
+        ("v1", "prompt_version=v1"),
+        ("v20", "prompt_version=v20"),
+        ("whole", ""),
+    ):
+        await store.insert_alert(alert(aid, slice_))
+    client = await client_for(store)
+    try:
+        params = {"start": T0.isoformat(), "end": (T0 + 2 * DAY).isoformat(), "slice": "prompt_version=v2"}
+        body = await (await client.get("/dashboard/api/slices/overview", params=params)).json()
+        assert sorted(a["alert_id"] for a in body["alerts"]) == ["v2", "v2-dense"]
+        other = await (
+            await client.get("/dashboard/api/slices/overview", params={**params, "model": "x"})
+        ).json()
+        assert other["alerts"] == []
     finally:
         await client.close()
 
