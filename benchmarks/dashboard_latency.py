@@ -217,6 +217,10 @@ def windows(d: dict[str, np.ndarray], end_ms: int, days: int) -> dict[str, Any]:
         "mean_grounded_precision": grounded_mean,
         "grounded_precision_scored": grounded_n,
         "judge_latency_histogram": hist.reshape(w, LATENCY_BUCKETS),
+        # every interaction judged (no sampling rule in this data set)
+        "judged": refusal_known.copy(),
+        "skipped": np.zeros(w, np.int64),
+        "skipped_by_reason": np.array([{} for _ in range(w)], dtype=object),
     }
 
 
@@ -265,7 +269,9 @@ def check_windows(d: dict[str, np.ndarray], win: dict[str, Any], sample: int = 2
                 continue
             ours = win[col][k]
             ours = ours.tolist() if col == "judge_latency_histogram" else ours
-            if value is None:
+            if isinstance(value, dict):
+                assert value == ours, (col, k)
+            elif value is None:
                 assert np.isnan(ours), (col, k, ours)
             elif isinstance(value, list):
                 assert value == ours, (col, k)
@@ -490,7 +496,7 @@ def window_columns(win: dict[str, Any], rows: np.ndarray, recomputed: bool = Fal
         if col in out or col in ("computed_at", "version"):
             continue
         values = win[col][rows]
-        if col == "judge_latency_histogram":
+        if col in ("judge_latency_histogram", "skipped_by_reason"):
             out[col] = values.tolist()
         elif values.dtype.kind == "f":
             out[col] = [None if v != v else v for v in values.tolist()]  # NaN: no value (NULL)
