@@ -270,7 +270,9 @@ def check_windows(d: dict[str, np.ndarray], win: dict[str, Any], sample: int = 2
                 continue
             ours = win[col][k]
             ours = ours.tolist() if col == "judge_latency_histogram" else ours
-            if value is None:
+            if isinstance(value, dict):
+                assert value == ours, (col, k)
+            elif value is None:
                 assert np.isnan(ours), (col, k, ours)
             elif isinstance(value, list):
                 assert value == ours, (col, k)
@@ -498,7 +500,7 @@ def window_columns(win: dict[str, Any], rows: np.ndarray, recomputed: bool = Fal
             out[col] = [{} for _ in range(len(rows))]
             continue
         values = win[col][rows]
-        if col == "judge_latency_histogram":
+        if col in ("judge_latency_histogram", "skipped_by_reason"):
             out[col] = values.tolist()
         elif values.dtype.kind == "f":
             out[col] = [None if v != v else v for v in values.tolist()]  # NaN: no value (NULL)

@@ -68,6 +68,14 @@ class BucketQuery(TimeRange):
     app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
     model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
     limit: int = Field(100, ge=1, le=1000, description="interactions returned, worst first")
+    slice: str | None = Field(None, description="only this slice's interactions: DIMENSION=VALUE")
+
+    @field_validator("slice")
+    @classmethod
+    def _slice(cls, value: str | None) -> str | None:
+        from schemas.slices import check_slice  # schemas.slices -> schemas.dashboard
+
+        return check_slice(value)
 
 
 class AlertsQuery(TimeRange):
@@ -146,6 +154,7 @@ class BucketInteractions(BaseModel):
     end: datetime
     interactions: list[InteractionRow]
     total: int = Field(description="interactions in the bucket (the list may be cut at the limit)")
+    slice: str | None = Field(None, description="the slice the bucket was filtered to (DIMENSION=VALUE)")
 
 
 class InteractionDetail(BaseModel):

@@ -37,6 +37,18 @@ def parse_slice(text: str) -> tuple[str, str]:
     return check_dimension(dimension), value
 
 
+def check_slice(text: str | None) -> str | None:
+    """A filter field's validator: None, or a valid ``DIMENSION=VALUE``."""
+    if text is not None:
+        parse_slice(text)
+    return text
+
+
+def slice_pair(text: str | None) -> tuple[str, str]:
+    """(dimension, value) of a validated filter; ('', '') without one (the SQL's "no filter")."""
+    return parse_slice(text) if text else ("", "")
+
+
 class SliceFilter(TimeRange):
     app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
     models: list[str] = Field(default_factory=list, max_length=20, description="models; every one when empty")
@@ -45,9 +57,7 @@ class SliceFilter(TimeRange):
     @field_validator("slice")
     @classmethod
     def _slice(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_slice(value)
-        return value
+        return check_slice(value)
 
     @field_validator("models")
     @classmethod
@@ -55,11 +65,6 @@ class SliceFilter(TimeRange):
         if any(not m or len(m) > _NAME for m in value):
             raise ValueError(f"each model must be 1-{_NAME} characters")
         return value
-
-    @property
-    def slice_pair(self) -> tuple[str, str]:
-        """(dimension, value) of the filter; ('', '') without one."""
-        return parse_slice(self.slice) if self.slice else ("", "")
 
 
 class BreakdownQuery(SliceFilter):
@@ -178,4 +183,7 @@ class SliceOverview(BaseModel):
     dead_letters: list[dict[str, int]] = Field(
         default_factory=list, description="always empty: a dead letter has no dimensions"
     )
-    alerts: list[Alert] = Field(default_factory=list, description="alerts of rules grouped by this slice")
+    alerts: list[Alert] = Field(
+        default_factory=list,
+        description="alerts of rules with group_by about this slice or a slice within it, newest first",
+    )

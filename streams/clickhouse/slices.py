@@ -11,7 +11,7 @@ from typing import Any
 
 from pipeline.dimensions import NONE
 from schemas.metrics import METRICS, Metric, MetricKind
-from schemas.slices import SliceFilter, SliceTotals
+from schemas.slices import SliceFilter, SliceTotals, slice_pair
 from streams.clickhouse.store import ClickHouseStore
 
 _TS = "DateTime64(3, 'UTC')"
@@ -40,11 +40,22 @@ def dimension_sql(param: str) -> str:
     return f"if(mapContains(dimensions, {{{param}:String}}), dimensions[{{{param}:String}}], '{NONE}')"
 
 
+#: the rows of one slice, parameters ``fdim`` and ``fvalue`` (schemas.slices.slice_pair: ``fdim`` = '' for
+#: every row); over ``evaluations FINAL`` it applies to each interaction's current row
+IN_SLICE = f"({{fdim:String}} = '' OR {dimension_sql('fdim')} = {{fvalue:String}})"
+
+
+def slice_params(text: str | None) -> dict[str, str]:
+    """The query parameters of ``IN_SLICE`` for a validated filter (None: every row)."""
+    fdim, fvalue = slice_pair(text)
+    return {"fdim": fdim, "fvalue": fvalue}
+
+
 def where(db: str) -> str:
-    """The current rows of a period, app, models and slice (``fdim`` = '' for none): the table's sorting
-    key starts with app, model and time, so the range prunes; the slice filter applies to each
-    interaction's current row."""
-    return f"{RANGE} AND ({{fdim:String}} = '' OR {dimension_sql('fdim')} = {{fvalue:String}})"
+    """The current rows of a period, app, models and slice: over ``evaluations FINAL`` the conditions
+    apply to each interaction's current row; the table's sorting key starts with app, model and time, so
+    the range prunes (docs/capacity.md, "Table layout")."""
+    return f"{RANGE} AND {IN_SLICE}"
 
 
 def metric_sql(metric: Metric) -> tuple[str, str]:
@@ -80,10 +91,9 @@ def series_sql(db: str) -> str:
 
 
 def params(q: SliceFilter, start: datetime | None = None, end: datetime | None = None) -> dict[str, Any]:
-    fdim, fvalue = q.slice_pair
     return {
         "start": start or q.start, "end": end or q.end, "app": q.app or "", "models": q.models,
-        "fdim": fdim, "fvalue": fvalue,
+        **slice_params(q.slice),
     }  # fmt: skip
 
 

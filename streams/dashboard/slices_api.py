@@ -6,7 +6,8 @@
     GET /api/slices/changes     each slice's contribution to the metric's change from a baseline period,
                                 mix and rate shift (the breakdown's parameters + baseline_start, baseline_end)
     GET /api/slices/overview    the overview's series of one slice (the overview's parameters + slice),
-                                computed from the interactions: windows hold no dimensions
+                                computed from the interactions: windows hold no dimensions; the alerts
+                                about the slice (rules with group_by)
 
 Query parameters are validated by schemas/slices.py (a 400 naming the field).
 """
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from schemas.dashboard import TimeRange
+from schemas.alert import Alert
+from schemas.dashboard import AlertsQuery, TimeRange
 from schemas.slices import BreakdownQuery, ChangesQuery, SliceOverview, SliceOverviewQuery
 from streams.clickhouse.slices import SliceReader
 from streams.dashboard.api import SETTINGS_KEY, _json, _queries, parse_query
@@ -49,16 +51,29 @@ async def changes(request: web.Request) -> web.Response:
     return _json(await read_changes(reader, q))
 
 
+def in_slice(alert: Alert, slice_: str) -> bool:
+    """An alert about the slice, or about a slice within it (a rule grouped by several dimensions names
+    ``prompt_version=v2, retriever=dense``)."""
+    return slice_ in alert.slice.split(", ")
+
+
 async def overview(request: web.Request) -> web.Response:
     q = parse_query(request, SliceOverviewQuery, lists=("models",))
     queries, reader = _reader(request)
     rollup, step = choose_rollup(q.end - q.start, await queries.window_seconds(), q.rollup)
     series = slice_series(await reader.series_rows(q, step))
+    model = q.models[0] if len(q.models) == 1 else None
+    alerts = [
+        a
+        for a in await queries.alerts(AlertsQuery(start=q.start, end=q.end, app=q.app, model=model))
+        if in_slice(a, q.slice) and (not q.models or a.model in q.models)
+    ]
     return _json(
         SliceOverview(
-            start=q.start, end=q.end, rollup=rollup, step_seconds=step, slice=q.slice, series=series
+            start=q.start, end=q.end, rollup=rollup, step_seconds=step, slice=q.slice, series=series,
+            alerts=alerts,
         )
-    )
+    )  # fmt: skip
 
 
 def add_routes(app: web.Application) -> None:

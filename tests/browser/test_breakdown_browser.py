@@ -4,7 +4,7 @@ carries the drift, so "what changed" puts it first; clicking it filters the whol
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -64,12 +64,41 @@ def test_what_changed_puts_v2_first_and_a_click_filters_the_page(site: Dashboard
     assert [(s["app"], s["model"]) for s in overview["series"]] == [("wiki-qa", "beta")]
     shown = sum(sum(v or 0 for v in s["values"]["interactions"]) for s in overview["series"])
     assert shown == len(v2_lines(site, start, end)) > 0
-    # within the slice, the breakdown by prompt_version has the one value left
-    assert [
+    # the slice's own alerts mark its charts
+    assert overview["alerts"] and {a["slice"] for a in overview["alerts"]} == {"prompt_version=v2"}
+    # within the slice, the Breakdown goes on by another dimension (by its own it would show v2 alone)
+    assert "bd_dim" not in query
+    assert browser.find_element(By.ID, "bd-dim").get_attribute("value") == "retriever"
+    assert {
         r.get_attribute("data-slice") for r in browser.find_elements(By.CSS_SELECTOR, "tr.slice-row")
-    ] == ["v2"]
+    } <= {"bm25", "dense", "(none)"}
+    # a point of a chart opens the bucket's interactions of the slice only
+    series = overview["series"][0]
+    busiest = max(range(len(series["t"])), key=lambda i: series["values"]["interactions"][i] or 0)
+    t = series["t"][busiest]
+    bucket = browser.execute_script(
+        "const s = arguments[0]; const q = new URLSearchParams({app: 'wiki-qa', model: 'beta', "
+        "start: new Date(s * 1000).toISOString(), end: new Date((s + arguments[1]) * 1000).toISOString(), "
+        "slice: 'prompt_version=v2', limit: '1000'}); return fetch('api/bucket?' + q).then((r) => r.json())",
+        t, overview["step_seconds"],
+    )  # fmt: skip
+    assert bucket["total"] == series["values"]["interactions"][busiest] > 0
+    filtered_url = browser.current_url
+    # the bucket page as a click on that point opens it (dashboard.js openPoint keeps ?slice=)
+    stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stop = datetime.fromtimestamp(t + overview["step_seconds"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    open_view(
+        browser,
+        f"{filtered_url}&view=bucket&bapp=wiki-qa&bmodel=beta&bstart={stamp}&bend={stop}",
+        view="bucket",
+    )
+    assert "[prompt_version=v2]" in browser.find_element(By.ID, "bucket-title").text
+    assert browser.find_element(By.ID, "bucket-summary").text.startswith(
+        f"{bucket['total']} interactions of the slice prompt_version=v2"
+    )
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#bucket-table tbody tr")) == bucket["total"]
     # a reload of the address shows the same filtered page
-    open_view(browser, browser.current_url)
+    open_view(browser, filtered_url)
     assert browser.find_element(By.ID, "slice-chip").text.startswith(
         "Whole page filtered to prompt_version=v2"
     )

@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.metrics.wilson import wilson_interval
 from pipeline.slices import breakdown, decompose
+from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
@@ -194,6 +195,29 @@ async def test_per_slice_sums_in_sql_match_the_window_aggregator(store: ClickHou
             assert got[value].interactions == window.count
 
 
+async def test_a_replayed_interaction_counts_once_where_its_current_row_is(store: ClickHouseStore) -> None:
+    """Replayed later the same day with another time and version, an interaction leaves its old period
+    and slice: the period and slice conditions apply to each interaction's current row, not to any
+    stored copy (the table keeps one row per id and event day)."""
+    original = traffic()[150]  # day 2, 02:30; day 2's traffic runs 01:40-03:19
+    split = T0 + DAY + timedelta(hours=4)
+    assert original.interaction and T0 + DAY <= original.timestamp < split
+    moved = evaluation(150, T0 + DAY + timedelta(hours=5), "v9", True).model_copy(
+        update={"evaluated_at": original.evaluated_at + timedelta(hours=1)}
+    )
+    store.insert_evaluations_sync([moved])
+    reader = SliceReader(store)
+    q = BreakdownQuery(
+        start=T0 + DAY, end=T0 + 2 * DAY, metric="hallucination_rate", dimension="prompt_version"
+    )
+    early = {t.value: t.interactions for t in await reader.totals(RATE, "prompt_version", q, T0 + DAY, split)}
+    late = {
+        t.value: t.interactions for t in await reader.totals(RATE, "prompt_version", q, split, T0 + 2 * DAY)
+    }
+    assert "v9" not in early and sum(early.values()) == 99
+    assert late == {"v9": 1}
+
+
 async def client_for(store: ClickHouseStore) -> TestClient[Any, Any]:
     client = TestClient(TestServer(root_app(lambda: store, DashboardSettings()), host="127.0.0.1"))
     await client.start_server()
@@ -241,6 +265,75 @@ async def test_the_api_breaks_down_explains_the_change_and_filters_by_slice(stor
             response = await client.get("/dashboard/api/slices/breakdown", params=bad)
             assert response.status == 400, bad
         assert (await client.get("/dashboard/api/slices/overview", params=day2)).status == 400  # no slice
+    finally:
+        await client.close()
+
+
+async def test_the_drill_down_keeps_the_slice_filter(store: ClickHouseStore) -> None:
+    """A point of a chart filtered to one slice opens that slice's interactions of the bucket: the same
+    ones and as many as the sliced series counted there, never the whole series'."""
+    client = await client_for(store)
+    day2 = {"start": (T0 + DAY).isoformat(), "end": (T0 + 2 * DAY).isoformat()}
+    everything = [e for e in traffic() if T0 + DAY <= e.timestamp < T0 + 2 * DAY]
+
+    def of(version: str | None) -> set[str]:
+        return {
+            e.interaction_id
+            for e in everything
+            if e.interaction and e.interaction.metadata.get("prompt_version") == version
+        }
+
+    try:
+        point = {**day2, "app": "bot", "model": "m", "limit": "1000"}
+        whole = await (await client.get("/dashboard/api/bucket", params=point)).json()
+        assert whole["total"] == len(everything) == 100 and whole["slice"] is None
+        for text, version in (("prompt_version=v2", "v2"), ("prompt_version=(none)", None)):
+            body = await (await client.get("/dashboard/api/bucket", params={**point, "slice": text})).json()
+            ids = {r["interaction_id"] for r in body["interactions"]}
+            assert ids == of(version) and body["total"] == len(ids) and body["slice"] == text
+            assert 0 < len(ids) < 100
+            series = {**day2, "slice": text, "rollup": "day"}
+            sliced = await (await client.get("/dashboard/api/slices/overview", params=series)).json()
+            assert sliced["series"][0]["values"]["interactions"] == [float(body["total"])]
+        # worst first within the slice: v2's hallucinations lead its list
+        v2 = await (
+            await client.get("/dashboard/api/bucket", params={**point, "slice": "prompt_version=v2"})
+        ).json()
+        flags = [r["hallucination"] for r in v2["interactions"]]
+        assert True in flags and flags == sorted(flags, key=lambda f: f is not True)
+        for bad in ("novalue", "a b=v2"):
+            response = await client.get("/dashboard/api/bucket", params={**point, "slice": bad})
+            assert response.status == 400, bad
+            assert "slice" in json.dumps(await response.json())
+    finally:
+        await client.close()
+
+
+async def test_a_slice_overview_carries_the_alerts_about_that_slice(store: ClickHouseStore) -> None:
+    def alert(aid: str, slice_: str) -> Alert:
+        return Alert(
+            alert_id=aid, rule="r", metric="hallucination_rate", app="bot", model="m", value=0.6,
+            threshold=0.4, op=">", windows=1, interactions=20, window_start=T0 + DAY,
+            window_end=T0 + DAY + timedelta(hours=1), message=aid, slice=slice_,
+        )  # fmt: skip
+
+    for aid, slice_ in (
+        ("v2", "prompt_version=v2"),
+        ("v2-dense", "prompt_version=v2, retriever=dense"),
+        ("v1", "prompt_version=v1"),
+        ("v20", "prompt_version=v20"),
+        ("whole", ""),
+    ):
+        await store.insert_alert(alert(aid, slice_))
+    client = await client_for(store)
+    try:
+        params = {"start": T0.isoformat(), "end": (T0 + 2 * DAY).isoformat(), "slice": "prompt_version=v2"}
+        body = await (await client.get("/dashboard/api/slices/overview", params=params)).json()
+        assert sorted(a["alert_id"] for a in body["alerts"]) == ["v2", "v2-dense"]
+        other = await (
+            await client.get("/dashboard/api/slices/overview", params={**params, "model": "x"})
+        ).json()
+        assert other["alerts"] == []
     finally:
         await client.close()
 

@@ -160,9 +160,13 @@ function placeMarkers(u, alerts) {
     if (!(x >= 0 && x <= u.over.clientWidth)) continue;
     const state = a.state || "firing";
     const against = a.baseline !== null && a.baseline !== undefined ? `baseline ${fmt(a.baseline)}` : `${a.op} ${a.threshold}`;
-    const title = `${state}: ${a.rule}: ${a.metric} ${fmt(a.value)} (${against}) (${a.app} / ${a.model}), window ending ${a.window_end}`;
+    const title = `${state}: ${a.rule}: ${a.metric} ${fmt(a.value)} (${against}) (${a.app} / ${a.model}${a.slice ? ` [${a.slice}]` : ""}), window ending ${a.window_end}`;
     const marker = el("div", { class: "alert-marker" + (state === "resolved" ? " resolved" : ""), title, "data-t": String(t), "data-rule": a.rule, "data-app": a.app, "data-model": a.model, "data-state": state });
-    if (x - lastLabelled > 90) { marker.append(el("span", {}, (state === "resolved" ? "✓ " : "⚠ ") + a.rule)); lastLabelled = x; }
+    if (x - lastLabelled > 90) {
+      // a label near the right edge reads leftwards from its marker, inside the chart
+      marker.append(el("span", { class: x > u.over.clientWidth / 2 ? "leftwards" : "" }, (state === "resolved" ? "✓ " : "⚠ ") + a.rule));
+      lastLabelled = x;
+    }
     marker.style.left = x + "px";
     u.over.append(marker);
   }
@@ -173,6 +177,11 @@ function drawChart(def, overview, container) {
   const card = el("div", { class: "chart", id: "chart-" + def.id, "data-points": String(times.length) }, el("h3", {}, def.title));
   container.append(card);
   const anyValue = columns.some((c) => c.some((v) => v !== null && v !== undefined));
+  if (def.deadLetters && overview.slice) {
+    card.append(el("div", { class: "empty" }, "a dead letter carries no dimensions: clear the slice filter to see them"));
+    card.dataset.points = "0";
+    return;
+  }
   if (!times.length || !anyValue) {
     card.append(el("div", { class: "empty" }, def.latency ? "no judge calls in this range (the lexical judge makes none)" : "no data in this range"));
     card.dataset.points = "0";
@@ -237,7 +246,8 @@ async function loadOverview() {
   const container = $("charts");
   container.replaceChildren();
   const total = overview.series.reduce((n, s) => n + s.values.interactions.reduce((a, b) => a + (b || 0), 0), 0);
-  $("overview-summary").textContent = `${iso(r.start)} – ${iso(r.end)} · rollup: ${overview.rollup} (${overview.step_seconds} s buckets) · ${total} interactions · ${overview.alerts.length} alerts · click a point to see its interactions`;
+  $("overview-filter").replaceChildren(...[sliceChip()].filter(Boolean)); // slices.js
+  $("overview-summary").textContent = `${iso(r.start)} – ${iso(r.end)} · rollup: ${overview.rollup} (${overview.step_seconds} s buckets) · ${total} interactions · ${overview.alerts.length} alert${overview.alerts.length === 1 ? "" : "s"} · click a point to see its interactions`;
   renderLegend(overview);
   chartDefs(state.options).forEach((def) => drawChart(def, overview, container));
   await Promise.all([overviewQuality(), renderBreakdown(r)]);
@@ -247,9 +257,10 @@ async function loadOverview() {
 async function loadBucket() {
   const p = params();
   const q = new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "", limit: "200" });
+  if (p.get("slice")) q.set("slice", p.get("slice")); // the page's slice filter (slices.js) holds here too
   const data = await api("bucket", q);
-  $("bucket-title").textContent = `${data.app} / ${data.model}: ${data.start} – ${data.end}`;
-  $("bucket-summary").textContent = `${data.total} interactions, worst first (hallucinated, then lowest context entailment)`;
+  $("bucket-title").textContent = `${data.app} / ${data.model}${data.slice ? ` [${data.slice}]` : ""}: ${data.start} – ${data.end}`;
+  $("bucket-summary").textContent = `${data.total} interactions${data.slice ? ` of the slice ${data.slice}` : ""}, worst first (hallucinated, then lowest context entailment)`;
   const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
   $("bucket-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   const flag = (v) => (v === null ? "–" : v ? "yes" : "no");
