@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from pipeline.metrics.agreement import (
     Agreement,
     CorrectedRate,
+    CorrectionStatus,
     LabeledCase,
     ReviewerAgreement,
     agreement,
@@ -163,6 +164,34 @@ def judge_quality(
         _block(key, groups[key], correct_threshold, resamples)
         for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], k[4], k[5].value))
     ]
+
+
+def corrected_buckets(
+    block: QualityBlock | None,
+    kind: LabelKind,
+    flagged: Sequence[int],
+    totals: Sequence[int],
+    *,
+    min_per_class: int,
+) -> tuple[CorrectedRate, list[CorrectedRate]]:
+    """The rate corrected over a whole range (``flagged`` and ``totals`` summed) and per bucket, all with
+    the judge's agreement over the range (``block``, None without labels). The buckets are corrected only
+    when the range is (enough labels of each class, a judge better than chance); else the list is empty
+    and the range's note says why."""
+    if len(flagged) != len(totals):
+        raise ValueError("flagged and totals are per bucket: give as many of each")
+    quality = block.agreement if block is not None else None
+    condition = LABEL_TARGETS[kind].condition
+    overall = corrected_rate(
+        sum(flagged), sum(totals), quality, min_per_class=min_per_class, condition=condition
+    )
+    if overall.status is not CorrectionStatus.OK:
+        return overall, []
+    per_bucket = [
+        corrected_rate(f, t, quality, min_per_class=min_per_class, condition=condition)
+        for f, t in zip(flagged, totals, strict=True)
+    ]
+    return overall, per_bucket
 
 
 def with_corrected(block: QualityBlock, flagged: int, total: int, *, min_per_class: int) -> QualityBlock:

@@ -2,7 +2,8 @@
 
     GET /                         the page (static/index.html)
     GET /api/options              apps and models with data, window size, metric catalogue
-    GET /api/overview             series per app/model over a range (start, end, app, model*, rollup)
+    GET /api/overview             series per app/model over a range (start, end, app, model*, rollup),
+                                  the hallucination rate corrected for the judge's errors beside it
     GET /api/bucket               one bucket's interactions, worst first (app, model, start, end, limit)
     GET /api/interactions/{id}    one interaction with its statements, verdicts and costs
     GET /api/alerts               alerts in a range (start, end, app, model, limit)
@@ -105,8 +106,13 @@ async def options(request: web.Request) -> web.Response:
 
 
 async def overview(request: web.Request) -> web.Response:
+    from streams.judge_quality import corrected_lines
+
     query = parse_query(request, OverviewQuery, lists=("models",))
-    return _json(await _queries(request).overview(query))
+    queries = _queries(request)
+    result = await queries.overview(query)
+    settings = request.app[SETTINGS_KEY]
+    return _json(await corrected_lines(result, LabelStore(queries.store), settings, query.app, query.models))
 
 
 async def bucket(request: web.Request) -> web.Response:
