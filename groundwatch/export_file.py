@@ -24,7 +24,7 @@ PEER_KINDS = (LabelKind.GROUNDED, LabelKind.CORRECT, LabelKind.ANSWER_REFUSAL)
 
 def _verdict(e: Evaluation, kind: LabelKind, correct_threshold: float) -> int | None:
     """The judge's verdict as the label's value would be (1 = grounded, correct, a refusal)."""
-    flag = judge_flag(e, kind, lambda judge: correct_threshold)
+    flag = judge_flag(e, kind, lambda _: correct_threshold)
     if flag is None:
         return None
     return int(flag) if LABEL_TARGETS[kind].condition_value == 1 else int(not flag)

@@ -29,8 +29,6 @@ from pipeline.metrics.agreement import (
 )
 from schemas.label import LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
 
-#: the judge's "correct" threshold for a judge kind (PipelineSettings.threshold_for)
-CorrectThreshold = Callable[[str], float]
 ALL = "*"
 
 
@@ -60,6 +58,10 @@ class Verdicts(Protocol):
     """The judge's verdicts on one interaction (a ``LabeledRow`` or an ``Evaluation``)."""
 
     @property
+    def app(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
     def judge(self) -> str: ...
     @property
     def hallucination(self) -> bool | None: ...
@@ -69,6 +71,10 @@ class Verdicts(Protocol):
     def ground_truth_refusal(self) -> bool | None: ...
     @property
     def answer_entails_ground_truth(self) -> float | None: ...
+
+
+#: the judge's "correct" threshold for an interaction's judge, app and model (PipelineSettings.threshold_for)
+CorrectThreshold = Callable[[Verdicts], float]
 
 
 def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectThreshold) -> bool | None:
@@ -82,7 +88,7 @@ def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectTh
         return verdicts.ground_truth_refusal
     if verdicts.answer_entails_ground_truth is None:
         return None
-    return verdicts.answer_entails_ground_truth < correct_threshold(verdicts.judge)
+    return verdicts.answer_entails_ground_truth < correct_threshold(verdicts)
 
 
 def _block(

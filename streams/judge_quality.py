@@ -12,7 +12,13 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from pipeline.judge_quality import QualityBlock, corrected_buckets, judge_quality, with_corrected
+from pipeline.judge_quality import (
+    QualityBlock,
+    Verdicts,
+    corrected_buckets,
+    judge_quality,
+    with_corrected,
+)
 from schemas.dashboard import CorrectedLine, Overview, Series
 from schemas.label import KIND_OF_RATE, LabeledRow
 from schemas.settings import Settings
@@ -34,8 +40,8 @@ class QualityReport(BaseModel):
 
 
 def _blocks(rows: list[LabeledRow], settings: Settings, *, per_identity: bool) -> list[QualityBlock]:
-    def correct_threshold(judge: str) -> float:
-        return settings.pipeline.threshold_for("answer_entails_ground_truth", judge)
+    def correct_threshold(v: Verdicts) -> float:
+        return settings.pipeline.threshold_for("answer_entails_ground_truth", v.judge, v.app, v.model)
 
     return judge_quality(
         rows,

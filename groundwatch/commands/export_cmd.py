@@ -56,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
     written = labeled = 0
     with args.out.open("w", encoding="utf-8") as out:
         for evaluation, labels in rows:
-            threshold = settings.pipeline.threshold_for("answer_entails_ground_truth", evaluation.judge)
+            threshold = settings.pipeline.threshold_for(
+                "answer_entails_ground_truth", evaluation.judge, evaluation.app, evaluation.model
+            )
             line = export_line(
                 evaluation,
                 labels,

@@ -51,6 +51,24 @@ def label_row(label: Label) -> list[Any]:
     ]
 
 
+def _threshold_sql(overrides: Sequence[tuple[str, str, float]]) -> tuple[str, dict[str, Any]]:
+    """The decision threshold of a row's app and model as SQL: the first of ``overrides`` (app, model or
+    '' for the whole app, threshold) that matches, else the parameter ``threshold``."""
+    if not overrides:
+        return "{threshold:Float64}", {}
+    cases: list[str] = []
+    params: dict[str, Any] = {}
+    for i, (app, model, value) in enumerate(overrides):
+        condition = f"app = {{t_app{i}:String}}"
+        params[f"t_app{i}"] = app
+        if model:
+            condition += f" AND model = {{t_model{i}:String}}"
+            params[f"t_model{i}"] = model
+        cases.append(f"{condition}, {{t_value{i}:Float64}}")
+        params[f"t_value{i}"] = value
+    return f"multiIf({', '.join(cases)}, {{threshold:Float64}})", params
+
+
 class FlagCounts(BaseModel):
     """One app/model's judged interactions and flags of each rate metric over a period (from windows)."""
 
@@ -168,15 +186,18 @@ class LabelStore:
         settings: LabelsSettings,
         threshold: float,
         *,
+        overrides: Sequence[tuple[str, str, float]] = (),
         app: str | None = None,
         model: str | None = None,
         limit: int = 50,
     ) -> list[QueueItem]:
         """The review queue: judged interactions in the range that the stable draw picks
-        (``pipeline.review``) and nobody has labeled yet, newest first."""
+        (``pipeline.review``) and nobody has labeled yet, newest first. The near-threshold stratum lies
+        around ``threshold``, or an app/model's own (``overrides``: ``app_threshold_overrides``)."""
+        threshold_sql, threshold_params = _threshold_sql(overrides)
         probability = (
             "if({near:Float64} > 0 AND context_entailment IS NOT NULL "
-            "AND abs(context_entailment - {threshold:Float64}) <= {band:Float64}, "
+            f"AND abs(context_entailment - {threshold_sql}) <= {{band:Float64}}, "
             "greatest({rate:Float64}, {near:Float64}), {rate:Float64})"
         )
         rows = await self.store.query(
@@ -196,6 +217,7 @@ class LabelStore:
                 "band": settings.review_near_threshold_band,
                 "threshold": threshold,
                 "limit": limit,
+                **threshold_params,
             },
         )
         return [QueueItem.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]

@@ -150,7 +150,14 @@ async def review(request: web.Request) -> web.Response:
     labels = LabelStore(_queries(request).store)
     threshold = settings.pipeline.threshold_for("context_entailment", settings.judge.kind)
     items = await labels.queue(
-        q.start, q.end, settings.labels, threshold, app=q.app, model=q.model, limit=q.limit
+        q.start,
+        q.end,
+        settings.labels,
+        threshold,
+        overrides=settings.pipeline.app_threshold_overrides("hallucination"),
+        app=q.app,
+        model=q.model,
+        limit=q.limit,
     )
     since = datetime.now(UTC) - timedelta(days=7)
     progress = await labels.progress(since, settings.labels.weekly_target, q.app, q.model)
@@ -192,7 +199,7 @@ async def add_label(request: web.Request) -> web.Response:
         raise web.HTTPNotFound(text='{"error": "no such interaction"}', content_type="application/json")
     settings = request.app[SETTINGS_KEY]
     e = detail.evaluation
-    threshold = settings.pipeline.threshold_for("context_entailment", e.judge)
+    threshold = settings.pipeline.threshold_for("context_entailment", e.judge, e.app, e.model)
     probability = inclusion_probability(e.context_entailment, threshold, settings.labels)
     label = Label(
         interaction_id=req.interaction_id,
