@@ -982,6 +982,18 @@ class LabelsSettings(BaseModel):
     bootstrap_resamples: int = Field(
         1000, ge=0, le=100_000, description="bootstrap resamples behind every agreement interval (0: none)"
     )
+    gauge_refresh_seconds: float = Field(
+        300.0,
+        gt=0,
+        description="how often the worker reads the judge's agreement for its Prometheus gauges "
+        "(groundwatch_judge_*)",
+    )
+    gauge_period_days: int = Field(
+        30,
+        ge=1,
+        le=400,
+        description="the labeled interactions the Prometheus agreement gauges cover: the last N days",
+    )
 
 
 class Settings(BaseSettings):
