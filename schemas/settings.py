@@ -23,6 +23,7 @@ from pydantic import (
     PositiveInt,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
@@ -941,6 +942,36 @@ class DashboardSettings(BaseModel):
         return self
 
 
+class FeedbackRule(BaseModel):
+    """How end users' thumbs in an interaction's metadata become labels (source ``end_user``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str = Field("feedback", min_length=1, description="the metadata key holding the end user's verdict")
+    kind: Literal["grounded", "correct"] = Field(
+        "grounded", description="the label kind a verdict stands for: grounded or correct"
+    )
+    values: dict[str, Literal[0, 1]] = Field(
+        min_length=1,
+        description='the label value of each verdict, e.g. {"up": 1, "down": 0, "1": 1, "-1": 0}; verdicts '
+        'are matched as text, trimmed and in lower case (the number -1 as "-1", true as "true"); a '
+        "verdict not listed gives no label",
+    )
+
+    @field_validator("values")
+    @classmethod
+    def _normalised(cls, value: dict[str, int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for verdict, label in value.items():
+            key = verdict.strip().lower()
+            if not key:
+                raise ValueError("a verdict must not be blank")
+            if key in out and out[key] != label:
+                raise ValueError(f"the verdict {key!r} is given twice with different values")
+            out[key] = label
+        return out
+
+
 class LabelsSettings(BaseModel):
     """People's labels: the review queue, and when agreement may correct a rate (README "Is the judge
     right?")."""
@@ -981,6 +1012,11 @@ class LabelsSettings(BaseModel):
     )
     bootstrap_resamples: int = Field(
         1000, ge=0, le=100_000, description="bootstrap resamples behind every agreement interval (0: none)"
+    )
+    end_user_feedback: FeedbackRule | None = Field(
+        None,
+        description="turn end users' thumbs (metadata.feedback) into end_user labels as the worker stores "
+        'interactions, e.g. {"kind": "grounded", "values": {"up": 1, "down": 0}}; unset: none',
     )
     gauge_refresh_seconds: float = Field(
         300.0,

@@ -28,6 +28,9 @@ LABEL_COLUMNS = [
 ]  # fmt: skip
 
 _TS = "DateTime64(3, 'UTC')"
+#: labels from reviewers and imports: end users' thumbs neither take an interaction out of the review
+#: queue nor count as a reviewer's progress
+_PEOPLE = "source != 'end_user'"
 _FILTER = "({app:String} = '' OR app = {app:String}) AND ({model:String} = '' OR model = {model:String})"
 _EVAL_COLUMNS = (
     "interaction_id, conversation_id, timestamp, app, model, judge, judge_model, prompt_version, "
@@ -205,7 +208,7 @@ class LabelStore:
             f"answer_refusal, {probability} AS inclusion_probability FROM {self.db}.evaluations FINAL "
             f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER} "
             f"AND {REVIEW_FRACTION_SQL} < {probability} "
-            f"AND interaction_id NOT IN (SELECT interaction_id FROM {self.db}.labels) "
+            f"AND interaction_id NOT IN (SELECT interaction_id FROM {self.db}.labels WHERE {_PEOPLE}) "
             "ORDER BY timestamp DESC LIMIT {limit:UInt32}",
             {
                 "start": utc(start),
@@ -228,7 +231,8 @@ class LabelStore:
         """Interactions labeled since ``since`` per app/model, against the weekly target."""
         rows = await self.store.query(
             f"SELECT app, model, uniqExact(l.interaction_id) AS n FROM "
-            f"(SELECT interaction_id FROM {self.db}.labels FINAL WHERE labeled_at >= {{since:{_TS}}}) AS l "
+            f"(SELECT interaction_id FROM {self.db}.labels FINAL "
+            f"WHERE labeled_at >= {{since:{_TS}}} AND {_PEOPLE}) AS l "
             f"INNER JOIN (SELECT interaction_id, app, model FROM {self.db}.evaluations FINAL "
             f"WHERE interaction_id IN (SELECT interaction_id FROM {self.db}.labels) AND {_FILTER}) AS e "
             "ON l.interaction_id = e.interaction_id GROUP BY app, model ORDER BY app, model",
