@@ -70,6 +70,11 @@ class BucketQuery(TimeRange):
     limit: int = Field(100, ge=1, le=1000, description="interactions returned, worst first")
 
 
+class ExportQuery(TimeRange):
+    app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
+    model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
+
+
 class AlertsQuery(TimeRange):
     app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
     model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")

@@ -11,6 +11,8 @@
                                   (start, end, app, model)
     GET /api/review               the review queue: interactions to label next and the week's progress
                                   (start, end, app, model, limit)
+    GET /api/export               one bucket's interactions as the JSONL groundwatch eval reads, a download
+                                  (app, model, start, end)
     POST /api/labels              a reviewer's label (JSON: interaction_id, kind, value, note, reviewer)
 
 Query parameters are validated by the models in schemas/dashboard.py: a bad one is a 400 naming the
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +37,7 @@ from pipeline.review import drawn, inclusion_probability
 from schemas.dashboard import (
     AlertsQuery,
     BucketQuery,
+    ExportQuery,
     LabelRequest,
     OverviewQuery,
     QualityQuery,
@@ -117,6 +121,22 @@ async def overview(request: web.Request) -> web.Response:
 
 async def bucket(request: web.Request) -> web.Response:
     return _json(await _queries(request).bucket(parse_query(request, BucketQuery)))
+
+
+async def export(request: web.Request) -> web.Response:
+    """The drill-down's interactions (one app/model over a range) as eval-format JSONL, the lines
+    ``groundwatch export`` writes (``pipeline.export_file``), as a file download."""
+    from pipeline.export_file import dumps, export_lines
+
+    q = parse_query(request, ExportQuery)
+    rows = await LabelStore(_queries(request).store).export_rows(q.start, q.end, app=q.app, model=q.model)
+    body = "".join(dumps(line) + "\n" for line in export_lines(rows, request.app[SETTINGS_KEY]))
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{q.app}-{q.model}-{q.start:%Y%m%dT%H%M}")[:120]
+    return web.Response(
+        text=body,
+        content_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="groundwatch-{name}.jsonl"'},
+    )
 
 
 async def interaction(request: web.Request) -> web.Response:
@@ -257,6 +277,7 @@ def dashboard_app(
     app.router.add_get("/api/options", options)
     app.router.add_get("/api/overview", overview)
     app.router.add_get("/api/bucket", bucket)
+    app.router.add_get("/api/export", export)
     app.router.add_get("/api/interactions/{interaction_id}", interaction)
     app.router.add_get("/api/alerts", alerts)
     app.router.add_get("/api/quality", quality)

@@ -238,3 +238,22 @@ def test_the_corrected_rate_is_drawn_beside_the_flagged_rate_once_labels_allow(
     )
     assert drawn > 0
     assert console_errors(browser) == []
+
+
+def test_the_drill_down_exports_its_interactions_as_eval_jsonl(site: DashboardSite, browser: Any) -> None:
+    since = site.history.onset.isoformat().replace("+00:00", "Z")
+    until = site.history.end.isoformat().replace("+00:00", "Z")
+    browser.get(site.url + f"?view=bucket&bapp=wiki-qa&bmodel=beta&bstart={since}&bend={until}")
+    wait_loaded(browser, "bucket")
+    link = browser.find_element(By.ID, "bucket-export")
+    assert link.text == "export these interactions (eval JSONL)"
+    href = link.get_attribute("href")
+    assert href.startswith(site.url + "api/export?") and "app=wiki-qa" in href and "model=beta" in href
+    total = int(browser.find_element(By.ID, "bucket-summary").text.split()[0])
+    with urllib.request.urlopen(href, timeout=30) as response:
+        assert "attachment" in response.headers["Content-Disposition"]
+        lines = [json.loads(line) for line in response.read().decode().splitlines()]
+    assert len(lines) == total > 0
+    assert {(line["app"], line["model"]) for line in lines} == {("wiki-qa", "beta")}
+    assert all(line["question"] and line["answer"] for line in lines)
+    assert console_errors(browser) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -327,5 +328,42 @@ async def test_the_overview_draws_the_corrected_rate_per_bucket_once_labels_allo
         line = next(s for s in body["series"] if s["model"] == "m1")["corrected"]["hallucination_rate"]
         assert (line["status"], line["labels_needed"], line["value"]) == ("too_few_labels", 1, [])
         assert "4 of each" in line["note"]
+    finally:
+        await client.close()
+
+
+async def test_the_drill_down_exports_its_interactions_as_eval_jsonl(store: ClickHouseStore) -> None:
+    from pipeline.dataset import parse_line
+    from schemas.label import Label
+    from schemas.settings import Limits
+    from streams.clickhouse.labels import LabelStore
+
+    await LabelStore(store).insert([Label(interaction_id="i0", kind="grounded", value=0, reviewer="ann")])
+    client = await client_for(store)
+    try:
+        # the second minute of m1: i10-i13
+        params = {
+            "app": "bot",
+            "model": "m1",
+            "start": (T0 + MINUTE).isoformat(),
+            "end": (T0 + 2 * MINUTE).isoformat(),
+        }
+        response = await client.get("/dashboard/api/export", params=params)
+        assert response.status == 200
+        assert response.content_type == "application/x-ndjson"
+        assert response.headers["Content-Disposition"] == (
+            'attachment; filename="groundwatch-bot-m1-20261120T1001.jsonl"'
+        )
+        lines = (await response.text()).splitlines()
+        cases = [parse_line(line, n, Limits()) for n, line in enumerate(lines, 1)]
+        assert sorted(c.interaction.interaction_id for c in cases) == ["i10", "i11", "i12", "i13"]  # type: ignore[union-attr]
+        # the first minute holds the labeled i0: its label and this judge's verdict as a peer
+        params = {**params, "start": T0.isoformat(), "end": (T0 + MINUTE).isoformat()}
+        lines = (await (await client.get("/dashboard/api/export", params=params)).text()).splitlines()
+        [first] = [json.loads(line) for line in lines if json.loads(line)["interaction_id"] == "i0"]
+        assert first["labels"] == {"grounded": 0} and first["peers"] == {"lexical:lexical": 0}
+        assert len(lines) == 10
+        bad = await client.get("/dashboard/api/export", params={**params, "model": ""})
+        assert bad.status == 400 and "model" in await bad.text()
     finally:
         await client.close()

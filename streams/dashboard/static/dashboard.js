@@ -270,10 +270,15 @@ async function loadOverview() {
 }
 
 /* ---- drill-down ------------------------------------------------------------------------------- */
+function exportLink(p) {
+  // the drill-down's interactions as the JSONL groundwatch eval reads (api/export, a download)
+  return "api/export?" + new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "" }).toString();
+}
 async function loadBucket() {
   const p = params();
   const q = new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "", limit: "200" });
   const data = await api("bucket", q);
+  $("bucket-export").href = exportLink(p);
   $("bucket-title").textContent = `${data.app} / ${data.model}: ${data.start} – ${data.end}`;
   $("bucket-summary").textContent = `${data.total} interactions, worst first (hallucinated, then lowest context entailment)`;
   const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
