@@ -12,11 +12,16 @@ of runs where the rate could be corrected (enough labels of each class), the cov
 rate's 95 % interval among them, its mean width, and the mean absolute error of the corrected and of the
 flagged rate.
 
-    .venv/bin/python benchmarks/corrected_rate.py                    # the grid of docs/accuracy.md
+    .venv/bin/python benchmarks/corrected_rate.py --runs 200         # the grid of docs/accuracy.md
+    .venv/bin/python benchmarks/corrected_rate.py --runs 200 --resamples 0      # the delta method alone
+    .venv/bin/python benchmarks/corrected_rate.py --runs 100 --turns 5 --review-by-conversation \
+        --budgets 200,500                                             # clumped traffic, clumped labels
     .venv/bin/python benchmarks/corrected_rate.py --runs 400 --json out.json
 
-Interactions are independent here (no conversations): real traffic is clumpier, so expect intervals to
-cover a little less often there.
+By default interactions are independent. With ``--turns K`` they come in conversations of K turns that
+share their truth and the judge's verdict (the judge errs on a whole conversation), and the labels are
+grouped by conversation as the product groups them; ``--review-by-conversation`` labels every turn of
+a drawn conversation instead of drawing each interaction on its own.
 """
 
 from __future__ import annotations
