@@ -12,11 +12,16 @@ of runs where the rate could be corrected (enough labels of each class), the cov
 rate's 95 % interval among them, its mean width, and the mean absolute error of the corrected and of the
 flagged rate.
 
-    .venv/bin/python benchmarks/corrected_rate.py                    # the grid of docs/accuracy.md
+    .venv/bin/python benchmarks/corrected_rate.py --runs 200         # the grid of docs/accuracy.md
+    .venv/bin/python benchmarks/corrected_rate.py --runs 200 --resamples 0      # the delta method alone
+    .venv/bin/python benchmarks/corrected_rate.py --runs 100 --turns 5 --review-by-conversation \
+        --budgets 200,500                                             # clumped traffic, clumped labels
     .venv/bin/python benchmarks/corrected_rate.py --runs 400 --json out.json
 
-Interactions are independent here (no conversations): real traffic is clumpier, so expect intervals to
-cover a little less often there.
+By default interactions are independent. With ``--turns K`` they come in conversations of K turns that
+share their truth and the judge's verdict (the judge errs on a whole conversation), and the labels are
+grouped by conversation as the product groups them; ``--review-by-conversation`` labels every turn of
+a drawn conversation instead of drawing each interaction on its own.
 """
 
 from __future__ import annotations
@@ -39,21 +44,41 @@ BUDGETS = (50, 200, 500)
 
 
 def one_run(
-    rng: np.random.Generator, pi: float, se: float, sp: float, budget: int, traffic: int, min_per_class: int
+    rng: np.random.Generator,
+    pi: float,
+    se: float,
+    sp: float,
+    budget: int,
+    traffic: int,
+    min_per_class: int,
+    turns: int = 1,
+    resamples: int = 1000,
+    by_conversation: bool = False,
 ) -> tuple[bool, bool, float, float, float]:
     """(corrected?, covered?, width, |corrected - pi|, |flagged - pi|) of one simulated deployment."""
-    truth = rng.random(traffic) < pi
-    flagged = np.where(truth, rng.random(traffic) < se, rng.random(traffic) >= sp)
+    conversation = np.arange(traffic) // turns
+    n_conv = int(conversation[-1]) + 1
+    # a conversation's turns share their truth and the judge's draw (its errors come together)
+    truth = (rng.random(n_conv) < pi)[conversation]
+    judged = rng.random(n_conv)[conversation]
+    flagged = np.where(truth, judged < se, judged >= sp)
     true_rate = float(truth.mean())
     # the queue: a uniform draw at rate u, and the flagged at rate max(u, f); half the budget each way
     n_flagged = max(int(flagged.sum()), 1)
     u = min(1.0, budget / 2 / traffic)
     f = max(u, min(1.0, budget / 2 / n_flagged))
-    draw = rng.random(traffic)
+    # the draw: per interaction (the review queue's), or per conversation (a reviewer labels every turn
+    # of a conversation drawn, at the probability of its first turn)
+    draw = rng.random(n_conv)[conversation] if by_conversation else rng.random(traffic)
     prob = np.where(flagged, f, u)
+    if by_conversation:
+        prob = prob[conversation * turns]
     picked = np.flatnonzero(draw < prob)
-    cases = [LabeledCase(str(i), i, bool(truth[i]), bool(flagged[i]), 1.0 / float(prob[i])) for i in picked]
-    quality = agreement(cases, resamples=0)
+    cases = [
+        LabeledCase(str(i), int(conversation[i]), bool(truth[i]), bool(flagged[i]), 1.0 / float(prob[i]))
+        for i in picked
+    ]
+    quality = agreement(cases, resamples=resamples, seed=int(rng.integers(1 << 31)))
     result = corrected_rate(int(flagged.sum()), traffic, quality, min_per_class=min_per_class)
     flag_error = abs(float(flagged.mean()) - true_rate)
     if result.status is not CorrectionStatus.OK or result.corrected is None:
@@ -71,21 +96,35 @@ def main() -> int:
     parser.add_argument("--traffic", type=int, default=20_000, help="interactions in a deployment's period")
     parser.add_argument("--min-per-class", type=int, default=10, help="labels.min_per_class")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--turns", type=int, default=1, help="turns a conversation (its turns share truth and judge errors)"
+    )
+    parser.add_argument("--resamples", type=int, default=1000, help="labels.bootstrap_resamples")
+    parser.add_argument(
+        "--review-by-conversation",
+        action="store_true",
+        help="label every turn of a drawn conversation (else each interaction is drawn on its own)",
+    )
+    parser.add_argument("--budgets", type=str, default=",".join(map(str, BUDGETS)), help="label budgets")
     parser.add_argument("--json", type=Path, help="write every cell as JSON")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     cells = []
     print(
-        f"{args.runs} runs a cell, {args.traffic:,} interactions a run, min_per_class {args.min_per_class}; "
+        f"{args.runs} runs a cell, {args.traffic:,} interactions a run in conversations of "
+        f"{args.turns} turns, "
+        f"min_per_class {args.min_per_class}; "
         "coverage of the 95 % interval among runs that could be corrected"
     )
     print(
         f"{'pi':>5} {'Se':>5} {'Sp':>5} {'labels':>6} {'corrected':>9} {'coverage':>8} {'width':>6} "
         f"{'MAE corr':>8} {'MAE flag':>8}"
     )
-    for pi, se, sp, budget in itertools.product(RATES, QUALITIES, QUALITIES, BUDGETS):
+    budgets = [int(b) for b in args.budgets.split(",")]
+    for pi, se, sp, budget in itertools.product(RATES, QUALITIES, QUALITIES, budgets):
         outcomes = [
-            one_run(rng, pi, se, sp, budget, args.traffic, args.min_per_class) for _ in range(args.runs)
+            one_run(rng, pi, se, sp, budget, args.traffic, args.min_per_class, args.turns, args.resamples)
+            for _ in range(args.runs)
         ]
         done = [o for o in outcomes if o[0]]
         cell = {

@@ -4,9 +4,9 @@
 - Refusal flags: from ``RefusalResult``; in ``refusal_mode`` "same", from ``NliResult`` when the
   refusal result is None (the question was asked inside the NLI prompt).
 - ``hallucination``: ``context_entailment`` under the judge's operating threshold
-  (``PipelineSettings.threshold_for``: ``hallucination_threshold`` when set, else the judge kind's
-  calibrated default) when the answer was given (it
-  has at least one sentence), is known not to be a refusal, and the context pair was judged;
+  (``PipelineSettings.threshold_for``: the interaction's app/model's ``app_thresholds`` value, else
+  ``hallucination_threshold`` when set, else the judge kind's calibrated default) when the answer was
+  given (it has at least one sentence), is known not to be a refusal, and the context pair was judged;
   otherwise None (no context, a refusal, or an unknown refusal flag).
 - ``grounded_precision`` and ``unsupported_claims`` from the context pair (``metrics.grounded``).
 - Cost and time: every call of every stage; ``judge_calls`` counts the records that reached the
@@ -110,7 +110,10 @@ def assemble(
     answered = bool(converted.answer_sentences)
     hallucination: bool | None = None
     if answered and answer_refusal is False and context_entailment is not None:
-        hallucination = context_entailment < pipe.threshold_for("context_entailment", settings.judge.kind)
+        threshold = pipe.threshold_for(
+            "context_entailment", settings.judge.kind, interaction.app, interaction.model
+        )
+        hallucination = context_entailment < threshold
 
     absent = _absent(nli, refusal, same, missing)
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from pipeline.metrics.agreement import (
     Agreement,
     CorrectedRate,
+    CorrectionStatus,
     LabeledCase,
     ReviewerAgreement,
     agreement,
@@ -28,8 +29,6 @@ from pipeline.metrics.agreement import (
 )
 from schemas.label import LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
 
-#: the judge's "correct" threshold for a judge kind (PipelineSettings.threshold_for)
-CorrectThreshold = Callable[[str], float]
 ALL = "*"
 
 
@@ -59,6 +58,10 @@ class Verdicts(Protocol):
     """The judge's verdicts on one interaction (a ``LabeledRow`` or an ``Evaluation``)."""
 
     @property
+    def app(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
     def judge(self) -> str: ...
     @property
     def hallucination(self) -> bool | None: ...
@@ -68,6 +71,10 @@ class Verdicts(Protocol):
     def ground_truth_refusal(self) -> bool | None: ...
     @property
     def answer_entails_ground_truth(self) -> float | None: ...
+
+
+#: the judge's "correct" threshold for an interaction's judge, app and model (PipelineSettings.threshold_for)
+CorrectThreshold = Callable[[Verdicts], float]
 
 
 def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectThreshold) -> bool | None:
@@ -81,7 +88,7 @@ def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectTh
         return verdicts.ground_truth_refusal
     if verdicts.answer_entails_ground_truth is None:
         return None
-    return verdicts.answer_entails_ground_truth < correct_threshold(verdicts.judge)
+    return verdicts.answer_entails_ground_truth < correct_threshold(verdicts)
 
 
 def _block(
@@ -163,6 +170,34 @@ def judge_quality(
         _block(key, groups[key], correct_threshold, resamples)
         for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], k[4], k[5].value))
     ]
+
+
+def corrected_buckets(
+    block: QualityBlock | None,
+    kind: LabelKind,
+    flagged: Sequence[int],
+    totals: Sequence[int],
+    *,
+    min_per_class: int,
+) -> tuple[CorrectedRate, list[CorrectedRate]]:
+    """The rate corrected over a whole range (``flagged`` and ``totals`` summed) and per bucket, all with
+    the judge's agreement over the range (``block``, None without labels). The buckets are corrected only
+    when the range is (enough labels of each class, a judge better than chance); else the list is empty
+    and the range's note says why."""
+    if len(flagged) != len(totals):
+        raise ValueError("flagged and totals are per bucket: give as many of each")
+    quality = block.agreement if block is not None else None
+    condition = LABEL_TARGETS[kind].condition
+    overall = corrected_rate(
+        sum(flagged), sum(totals), quality, min_per_class=min_per_class, condition=condition
+    )
+    if overall.status is not CorrectionStatus.OK:
+        return overall, []
+    per_bucket = [
+        corrected_rate(f, t, quality, min_per_class=min_per_class, condition=condition)
+        for f, t in zip(flagged, totals, strict=True)
+    ]
+    return overall, per_bucket
 
 
 def with_corrected(block: QualityBlock, flagged: int, total: int, *, min_per_class: int) -> QualityBlock:

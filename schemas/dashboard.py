@@ -78,10 +78,38 @@ class BucketQuery(TimeRange):
         return check_slice(value)
 
 
+class ExportQuery(TimeRange):
+    app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
+    model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
+
+
 class AlertsQuery(TimeRange):
     app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
     model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")
     limit: int = Field(500, ge=1, le=5000, description="alerts returned, newest first")
+
+
+class CorrectedLine(BaseModel):
+    """A rate corrected for the judge's measured errors (Rogan-Gladen, pipeline.metrics.agreement), per
+    bucket, with the sensitivity and specificity the app/model's labels over the whole range give the
+    judge. ``value``, ``lower`` and ``upper`` hold figures only when ``status`` is ``ok``; otherwise
+    ``note`` says why not (how many more labels are needed, or a judge no better than chance)."""
+
+    kind: str = Field(description="the label kind measuring the judge on this rate (schemas.label)")
+    status: Literal["ok", "too_few_labels", "no_better_than_chance"]
+    note: str = Field(description="what a reader should know, in one sentence ('' when drawn)")
+    labels_needed: int = Field(description="more labels needed in the scarcer class before a correction")
+    cases: int = Field(description="labeled interactions the sensitivity and specificity come from")
+    sensitivity: float | None
+    specificity: float | None
+    balanced_accuracy: float | None
+    flagged_rate: float | None = Field(description="the judge's flag rate over the whole range")
+    corrected: float | None = Field(description="the corrected rate over the whole range")
+    low: float | None = Field(description="its 95 % interval")
+    high: float | None
+    value: list[float | None] = Field(description="corrected rate per bucket")
+    lower: list[float | None] = Field(description="its 95 % lower bound per bucket")
+    upper: list[float | None] = Field(description="its 95 % upper bound per bucket")
 
 
 class Series(BaseModel):
@@ -96,6 +124,10 @@ class Series(BaseModel):
     support: dict[str, list[int]] = Field(description="rate and mean metrics: the denominator per bucket")
     latency_p50_ms: list[float | None]
     latency_p95_ms: list[float | None]
+    corrected: dict[str, CorrectedLine] = Field(
+        default_factory=dict,
+        description="rates corrected for the judge's errors (streams.judge_quality.CORRECTED_RATES)",
+    )
 
 
 class DeadLetterBucket(BaseModel):

@@ -302,6 +302,38 @@ class JudgeSettings(BaseModel):
         return self
 
 
+class Thresholds(BaseModel):
+    """Decision thresholds of one model of an app (``PipelineSettings.app_thresholds``); unset: the
+    app's, else the worker's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hallucination: Share | None = Field(
+        None, description="context entailment under this = hallucination (as hallucination_threshold)"
+    )
+    correct: Share | None = Field(
+        None, description="answer_entails_ground_truth at or over this = correct (as correct_threshold)"
+    )
+
+
+class AppThresholds(Thresholds):
+    """Decision thresholds of one app, and of some of its models (``PipelineSettings.app_thresholds``)."""
+
+    models: dict[str, Thresholds] = Field(
+        default_factory=dict, description="model -> thresholds of that model of the app, over the app's"
+    )
+
+
+#: which threshold of ``Thresholds`` decides a score (pipeline.report.SCORES names)
+_THRESHOLD_KIND: dict[str, Literal["hallucination", "correct"]] = {
+    "context_entailment": "hallucination",
+    "grounded_precision": "hallucination",
+    "answer_entails_ground_truth": "correct",
+    "ground_truth_entails_answer": "correct",
+    "agreement": "correct",
+}
+
+
 class PipelineSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -450,6 +482,15 @@ class PipelineSettings(BaseModel):
     judge_correct_thresholds: dict[str, Share] = Field(
         default_factory=dict, description="correct_threshold per judge kind when correct_threshold is not set"
     )
+    app_thresholds: dict[str, AppThresholds] = Field(
+        default_factory=dict,
+        description=(
+            "decision thresholds per app, and per model of an app, over every other threshold setting: "
+            '{"wiki-qa": {"hallucination": 0.7, "correct": 0.6, "models": {"beta": {"hallucination": '
+            "0.75}}}} (each 0 to 1; a model's value over its app's; what is not given falls back). "
+            "groundwatch calibrate prints the value to apply"
+        ),
+    )
 
     short_answer_words: int = Field(
         6,
@@ -481,23 +522,53 @@ class PipelineSettings(BaseModel):
             return self.nli_group_cases
         return max(1, self.judge_nli_group_cases.get(judge_kind, self.nli_group_cases))
 
-    def threshold_for(self, score: str, judge_kind: str) -> float:
-        """The operating threshold of a score (``pipeline.report.SCORES`` names) for a judge kind.
+    def threshold_for(
+        self, score: str, judge_kind: str, app: str | None = None, model: str | None = None
+    ) -> float:
+        """The operating threshold of a score (``pipeline.report.SCORES`` names) for a judge kind, and
+        for an app and model when given.
 
-        Context scores (``context_entailment``, ``grounded_precision``) use ``hallucination_threshold``
-        when it was set explicitly, else the judge's calibrated default; ground-truth scores
+        Context scores (``context_entailment``, ``grounded_precision``) use the app/model's
+        ``app_thresholds`` hallucination value when there is one, else ``hallucination_threshold`` when it
+        was set explicitly, else the judge's calibrated default; ground-truth scores
         (``answer_entails_ground_truth``, ``ground_truth_entails_answer``, ``agreement``) likewise
-        with ``correct_threshold``; anything else 0.5.
+        with the correct values; anything else 0.5.
         """
-        if score in ("context_entailment", "grounded_precision"):
+        kind = _THRESHOLD_KIND.get(score)
+        if kind is None:
+            return 0.5
+        if app is not None and app in self.app_thresholds:
+            of_app = self.app_thresholds[app]
+            of_model = of_app.models.get(model) if model is not None else None
+            for found in (of_model, of_app):
+                value = getattr(found, kind) if found is not None else None
+                if value is not None:
+                    return float(value)
+        if kind == "hallucination":
             if "hallucination_threshold" in self.model_fields_set:
                 return self.hallucination_threshold
             return self.judge_hallucination_thresholds.get(judge_kind, self.hallucination_threshold)
-        if score in ("answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"):
-            if "correct_threshold" in self.model_fields_set:
-                return self.correct_threshold
-            return self.judge_correct_thresholds.get(judge_kind, self.correct_threshold)
-        return 0.5
+        if "correct_threshold" in self.model_fields_set:
+            return self.correct_threshold
+        return self.judge_correct_thresholds.get(judge_kind, self.correct_threshold)
+
+    def app_threshold_overrides(
+        self, kind: Literal["hallucination", "correct"]
+    ) -> list[tuple[str, str, float]]:
+        """Every (app, model, threshold) ``app_thresholds`` sets for ``kind``, model '' for a whole app;
+        a model's entries come before its app's (the first match wins)."""
+        models = [
+            (app, model, float(value))
+            for app, of_app in sorted(self.app_thresholds.items())
+            for model, of_model in sorted(of_app.models.items())
+            if (value := getattr(of_model, kind)) is not None
+        ]
+        apps = [
+            (app, "", float(value))
+            for app, of_app in sorted(self.app_thresholds.items())
+            if (value := getattr(of_app, kind)) is not None
+        ]
+        return models + apps
 
 
 class KafkaSettings(BaseModel):
@@ -1060,6 +1131,36 @@ class DashboardSettings(BaseModel):
         return self
 
 
+class FeedbackRule(BaseModel):
+    """How end users' thumbs in an interaction's metadata become labels (source ``end_user``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str = Field("feedback", min_length=1, description="the metadata key holding the end user's verdict")
+    kind: Literal["grounded", "correct"] = Field(
+        "grounded", description="the label kind a verdict stands for: grounded or correct"
+    )
+    values: dict[str, Literal[0, 1]] = Field(
+        min_length=1,
+        description='the label value of each verdict, e.g. {"up": 1, "down": 0, "1": 1, "-1": 0}; verdicts '
+        'are matched as text, trimmed and in lower case (the number -1 as "-1", true as "true"); a '
+        "verdict not listed gives no label",
+    )
+
+    @field_validator("values")
+    @classmethod
+    def _normalised(cls, value: dict[str, int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for verdict, label in value.items():
+            key = verdict.strip().lower()
+            if not key:
+                raise ValueError("a verdict must not be blank")
+            if key in out and out[key] != label:
+                raise ValueError(f"the verdict {key!r} is given twice with different values")
+            out[key] = label
+        return out
+
+
 class LabelsSettings(BaseModel):
     """People's labels: the review queue, and when agreement may correct a rate (README "Is the judge
     right?")."""
@@ -1100,6 +1201,23 @@ class LabelsSettings(BaseModel):
     )
     bootstrap_resamples: int = Field(
         1000, ge=0, le=100_000, description="bootstrap resamples behind every agreement interval (0: none)"
+    )
+    end_user_feedback: FeedbackRule | None = Field(
+        None,
+        description="turn end users' thumbs (metadata.feedback) into end_user labels as the worker stores "
+        'interactions, e.g. {"kind": "grounded", "values": {"up": 1, "down": 0}}; unset: none',
+    )
+    gauge_refresh_seconds: float = Field(
+        300.0,
+        gt=0,
+        description="how often the worker reads the judge's agreement for its Prometheus gauges "
+        "(groundwatch_judge_*)",
+    )
+    gauge_period_days: int = Field(
+        30,
+        ge=1,
+        le=400,
+        description="the labeled interactions the Prometheus agreement gauges cover: the last N days",
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
@@ -18,15 +19,18 @@ from pydantic import BaseModel
 
 from pipeline.clock import Clock, SystemClock
 from pipeline.evaluator import Evaluator
+from pipeline.feedback import feedback_labels
 from pipeline.judges.base import Judge
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
+from pipeline.retry import retry
 from pipeline.sampling import Sampler
 from schemas.evaluation import Evaluation
 from streams.alerts.engine import AlertEngine
+from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.sink import EvaluationSink, Located
 from streams.clickhouse.store import ClickHouseStore
 from streams.context import StreamContext
@@ -145,7 +149,23 @@ class Resources(Service):
 
     async def _after_flush(self, rows: Sequence[Located]) -> None:
         await self.windows.touch(rows)
+        await self._end_user_labels(rows)
         await self.write_status()
+
+    async def _end_user_labels(self, rows: Sequence[Located]) -> None:
+        """End users' thumbs of the interactions just stored, as labels (``labels.end_user_feedback``)."""
+        rule = self.ctx.settings.labels.end_user_feedback
+        if rule is None:
+            return
+        evaluations = [r for r in rows if isinstance(r, Evaluation)]
+        labels = feedback_labels(evaluations, rule, self.clock.now())
+        if not labels:
+            return
+        store = LabelStore(self.store_open)
+        try:
+            await retry(functools.partial(store.insert, labels), what="labels: end users' feedback")
+        except Exception:  # the evaluations are stored; their thumbs come back with a replay
+            log.exception("labels: %d end users' feedback labels could not be written", len(labels))
 
     async def _reject_row(self, evaluation: Evaluation, exc: Exception) -> None:
         """A row ClickHouse keeps rejecting (streams.clickhouse.sink): to deadletter, stage "sink" (its

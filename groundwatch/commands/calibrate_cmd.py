@@ -1,14 +1,18 @@
 """`groundwatch calibrate`: the decision thresholds people's labels support, by grouped cross-validation.
 
 Prints, per label kind with a threshold (grounded: the hallucination threshold; correct: the correct
-threshold), the out-of-fold balanced accuracy at today's setting and with a threshold chosen on the other
-folds, and the setting to apply. Nothing changes by itself.
+threshold), the out-of-fold balanced accuracy at today's setting (the app/model's own threshold when
+``pipeline.app_thresholds`` has one) and with a threshold chosen on the other folds, and the setting to
+apply: ``GROUNDWATCH_PIPELINE__APP_THRESHOLDS`` with this app's (or model's) thresholds, the others kept.
+Where the labeled interactions were judged by the cascade, the cascade's band too. Nothing changes by
+itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 from groundwatch.store_access import add_clickhouse_argument
@@ -30,7 +34,7 @@ def _fmt(mean: float | None, sd: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
     from groundwatch.trend_report import parse_since
-    from pipeline.calibration import SCORE_OF, calibrate
+    from pipeline.calibration import APP_THRESHOLDS, SCORE_OF, app_thresholds_with, calibrate
     from schemas.label import LabelSource
     from streams.clickhouse.labels import LabelStore
 
@@ -60,10 +64,20 @@ def run(args: argparse.Namespace) -> int:
         )
     results = []
     for kind, (score, _) in SCORE_OF.items():
-        current = settings.pipeline.threshold_for(score, judges[0])
-        results.append(calibrate(rows, kind, current))
+        current = settings.pipeline.threshold_for(score, judges[0], args.app, args.model)
+        results.append(calibrate(rows, kind, current, cascade=judges[0] == "cascade"))
+    proposals: dict[str, float] = {
+        r.key: r.proposed_threshold for r in results if r.proposed_threshold is not None
+    }
+    existing = {
+        app: value.model_dump(exclude_defaults=True)
+        for app, value in settings.pipeline.app_thresholds.items()
+    }
+    setting = (
+        json.dumps(app_thresholds_with(existing, args.app, args.model, proposals)) if proposals else None
+    )
     if args.json:
-        print("[" + ",".join(r.model_dump_json() for r in results) + "]")
+        print(json.dumps({"calibrations": [r.model_dump(mode="json") for r in results], "apply": setting}))
         return 0
     scope = f"{args.app}" + (f" / {args.model}" if args.model else "")
     print(f"Thresholds for {scope} (judge {judges[0]}), grouped {results[0].folds}-fold cross-validation "
@@ -83,8 +97,23 @@ def run(args: argparse.Namespace) -> int:
         folds = ", ".join(f"{t:.3f}" for t in r.fold_thresholds)
         print(f"  chosen in the training folds ({folds}): "
               f"{_fmt(r.cross_validated_balanced_accuracy, r.cross_validated_sd)}")  # fmt: skip
-        print(f"  proposed (chosen on every case, in-sample): {r.setting}={r.proposed_threshold:.3f}")
+        print(f"  proposed (chosen on every case, in-sample): {r.key} {r.proposed_threshold:.3f}")
+        band = r.cascade_band
+        if band is not None:
+            print(
+                f"  cascade band [{band.low:.3f}, {band.high:.3f}]: {band.errors_inside} of the "
+                f"{band.errors} cases the proposed threshold gets wrong, {100 * band.share_inside:.0f} % of "
+                f"the labeled cases sent to the LLM: {band.settings[0]}={band.low:.3f} "
+                f"{band.settings[1]}={band.high:.3f}"
+            )
+    if setting is None:
+        print("\nNothing to propose yet: label more interactions.")
+        return 0
     print(
-        "\nNothing was changed: set the variable on the worker to apply a proposal (it applies to every app)."
+        f"\nTo apply on the worker (this {'model' if args.model else 'app'}'s thresholds; the others "
+        f"kept):\n  {APP_THRESHOLDS}='{setting}'"
     )
+    if any(r.cascade_band for r in results):
+        print("The cascade's band applies to every app the worker judges.")
+    print("Nothing was changed.")
     return 0

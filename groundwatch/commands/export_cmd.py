@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from groundwatch.export_file import dumps, export_line
     from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
     from groundwatch.trend_report import parse_since
+    from pipeline.export_file import dumps, export_lines
     from streams.clickhouse.labels import LabelStore
 
     try:
@@ -55,16 +55,7 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     written = labeled = 0
     with args.out.open("w", encoding="utf-8") as out:
-        for evaluation, labels in rows:
-            threshold = settings.pipeline.threshold_for("answer_entails_ground_truth", evaluation.judge)
-            line = export_line(
-                evaluation,
-                labels,
-                correct_threshold=threshold,
-                include_end_user=settings.labels.include_end_user,
-            )
-            if line is None:
-                continue
+        for line in export_lines(rows, settings):
             out.write(dumps(line) + "\n")
             written += 1
             labeled += "labels" in line

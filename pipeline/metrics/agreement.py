@@ -19,6 +19,10 @@ drawn sample.
   uncertainty (p from n interactions) and the labels' (Se and Sp from the labeled cases) by the delta
   method, on estimates adjusted as Agresti and Coull's (z^2 / 2 successes and failures added), which
   keeps it sensible when Se or Sp is measured as 1 (Lang and Reiczigel 2014 use the same construction).
+  Each of Se's and Sp's variances is the binomial one on the labels' effective size or, when larger,
+  its variance over the agreement's bootstrap resamples by conversation: turns of one conversation
+  that err together count as the evidence of one, and a class with no errors among its labels keeps
+  the binomial floor that a percentile bootstrap alone would lose (it collapses to a point).
   ``benchmarks/corrected_rate.py`` measures its coverage on simulated deployments (docs/accuracy.md).
 """
 
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from pipeline.metrics.wilson import Z95
 
@@ -48,6 +52,19 @@ class LabeledCase:
     condition: bool  # the person says the event happened (hallucinated, incorrect, a refusal)
     flagged: bool  # the judge flagged it
     weight: float = 1.0  # 1 / inclusion probability
+
+
+@dataclass(frozen=True, eq=False)
+class Resamples:
+    """The bootstrap's resampled confusion counts, (resamples, 4) rows of [tp, fn, fp, tn]."""
+
+    counts: np.ndarray
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Resamples) and np.array_equal(self.counts, other.counts, equal_nan=True)
+
+    def __hash__(self) -> int:
+        return hash(self.counts.tobytes())
 
 
 class Estimate(BaseModel):
@@ -85,6 +102,8 @@ class Agreement(BaseModel):
         description="the condition's weighted share among the labeled cases: with weights from the review "
         "queue, an estimate of its share in the traffic straight from the labels"
     )
+    # the bootstrap's resampled confusion counts: the corrected rate's interval reads their spread
+    _resampled: Resamples | None = PrivateAttr(default=None)
 
 
 def _kish(weights: np.ndarray) -> float:
@@ -129,10 +148,12 @@ def agreement(
     lows = np.full(5, np.nan)
     highs = np.full(5, np.nan)
     g = len(index)
+    resampled = None
     if g >= 2 and resamples > 0:
         rng = np.random.default_rng(seed)
         draws = rng.multinomial(g, np.full(g, 1.0 / g), size=resamples)  # how often each group is drawn
-        sampled = _stats(draws.astype(float) @ per_group)
+        resampled = draws.astype(float) @ per_group
+        sampled = _stats(resampled)
         alpha = (1.0 - level) / 2.0
         for j in range(5):
             column = sampled[:, j]
@@ -148,7 +169,7 @@ def agreement(
 
     condition = np.array([c.condition for c in cases], dtype=bool)
     weights = np.array([c.weight for c in cases], dtype=float)
-    return Agreement(
+    result = Agreement(
         cases=len(cases),
         condition_cases=int(condition.sum()),
         other_cases=int((~condition).sum()),
@@ -167,6 +188,8 @@ def agreement(
         kappa=est(3),
         labeled_condition_rate=est(4),
     )
+    result._resampled = Resamples(resampled) if resampled is not None else None
+    return result
 
 
 # ---- people against people -----------------------------------------------------------------------
@@ -247,6 +270,22 @@ def _adjusted(successes: float, n: float, z2: float) -> tuple[float, float]:
     return (successes + z2 / 2.0) / n_adj, n_adj
 
 
+def _resampled_variances(quality: Agreement) -> tuple[float, float]:
+    """The variances of sensitivity and specificity over the agreement's bootstrap resamples (by
+    conversation); 0 without resamples."""
+    if quality._resampled is None:
+        return 0.0, 0.0
+    r = quality._resampled.counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = r[:, 0] / (r[:, 0] + r[:, 1])
+        sp = r[:, 3] / (r[:, 2] + r[:, 3])
+    values = []
+    for column in (se, sp):
+        defined = column[~np.isnan(column)]
+        values.append(float(defined.var()) if defined.size >= 2 else 0.0)
+    return values[0], values[1]
+
+
 def rogan_gladen(flag_rate: float, sensitivity: float, specificity: float) -> float | None:
     """The true rate implied by a flag rate; None when Se + Sp <= 1."""
     j = sensitivity + specificity - 1.0
@@ -312,11 +351,12 @@ def corrected_rate(
     low, high = 0.0, 1.0  # the adjusted Se + Sp is not above 1: the labels cannot bound the rate
     if j > 0:
         pi = min(1.0, max(0.0, (p_a + sp_a - 1.0) / j))
-        var = (
-            p_a * (1 - p_a) / n_a
-            + pi * pi * se_a * (1 - se_a) / m1_a
-            + (1 - pi) ** 2 * sp_a * (1 - sp_a) / m0_a
-        ) / (j * j)
+        # each of Se's and Sp's variances: the binomial one or, when larger, the one the labels show
+        # resampled by conversation (turns of one conversation err together)
+        boot_se, boot_sp = _resampled_variances(quality)
+        var_se = max(se_a * (1 - se_a) / m1_a, boot_se)
+        var_sp = max(sp_a * (1 - sp_a) / m0_a, boot_sp)
+        var = (p_a * (1 - p_a) / n_a + pi * pi * var_se + (1 - pi) ** 2 * var_sp) / (j * j)
         half = z * math.sqrt(var)
         low, high = max(0.0, pi - half), min(1.0, pi + half)
         if corrected is not None:  # the interval always holds its point

@@ -28,6 +28,9 @@ LABEL_COLUMNS = [
 ]  # fmt: skip
 
 _TS = "DateTime64(3, 'UTC')"
+#: labels from reviewers and imports: end users' thumbs neither take an interaction out of the review
+#: queue nor count as a reviewer's progress
+_PEOPLE = "source != 'end_user'"
 _FILTER = "({app:String} = '' OR app = {app:String}) AND ({model:String} = '' OR model = {model:String})"
 _EVAL_COLUMNS = (
     "interaction_id, conversation_id, timestamp, app, model, judge, judge_model, prompt_version, "
@@ -49,6 +52,24 @@ def label_row(label: Label) -> list[Any]:
         label.inclusion_probability,
         int(labeled_at.timestamp() * 1000),
     ]
+
+
+def _threshold_sql(overrides: Sequence[tuple[str, str, float]]) -> tuple[str, dict[str, Any]]:
+    """The decision threshold of a row's app and model as SQL: the first of ``overrides`` (app, model or
+    '' for the whole app, threshold) that matches, else the parameter ``threshold``."""
+    if not overrides:
+        return "{threshold:Float64}", {}
+    cases: list[str] = []
+    params: dict[str, Any] = {}
+    for i, (app, model, value) in enumerate(overrides):
+        condition = f"app = {{t_app{i}:String}}"
+        params[f"t_app{i}"] = app
+        if model:
+            condition += f" AND model = {{t_model{i}:String}}"
+            params[f"t_model{i}"] = model
+        cases.append(f"{condition}, {{t_value{i}:Float64}}")
+        params[f"t_value{i}"] = value
+    return f"multiIf({', '.join(cases)}, {{threshold:Float64}})", params
 
 
 class FlagCounts(BaseModel):
@@ -193,15 +214,18 @@ class LabelStore:
         settings: LabelsSettings,
         threshold: float,
         *,
+        overrides: Sequence[tuple[str, str, float]] = (),
         app: str | None = None,
         model: str | None = None,
         limit: int = 50,
     ) -> list[QueueItem]:
         """The review queue: judged interactions in the range that the stable draw picks
-        (``pipeline.review``) and nobody has labeled yet, newest first."""
+        (``pipeline.review``) and nobody has labeled yet, newest first. The near-threshold stratum lies
+        around ``threshold``, or an app/model's own (``overrides``: ``app_threshold_overrides``)."""
+        threshold_sql, threshold_params = _threshold_sql(overrides)
         probability = (
             "if({near:Float64} > 0 AND context_entailment IS NOT NULL "
-            "AND abs(context_entailment - {threshold:Float64}) <= {band:Float64}, "
+            f"AND abs(context_entailment - {threshold_sql}) <= {{band:Float64}}, "
             "greatest({rate:Float64}, {near:Float64}), {rate:Float64})"
         )
         rows = await self.store.query(
@@ -209,7 +233,7 @@ class LabelStore:
             f"answer_refusal, {probability} AS inclusion_probability FROM {self.db}.evaluations FINAL "
             f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER} "
             f"AND {REVIEW_FRACTION_SQL} < {probability} "
-            f"AND interaction_id NOT IN (SELECT interaction_id FROM {self.db}.labels) "
+            f"AND interaction_id NOT IN (SELECT interaction_id FROM {self.db}.labels WHERE {_PEOPLE}) "
             "ORDER BY timestamp DESC LIMIT {limit:UInt32}",
             {
                 "start": utc(start),
@@ -221,6 +245,7 @@ class LabelStore:
                 "band": settings.review_near_threshold_band,
                 "threshold": threshold,
                 "limit": limit,
+                **threshold_params,
             },
         )
         return [QueueItem.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
@@ -231,7 +256,8 @@ class LabelStore:
         """Interactions labeled since ``since`` per app/model, against the weekly target."""
         rows = await self.store.query(
             f"SELECT app, model, uniqExact(l.interaction_id) AS n FROM "
-            f"(SELECT interaction_id FROM {self.db}.labels FINAL WHERE labeled_at >= {{since:{_TS}}}) AS l "
+            f"(SELECT interaction_id FROM {self.db}.labels FINAL "
+            f"WHERE labeled_at >= {{since:{_TS}}} AND {_PEOPLE}) AS l "
             f"INNER JOIN (SELECT interaction_id, app, model FROM {self.db}.evaluations FINAL "
             f"WHERE interaction_id IN (SELECT interaction_id FROM {self.db}.labels) AND {_FILTER}) AS e "
             "ON l.interaction_id = e.interaction_id GROUP BY app, model ORDER BY app, model",

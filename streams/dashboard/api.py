@@ -2,7 +2,8 @@
 
     GET /                         the page (static/index.html)
     GET /api/options              apps and models with data, window size, metric catalogue
-    GET /api/overview             series per app/model over a range (start, end, app, model*, rollup)
+    GET /api/overview             series per app/model over a range (start, end, app, model*, rollup),
+                                  the hallucination rate corrected for the judge's errors beside it
     GET /api/bucket               one bucket's interactions, worst first (app, model, start, end, limit)
     GET /api/interactions/{id}    one interaction with its statements, verdicts and costs
     GET /api/alerts               alerts in a range (start, end, app, model, limit)
@@ -10,6 +11,8 @@
                                   (start, end, app, model)
     GET /api/review               the review queue: interactions to label next and the week's progress
                                   (start, end, app, model, limit)
+    GET /api/export               one bucket's interactions as the JSONL groundwatch eval reads, a download
+                                  (app, model, start, end)
     POST /api/labels              a reviewer's label (JSON: interaction_id, kind, value, note, reviewer)
 
 Query parameters are validated by the models in schemas/dashboard.py: a bad one is a 400 naming the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +37,7 @@ from pipeline.review import drawn, inclusion_probability
 from schemas.dashboard import (
     AlertsQuery,
     BucketQuery,
+    ExportQuery,
     LabelRequest,
     OverviewQuery,
     QualityQuery,
@@ -105,12 +110,33 @@ async def options(request: web.Request) -> web.Response:
 
 
 async def overview(request: web.Request) -> web.Response:
+    from streams.judge_quality import corrected_lines
+
     query = parse_query(request, OverviewQuery, lists=("models",))
-    return _json(await _queries(request).overview(query))
+    queries = _queries(request)
+    result = await queries.overview(query)
+    settings = request.app[SETTINGS_KEY]
+    return _json(await corrected_lines(result, LabelStore(queries.store), settings, query.app, query.models))
 
 
 async def bucket(request: web.Request) -> web.Response:
     return _json(await _queries(request).bucket(parse_query(request, BucketQuery)))
+
+
+async def export(request: web.Request) -> web.Response:
+    """The drill-down's interactions (one app/model over a range) as eval-format JSONL, the lines
+    ``groundwatch export`` writes (``pipeline.export_file``), as a file download."""
+    from pipeline.export_file import dumps, export_lines
+
+    q = parse_query(request, ExportQuery)
+    rows = await LabelStore(_queries(request).store).export_rows(q.start, q.end, app=q.app, model=q.model)
+    body = "".join(dumps(line) + "\n" for line in export_lines(rows, request.app[SETTINGS_KEY]))
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{q.app}-{q.model}-{q.start:%Y%m%dT%H%M}")[:120]
+    return web.Response(
+        text=body,
+        content_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="groundwatch-{name}.jsonl"'},
+    )
 
 
 async def interaction(request: web.Request) -> web.Response:
@@ -144,7 +170,14 @@ async def review(request: web.Request) -> web.Response:
     labels = LabelStore(_queries(request).store)
     threshold = settings.pipeline.threshold_for("context_entailment", settings.judge.kind)
     items = await labels.queue(
-        q.start, q.end, settings.labels, threshold, app=q.app, model=q.model, limit=q.limit
+        q.start,
+        q.end,
+        settings.labels,
+        threshold,
+        overrides=settings.pipeline.app_threshold_overrides("hallucination"),
+        app=q.app,
+        model=q.model,
+        limit=q.limit,
     )
     since = datetime.now(UTC) - timedelta(days=7)
     progress = await labels.progress(since, settings.labels.weekly_target, q.app, q.model)
@@ -186,7 +219,7 @@ async def add_label(request: web.Request) -> web.Response:
         raise web.HTTPNotFound(text='{"error": "no such interaction"}', content_type="application/json")
     settings = request.app[SETTINGS_KEY]
     e = detail.evaluation
-    threshold = settings.pipeline.threshold_for("context_entailment", e.judge)
+    threshold = settings.pipeline.threshold_for("context_entailment", e.judge, e.app, e.model)
     probability = inclusion_probability(e.context_entailment, threshold, settings.labels)
     label = Label(
         interaction_id=req.interaction_id,
@@ -244,6 +277,7 @@ def dashboard_app(
     app.router.add_get("/api/options", options)
     app.router.add_get("/api/overview", overview)
     app.router.add_get("/api/bucket", bucket)
+    app.router.add_get("/api/export", export)
     app.router.add_get("/api/interactions/{interaction_id}", interaction)
     app.router.add_get("/api/alerts", alerts)
     app.router.add_get("/api/quality", quality)

@@ -4,16 +4,24 @@ JSON, keyed by interaction_id).
 A message that does not validate is dead-lettered like any other (stage ``labels``). A label is acked
 once its row is written; a ClickHouse outage holds it unacked and retries with backoff. The table keeps
 the latest label per interaction, kind and reviewer, so a redelivery replaces its own row.
+
+The processor also keeps the Prometheus gauges of the judge's agreement (``streams.agreement_gauges``)
+on the worker's registry, read again when due on the resources' clock (a timer looks every few seconds).
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from pipeline.retry import retry
 from schemas.label import Label
+from streams.agreement_gauges import AgreementGauges
 from streams.clickhouse.labels import LabelStore
 from streams.processors.base import Processor
+
+#: seconds between the timer's looks at whether the gauges are due
+GAUGE_POLL_SECONDS = 5.0
 
 
 class LabelsProcessor(Processor[Label]):
@@ -28,3 +36,13 @@ class LabelsProcessor(Processor[Label]):
     async def process(self, message: Label) -> None:
         store = LabelStore(self.resources.store_open)
         await retry(functools.partial(store.insert, [message]), what="labels: insert")
+
+    def register(self) -> Any:
+        self.gauges = AgreementGauges(self.ctx.settings, self.resources.clock)
+        self.ctx.metrics.registry.register(self.gauges)
+        self.ctx.app.timer(GAUGE_POLL_SECONDS, name="groundwatch.labels.gauges")(self.refresh_gauges)
+        return super().register()
+
+    async def refresh_gauges(self) -> None:
+        if self.resources.ready:
+            await self.gauges.refresh(LabelStore(self.resources.store_open))

@@ -25,6 +25,7 @@ SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WINDOW_SECONDS = 3600
+MIN_PER_CLASS = 4  # labels of each class before the overview draws a corrected rate
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -79,6 +80,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardSite]:
         "GROUNDWATCH_ALERTS__RULES_FILE": str(ROOT / "groundwatch" / "data" / "demo_alert_rules.yaml"),
         "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(WINDOW_SECONDS),
         "GROUNDWATCH_KAFKA__WEB_ENABLED": "true",
+        "GROUNDWATCH_LABELS__MIN_PER_CLASS": str(MIN_PER_CLASS),
         "GROUNDWATCH_KAFKA__WEB_PORT": str(port),
     }
     workdir = tmp_path_factory.mktemp("dashboard-stack")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
+import urllib.request
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,7 +13,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from schemas.metrics import METRICS
-from tests.browser.conftest import CONVERSATION_ID, WINDOW_SECONDS, DashboardSite
+from tests.browser.conftest import CONVERSATION_ID, MIN_PER_CLASS, WINDOW_SECONDS, DashboardSite
 
 
 def open_view(driver: Any, url: str, view: str = "overview") -> None:
@@ -201,4 +203,71 @@ def test_labeling_three_interactions_updates_the_judge_quality_page(
     cells = row.find_elements(By.TAG_NAME, "td")
     assert cells[2].text == "3"  # labels
     assert "needed" in cells[-1].text  # three labels of one class: too few to correct the rate
+    assert console_errors(browser) == []
+
+
+def _api(site: DashboardSite, path: str, body: dict[str, Any] | None = None, **query: str) -> Any:
+    url = site.url + "api/" + path + ("?" + urllib.parse.urlencode(query) if query else "")
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_the_corrected_rate_is_drawn_beside_the_flagged_rate_once_labels_allow(
+    site: DashboardSite, browser: Any
+) -> None:
+    options = _api(site, "options")
+    [beta] = [s for s in options["series"] if (s["app"], s["model"]) == ("wiki-qa", "beta")]
+    bucket = _api(
+        site, "bucket", app="wiki-qa", model="beta", start=beta["first"], end=beta["last"], limit="1000"
+    )
+    judged = [r for r in bucket["interactions"] if r["hallucination"] is not None]
+    flagged = [r["interaction_id"] for r in judged if r["hallucination"]][: MIN_PER_CLASS + 2]
+    passed = [r["interaction_id"] for r in judged if not r["hallucination"]][: MIN_PER_CLASS + 2]
+    assert len(flagged) > MIN_PER_CLASS and len(passed) > MIN_PER_CLASS
+    # a reviewer agrees with the judge but for one missed hallucination and one false alarm
+    said = {iid: 0 for iid in flagged[1:]} | {flagged[0]: 1} | {iid: 1 for iid in passed[1:]} | {passed[0]: 0}
+    for iid, value in said.items():
+        _api(site, "labels", {"interaction_id": iid, "kind": "grounded", "value": value, "reviewer": "corr"})
+    open_view(browser, site.url + "?range=data")
+    labels = browser.execute_script(
+        "return window.groundwatch.charts.hallucination_rate.labels.map((l) => l.label)"
+    )
+    assert {"wiki-qa / beta corrected", "wiki-qa / beta corrected lower"} <= set(labels)
+    assert not any(label.startswith("open-qa") and "corrected" in label for label in labels)
+    notes = {
+        n.get_attribute("data-series"): n
+        for n in browser.find_elements(By.CSS_SELECTOR, "#chart-hallucination_rate .corrected-note")
+    }
+    assert notes["wiki-qa / beta"].get_attribute("data-status") == "ok"
+    assert "corrected" in notes["wiki-qa / beta"].text
+    unlabeled = notes["open-qa / alpha"]
+    assert unlabeled.get_attribute("data-status") == "too_few_labels"
+    assert f"{MIN_PER_CLASS} of each are needed" in unlabeled.text
+    drawn = browser.execute_script(
+        "const c = window.groundwatch.charts.hallucination_rate;"
+        "const i = c.labels.findIndex((l) => l.label === 'wiki-qa / beta corrected');"
+        "return c.plot.data[i + 1].filter((v) => v !== null).length"
+    )
+    assert drawn > 0
+    assert console_errors(browser) == []
+
+
+def test_the_drill_down_exports_its_interactions_as_eval_jsonl(site: DashboardSite, browser: Any) -> None:
+    since = site.history.onset.isoformat().replace("+00:00", "Z")
+    until = site.history.end.isoformat().replace("+00:00", "Z")
+    browser.get(site.url + f"?view=bucket&bapp=wiki-qa&bmodel=beta&bstart={since}&bend={until}")
+    wait_loaded(browser, "bucket")
+    link = browser.find_element(By.ID, "bucket-export")
+    assert link.text == "export these interactions (eval JSONL)"
+    href = link.get_attribute("href")
+    assert href.startswith(site.url + "api/export?") and "app=wiki-qa" in href and "model=beta" in href
+    total = int(browser.find_element(By.ID, "bucket-summary").text.split()[0])
+    with urllib.request.urlopen(href, timeout=30) as response:
+        assert "attachment" in response.headers["Content-Disposition"]
+        lines = [json.loads(line) for line in response.read().decode().splitlines()]
+    assert len(lines) == total > 0
+    assert {(line["app"], line["model"]) for line in lines} == {("wiki-qa", "beta")}
+    assert all(line["question"] and line["answer"] for line in lines)
     assert console_errors(browser) == []

@@ -51,10 +51,18 @@ async def _send(dep: Deployment, values: list[bytes]) -> None:
 def test_labels_topic_stores_labels_and_dead_letters_bad_ones(
     broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    dep = Deployment(broker.url, tmp_path_factory.mktemp("labels"))
+    rule = {"kind": "grounded", "values": {"up": 1, "down": 0, "1": 1, "-1": 0}}
+    dep = Deployment(
+        broker.url,
+        tmp_path_factory.mktemp("labels"),
+        extra_env={"GROUNDWATCH_LABELS__END_USER_FEEDBACK": json.dumps(rule)},
+    )
+    # end users' thumbs: "Down " and 1 are in the rule, "meh" is not
+    thumbs = [{"feedback": "Down "}, {"feedback": 1}, {"feedback": "meh"}]
     interactions = [
         {"interaction_id": f"l-{i}", "app": "museum-bot", "model": "m", "question": "When does it open?",
-         "contexts": [CONTEXT], "answer": "It opens at 10 am." if i else "It opens at 9 am."}
+         "contexts": [CONTEXT], "answer": "It opens at 10 am." if i else "It opens at 9 am.",
+         "metadata": thumbs[i]}
         for i in range(3)
     ]  # fmt: skip
 
@@ -81,7 +89,10 @@ def test_labels_topic_stores_labels_and_dead_letters_bad_ones(
         timeout=120, check=True,
     )  # fmt: skip
     rows = [(r["interaction_id"], r["reviewer"], int(r["value"])) for r in json.loads(out.stdout)]
-    assert rows == [("l-0", "ann", 0), ("l-1", "ann", 1), ("l-2", "ann", 1), ("l-2", "bob", 0)]
+    assert rows == [
+        ("l-0", "ann", 0), ("l-0", "end_user", 0), ("l-1", "ann", 1), ("l-1", "end_user", 1),
+        ("l-2", "ann", 1), ("l-2", "bob", 0),
+    ]  # fmt: skip
 
 
 def _groundwatch(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

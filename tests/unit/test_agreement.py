@@ -143,3 +143,29 @@ def test_labels_too_weak_to_bound_the_rate_give_the_whole_interval() -> None:
     result = corrected_rate(40, 100, _quality(tp=11, fn=9, fp=9, tn=11), min_per_class=20)
     assert result.status is CorrectionStatus.OK and result.corrected is not None
     assert (result.low, result.high) == (0.0, 1.0)
+
+
+def test_labels_that_err_together_by_conversation_widen_the_corrected_interval() -> None:
+    def cases(turns: int) -> list[LabeledCase]:
+        # 40 condition cases (30 flagged), 60 others (6 flagged): a conversation of ``turns`` turns
+        # shares its truth and the judge's verdict, so it is worth one case, not ``turns``
+        out = []
+        for i in range(100):
+            condition = i < 40
+            flagged = i < 30 if condition else i >= 94
+            for t in range(turns):
+                out.append(LabeledCase(f"{i}-{t}", i, condition, flagged))
+        return out
+
+    alone = corrected_rate(2000, 10_000, agreement(cases(1), resamples=2000), min_per_class=20)
+    clumped = corrected_rate(2000, 10_000, agreement(cases(5), resamples=2000), min_per_class=20)
+    assert alone.corrected == pytest.approx(clumped.corrected)  # the same rates
+    width = lambda r: r.high - r.low  # noqa: E731
+    # five turns a conversation: five times the label rows, but no more evidence than one turn each
+    assert width(clumped) == pytest.approx(width(alone), rel=0.15)
+    # counted as 500 independent labels (no resampling by conversation), it would be far narrower
+    naive = corrected_rate(2000, 10_000, agreement(cases(5), resamples=0), min_per_class=20)
+    assert width(naive) < 0.6 * width(clumped)
+    # with independent labels the binomial variance holds: the resampling adds little
+    binomial = corrected_rate(2000, 10_000, agreement(cases(1), resamples=0), min_per_class=20)
+    assert width(alone) == pytest.approx(width(binomial), rel=0.15)

@@ -204,3 +204,61 @@ def test_threshold_for_judge_defaults_and_explicit_values() -> None:
     settings = settings.with_changes(judge={"kind": "openai"})
     ev = assemble(converted(), nli(), refusal(), settings)
     assert ev.hallucination is False  # 0.5 is not under the 0.5 threshold
+
+
+def test_an_app_and_models_own_thresholds_come_before_every_other_setting() -> None:
+    pipe = make_settings(
+        pipeline={
+            "hallucination_threshold": 0.6,
+            "correct_threshold": 0.4,
+            "app_thresholds": {
+                "shop": {"hallucination": 0.3, "models": {"bot-7": {"hallucination": 0.9}, "bot-8": {}}},
+                "wiki": {"correct": 0.7},
+            },
+        }
+    ).pipeline
+    assert pipe.threshold_for("context_entailment", "lexical", "shop", "bot-7") == 0.9
+    assert pipe.threshold_for("context_entailment", "lexical", "shop", "bot-8") == 0.3  # the app's
+    assert pipe.threshold_for("grounded_precision", "lexical", "shop") == 0.3
+    assert pipe.threshold_for("context_entailment", "lexical", "wiki", "any") == 0.6  # not set: global
+    assert pipe.threshold_for("answer_entails_ground_truth", "lexical", "wiki", "any") == 0.7
+    assert pipe.threshold_for("answer_entails_ground_truth", "lexical", "shop", "bot-7") == 0.4
+    assert pipe.threshold_for("context_entailment", "lexical") == 0.6  # no app given
+    assert pipe.threshold_for("relevance", "lexical", "shop", "bot-7") == 0.5
+
+
+def test_the_hallucination_flag_uses_the_interactions_app_and_model_threshold() -> None:
+    # context entailment 0.5 (statements 1.0 and 0.0): flagged under 0.6, not under 0.4
+    base = make_settings(judge={"kind": "openai"})
+    assert assemble(converted(), nli(), refusal(), base).hallucination is False
+    strict = base.with_changes(
+        pipeline={"app_thresholds": {"shop": {"models": {"bot-7": {"hallucination": 0.6}}}}}
+    )
+    assert assemble(converted(), nli(), refusal(), strict).hallucination is True
+    other = base.with_changes(
+        pipeline={"app_thresholds": {"shop": {"models": {"bot-9": {"hallucination": 0.6}}}}}
+    )
+    assert assemble(converted(), nli(), refusal(), other).hallucination is False
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ('{"shop": {"halucination": 0.7}}', "halucination"),
+        ('{"shop": {"hallucination": 1.5}}', "less than or equal to 1"),
+        ('{"shop": {"models": {"bot": {"correct": -0.1}}}}', "greater than or equal to 0"),
+        ('{"shop": {"models": {"bot": {"models": {}}}}}', "models"),
+        ('{"shop": 0.7}', "valid dictionary"),
+    ],
+)
+def test_app_thresholds_out_of_range_or_with_unknown_keys_are_refused_in_one_line(
+    value: str, reason: str
+) -> None:
+    from pydantic import ValidationError
+
+    from schemas.settings import describe_settings_error, settings_from_env
+
+    with pytest.raises(ValidationError) as caught:
+        settings_from_env({"GROUNDWATCH_PIPELINE__APP_THRESHOLDS": value})
+    line = describe_settings_error(caught.value)
+    assert "GROUNDWATCH_PIPELINE__APP_THRESHOLDS" in line and reason in line and "\n" not in line

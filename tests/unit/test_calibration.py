@@ -42,3 +42,53 @@ def test_a_conversation_stays_in_one_fold() -> None:
     result = calibrate(rows, LabelKind.GROUNDED, current=0.5)
     assert result.groups == 10 and result.folds == 5
     assert result.current_balanced_accuracy == 1.0
+
+
+def test_the_cascade_band_holds_the_thresholds_errors_and_says_what_it_costs() -> None:
+    from pipeline.calibration import cascade_band
+
+    # at 0.6: errors at 0.55 and 0.58 (grounded, under it), 0.62 and 0.7 (hallucinated, over it), 0.95
+    scores = [0.1, 0.2, 0.3, 0.55, 0.58, 0.62, 0.7, 0.8, 0.9, 0.95]
+    labels = [0, 0, 0, 1, 1, 0, 0, 1, 1, 0]
+    band = cascade_band(labels, scores, 0.6, share=0.8)
+    assert band == (0.55, 0.7, 5, 4, 0.4)  # four of five errors in [0.55, 0.7], 4 of 10 cases inside
+    assert cascade_band(labels, scores, 0.6, share=1.0) == (0.55, 0.95, 5, 5, 0.7)
+    assert cascade_band([0, 1], [0.2, 0.9], 0.5) is None  # nothing wrong: no band
+    # the band always holds the threshold
+    low, high, *_ = cascade_band([1, 1], [0.1, 0.2], 0.9, share=0.5) or (0, 0)
+    assert (low, high) == (0.2, 0.9)
+
+
+def test_calibrate_proposes_a_band_only_for_the_cascade() -> None:
+    scores = [i / 100 for i in range(20, 100, 5)] * 3
+    rows = [row(i, s, int(s >= 0.6) if i % 7 else int(s < 0.6)) for i, s in enumerate(scores)]
+    assert calibrate(rows, LabelKind.GROUNDED, current=0.9).cascade_band is None
+    result = calibrate(rows, LabelKind.GROUNDED, current=0.9, cascade=True)
+    band = result.cascade_band
+    assert band is not None and result.proposed_threshold is not None
+    assert band.low <= result.proposed_threshold <= band.high
+    assert band.settings == (
+        "GROUNDWATCH_JUDGE__CASCADE_UNSURE_LOW",
+        "GROUNDWATCH_JUDGE__CASCADE_UNSURE_HIGH",
+    )
+    assert band.errors_inside >= 0.9 * band.errors
+
+
+def test_the_setting_to_apply_keeps_other_apps_and_models() -> None:
+    from pipeline.calibration import app_thresholds_with
+    from tests.settings_factory import make_settings
+
+    current = {
+        "shop": {"correct": 0.4, "models": {"x": {"hallucination": 0.3}}},
+        "wiki": {"hallucination": 0.2},
+    }
+    merged = app_thresholds_with(current, "shop", "y", {"hallucination": 0.71234})
+    assert merged == {
+        "shop": {"correct": 0.4, "models": {"x": {"hallucination": 0.3}, "y": {"hallucination": 0.712}}},
+        "wiki": {"hallucination": 0.2},
+    }
+    assert current["shop"]["models"] == {"x": {"hallucination": 0.3}}  # not changed in place
+    assert app_thresholds_with({}, "new", None, {"correct": 0.5}) == {"new": {"correct": 0.5}}
+    # what it prints is a valid setting
+    pipe = make_settings(pipeline={"app_thresholds": merged}).pipeline
+    assert pipe.threshold_for("context_entailment", "lexical", "shop", "y") == 0.712

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -280,5 +281,89 @@ async def test_a_label_of_an_unknown_interaction_is_a_404(store: ClickHouseStore
     try:
         label = {"interaction_id": "nope", "kind": "grounded", "value": 1, "reviewer": "ann"}
         assert (await client.post("/dashboard/api/labels", json=label)).status == 404
+    finally:
+        await client.close()
+
+
+async def test_the_overview_draws_the_corrected_rate_per_bucket_once_labels_allow(
+    store: ClickHouseStore,
+) -> None:
+    from schemas.label import Label
+    from schemas.settings import Settings
+    from streams.clickhouse.labels import LabelStore
+
+    # m1: i0-i9 in the first minute (i0-i2 flagged), i10-i13 in the second (i10 flagged). People say
+    # i0, i1, i3 are hallucinated (i3 missed by the judge) and i2, i4-i9 grounded (i2 a false alarm):
+    # Se = 2/3, Sp = 6/7. m2 (nothing flagged): two hallucinated, two grounded: Se 0 + Sp 1, chance.
+    said = {0: 0, 1: 0, 3: 0, 2: 1, **{k: 1 for k in range(4, 10)}, 14: 0, 15: 0, 16: 1, 17: 1}
+    await LabelStore(store).insert(
+        [Label(interaction_id=f"i{k}", kind="grounded", value=v, reviewer="ann") for k, v in said.items()]
+    )
+    se, sp = 2 / 3, 6 / 7
+    settings = Settings.from_values({"labels": {"min_per_class": 2}})
+    client = TestClient(TestServer(root_app(lambda: store, DashboardSettings(), settings), host="127.0.0.1"))
+    await client.start_server()
+    try:
+        body = await (await client.get("/dashboard/api/overview", params=window_range())).json()
+        by_model = {s["model"]: s for s in body["series"]}
+        line = by_model["m1"]["corrected"]["hallucination_rate"]
+        assert line["status"] == "ok" and line["note"] == "" and line["cases"] == 10
+        assert (line["sensitivity"], line["specificity"]) == (pytest.approx(se), pytest.approx(sp))
+        expected = [(p + sp - 1) / (se + sp - 1) for p in (3 / 10, 1 / 4)]
+        assert line["value"] == [pytest.approx(v) for v in expected]
+        assert line["corrected"] == pytest.approx((4 / 14 + sp - 1) / (se + sp - 1))
+        for low, value, high in zip(line["lower"], line["value"], line["upper"], strict=True):
+            assert 0 <= low < value < high <= 1
+        chance = by_model["m2"]["corrected"]["hallucination_rate"]
+        assert chance["status"] == "no_better_than_chance" and chance["value"] == []
+        assert "no better than chance" in chance["note"]
+        # fewer labels than min_per_class of a class: a note saying how many more, no line
+        strict = Settings.from_values({"labels": {"min_per_class": 4}})
+        await client.close()
+        client = TestClient(
+            TestServer(root_app(lambda: store, DashboardSettings(), strict), host="127.0.0.1")
+        )
+        await client.start_server()
+        body = await (await client.get("/dashboard/api/overview", params=window_range())).json()
+        line = next(s for s in body["series"] if s["model"] == "m1")["corrected"]["hallucination_rate"]
+        assert (line["status"], line["labels_needed"], line["value"]) == ("too_few_labels", 1, [])
+        assert "4 of each" in line["note"]
+    finally:
+        await client.close()
+
+
+async def test_the_drill_down_exports_its_interactions_as_eval_jsonl(store: ClickHouseStore) -> None:
+    from pipeline.dataset import parse_line
+    from schemas.label import Label
+    from schemas.settings import Limits
+    from streams.clickhouse.labels import LabelStore
+
+    await LabelStore(store).insert([Label(interaction_id="i0", kind="grounded", value=0, reviewer="ann")])
+    client = await client_for(store)
+    try:
+        # the second minute of m1: i10-i13
+        params = {
+            "app": "bot",
+            "model": "m1",
+            "start": (T0 + MINUTE).isoformat(),
+            "end": (T0 + 2 * MINUTE).isoformat(),
+        }
+        response = await client.get("/dashboard/api/export", params=params)
+        assert response.status == 200
+        assert response.content_type == "application/x-ndjson"
+        assert response.headers["Content-Disposition"] == (
+            'attachment; filename="groundwatch-bot-m1-20261120T1001.jsonl"'
+        )
+        lines = (await response.text()).splitlines()
+        cases = [parse_line(line, n, Limits()) for n, line in enumerate(lines, 1)]
+        assert sorted(c.interaction.interaction_id for c in cases) == ["i10", "i11", "i12", "i13"]  # type: ignore[union-attr]
+        # the first minute holds the labeled i0: its label and this judge's verdict as a peer
+        params = {**params, "start": T0.isoformat(), "end": (T0 + MINUTE).isoformat()}
+        lines = (await (await client.get("/dashboard/api/export", params=params)).text()).splitlines()
+        [first] = [json.loads(line) for line in lines if json.loads(line)["interaction_id"] == "i0"]
+        assert first["labels"] == {"grounded": 0} and first["peers"] == {"lexical:lexical": 0}
+        assert len(lines) == 10
+        bad = await client.get("/dashboard/api/export", params={**params, "model": ""})
+        assert bad.status == 400 and "model" in await bad.text()
     finally:
         await client.close()

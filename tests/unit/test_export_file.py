@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from groundwatch.export_file import export_line
 from pipeline.dataset import parse_line
+from pipeline.export_file import export_line
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.label import Label

@@ -116,3 +116,33 @@ async def test_the_queue_draws_in_sql_what_python_draws(store: ClickHouseStore) 
     assert {q.interaction_id for q in far} == {i for i in ids if drawn(i, 0.1)} - {queue[0].interaction_id}
     [progress] = await labels.progress(T0, target=50)
     assert (progress.app, progress.labeled_this_week) == ("a", 1)
+
+
+async def test_the_queue_draws_near_each_app_and_models_own_threshold(store: ClickHouseStore) -> None:
+    ids = [f"t-{i}" for i in range(300)]
+    evaluations = [ev(i, False, ctx=0.8) for i in ids]
+    # a third of them in app b / model x, a third in b / y: b's threshold 0.5, b / x's own 0.78
+    for n, e in enumerate(evaluations):
+        if n % 3:
+            evaluations[n] = e.model_copy(update={"app": "b", "model": "x" if n % 3 == 1 else "y"})
+    await store.insert_evaluations(evaluations)
+    settings = Settings.from_values(
+        {
+            "pipeline": {
+                "app_thresholds": {"b": {"hallucination": 0.5, "models": {"x": {"hallucination": 0.78}}}}
+            }
+        }
+    )
+    overrides = settings.pipeline.app_threshold_overrides("hallucination")
+    assert overrides == [("b", "x", 0.78), ("b", "", 0.5)]
+    labels_settings = LabelsSettings(
+        review_rate=0.1, review_near_threshold_rate=0.5, review_near_threshold_band=0.05
+    )
+    queue = await LabelStore(store).queue(
+        T0, LATER, labels_settings, threshold=0.81, overrides=overrides, limit=1000
+    )
+    # a (0.81) and b / x (0.78) are near 0.8: drawn at 0.5; b / y (b's 0.5) is far: drawn at 0.1
+    expected = {e.interaction_id: 0.1 if (e.app, e.model) == ("b", "y") else 0.5 for e in evaluations}
+    assert {q.interaction_id: q.inclusion_probability for q in queue} == {
+        i: p for i, p in expected.items() if drawn(i, p)
+    }

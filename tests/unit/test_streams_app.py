@@ -26,6 +26,12 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     assert agents == {
         f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink", "labels", "dead_letters")
     }
+    # the judge's agreement gauges are on the registry /metrics serves, and refreshed by a timer
+    from prometheus_client import generate_latest
+
+    exposed = generate_latest(stream_app.ctx.metrics.registry).decode()
+    assert "# TYPE groundwatch_judge_balanced_accuracy gauge" in exposed
+    assert "groundwatch_judge_corrected_rate" in exposed
 
 
 def test_same_refusal_mode_has_no_refusal_processor(tmp_path) -> None:

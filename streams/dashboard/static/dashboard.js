@@ -146,8 +146,38 @@ function chartData(def, overview) {
       columns.push(pick(s.upper[def.metric])); labels.push({ label: seriesName(s) + " upper", colour: colour(i), bandEdge: true, series: s });
     }
     columns.push(pick(s.values[def.metric])); labels.push({ label: seriesName(s), colour: colour(i), series: s, main: true });
+    correctedColumns(def.metric, s, colour(i), pick, columns, labels);
   });
   return { times, columns, labels };
+}
+
+/* ---- the corrected rate beside a flagged rate (api/overview: series[].corrected[metric]) ---------- */
+function correctedLine(metric, s) { return (s.corrected || {})[metric] || null; }
+function correctedColumns(metric, s, c, pick, columns, labels) {
+  const line = correctedLine(metric, s);
+  if (!line || line.status !== "ok") return;
+  const name = seriesName(s) + " corrected";
+  columns.push(pick(line.lower)); labels.push({ label: name + " lower", colour: c, bandEdge: true, fill: c + "1f", series: s, corrected: true });
+  columns.push(pick(line.upper)); labels.push({ label: name + " upper", colour: c, bandEdge: true, fill: c + "1f", series: s, corrected: true });
+  columns.push(pick(line.value)); labels.push({ label: name, colour: c, dash: [6, 4], series: s, corrected: true });
+}
+function correctedText(line) {
+  if (line.status !== "ok") return line.note;
+  const ba = line.balanced_accuracy === null ? "" : `, judge balanced accuracy ${fmt(line.balanced_accuracy, "pct")} on ${line.cases} labels`;
+  return `corrected ${fmt(line.corrected, "pct")} [${fmt(line.low, "pct")}, ${fmt(line.high, "pct")}] over the range (flagged ${fmt(line.flagged_rate, "pct")})${ba}`;
+}
+function correctedNotes(metric, overview) {
+  const lines = overview.series.map((s, i) => [s, i, correctedLine(metric, s)]).filter(([, , line]) => line);
+  if (!lines.length) return null;
+  const drawn = lines.some(([, , line]) => line.status === "ok");
+  const box = el("div", { class: "corrected-notes" });
+  if (drawn) box.append(el("p", { class: "hint" }, "dashed: the rate corrected for the judge's errors measured on people's labels, with its 95% band"));
+  for (const [s, i, line] of lines) {
+    const item = el("p", { class: "corrected-note", "data-series": seriesName(s), "data-status": line.status }, el("span", { class: "swatch" }), `${seriesName(s)}: ${correctedText(line)}`);
+    item.firstChild.style.background = colour(i);
+    box.append(item);
+  }
+  return box;
 }
 
 function placeMarkers(u, alerts) {
@@ -194,7 +224,7 @@ function drawChart(def, overview, container) {
     value: (u, v) => fmt(v, unit),
   })));
   const bands = [];
-  labels.forEach((l, i) => { if (l.bandEdge && labels[i + 1] && labels[i + 1].bandEdge) bands.push({ series: [i + 2, i + 1], fill: l.colour + "33" }); });
+  labels.forEach((l, i) => { if (l.bandEdge && labels[i + 1] && labels[i + 1].bandEdge) bands.push({ series: [i + 2, i + 1], fill: l.fill || l.colour + "33" }); });
   const opts = {
     width: Math.max(320, card.clientWidth - 18), height: 220,
     series, bands, legend: { show: false },
@@ -206,6 +236,8 @@ function drawChart(def, overview, container) {
   const u = new uPlot(opts, [times, ...columns], card);
   u.over.addEventListener("click", () => openPoint(u, def, labels, times, overview));
   state.charts[def.id] = { plot: u, labels, times };
+  const notes = def.metric ? correctedNotes(def.metric, overview) : null;
+  if (notes) card.append(notes);
 }
 function openPoint(u, def, labels, times, overview) {
   const idx = u.cursor.idx;
@@ -250,15 +282,20 @@ async function loadOverview() {
   $("overview-summary").textContent = `${iso(r.start)} – ${iso(r.end)} · rollup: ${overview.rollup} (${overview.step_seconds} s buckets) · ${total} interactions · ${overview.alerts.length} alert${overview.alerts.length === 1 ? "" : "s"} · click a point to see its interactions`;
   renderLegend(overview);
   chartDefs(state.options).forEach((def) => drawChart(def, overview, container));
-  await Promise.all([overviewQuality(), renderBreakdown(r)]);
+  await renderBreakdown(r);
 }
 
 /* ---- drill-down ------------------------------------------------------------------------------- */
+function exportLink(p) {
+  // the drill-down's interactions as the JSONL groundwatch eval reads (api/export, a download)
+  return "api/export?" + new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "" }).toString();
+}
 async function loadBucket() {
   const p = params();
   const q = new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "", limit: "200" });
   if (p.get("slice")) q.set("slice", p.get("slice")); // the page's slice filter (slices.js) holds here too
   const data = await api("bucket", q);
+  $("bucket-export").href = exportLink(p);
   $("bucket-title").textContent = `${data.app} / ${data.model}${data.slice ? ` [${data.slice}]` : ""}: ${data.start} – ${data.end}`;
   $("bucket-summary").textContent = `${data.total} interactions${data.slice ? ` of the slice ${data.slice}` : ""}, worst first (hallucinated, then lowest context entailment)`;
   const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
@@ -401,7 +438,7 @@ function estimate(x, pct) {
   const f = (v) => fmt(v, pct ? "pct" : undefined);
   return x.low === null || x.low === undefined ? f(x.value) : `${f(x.value)} [${f(x.low)}, ${f(x.high)}]`;
 }
-function correctedText(b) {
+function blockCorrectedText(b) {
   const c = b.corrected;
   if (!c) return b.rate_metric ? "no judged traffic" : "–";
   if (c.corrected === null || c.corrected === undefined) return c.note;
@@ -429,7 +466,7 @@ async function loadQuality() {
       el("td", { class: "num" }, a.cases || 0), el("td", {}, estimate(a.sensitivity)), el("td", {}, estimate(a.specificity)),
       el("td", { class: "ba" }, estimate(a.balanced_accuracy)), el("td", {}, estimate(a.kappa)),
       el("td", {}, r.pairs ? `${fmt(r.percent_agreement, "pct")} of ${r.pairs}` : "–"),
-      el("td", { class: "num" }, b.corrected ? fmt(b.corrected.flagged_rate, "pct") : "–"), el("td", { class: "corrected" }, correctedText(b)));
+      el("td", { class: "num" }, b.corrected ? fmt(b.corrected.flagged_rate, "pct") : "–"), el("td", { class: "corrected" }, blockCorrectedText(b)));
   }));
   if (!report.apps.length) $("quality-table").querySelector("tbody").append(el("tr", {}, el("td", { colSpan: cols.length }, "no labels in this range: label interactions on the Review page, or groundwatch labels import FILE")));
   const jcols = ["app / model", "judge", "model", "prompt", "kind", "cases", "balanced accuracy", "kappa"];
@@ -439,15 +476,6 @@ async function loadQuality() {
     return el("tr", {}, el("td", {}, `${b.app} / ${b.model}`), el("td", {}, b.judge), el("td", {}, b.judge_model), el("td", {}, b.prompt_version || "–"),
       el("td", {}, b.kind), el("td", { class: "num" }, a.cases || 0), el("td", {}, estimate(a.balanced_accuracy)), el("td", {}, estimate(a.kappa)));
   }));
-}
-async function overviewQuality() {
-  const box = $("overview-quality");
-  try {
-    const report = await api("quality", qualityQuery());
-    const rows = report.apps.filter((b) => b.kind === "grounded");
-    box.replaceChildren(...(rows.length ? [el("p", { class: "hint" }, "Hallucination rate corrected for the judge's measured errors over this range (Judge quality page):"),
-      el("ul", {}, ...rows.map((b) => el("li", { "data-series": `${b.app} / ${b.model}` }, `${b.app} / ${b.model}: flagged ${b.corrected ? fmt(b.corrected.flagged_rate, "pct") : "–"}, ${b.corrected && b.corrected.corrected !== null ? "corrected " : ""}${correctedText(b)}; judge balanced accuracy ${estimate((b.agreement || {}).balanced_accuracy)}`)))] : []));
-  } catch (err) { box.replaceChildren(el("p", { class: "hint" }, "judge quality: " + (err.message || err))); }
 }
 async function loadReview() {
   const q = qualityQuery();

@@ -5,26 +5,29 @@ metadata), ``labels`` (people's majority per kind; end users' only when asked) a
 judge's verdict as a 0/1 beside them, named ``<judge>:<its model>``, on the first labeled kind in the
 order grounded, correct, answer_refusal (1 = the label's positive class: grounded, correct, a refusal).
 ``groundwatch eval FILE --judge openai`` then measures another judge on the same cases, this one beside.
+``groundwatch export`` and the dashboard's "export these interactions" (api/export) both write these
+lines (``export_lines``).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pipeline.judge_quality import judge_flag
 from pipeline.metrics.agreement import consensus
 from schemas.evaluation import Evaluation
 from schemas.label import LABEL_TARGETS, Label, LabelKind, LabelSource
+from schemas.settings import Settings
 
 PEER_KINDS = (LabelKind.GROUNDED, LabelKind.CORRECT, LabelKind.ANSWER_REFUSAL)
 
 
 def _verdict(e: Evaluation, kind: LabelKind, correct_threshold: float) -> int | None:
     """The judge's verdict as the label's value would be (1 = grounded, correct, a refusal)."""
-    flag = judge_flag(e, kind, lambda judge: correct_threshold)
+    flag = judge_flag(e, kind, lambda _: correct_threshold)
     if flag is None:
         return None
     return int(flag) if LABEL_TARGETS[kind].condition_value == 1 else int(not flag)
@@ -56,3 +59,19 @@ def export_line(
 
 def dumps(line: dict[str, Any]) -> str:
     return json.dumps(line, ensure_ascii=False)
+
+
+def export_lines(
+    rows: Iterable[tuple[Evaluation, Sequence[Label]]], settings: Settings
+) -> Iterator[dict[str, Any]]:
+    """The eval-format lines of stored evaluations with their labels (``LabelStore.export_rows``), each
+    judged at its app/model's correct threshold; an evaluation without its interaction gives none."""
+    for evaluation, labels in rows:
+        threshold = settings.pipeline.threshold_for(
+            "answer_entails_ground_truth", evaluation.judge, evaluation.app, evaluation.model
+        )
+        line = export_line(
+            evaluation, labels, correct_threshold=threshold, include_end_user=settings.labels.include_end_user
+        )
+        if line is not None:
+            yield line
