@@ -56,7 +56,9 @@ def interactions() -> list[Interaction]:
 
 def split_settings() -> Settings:
     """Settings whose premise budget (200 characters) splits the passages above into parts."""
-    return make_settings(pipeline={"min_premise_chars": 200}).with_changes(judge={"context_window_tokens": 700})
+    return make_settings(pipeline={"min_premise_chars": 200}).with_changes(
+        judge={"context_window_tokens": 700}
+    )
 
 
 async def verdicts() -> dict[str, Any]:
