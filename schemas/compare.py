@@ -63,6 +63,11 @@ class CompareReport(BaseModel):
     b: SliceFilter
     metrics: list[MetricDifference]
     repeated_questions: int = Field(description="questions (case and spacing folded) asked in both slices")
+    differing_questions: int = Field(
+        description="of those, the questions on which the slices' hallucination rates or mean context "
+        "entailments differ (the same answers judged alike in both differ on neither)"
+    )
     questions: list[QuestionDifference] = Field(
-        description="by how far the hallucination rates differ, then the mean context entailments"
+        description="the differing questions, by how far the hallucination rates differ, then the mean "
+        "context entailments"
     )

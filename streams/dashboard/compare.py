@@ -117,25 +117,48 @@ def metric_difference(m: Metric, a: dict[str, Any], b: dict[str, Any]) -> Metric
     )  # fmt: skip
 
 
-def questions_sql(db: str, cond_a: str, cond_b: str) -> str:
-    """Questions asked in both slices, the most different first."""
+#: a difference below this is rounding (averages summed in another order), not a different answer
+_DIGITS = 9
+
+
+def per_question_sql(db: str, cond_a: str, cond_b: str) -> str:
+    """One row per question asked in both slices (judged interactions in the range): each side's count,
+    hallucination rate and mean context entailment (NULL where none is known), the A and B interaction of
+    lowest context entailment, and how far the sides differ on the two (rounded; 0 where a side is
+    unknown)."""
     in_a, in_b = f"({cond_a})", f"({cond_b})"
     where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND ({in_a} OR {in_b})"
     known = "hallucination IS NOT NULL"
     return (
         "SELECT question_hash, countIf(in_a) AS a_n, countIf(in_b) AS b_n, "
-        f"avgIf(toFloat64(assumeNotNull(hallucination)), in_a AND {known}) AS a_h, "
-        f"avgIf(toFloat64(assumeNotNull(hallucination)), in_b AND {known}) AS b_h, "
-        "avgIf(assumeNotNull(context_entailment), in_a AND context_entailment IS NOT NULL) AS a_ce, "
-        "avgIf(assumeNotNull(context_entailment), in_b AND context_entailment IS NOT NULL) AS b_ce, "
+        f"avgIfOrNull(toFloat64(assumeNotNull(hallucination)), in_a AND {known}) AS a_h, "
+        f"avgIfOrNull(toFloat64(assumeNotNull(hallucination)), in_b AND {known}) AS b_h, "
+        "avgIfOrNull(assumeNotNull(context_entailment), in_a AND context_entailment IS NOT NULL) AS a_ce, "
+        "avgIfOrNull(assumeNotNull(context_entailment), in_b AND context_entailment IS NOT NULL) AS b_ce, "
         "argMinIf(interaction_id, ifNull(context_entailment, 2), in_a) AS a_example, "
         "argMinIf(interaction_id, ifNull(context_entailment, 2), in_b) AS b_example, "
-        "count() OVER () AS repeated "
+        f"ifNull(round(abs(b_h - a_h), {_DIGITS}), 0) AS h_gap, "
+        f"ifNull(round(abs(b_ce - a_ce), {_DIGITS}), 0) AS ce_gap "
         f"FROM (SELECT *, {in_a} AS in_a, {in_b} AS in_b FROM {db}.evaluations FINAL "
         f"WHERE {in_time_range(db, where)} AND judged = 1 AND question_hash != 0) "
-        "GROUP BY question_hash HAVING a_n > 0 AND b_n > 0 "
-        "ORDER BY abs(ifNull(b_h - a_h, 0)) DESC, abs(ifNull(b_ce - a_ce, 0)) DESC, question_hash "
-        "LIMIT {limit:UInt32}"
+        "GROUP BY question_hash HAVING a_n > 0 AND b_n > 0"
+    )
+
+
+def questions_sql(db: str, cond_a: str, cond_b: str) -> str:
+    """The questions on which the slices differ, the most different first (hallucination rate, then mean
+    context entailment; the hash breaks ties so the order is stable)."""
+    return (
+        f"SELECT * FROM ({per_question_sql(db, cond_a, cond_b)}) WHERE h_gap > 0 OR ce_gap > 0 "
+        "ORDER BY h_gap DESC, ce_gap DESC, question_hash LIMIT {limit:UInt32}"
+    )
+
+
+def question_counts_sql(db: str, cond_a: str, cond_b: str) -> str:
+    """How many questions both slices were asked, and on how many of them they differ."""
+    return (
+        "SELECT count() AS repeated, countIf(h_gap > 0 OR ce_gap > 0) AS differing "
+        f"FROM ({per_question_sql(db, cond_a, cond_b)})"
     )
 
 
@@ -167,10 +190,11 @@ async def read_compare(store: ClickHouseStore, q: CompareQuery) -> CompareReport
     span = {"start": q.start, "end": q.end}
     (row_a,) = await store.query(slice_sql(store.db, cond_a), {**params_a, **span})
     (row_b,) = await store.query(slice_sql(store.db, cond_b), {**params_b, **span})
+    params = {**params_a, **params_b, **span}
+    (counts,) = await store.query(question_counts_sql(store.db, cond_a, cond_b), params)
     rows = []
-    if q.questions:
-        params = {**params_a, **params_b, **span, "limit": q.questions}
-        rows = await store.query(questions_sql(store.db, cond_a, cond_b), params)
+    if q.questions and counts["differing"]:
+        rows = await store.query(questions_sql(store.db, cond_a, cond_b), {**params, "limit": q.questions})
     texts = await _questions(store, rows)
     return CompareReport(
         start=q.start,
@@ -178,7 +202,8 @@ async def read_compare(store: ClickHouseStore, q: CompareQuery) -> CompareReport
         a=a,
         b=b,
         metrics=[metric_difference(m, row_a, row_b) for m in METRICS],
-        repeated_questions=int(rows[0]["repeated"]) if rows else 0,
+        repeated_questions=int(counts["repeated"]),
+        differing_questions=int(counts["differing"]),
         questions=[
             QuestionDifference(
                 question=texts.get(r["a_example"]),

@@ -221,3 +221,45 @@ def test_report_documents_prints_the_ranking_worst_first(capsys: pytest.CaptureF
     assert lines[-1] == "1 answer statements have no recorded passage"
     assert cli.main(["report", "--documents", "--model", "m" * 300, "--clickhouse", url]) == 2
     assert "--app/--model" in capsys.readouterr().err
+
+
+async def test_compare_ranks_repeated_questions_by_how_far_the_slices_differ() -> None:
+    """Questions asked in both slices with known hallucination rates: the ones that differ come most
+    different first (context entailment breaking a tie), the ones answered alike are counted but not
+    listed, even when their averages differ by rounding alone, and the counts hold however many rows
+    are asked for."""
+    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    # question: (A's hallucinations of 4, B's of 4, B's context entailment; A's is 0.9)
+    plan = {"Q same": (1, 1, 0.9), "Q far": (0, 4, 0.9), "Q mid": (1, 3, 0.9), "Q near": (2, 3, 0.9),
+            "Q tie low": (0, 1, 0.2), "Q back": (4, 1, 0.9)}  # fmt: skip
+    evals = []
+    for question, (bad_a, bad_b, ce_b) in plan.items():
+        for model, bad, ce in (("m1", bad_a, 0.9), ("m2", bad_b, ce_b)):
+            for k in range(4):
+                e = evaluation(f"{question}-{model}-{k}", model, k, question, [st("entailed", 0)])
+                evals.append(e.model_copy(update={"hallucination": k < bad, "context_entailment": ce}))
+    # the same entailment averaged over one and three interactions: 0.1 and (0.1 + 0.1 + 0.1) / 3 =
+    # 0.10000000000000002 in floats, a difference of rounding alone
+    for model, values in (("m1", (0.1,)), ("m2", (0.1, 0.1, 0.1))):
+        for k, ce in enumerate(values):
+            e = evaluation(f"noise-{model}-{k}", model, k, "Q noise", [st("entailed", 0)])
+            evals.append(e.model_copy(update={"hallucination": False, "context_entailment": ce}))
+    evals.append(evaluation("only-a", "m1", 0, "Q only in A", [st("entailed", 0)]))
+    s.insert_evaluations_sync(evals)
+    slices = [("a", "model:m1"), ("b", "model:m2")]
+    try:
+        status, body = await get(s, "compare", [*slices, ("questions", "4")])
+        assert status == 200
+        assert [q["question"] for q in body["questions"]] == ["Q far", "Q back", "Q mid", "Q tie low"]
+        assert [(q["a_hallucination_rate"], q["b_hallucination_rate"]) for q in body["questions"]] == [
+            (0.0, 1.0), (1.0, 0.25), (0.25, 0.75), (0.0, 0.25)
+        ]  # fmt: skip
+        assert (body["repeated_questions"], body["differing_questions"]) == (7, 5)
+        status, body = await get(s, "compare", [*slices, ("questions", "20")])
+        assert [q["question"] for q in body["questions"]][-2:] == ["Q tie low", "Q near"]
+        status, body = await get(s, "compare", [*slices, ("questions", "0")])
+        assert body["questions"] == [] and (body["repeated_questions"], body["differing_questions"]) == (7, 5)
+        status, body = await get(s, "compare", [("a", "model:m1"), ("b", "model:m1")])  # a slice with itself
+        assert body["questions"] == [] and (body["repeated_questions"], body["differing_questions"]) == (8, 0)
+    finally:
+        s.close()

@@ -55,9 +55,13 @@ async function loadCompare() {
       el("td", { class: "num" }, m.p_value === null ? "–" : m.p_value < 0.001 ? "<0.001" : m.p_value.toFixed(3)),
       el("td", {}, m.test || ""));
   }));
-  $("compare-questions-hint").textContent = body.repeated_questions
-    ? `${body.repeated_questions} question${body.repeated_questions === 1 ? "" : "s"} asked in both slices (case and spacing folded); click an example to open it.`
-    : "No question was asked in both slices in this range.";
+  const asked = `${body.repeated_questions} question${body.repeated_questions === 1 ? "" : "s"} asked in both slices (case and spacing folded)`;
+  $("compare-questions-hint").textContent = !body.repeated_questions
+    ? "No question was asked in both slices in this range."
+    : !body.differing_questions
+      ? `${asked}, each judged alike in both: the slices differ in which questions they are asked, not in how the same question is answered.`
+      : `${asked}, ${body.differing_questions} of them judged differently (hallucination rate or context ⇒ answer); click an example to open it.`;
+  $("compare-questions").hidden = !body.questions.length;
   const qcols = ["question", "asked A / B", "hallucination A", "hallucination B", "context ⇒ answer A", "context ⇒ answer B", "examples"];
   $("compare-questions").querySelector("thead").replaceChildren(el("tr", {}, ...qcols.map((c) => el("th", {}, c))));
   const open = (id) => (e) => { e.preventDefault(); setParams({ view: "interaction", id }, true); route(); };
