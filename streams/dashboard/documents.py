@@ -22,32 +22,27 @@ def _in_range(db: str, condition: str) -> str:
 
 
 def documents_sql(db: str, condition: str) -> str:
-    """One row per document: retrievals and the context pair's verdicts against its passages."""
+    """One row per document: retrievals and the context pair's verdicts against its passages; and one
+    row with document NULL whose ``without_passage`` counts the statements with no recorded passage (one
+    read of the statements for both)."""
     current = (
         f"(interaction_id, version) IN (SELECT interaction_id, version FROM {db}.evaluations FINAL "
         f"WHERE {_in_range(db, condition)})"
     )
+    zero = "toUInt64(0)"
     return (
         "SELECT doc AS document, sum(r) AS retrieved, sum(s) AS statements, sum(e) AS supported, "
-        "sum(n) AS not_stated, sum(c) AS contradicted FROM (\n"
-        "  SELECT arrayJoin(context_documents) AS doc, count() AS r, toUInt64(0) AS s, toUInt64(0) AS e, "
-        "toUInt64(0) AS n, toUInt64(0) AS c\n"
+        "sum(n) AS not_stated, sum(c) AS contradicted, sum(np) AS without_passage FROM (\n"
+        f"  SELECT toNullable(arrayJoin(context_documents)) AS doc, count() AS r, {zero} AS s, {zero} AS e, "
+        f"{zero} AS n, {zero} AS c, {zero} AS np\n"
         f"  FROM {db}.evaluations FINAL WHERE {_in_range(db, condition)} GROUP BY doc\n"
         "  UNION ALL\n"
-        "  SELECT assumeNotNull(document) AS doc, toUInt64(0) AS r, count() AS s, "
+        f"  SELECT document AS doc, {zero} AS r, count() AS s, "
         "countIf(verdict = 'entailed') AS e, countIf(verdict = 'not_stated') AS n, "
-        "countIf(verdict = 'contradicted') AS c\n"
+        "countIf(verdict = 'contradicted') AS c, countIf(passage IS NULL) AS np\n"
         f"  FROM {db}.evaluation_statements FINAL\n"
-        f"  WHERE pair = 'context_answer' AND document IS NOT NULL AND {current} GROUP BY doc\n"
+        f"  WHERE pair = 'context_answer' AND {current} GROUP BY doc\n"
         ") GROUP BY doc"
-    )
-
-
-def without_passage_sql(db: str, condition: str) -> str:
-    return (
-        f"SELECT count() AS n FROM {db}.evaluation_statements FINAL WHERE pair = 'context_answer' "
-        f"AND passage IS NULL AND (interaction_id, version) IN (SELECT interaction_id, version FROM "
-        f"{db}.evaluations FINAL WHERE {_in_range(db, condition)})"
     )
 
 
@@ -79,8 +74,8 @@ def worst_first(rows: list[DocumentRow]) -> list[DocumentRow]:
 async def read_documents(store: ClickHouseStore, q: DocumentsQuery) -> DocumentReport:
     condition, params = slice_condition(q.filter, "s")
     params = {**params, "start": q.start, "end": q.end}
-    rows = [document_row(r) for r in await store.query(documents_sql(store.db, condition), params)]
-    missing = await store.query(without_passage_sql(store.db, condition), params)
+    found = await store.query(documents_sql(store.db, condition), params)
+    rows = [document_row(r) for r in found if r["document"] is not None]
     ranked = worst_first(rows)
     return DocumentReport(
         start=q.start,
@@ -88,7 +83,7 @@ async def read_documents(store: ClickHouseStore, q: DocumentsQuery) -> DocumentR
         slice=q.filter,
         documents=ranked[: q.limit],
         total=len(ranked),
-        statements_without_passage=int(missing[0]["n"]) if missing else 0,
+        statements_without_passage=sum(int(r["without_passage"]) for r in found if r["document"] is None),
     )
 
 
