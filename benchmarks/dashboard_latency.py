@@ -74,7 +74,7 @@ from streams.clickhouse.rows import (  # noqa: E402
 )
 from streams.clickhouse.store import ClickHouseStore  # noqa: E402
 from streams.dashboard.api import root_app  # noqa: E402
-from streams.dashboard.compare import question_counts_sql, questions_sql, slice_sql  # noqa: E402
+from streams.dashboard.compare import question_counts_sql, questions_sql, slices_sql  # noqa: E402
 from streams.dashboard.documents import documents_sql  # noqa: E402
 from streams.dashboard.queries import DashboardQueries, overview_sql  # noqa: E402
 from streams.dashboard.rollup import choose_rollup  # noqa: E402
@@ -857,7 +857,7 @@ async def insight_breakdown(
         cond_a, params_a = slice_condition(SliceFilter.from_terms(c.a), "a")
         cond_b, params_b = slice_condition(SliceFilter.from_terms(c.b), "b")
         both = {**params_a, **params_b, **span}
-        statements["slice_sql_a_ms"] = (slice_sql(store.db, cond_a), {**params_a, **span})
+        statements["slices_sql_ms"] = (slices_sql(store.db, cond_a, cond_b), both)
         statements["question_counts_sql_ms"] = (question_counts_sql(store.db, cond_a, cond_b), both)
         statements["questions_sql_ms"] = (
             questions_sql(store.db, cond_a, cond_b),

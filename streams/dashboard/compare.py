@@ -24,15 +24,16 @@ from streams.dashboard.slice_sql import slice_condition
 _TS = "DateTime64(3, 'UTC')"
 SIGNIFICANCE = 0.05
 
-#: each sum of the catalogue per interaction row of ``evaluations`` (the windows' columns it adds up are
-#: these, summed: streams/windows/aggregator.py); a test holds this to the catalogue and to the windows
-ROW_SUMS: dict[str, str] = {
-    "interactions": "count()",
-    "judged": "sum(judged)",
-    "skipped": "count() - sum(judged)",
-    "incomplete": "countIf(judged = 1 AND complete = 0)",
-    "judge_tokens": "sumIf(input_tokens + output_tokens, judged = 1)",
-    "judge_cost_usd": "sumIf(cost_usd, judged = 1)",
+#: each sum of the catalogue per interaction row of ``evaluations``, as (value, condition) summed as
+#: ``sumIf(value, condition)`` (the windows' columns it adds up are these, summed:
+#: streams/windows/aggregator.py); a test holds this to the catalogue and to the windows
+ROW_SUMS: dict[str, tuple[str, str]] = {
+    "interactions": ("1", "1"),
+    "judged": ("1", "judged = 1"),
+    "skipped": ("1", "judged = 0"),
+    "incomplete": ("1", "judged = 1 AND complete = 0"),
+    "judge_tokens": ("input_tokens + output_tokens", "judged = 1"),
+    "judge_cost_usd": ("cost_usd", "judged = 1"),
 }
 
 
@@ -40,19 +41,27 @@ def _column(metric: Metric) -> str:
     return f"toFloat64(assumeNotNull({metric.source}))"
 
 
-def slice_sql(db: str, condition: str) -> str:
-    """One row: for each rate and mean its n, sum (and sum of squares), for each sum its total."""
+def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
+    """One row, both slices in one read: for each side (columns prefixed ``a__``, ``b__``) and each rate
+    and mean its n, sum (and sum of squares), for each sum its total."""
     parts = []
-    for m in METRICS:
-        if m.kind is MetricKind.SUM:
-            parts.append(f"{ROW_SUMS[m.name]} AS `{m.name}__total`")
-            continue
-        known = f"judged = 1 AND {m.source} IS NOT NULL"
-        parts.append(f"countIf({known}) AS `{m.name}__n`")
-        parts.append(f"sumIf({_column(m)}, {known}) AS `{m.name}__sum`")
-        parts.append(f"sumIf(pow({_column(m)}, 2), {known}) AS `{m.name}__sq`")
-    where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND {condition}"
+    for side, cond in (("a", cond_a), ("b", cond_b)):
+        for m in METRICS:
+            if m.kind is MetricKind.SUM:
+                value, when = ROW_SUMS[m.name]
+                parts.append(f"sumIf({value}, ({cond}) AND {when}) AS `{side}__{m.name}__total`")
+                continue
+            known = f"({cond}) AND judged = 1 AND {m.source} IS NOT NULL"
+            parts.append(f"countIf({known}) AS `{side}__{m.name}__n`")
+            parts.append(f"sumIf({_column(m)}, {known}) AS `{side}__{m.name}__sum`")
+            parts.append(f"sumIf(pow({_column(m)}, 2), {known}) AS `{side}__{m.name}__sq`")
+    where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND (({cond_a}) OR ({cond_b}))"
     return f"SELECT {', '.join(parts)} FROM {db}.evaluations FINAL WHERE {in_time_range(db, where)}"
+
+
+def side(row: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """One slice's columns of ``slices_sql``'s row, without the prefix."""
+    return {k.removeprefix(f"{prefix}__"): v for k, v in row.items() if k.startswith(f"{prefix}__")}
 
 
 def two_sided_fisher(a: Obs, b: Obs) -> float:
@@ -188,8 +197,8 @@ async def read_compare(store: ClickHouseStore, q: CompareQuery) -> CompareReport
     cond_a, params_a = slice_condition(a, "a")
     cond_b, params_b = slice_condition(b, "b")
     span = {"start": q.start, "end": q.end}
-    (row_a,) = await store.query(slice_sql(store.db, cond_a), {**params_a, **span})
-    (row_b,) = await store.query(slice_sql(store.db, cond_b), {**params_b, **span})
+    (row,) = await store.query(slices_sql(store.db, cond_a, cond_b), {**params_a, **params_b, **span})
+    row_a, row_b = side(row, "a"), side(row, "b")
     params = {**params_a, **params_b, **span}
     (counts,) = await store.query(question_counts_sql(store.db, cond_a, cond_b), params)
     rows = []

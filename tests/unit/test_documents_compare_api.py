@@ -261,5 +261,8 @@ async def test_compare_ranks_repeated_questions_by_how_far_the_slices_differ() -
         assert body["questions"] == [] and (body["repeated_questions"], body["differing_questions"]) == (7, 5)
         status, body = await get(s, "compare", [("a", "model:m1"), ("b", "model:m1")])  # a slice with itself
         assert body["questions"] == [] and (body["repeated_questions"], body["differing_questions"]) == (8, 0)
+        # the sides are read together: a row of both slices counts on each side
+        assert all(m["a"] == m["b"] and m["a_n"] == m["b_n"] for m in body["metrics"])
+        assert {m["name"]: m["a"] for m in body["metrics"]}["interactions"] == 26  # 6 x 4 + 2
     finally:
         s.close()
