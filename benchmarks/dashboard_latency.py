@@ -1,13 +1,15 @@
 """Latency of the built-in dashboard's JSON API over a month of windows in embedded chDB.
 
     python benchmarks/dashboard_latency.py [--interactions 1000000] [--days 30] [--repeat 10]
-                                           [--workdir DIR] [--reuse] [--json OUT]
+                                           [--workdir DIR] [--reuse] [--json OUT] [--only NAMES]
 
 1. Builds a data set through the product's own schema (``ClickHouseStore.open_sync`` applies the
    migrations to a fresh ``chdb:///<workdir>/chdb``): ``--interactions`` rows of ``evaluations`` spread
    uniformly over the last ``--days`` days, 4 app/model series of different volumes, random (uuid4) ids,
    a small Evaluation JSON payload per row (question, context, answer, the judge calls), inserted in
-   time order in chunks of 100k with ``client.insert``; the matching ``window_aggregates`` (one row per
+   time order in chunks of 100k with ``client.insert``, each with 3 of 400 context documents and one of
+   50,000 questions (both skewed), and for each scored one 2 context-answer ``evaluation_statements``
+   judged against its first two documents; the matching ``window_aggregates`` (one row per
    series and 1-minute window, plus 2 % recomputed windows: a second copy with a newer version, as late
    rows leave behind), a few thousand ``dead_letters`` and a few hundred ``alerts``. The window columns
    are computed with numpy from the same arrays as the rows (the same definitions as
@@ -15,11 +17,13 @@
 2. Serves ``streams.dashboard.api.root_app`` on an aiohttp ``AppRunner`` + ``TCPSite`` bound to
    127.0.0.1 in this process, and times real HTTP GETs (aiohttp client, body read in full):
    ``/dashboard/api/overview`` for the last 1 hour, 7 days and 30 days (all series, then one model),
-   ``/api/options``, ``/api/bucket`` for one 1-minute window, ``/api/interactions/{id}``. One warm-up,
-   then ``--repeat`` timed requests each: median, p95, max.
+   ``/api/options``, ``/api/bucket`` for one 1-minute window, ``/api/documents`` and ``/api/compare``
+   (two models of one app) for 7 and 30 days, ``/api/interactions/{id}``. One warm-up, then
+   ``--repeat`` timed requests each: median, p95, max (``--only`` measures the requests whose name
+   starts with one of its comma-separated prefixes).
 3. Splits the time of each overview: the series SQL alone (``store.query_sync``), the same SQL without
    FINAL, ``DashboardQueries.overview`` in process (all its SQL + Python), ``Overview.model_dump_json``;
-   and the two SQL statements of the bucket drill-down.
+   the two SQL statements of the bucket drill-down; and each SQL statement of Documents and Compare.
 
 With ``--reuse`` and a ``--workdir`` that holds a finished build, step 1 is skipped. Output: a markdown
 table, the machine and its load (``benchmarks/machine.py``), ``--json`` figures.
@@ -56,24 +60,31 @@ from aiohttp import ClientSession, web  # noqa: E402
 
 from benchmarks.machine import Machine, rss_mb  # noqa: E402
 from schemas.alert import Alert  # noqa: E402
+from schemas.compare import CompareQuery  # noqa: E402
 from schemas.dashboard import BucketQuery, OverviewQuery  # noqa: E402
+from schemas.documents import DocumentsQuery  # noqa: E402
 from schemas.evaluation import Evaluation  # noqa: E402
 from schemas.evaluation_row import EvalRow  # noqa: E402
 from schemas.interaction import Interaction  # noqa: E402
 from schemas.latency import LATENCY_BUCKET_EDGES_MS, LATENCY_BUCKETS  # noqa: E402
 from schemas.results import JudgeCall  # noqa: E402
 from schemas.settings import ClickHouseSettings, DashboardSettings  # noqa: E402
+from schemas.slice_filter import SliceFilter  # noqa: E402
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS  # noqa: E402
 from streams.clickhouse.rows import (  # noqa: E402
     ALERT_COLUMNS,
     EVALUATION_COLUMNS,
+    STATEMENT_COLUMNS,
     WINDOW_COLUMNS,
     alert_row,
 )
 from streams.clickhouse.store import ClickHouseStore  # noqa: E402
 from streams.dashboard.api import root_app  # noqa: E402
+from streams.dashboard.compare import question_counts_sql, questions_sql, slices_sql  # noqa: E402
+from streams.dashboard.documents import documents_sql  # noqa: E402
 from streams.dashboard.queries import DashboardQueries, overview_sql  # noqa: E402
 from streams.dashboard.rollup import choose_rollup  # noqa: E402
+from streams.dashboard.slice_sql import slice_condition  # noqa: E402
 from streams.windows.aggregator import WindowStats, percentile  # noqa: E402
 
 #: (app, model, share of the interactions, base context entailment): volumes and quality differ
@@ -85,8 +96,18 @@ SERIES = (
 )
 WINDOW_S = 60
 CHUNK = 100_000
+PAYLOAD = EVALUATION_COLUMNS.index("payload")
 HALLUCINATION_THRESHOLD = 0.5
 STAGES = ("convert", "pronouns", "nli", "refusal", "join", "sink", "validate")
+#: context documents (each interaction retrieves 3 distinct ones, some far more often than others) and
+#: distinct questions (a few asked very often), for the Documents and Compare pages
+DOCUMENTS = 400
+QUESTIONS = 50_000
+VERDICTS = ("entailed", "not_stated", "contradicted")
+
+
+def document_name(k: int) -> str:
+    return f"kb/doc-{k:03d}.md"
 
 
 # ---- the data --------------------------------------------------------------------------------------
@@ -114,6 +135,17 @@ def simulate(n: int, days: int, end_ms: int, seed: int = 7) -> dict[str, np.ndar
     offsets = np.concatenate(([0], np.cumsum(calls)))
     judge_latency = np.add.reduceat(latencies, offsets[:-1])
     input_tokens = calls * 550 + rng.integers(0, 400, n)
+    # documents: the first by popularity, the other two at distinct offsets from it
+    first = np.minimum((DOCUMENTS * rng.random(n) ** 2).astype(np.int64), DOCUMENTS - 1)
+    half = DOCUMENTS // 2
+    second = (first + 1 + rng.integers(0, half, n)) % DOCUMENTS
+    third = (first + half + 1 + rng.integers(0, half - 1, n)) % DOCUMENTS
+    documents = np.stack([first, second, third], axis=1)
+    # two answer statements per scored interaction, judged against its first and second passage: entailed
+    # more often with a higher context entailment and a better document; otherwise 4:1 not stated
+    quality = 0.55 + 0.45 * rng.random(DOCUMENTS)
+    supported = rng.random((n, 2)) < np.clip(ctx[:, None] * quality[documents[:, :2]] + 0.15, 0, 1)
+    verdicts = np.where(supported, 0, np.where(rng.random((n, 2)) < 0.8, 1, 2))
     output_tokens = calls * 60 + rng.integers(0, 80, n)
     return {
         "ts": ts,
@@ -136,6 +168,9 @@ def simulate(n: int, days: int, end_ms: int, seed: int = 7) -> dict[str, np.ndar
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cost": input_tokens * 0.15e-6 + output_tokens * 0.6e-6,
+        "documents": documents,
+        "verdicts": verdicts,
+        "question": np.minimum((QUESTIONS * rng.random(n) ** 3).astype(np.int64), QUESTIONS - 1),
     }
 
 
@@ -274,7 +309,7 @@ def check_windows(d: dict[str, np.ndarray], win: dict[str, Any], sample: int = 2
                 assert value == ours, (col, k)
             elif value is None:
                 assert np.isnan(ours), (col, k, ours)
-            elif isinstance(value, list):
+            elif isinstance(value, list | dict):
                 assert value == ours, (col, k)
             else:
                 assert abs(float(value) - float(ours)) <= 1e-9 * max(1.0, abs(float(value))), (
@@ -361,16 +396,6 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
-#: the evaluations columns the benchmark fills (the others take their defaults)
-BENCH_COLUMNS = [
-    "interaction_id", "timestamp", "evaluated_at", "app", "model", "conversation_id", "judge",
-    "context_entailment", "ground_truth_entails_answer", "answer_entails_ground_truth", "answer_refusal",
-    "ground_truth_refusal", "grounded_precision", "hallucination", "relevance", "unsupported_claims",
-    "judge_calls", "input_tokens", "output_tokens", "cost_usd", "judge_latency_ms", "call_latencies_ms",
-    "complete", "missing", "version", "payload", "dimensions",
-]  # fmt: skip
-assert set(BENCH_COLUMNS) <= set(EVALUATION_COLUMNS)
-
 #: three metadata dimensions of 5, 50 and 5,000 values (drawn uniformly; stored without the cardinality
 #: guard, the worst case for storage and queries) beside the three built-ins
 DIMENSIONS = (("prompt_version", 5), ("locale", 50), ("customer", 5000))
@@ -397,8 +422,8 @@ def dimension_maps(lo: int, hi: int, seed: int = 13) -> list[dict[str, str]]:
 def evaluation_chunk(
     d: dict[str, np.ndarray], lo: int, hi: int, ids: list[str], template: str
 ) -> list[list[Any]]:
-    """Rows of ``evaluations`` (BENCH_COLUMNS) for interactions lo..hi-1, column-oriented."""
-    cols: dict[str, list[Any]] = {c: [] for c in BENCH_COLUMNS}
+    """Rows of ``evaluations`` (EVALUATION_COLUMNS) for interactions lo..hi-1, column-oriented."""
+    cols: dict[str, list[Any]] = {c: [] for c in EVALUATION_COLUMNS}
     dims = dimension_maps(lo, hi)
     offsets, latencies = d["offsets"], d["latencies"]
     for i in range(lo, hi):
@@ -445,37 +470,82 @@ def evaluation_chunk(
             complete=_json_flag(complete),
             calls_json="[" + calls_json + "]",
         )
-        values = (
-            ids[i - lo],
-            ts,
-            ev,
-            app,
-            model,
-            conv,
-            "openai",
-            ctx,
-            gt_ans,
-            ans_gt,
-            int(refusal),
-            None if gt_refusal is None else int(gt_refusal),
-            grounded,
-            None if hallucination is None else int(hallucination),
-            None,
-            ["an unsupported claim"] if hallucination else [],
-            len(call_ms),
-            in_tok,
-            out_tok,
-            cost,
-            latency,
-            call_ms,
-            int(complete),
-            [] if complete else ["nli"],
-            (int(complete) << 50) | ev_ms,
-            payload,
-            dims[i - lo],
-        )
-        for col, value in zip(cols.values(), values, strict=True):
-            col.append(value)
+        doc_ids = d["documents"][i]
+        values = {
+            "interaction_id": ids[i - lo],
+            "timestamp": ts,
+            "evaluated_at": ev,
+            "app": app,
+            "model": model,
+            "conversation_id": conv,
+            "judge": "openai",
+            "judge_model": "gpt-4o-mini",
+            "prompt_version": "nli:3",
+            "context_entailment": ctx,
+            "ground_truth_entails_answer": gt_ans,
+            "answer_entails_ground_truth": ans_gt,
+            "answer_refusal": int(refusal),
+            "ground_truth_refusal": None if gt_refusal is None else int(gt_refusal),
+            "grounded_precision": grounded,
+            "hallucination": None if hallucination is None else int(hallucination),
+            "relevance": None,
+            "unsupported_claims": ["an unsupported claim"] if hallucination else [],
+            "judge_calls": len(call_ms),
+            "input_tokens": in_tok,
+            "output_tokens": out_tok,
+            "cost_usd": cost,
+            "judge_latency_ms": latency,
+            "call_latencies_ms": call_ms,
+            "complete": int(complete),
+            "missing": [] if complete else ["nli"],
+            "judged": 1,
+            "skip_reason": None,
+            "version": (int(complete) << 50) | ev_ms,
+            "payload": payload,
+            "history_turns": 0,
+            "history_truncated": 0,
+            "context_documents": [document_name(int(k)) for k in doc_ids],
+            "question_hash": int(d["question"][i]) + 1,  # any non-zero 64-bit value per question
+            "dimensions": dims[i - lo],
+        }
+        assert values.keys() == cols.keys(), set(values).symmetric_difference(cols)
+        for col, value in values.items():
+            cols[col].append(value)
+    return list(cols.values())
+
+
+def statement_chunk(d: dict[str, np.ndarray], lo: int, hi: int, ids: list[str]) -> list[list[Any]]:
+    """Rows of ``evaluation_statements`` (STATEMENT_COLUMNS) for the scored interactions lo..hi-1: two
+    context-answer statements each, with the passage and document they were judged against."""
+    cols: dict[str, list[Any]] = {c: [] for c in STATEMENT_COLUMNS}
+    for i in np.flatnonzero(d["ctx_known"][lo:hi]) + lo:
+        app, model = SERIES[d["series"][i]][:2]
+        ts_ms, ev_ms = int(d["ts"][i]), int(d["evaluated"][i])
+        ts, ev = datetime.fromtimestamp(ts_ms / 1000, UTC), datetime.fromtimestamp(ev_ms / 1000, UTC)
+        for k in range(2):
+            verdict = VERDICTS[int(d["verdicts"][i, k])]
+            values = {
+                "interaction_id": ids[i - lo],
+                "timestamp": ts,
+                "evaluated_at": ev,
+                "app": app,
+                "model": model,
+                "pair": "context_answer",
+                "hypothesis_index": 0,
+                "statement_index": k,
+                "hypothesis": "Check your spam folder first; then contact support.",
+                "statement": ("Check your spam folder first.", "Contact support.")[k],
+                "verdict": verdict,
+                "score": 1.0 if verdict == "entailed" else 0.0,
+                "tag": "",
+                "reason": "",
+                "version": (int(d["complete"][i]) << 50) | ev_ms,
+                "passage": k,
+                "document": document_name(int(d["documents"][i, k])),
+            }
+            assert values.keys() == cols.keys(), set(values).symmetric_difference(cols)
+            for col, value in values.items():
+                cols[col].append(value)
     return list(cols.values())
 
 
@@ -528,7 +598,7 @@ def build(store: ClickHouseStore, n: int, days: int, end: datetime) -> dict[str,
     template = payload_template()
     id_rng = np.random.default_rng(11)
     build_s = insert_s = 0.0
-    payload_bytes = 0
+    payload_bytes = statement_rows = 0
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
         t = time.perf_counter()
@@ -538,12 +608,26 @@ def build(store: ClickHouseStore, n: int, days: int, end: datetime) -> dict[str,
         ]
         data = evaluation_chunk(d, lo, hi, ids, template)
         if lo == 0:  # the payloads are valid Evaluations
-            for p in data[BENCH_COLUMNS.index("payload")][:50]:
+            for p in data[PAYLOAD][:50]:
                 Evaluation.model_validate_json(p)
-        payload_bytes += sum(len(p) for p in data[BENCH_COLUMNS.index("payload")])
+        payload_bytes += sum(len(p) for p in data[PAYLOAD])
         build_s += time.perf_counter() - t
         t = time.perf_counter()
-        store.client.insert(f"{store.db}.evaluations", data, column_names=BENCH_COLUMNS, column_oriented=True)
+        store.client.insert(
+            f"{store.db}.evaluations", data, column_names=EVALUATION_COLUMNS, column_oriented=True
+        )
+        insert_s += time.perf_counter() - t
+        t = time.perf_counter()
+        statements = statement_chunk(d, lo, hi, ids)
+        statement_rows += len(statements[0])
+        build_s += time.perf_counter() - t
+        t = time.perf_counter()
+        store.client.insert(
+            f"{store.db}.evaluation_statements",
+            statements,
+            column_names=STATEMENT_COLUMNS,
+            column_oriented=True,
+        )
         insert_s += time.perf_counter() - t
         print(f"  evaluations {hi}/{n} (rows {build_s:.1f}s, inserts {insert_s:.1f}s)", flush=True)
     timings["evaluation_rows_s"] = build_s
@@ -628,6 +712,9 @@ def build(store: ClickHouseStore, n: int, days: int, end: datetime) -> dict[str,
         "interactions": n,
         "days": days,
         "end": end.isoformat(),
+        "statement_rows": statement_rows,
+        "documents": DOCUMENTS,
+        "questions": QUESTIONS,
         "window_rows": window_rows,
         "windows": len(win["keys"]),
         "recomputed_windows": len(recomputed),
@@ -700,12 +787,29 @@ def wait_for_merges(store: ClickHouseStore, limit_s: float = 300.0) -> float:
     return time.perf_counter() - started
 
 
+#: a request's query: a repeated key (a slice's terms) as a list
+Params = dict[str, str | list[str]]
+
+
+def query_pairs(params: Params) -> list[tuple[str, str]]:
+    return [(k, v) for k, vs in params.items() for v in ([vs] if isinstance(vs, str) else vs)]
+
+
+def plain(params: Params) -> dict[str, str]:
+    assert all(isinstance(v, str) for v in params.values()), params
+    return {k: v for k, v in params.items() if isinstance(v, str)}
+
+
 def _z(ts: datetime) -> str:
     return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 async def measure(
-    store: ClickHouseStore, meta: dict[str, Any], repeat: int, machine: Machine
+    store: ClickHouseStore,
+    meta: dict[str, Any],
+    repeat: int,
+    machine: Machine,
+    only: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     end = datetime.fromisoformat(meta["end"])
     app, model = meta["busiest_series"]
@@ -716,7 +820,7 @@ async def measure(
     port = runner.addresses[0][1]
     base = f"http://127.0.0.1:{port}/dashboard/api"
     ranges = {"1h": timedelta(hours=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
-    cases: list[tuple[str, str, dict[str, str]]] = []
+    cases: list[tuple[str, str, Params]] = []
     for name, span in ranges.items():
         cases.append((f"overview {name}", "/overview", {"start": _z(end - span), "end": _z(end)}))
     for name, span in ranges.items():
@@ -750,6 +854,14 @@ async def measure(
     minute = last[0]["w"].replace(tzinfo=UTC) if last[0]["w"].tzinfo is None else last[0]["w"]
     bucket = {"app": app, "model": model, "start": _z(minute), "end": _z(minute + timedelta(minutes=1))}
     cases.append((f"bucket (1 minute of {app}/{model})", "/bucket", bucket))
+    for name in ("7d", "30d"):
+        period: Params = {"start": _z(end - ranges[name]), "end": _z(end)}
+        cases.append((f"documents {name}", "/documents", period))
+        one_model: Params = {**period, "slice": [f"model:{model}"]}
+        cases.append((f"documents {name}, slice model={model}", "/documents", one_model))
+        other = next(s[1] for s in SERIES if s[0] == app and s[1] != model)
+        sides: Params = {"a": [f"app:{app}", f"model:{model}"], "b": [f"app:{app}", f"model:{other}"]}
+        cases.append((f"compare {name}, {app}: {model} vs {other}", "/compare", {**period, **sides}))
     results: list[dict[str, Any]] = []
     queries = DashboardQueries(store)
     try:
@@ -758,12 +870,12 @@ async def measure(
                 some_id = (await resp.json())["interactions"][0]["interaction_id"]
             cases.append(("interaction detail", f"/interactions/{some_id}", {}))
             for label, path, params in cases:
+                if only and not label.startswith(only):
+                    continue
                 sizes: list[int] = []
 
-                async def get(
-                    path: str = path, params: dict[str, str] = params, sizes: list[int] = sizes
-                ) -> Any:
-                    async with session.get(base + path, params=params) as resp:
+                async def get(path: str = path, params: Params = params, sizes: list[int] = sizes) -> Any:
+                    async with session.get(base + path, params=query_pairs(params)) as resp:
                         body = await resp.read()
                         assert resp.status == 200, (resp.status, body[:300])
                         sizes.append(len(body))
@@ -781,9 +893,11 @@ async def measure(
                     row["buckets_per_series"] = max((len(s["t"]) for s in data["series"]), default=0)
                     row["points"] = sum(len(s["t"]) for s in data["series"])
                     row["dead_letter_buckets"], row["alerts"] = len(data["dead_letters"]), len(data["alerts"])
-                    row["breakdown"] = await breakdown(store, queries, params, repeat)
+                    row["breakdown"] = await breakdown(store, queries, plain(params), repeat)
                 elif path == "/bucket":
-                    row["breakdown"] = await bucket_breakdown(store, queries, params, repeat)
+                    row["breakdown"] = await bucket_breakdown(store, queries, plain(params), repeat)
+                elif path in ("/documents", "/compare"):
+                    row["breakdown"] = await insight_breakdown(store, path, params, repeat)
                 results.append(row)
                 print(
                     f"  {label}: median {row['median_ms']:.0f} ms, max {row['max_ms']:.0f} ms, "
@@ -795,12 +909,47 @@ async def measure(
     return {"port": port, "requests": results}
 
 
+async def insight_breakdown(
+    store: ClickHouseStore, path: str, params: Params, repeat: int
+) -> dict[str, float]:
+    """Medians of the SQL statements of a Documents or Compare request, in process."""
+    out: dict[str, float] = {}
+    span = {
+        "start": datetime.fromisoformat(str(params["start"])),
+        "end": datetime.fromisoformat(str(params["end"])),
+    }
+    statements: dict[str, tuple[str, dict[str, Any]]] = {}
+    if path == "/documents":
+        q = DocumentsQuery.model_validate(params)
+        cond, cond_params = slice_condition(q.filter, "s")
+        statements["documents_sql_ms"] = (documents_sql(store.db, cond), {**cond_params, **span})
+    else:
+        c = CompareQuery.model_validate(params)
+        cond_a, params_a = slice_condition(SliceFilter.from_terms(c.a), "a")
+        cond_b, params_b = slice_condition(SliceFilter.from_terms(c.b), "b")
+        both = {**params_a, **params_b, **span}
+        statements["slices_sql_ms"] = (slices_sql(store.db, cond_a, cond_b), both)
+        statements["question_counts_sql_ms"] = (question_counts_sql(store.db, cond_a, cond_b), both)
+        statements["questions_sql_ms"] = (
+            questions_sql(store.db, cond_a, cond_b),
+            {**both, "limit": c.questions},
+        )
+    for name, (sql, sql_params) in statements.items():
+
+        async def run(sql: str = sql, sql_params: dict[str, Any] = sql_params) -> Any:
+            return await store.query(sql, sql_params)
+
+        samples, _ = await timed(run, repeat)
+        out[name] = float(np.median(samples))
+    return out
+
+
 async def breakdown(
     store: ClickHouseStore, queries: DashboardQueries, params: dict[str, str], repeat: int
 ) -> dict[str, float]:
     """Where an overview's time goes, without HTTP: its series SQL (with and without FINAL), the whole
     DashboardQueries.overview (every SQL statement and the Python around them), the JSON encoding."""
-    query_params = {k: v for k, v in params.items() if k != "model"}
+    query_params: dict[str, Any] = {k: v for k, v in params.items() if k != "model"}
     if "model" in params:
         query_params["models"] = [params["model"]]
     q = OverviewQuery.model_validate(query_params)
@@ -876,6 +1025,15 @@ def markdown(report: dict[str, Any]) -> str:
             f"{b['window_seconds_sql_ms']:.0f} ms | {b['queries_overview_ms']:.0f} ms | "
             f"{b['json_encode_ms']:.1f} ms | {r['median_ms']:.0f} ms |"
         )
+    lines += [
+        "",
+        "| Documents / Compare request | its SQL statements (medians, in process) | HTTP median |",
+        "|---|---|---|",
+    ]
+    for r in report["requests"]:
+        if r["path"] in ("/documents", "/compare"):
+            parts = ", ".join(f"{k.removesuffix('_ms')} {v:.0f} ms" for k, v in r["breakdown"].items())
+            lines.append(f"| {r['request']} | {parts} | {r['median_ms']:.0f} ms |")
     for r in report["requests"]:
         b = r.get("breakdown")
         if b and "queries_bucket_ms" in b:
@@ -899,6 +1057,9 @@ def main(argv: list[str] | None = None) -> int:
         "--reuse", action="store_true", help="measure the data set a previous run built in --workdir"
     )
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument(
+        "--only", default="", help="measure only the requests whose name starts with one of these (a,b)"
+    )
     args = ap.parse_args(argv)
     machine = Machine.start()
     print(machine.describe_start(), flush=True)
@@ -943,7 +1104,8 @@ def main(argv: list[str] | None = None) -> int:
         f"dimensions column: {dims['compressed_bytes_per_row']:.2f} bytes per row compressed "
         f"({dims['uncompressed_bytes_per_row']:.1f} uncompressed), {dims['compressed_bytes'] / 2**20:.1f} MB"
     )
-    report = asyncio.run(measure(store, meta, args.repeat, machine))
+    only = tuple(p.strip() for p in args.only.split(",") if p.strip())
+    report = asyncio.run(measure(store, meta, args.repeat, machine, only))
     report["dimensions"] = dims
     machine.finish()
     report.update({"dataset": meta, "counts": counts, "parts": parts, "repeat": args.repeat})

@@ -7,8 +7,9 @@ with prompt ``v2``, and those answers come from the hallucinated half of its poo
 hallucination rate rises, the demo's alert rules fire near the onset (one of them on the
 ``prompt_version=v2`` slice) and the dashboard's Breakdown puts ``v2`` first in "what changed". Every
 interaction carries the metadata ``prompt_version`` (``v1`` everywhere else) and ``retriever`` (``bm25``
-or ``dense``, half each, unrelated to the drift). Each drawn record gets an interaction id of its own.
-Deterministic for a seed.
+or ``dense``, half each, unrelated to the drift). Each drawn record gets an interaction id of its own,
+and each of the sample's passages a document name of its own (``wiki-qa/passage-NNN``). Deterministic
+for a seed.
 """
 
 from __future__ import annotations
@@ -68,9 +69,27 @@ def _is_bad(record: dict[str, Any]) -> bool:
     return labels.get("grounded") == 0 or labels.get("correct") == 0 or labels.get("answer_refusal") == 1
 
 
+def _named_contexts(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with a document name on every passage that has none: one per distinct passage text,
+    ``<app>/passage-NNN`` in order of first appearance (the sample's passages carry no names; this way
+    the Documents page has a document per passage to rank)."""
+    names: dict[str, str] = {}
+    out = []
+    for r in records:
+        contexts = []
+        for c in r.get("contexts") or []:
+            passage = {"text": c} if isinstance(c, str) else dict(c)
+            if not passage.get("document") and isinstance(passage.get("text"), str):
+                name = names.setdefault(passage["text"], f"{r.get('app')}/passage-{len(names) + 1:03d}")
+                passage["document"] = name
+            contexts.append(passage)
+        out.append({**r, "contexts": contexts} if contexts else r)
+    return out
+
+
 def _pools(records: Sequence[dict[str, Any]]) -> dict[tuple[str, bool], list[dict[str, Any]]]:
     pools: dict[tuple[str, bool], list[dict[str, Any]]] = {}
-    for r in records:
+    for r in _named_contexts(records):
         pools.setdefault((str(r.get("app")), _is_bad(r)), []).append(r)
     return pools
 

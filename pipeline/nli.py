@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 
 from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
 from pipeline.convert import batches
-from pipeline.judges.base import JudgeOutput, NliOutput, Premise
+from pipeline.judges.base import JudgeOutput, NliOutput, Premise, PremisePassage
 from pipeline.judges.window import window_tokens
 from pipeline.nli_grouping import EntailJudge
 from pipeline.sentences import split_sentences
@@ -101,39 +101,50 @@ def split_premise(passages: Sequence[Passage], max_chars: int, settings: Setting
     """Pack passages (joined by a blank line) into premises of at most ``max_chars`` characters.
 
     A passage longer than ``max_chars`` is split into sentences, packed with single spaces; a sentence
-    longer than ``max_chars`` (only when ``max_sentence_chars`` exceeds it) is cut in chunks.
+    longer than ``max_chars`` (only when ``max_sentence_chars`` exceeds it) is cut in chunks. Each premise
+    lists its passages (``Premise.passages``, by position in ``passages``), so a judge can say which one
+    bears on a statement.
     """
     parts: list[Premise] = []
     texts: list[str] = []
     docs: list[Passage] = []
+    members: list[PremisePassage] = []
 
     def flush() -> None:
         if texts:
-            parts.append(Premise(text="\n\n".join(texts), document=_document_names(docs)))
+            parts.append(
+                Premise(text="\n\n".join(texts), document=_document_names(docs), passages=tuple(members))
+            )
         texts.clear()
         docs.clear()
+        members.clear()
 
-    for passage in passages:
+    for position, passage in enumerate(passages):
         text = passage.text.strip()
         if not text:
             continue
         if len(text) > max_chars:
             flush()
             current = ""
+            pieces_of: list[str] = []
             for sentence in split_sentences(text, settings.split):
                 pieces = [sentence[i : i + max_chars] for i in range(0, len(sentence), max_chars)]
                 for piece in pieces:
                     if current and len(current) + 1 + len(piece) > max_chars:
-                        parts.append(Premise(text=current, document=passage.document))
+                        pieces_of.append(current)
                         current = ""
                     current = f"{current} {piece}" if current else piece
             if current:
-                parts.append(Premise(text=current, document=passage.document))
+                pieces_of.append(current)
+            for piece_text in pieces_of:
+                member = (PremisePassage(position, piece_text),)
+                parts.append(Premise(text=piece_text, document=passage.document, passages=member))
             continue
         if texts and len("\n\n".join([*texts, text])) > max_chars:
             flush()
         texts.append(text)
         docs.append(passage)
+        members.append(PremisePassage(position, text))
     flush()
     return parts
 
@@ -278,6 +289,8 @@ class _Plan:
     premises: dict[tuple[PairName, int], Premise] = field(default_factory=dict)
     part_counts: dict[PairName, int] = field(default_factory=dict)
     decided: dict[PairName, dict[int, HypothesisResult]] = field(default_factory=dict)
+    # the contexts' indices (in the interaction) of the context pair's passages (the non-blank ones)
+    context_indices: list[int] = field(default_factory=list)
 
 
 def _plan(converted: Converted, settings: Settings) -> _Plan:
@@ -291,6 +304,7 @@ def _plan(converted: Converted, settings: Settings) -> _Plan:
         ],
         alternatives_pair=pipe.ground_truth_alternatives
         and bool(ground_truth_alternatives(converted.interaction)),
+        context_indices=[i for i, p in enumerate(converted.interaction.contexts) if p.text.strip()],
     )
     answer_refusal_pair: PairName | None = None
     if same:  # the refusal question reads the answer as written, never one framed by the question
@@ -337,8 +351,10 @@ def _plan_pair(
     plan.part_counts[name] = len(parts)
     for p, premise in enumerate(parts):
         premise = replace(premise, pair=name)
-        if name != "context_answer" and question_end and premise.text.startswith(question_end):
-            premise = replace(premise, question=question_end)
+        if name != "context_answer":  # no retrieved passages to point at: the question and an answer
+            premise = replace(premise, passages=())
+            if question_end and premise.text.startswith(question_end):
+                premise = replace(premise, question=question_end)
         plan.premises[(name, p)] = premise
         for c, (chunk, indices) in enumerate(zip(chunks, index_chunks, strict=True)):
             plan.jobs.append(_Job(name, p, indices, chunk, asks and p == 0 and c == 0))
@@ -383,6 +399,22 @@ def _pair_results(
     return results
 
 
+def locate_passages(
+    result: HypothesisResult, premise: Premise, context_indices: Sequence[int]
+) -> HypothesisResult:
+    """The judge's passage of each statement (a position in ``premise.passages``) as the index of the
+    interaction's context it came from; None where the judge named none, or a position the premise lacks."""
+
+    def located(position: int | None) -> int | None:
+        if position is None or not 0 <= position < len(premise.passages):
+            return None
+        index = premise.passages[position].index
+        return context_indices[index] if 0 <= index < len(context_indices) else None
+
+    statements = [s.model_copy(update={"passage": located(s.passage)}) for s in result.statements]
+    return result.model_copy(update={"statements": statements})
+
+
 async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) -> NliResult:
     """Judge the three pairs (see the module docstring).
 
@@ -398,8 +430,10 @@ async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) 
     gt_refusal: bool | None = None
     for job, out in zip(plan.jobs, outputs, strict=True):
         calls.extend(out.calls)
+        premise = plan.premises[(job.pair, job.part)]
         for index, result in zip(job.indices, out.value.hypotheses, strict=True):
-            per_part.setdefault((job.pair, index), []).append(result)
+            located = locate_passages(result, premise, plan.context_indices)
+            per_part.setdefault((job.pair, index), []).append(located)
         if job.ask_refusal:
             if job.pair == "answer_ground_truth":
                 gt_refusal = out.value.refusal

@@ -141,6 +141,14 @@ def load_template(name: str) -> PromptTemplate:
     )
 
 
+def premise_text(premise: str, passages: Sequence[str]) -> str:
+    """The premise as the prompt shows it: with two or more passages, each fenced and numbered
+    (``<passage id="N">``), so the judge can name the one that bears on a statement."""
+    if len(passages) < 2:
+        return neutralise(premise)
+    return "\n".join(fence("passage", text, i) for i, text in enumerate(passages, 1))
+
+
 class Prompts:
     """The prompts, loaded once, each rendered with typed input and a typed output model."""
 
@@ -187,14 +195,19 @@ class Prompts:
         *,
         document: str | None = None,
         ask_refusal: bool = False,
+        passages: Sequence[str] = (),
     ) -> RenderedPrompt[NliAnswer]:
         t = self.nli_t
         inp = NliInput(
-            premise=premise, hypotheses=list(hypotheses), document=document, ask_refusal=ask_refusal
+            premise=premise,
+            hypotheses=list(hypotheses),
+            document=document,
+            ask_refusal=ask_refusal,
+            passages=list(passages),
         )
         values = {
             "document": fence("document", inp.document) + "\n" if inp.document else "",
-            "premise": neutralise(inp.premise),
+            "premise": premise_text(inp.premise, inp.passages),
             "hypotheses": "\n".join(fence("hypothesis", h, i) for i, h in enumerate(inp.hypotheses, 1)),
             "refusal": t.section("refusal") + "\n" if inp.ask_refusal else "",
             "count": str(len(inp.hypotheses)),
@@ -212,7 +225,7 @@ class Prompts:
                 "case",
                 id=str(n),
                 document=fence("document", case.document) + "\n" if case.document else "",
-                premise=neutralise(case.premise),
+                premise=premise_text(case.premise, case.passages),
                 hypotheses="\n".join(fence("hypothesis", h, i) for i, h in enumerate(case.hypotheses, 1)),
                 hypothesis_count=str(len(case.hypotheses)),
             )

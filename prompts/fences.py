@@ -32,6 +32,7 @@ FENCE_TAGS = (
     "conversation",
     "turn",
     "premise",
+    "passage",
     "document",
     "hypotheses",
     "hypothesis",

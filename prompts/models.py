@@ -38,6 +38,11 @@ class NliInput(_Input):
     hypotheses: list[str] = Field(min_length=1)
     document: str | None = None
     ask_refusal: bool = False
+    passages: list[str] = Field(
+        default_factory=list,
+        description="the passages the premise joins; with two or more they are numbered and the answer "
+        "names each statement's passage",
+    )
 
 
 class NliCase(_Input):
@@ -46,6 +51,7 @@ class NliCase(_Input):
     premise: str
     hypotheses: list[str] = Field(min_length=1)
     document: str | None = None
+    passages: list[str] = Field(default_factory=list, description="as NliInput.passages")
 
 
 class NliCasesInput(_Input):
@@ -76,6 +82,11 @@ class StatementAnswer(_Strict):
     reason: str = Field(description="short reason, at most 15 words")
     verdict: Literal["entailed", "contradicted", "not_stated"]
     tag: str
+    passage: int | None = Field(
+        None,
+        description="id of the numbered passage that states or contradicts it, else the closest one; null "
+        "without numbered passages",
+    )
 
 
 class HypothesisAnswer(_Strict):

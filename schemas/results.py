@@ -55,6 +55,14 @@ class StatementVerdict(BaseModel):
     reason: str = ""
     tag: str = ""  # e.g. "number", "entity", "claim"
     score: float = Field(ge=0.0, le=1.0)  # 1/0 for an LLM verdict; partial credit where the judge has it
+    passage: int | None = Field(
+        None,
+        ge=0,
+        description="the passage the statement was judged against: the one that states or contradicts it, "
+        "else the closest (context pair only). A judge gives its position in Premise.passages; the NLI stage "
+        "turns it into the index of the interaction's contexts. None where the judge cannot say, in the "
+        "ground-truth pairs, and in evaluations stored before passages were recorded",
+    )
 
 
 class HypothesisResult(BaseModel):

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
@@ -30,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metric", default="hallucination_rate", help="with --by: the metric (default hallucination_rate)"
     )
+    parser.add_argument(
+        "--documents",
+        action="store_true",
+        help="per context document, worst first: retrievals and the share of answer statements judged "
+        "against it that were unsupported or contradicted (the last 400 days at most)",
+    )
     add_clickhouse_argument(parser)
 
 
@@ -38,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from groundwatch.trend_report import Report, parse_since, render
 
     settings = settings_with_clickhouse(args.clickhouse)
+    if args.documents and (args.by is not None or args.compare_to is not None):
+        raise ConfigError("--documents ranks documents; it does not go with --by or --compare-to")
     if args.by is not None or args.compare_to is not None:
         from groundwatch.slice_report import run_by
 
@@ -47,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     store = open_store(settings, migrate=False)  # read-only: no DDL
+    if args.documents:
+        return _documents(args, store, settings, since)
     try:
         windows = [
             w
@@ -64,6 +76,31 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(report.model_dump_json(indent=2) if args.json else render(report))
+    return 0
+
+
+def _documents(args: argparse.Namespace, store: Any, settings: Any, since: datetime | None) -> int:
+    import asyncio
+
+    from groundwatch.store_access import read_failed
+    from schemas.dashboard import MAX_RANGE
+    from schemas.documents import DocumentsQuery
+    from streams.dashboard.documents import read_documents, render_documents
+
+    end = datetime.now(UTC) + timedelta(hours=1)
+    start = max(since, end - MAX_RANGE) if since else end - MAX_RANGE
+    terms = [f"{k}:{v}" for k, v in (("app", args.app), ("model", args.model)) if v]
+    try:
+        query = DocumentsQuery(start=start, end=end, slice=terms, limit=5000)
+    except ValueError as exc:
+        raise ConfigError(f"--app/--model: {exc}") from None
+    try:
+        report = asyncio.run(read_documents(store, query))
+    except Exception as exc:  # read-only: a database the worker never set up has no tables
+        raise read_failed(settings, exc) from None
+    finally:
+        store.close()
+    print(report.model_dump_json(indent=2) if args.json else render_documents(report))
     return 0
 
 

@@ -18,6 +18,14 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class PremisePassage:
+    """One passage (or, for a passage too long for one prompt, a piece of it) of a premise."""
+
+    index: int  # its position among the passages the premise was built from
+    text: str
+
+
+@dataclass(frozen=True)
 class Premise:
     text: str
     document: str | None = None  # document name(s), given to the judge when known
@@ -27,6 +35,9 @@ class Premise:
     # the NLI pair the premise serves (schemas.results.PairName): the retrieved context (grounding) or
     # one of the two ground-truth pairs (correctness); a judge may treat them apart (the cascade does)
     pair: PairName = "context_answer"
+    # the passages ``text`` joins (retrieved context only; empty for the ground-truth pairs). A judge
+    # answers each statement's ``passage`` as a position in this tuple (``StatementVerdict.passage``)
+    passages: tuple[PremisePassage, ...] = ()
 
 
 @dataclass

@@ -57,6 +57,12 @@ Pronouns and conversations
     answer's "it" against the nouns of earlier turns would guess, not resolve. A follow-up's verdicts
     are therefore those of the same question asked alone.
 
+Supporting passage
+    When the premise lists its passages (``Premise.passages``: the retrieved context), each statement
+    records the passage it was judged against (``StatementVerdict.passage``): the one that alone gives
+    it the highest score (the earlier on ties), or None when it shares no content with any of them.
+    Its verdict and score stay those against the whole premise: the passage is only recorded.
+
 Every method returns one ``JudgeCall`` with judge "lexical", 0 tokens, 0 cost and the measured latency.
 """
 
@@ -512,6 +518,30 @@ def _judge_single(hypothesis: str, index: PremiseIndex, options: LexicalOptions)
     return HypothesisResult(hypothesis=hypothesis, statements=statements, score=round(score, 6))
 
 
+def supporting_passages(
+    results: Sequence[HypothesisResult], premise: Premise, options: LexicalOptions
+) -> list[HypothesisResult]:
+    """Each statement with the position (in ``premise.passages``) of the passage that alone scores it
+    highest, the earlier on ties; None when none scores it above 0. Verdicts and scores are unchanged."""
+    if not premise.passages:
+        return list(results)
+    indexes: list[PremiseIndex] = []
+
+    def best(statement: StatementVerdict) -> int | None:
+        if len(premise.passages) == 1:
+            return 0 if statement.score > 0 else None
+        if not indexes:
+            indexes.extend(PremiseIndex(p.text, options) for p in premise.passages)
+        scores = [judge_statement(statement.statement, index, options).score for index in indexes]
+        top = max(scores)
+        return scores.index(top) if top > 0 else None
+
+    return [
+        r.model_copy(update={"statements": [s.model_copy(update={"passage": best(s)}) for s in r.statements]})
+        for r in results
+    ]
+
+
 class LexicalJudge:
     """Deterministic judge from normalised tokens, numbers, names and refusal phrases (no LLM)."""
 
@@ -544,6 +574,7 @@ class LexicalJudge:
         started = time.perf_counter()
         index = PremiseIndex(premise.text, self.options, premise.question)
         results = [judge_hypothesis(h, index, self.options) for h in hypotheses]
+        results = supporting_passages(results, premise, self.options)
         refusal = self.is_refusal(" ".join(hypotheses)) if ask_refusal else None
         return JudgeOutput(NliOutput(results, refusal), [self._call("nli", started, len(hypotheses))])
 

@@ -1,5 +1,9 @@
 """LLMJudge: the Judge protocol over prompts/ and JudgeClient (any OpenAI-compatible endpoint).
 
+A premise of two or more passages is shown numbered and the answer names each statement's passage
+(``StatementAnswer.passage``); over one passage every statement is judged against it; an id the
+premise lacks, or none, is recorded as None (``StatementVerdict.passage``).
+
 The same class serves the ``openai`` judge and the ``local`` one (pointed at the llama.cpp server
 that groundwatch starts). Verdicts are cached by content (pipeline.llm.cache): NLI per
 (premise, hypothesis), so a batched prompt only sends the hypotheses not seen before.
@@ -39,11 +43,26 @@ def _expect_ids(ids: Sequence[int], n: int, what: str) -> None:
         raise ValueError(f"expected {what} ids 1..{n}, got {list(ids)}")
 
 
+def answer_passage(passage: int | None, passages: int) -> int | None:
+    """A statement's passage as a position in the premise's passages: the answer's id (1-based) when the
+    premise numbered ``passages`` (two or more) and has it; 0 when the premise is one passage; else None."""
+    if passages == 1:
+        return 0
+    if passage is None or not 1 <= passage <= passages:
+        return None
+    return passage - 1
+
+
 def hypothesis_result(
-    hypothesis: str, statements: Sequence[StatementAnswer], grades: Sequence[float | None] = ()
+    hypothesis: str,
+    statements: Sequence[StatementAnswer],
+    grades: Sequence[float | None] = (),
+    passages: int = 0,
 ) -> HypothesisResult:
     """Scores from VERDICT_SCORE, or the statement's graded score where ``grades`` has one (see
-    ``statement_grades``); hypothesis score = mean; no statement = one not_stated statement."""
+    ``statement_grades``); hypothesis score = mean; no statement = one not_stated statement, with no
+    passage. ``passages``: how many the premise held (``answer_passage``)."""
+    given = bool(statements)
     if not statements:
         statements = [
             StatementAnswer(
@@ -59,6 +78,7 @@ def hypothesis_result(
             score=grade
             if (grade := grades[k] if k < len(grades) else None) is not None
             else VERDICT_SCORE[s.verdict],
+            passage=answer_passage(s.passage, passages) if given else None,
         )
         for k, s in enumerate(statements)
     ]
@@ -149,6 +169,14 @@ class LLMJudge:
         if self.cache is not None and items:
             await self.cache.put_many(items)
 
+    def _nli_key(self, premise: Premise, hypothesis: str) -> str:
+        """Where the verdict of one hypothesis against one premise is cached; a premise shown as numbered
+        passages is keyed with its passages' lengths (one text may be split into passages two ways)."""
+        if len(premise.passages) < 2:
+            return self._key("nli", premise.text, premise.document, hypothesis)
+        lengths = ",".join(str(len(p.text)) for p in premise.passages)
+        return self._key("nli", premise.text, premise.document, "passages", lengths, hypothesis)
+
     def _hit_call(self, stage: Stage, items: int) -> JudgeCall:
         return JudgeCall(stage=stage, judge=self.name, model=self.model, cached=True, attempts=0, items=items)
 
@@ -196,7 +224,7 @@ class LLMJudge:
             return JudgeOutput(NliOutput(hypotheses=[], refusal=None))
         calls: list[JudgeCall] = []
         results: list[HypothesisResult | None] = [None] * len(hyps)
-        keys = [self._key("nli", premise.text, premise.document, h) for h in hyps]
+        keys = [self._nli_key(premise, h) for h in hyps]
         refusal: bool | None = None
         refusal_key = self._key("nli", "refusal-of", *hyps)
         found = await self._get([*keys, refusal_key] if ask_refusal else keys)
@@ -216,7 +244,11 @@ class LLMJudge:
         if misses:
             miss_hyps = [hyps[i] for i in misses]
             prompt = self.prompts.nli(
-                premise.text, miss_hyps, document=premise.document, ask_refusal=ask_refusal
+                premise.text,
+                miss_hyps,
+                document=premise.document,
+                ask_refusal=ask_refusal,
+                passages=[p.text for p in premise.passages],
             )
 
             def check(answer: NliAnswer) -> None:
@@ -236,7 +268,7 @@ class LLMJudge:
             )
             writes: list[tuple[str, str]] = []
             for j, i in enumerate(misses, 1):
-                res = hypothesis_result(hyps[i], by_id[j].statements, grades[j])
+                res = hypothesis_result(hyps[i], by_id[j].statements, grades[j], len(premise.passages))
                 results[i] = res
                 if self._gradeable(tokens):
                     writes.append((keys[i], res.model_dump_json()))
@@ -261,7 +293,7 @@ class LLMJudge:
         """
         groups = [list(hyps) for _, hyps in cases]
         keys = [
-            [self._key("nli", premise.text, premise.document, h) for h in hyps]
+            [self._nli_key(premise, h) for h in hyps]
             for (premise, _), hyps in zip(cases, groups, strict=True)
         ]
         found = await self._get([k for ks in keys for k in ks])
@@ -312,6 +344,7 @@ class LLMJudge:
                 premise=cases[c][0].text,
                 hypotheses=[groups[c][i] for i in misses[c]],
                 document=cases[c][0].document,
+                passages=[p.text for p in cases[c][0].passages],
             )
             for c in asking
         ]
@@ -339,7 +372,9 @@ class LLMJudge:
         for n, c in enumerate(asking, 1):
             calls[c].extend(shares[n - 1])
             for j, i in enumerate(misses[c], 1):
-                verdict = hypothesis_result(groups[c][i], by_case[n][j].statements, grades[(n, j)])
+                statements = by_case[n][j].statements
+                passages = len(cases[c][0].passages)
+                verdict = hypothesis_result(groups[c][i], statements, grades[(n, j)], passages)
                 results[c][i] = verdict
                 if self._gradeable(tokens):
                     writes.append((keys[c][i], verdict.model_dump_json()))

@@ -114,6 +114,12 @@ def newcombe_lower(current: Obs, baseline: Obs, z: float) -> float:
     return p1 - p0 - math.sqrt((p1 - low1) ** 2 + (up0 - p0) ** 2)
 
 
+def upper_change(current: Obs, baseline: Obs, z: float) -> float:
+    """Upper bound of current minus baseline rate (the same interval, the other side)."""
+    flipped = Obs(current.n - current.total, current.n), Obs(baseline.n - baseline.total, baseline.n)
+    return -newcombe_lower(*flipped, z)
+
+
 def _log_choose(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 

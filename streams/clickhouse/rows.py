@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +45,8 @@ EVALUATION_COLUMNS = [
     "history_turns",
     "history_truncated",
     "dimensions",
+    "context_documents",
+    "question_hash",
 ]
 
 STATEMENT_COLUMNS = [
@@ -62,6 +65,8 @@ STATEMENT_COLUMNS = [
     "tag",
     "reason",
     "version",
+    "passage",
+    "document",
 ]
 
 WINDOW_COLUMNS = [*WindowAggregate.model_fields, "computed_at", "version"]
@@ -74,6 +79,32 @@ def utc(ts: datetime) -> datetime:
 
 def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
+
+
+def context_documents(e: Evaluation) -> list[str]:
+    """The distinct document names of the interaction's non-blank passages, in order ('' for a passage
+    without a name); [] when the evaluation does not carry its interaction."""
+    if e.interaction is None:
+        return []
+    names = (p.document or "" for p in e.interaction.contexts if p.text.strip())
+    return list(dict.fromkeys(names))
+
+
+def question_hash(e: Evaluation) -> int:
+    """A 64-bit hash of the question, case and spacing folded, so one question asked in two slices matches;
+    0 when the evaluation does not carry its interaction."""
+    if e.interaction is None:
+        return 0
+    folded = " ".join(e.interaction.question.casefold().split())
+    return int.from_bytes(hashlib.sha256(folded.encode()).digest()[:8], "big") or 1
+
+
+def statement_document(e: Evaluation, passage: int | None) -> str | None:
+    """The document name of the context a statement was judged against ('' when it has none); None
+    without a passage (or an interaction to look it up in)."""
+    if passage is None or e.interaction is None or not 0 <= passage < len(e.interaction.contexts):
+        return None
+    return e.interaction.contexts[passage].document or ""
 
 
 def evaluation_version(e: Evaluation) -> int:
@@ -120,6 +151,8 @@ def evaluation_row(e: Evaluation, dimensions: dict[str, str] | None = None) -> l
         len(e.interaction.history) if e.interaction is not None else 0,
         int(e.interaction is not None and e.interaction.history_truncated),
         dict(dimensions or {}),
+        context_documents(e),
+        question_hash(e),
     ]
 
 
@@ -146,6 +179,8 @@ def statement_rows(e: Evaluation) -> list[list[Any]]:
                         st.tag,
                         st.reason,
                         version,
+                        st.passage,
+                        statement_document(e, st.passage),
                     ]
                 )
     return rows

@@ -73,15 +73,19 @@ def bad_request(error: str, details: list[dict[str, str]] | None = None) -> web.
     return web.HTTPBadRequest(text=body, content_type="application/json")
 
 
-def parse_query(request: web.Request, model: type[Q], lists: tuple[str, ...] = ()) -> Q:
+def parse_query(
+    request: web.Request, model: type[Q], lists: tuple[str, ...] = (), repeated: tuple[str, ...] = ()
+) -> Q:
     """The request's query string as ``model``; repeated keys only for ``lists`` (given under the name
-    without a trailing s: ``model=a&model=b`` -> ``models``)."""
+    without a trailing s: ``model=a&model=b`` -> ``models``) and for ``repeated`` (list fields named as
+    their key: ``a=app:x&a=model:y`` -> ``a``)."""
     data: dict[str, Any] = {}
     for key in set(request.query.keys()):
         values = request.query.getall(key)
-        plural = f"{key}s"
-        if plural in lists:
-            data[plural] = values
+        if key in repeated:
+            data[key] = values
+        elif f"{key}s" in lists:
+            data[f"{key}s"] = values
         elif len(values) > 1:
             raise bad_request(f"parameter {key!r} given more than once")
         else:
@@ -284,6 +288,9 @@ def dashboard_app(
     app.router.add_get("/api/review", review)
     app.router.add_post("/api/labels", add_label)
     add_slice_routes(app)
+    from streams.dashboard.insights_api import add_routes
+
+    add_routes(app)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)
     return app
 

@@ -68,6 +68,14 @@ def test_wilson_interval_brackets_the_rate() -> None:
         wilson_interval(11, 10)
 
 
+def test_wilson_interval_is_exactly_0_or_1_at_none_or_all() -> None:
+    """Computed, the bound at 0 of 6 is 2.8e-17 and at 28 of 28 0.9999999999999998: rankings by the
+    bound (the Documents page) would order equal shares by rounding errors."""
+    for n in range(1, 200):
+        assert (wilson_interval(0, n) or (1.0, 0.0))[0] == 0.0
+        assert (wilson_interval(n, n) or (1.0, 0.0))[1] == 1.0
+
+
 def test_simulated_history_drifts_one_series_at_onset() -> None:
     records = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
     now = datetime(2026, 11, 23, 12, 30, tzinfo=UTC)
@@ -91,3 +99,23 @@ def test_simulated_history_drifts_one_series_at_onset() -> None:
     assert bad_share("beta", False) < 0.15 and bad_share("beta", True) > 0.45
     assert bad_share("alpha", False) < 0.15 and bad_share("alpha", True) < 0.15
     assert simulate(records, 4000, days=10, onset_fraction=0.5, now=now, seed=5).lines == history.lines
+
+
+def test_simulated_history_names_each_passage_as_a_document() -> None:
+    """The sample's passages have no document names: each distinct passage gets one of its own, the
+    same in every draw of its record, so the Documents page ranks passages; the text is unchanged."""
+    records = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    texts = {c for r in records for c in r["contexts"]}
+    history = simulate(records, 2000, days=5, now=datetime(2026, 11, 23, tzinfo=UTC), seed=3)
+    named: dict[str, set[str]] = {}
+    for line in history.lines:
+        for c in json.loads(line)["contexts"]:
+            named.setdefault(c["text"], set()).add(c["document"])
+    assert set(named) <= texts and len(named) > 100
+    names = [next(iter(n)) for n in named.values()]
+    assert all(len(n) == 1 for n in named.values()) and len(set(names)) == len(names)
+    assert all(n.startswith("wiki-qa/passage-") for n in names)
+    # a passage with a name keeps it
+    own = [{"id": "x", "app": "wiki-qa", "contexts": [{"text": "t", "document": "mine.md"}, "u"]}]
+    line = simulate(own, 1, days=1, seed=1).lines[0]
+    assert [c.get("document") for c in json.loads(line)["contexts"]] == ["mine.md", "wiki-qa/passage-001"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.judges.base import Premise
+from pipeline.judges.base import Premise, PremisePassage
 from pipeline.nli import combine_parts, max_premise_chars, question_asked, run_nli, split_premise
 from schemas.errors import JudgeError
 from schemas.interaction import Interaction, Passage
@@ -61,6 +61,10 @@ async def test_three_pairs_exact_premises_and_hypotheses() -> None:
         text="The reset button restores factory settings.\n\nHold it for ten seconds.",
         document="manual.pdf, faq.md",
         pair="context_answer",
+        passages=(
+            PremisePassage(0, "The reset button restores factory settings."),
+            PremisePassage(1, "Hold it for ten seconds."),
+        ),
     )
     gt_premise = Premise(
         text="What does the reset button do?\nThe reset button restores the factory settings.",
@@ -163,11 +167,15 @@ def test_split_premise_packs_passages_then_sentences() -> None:
         ),
     ]
     parts = split_premise(passages, 1000, s)
-    assert parts[0] == Premise(text="a" * 400 + ".\n\n" + "b" * 400 + ".", document="A, B")
+    both = (PremisePassage(0, "a" * 400 + "."), PremisePassage(1, "b" * 400 + "."))
+    assert parts[0] == Premise(text="a" * 400 + ".\n\n" + "b" * 400 + ".", document="A, B", passages=both)
+    assert all(p.passages == (PremisePassage(2, p.text),) for p in parts[1:])  # pieces of passage 2
     assert all(len(p.text) <= 1000 for p in parts)
     assert all(p.document == "C" for p in parts[1:])
     assert " ".join(p.text for p in parts[1:]) == passages[2].text
-    assert split_premise(passages[:2], 10_000, s) == [Premise(text=parts[0].text, document="A, B")]
+    assert split_premise(passages[:2], 10_000, s) == [
+        Premise(text=parts[0].text, document="A, B", passages=both)
+    ]
 
 
 async def test_long_premise_is_split_and_each_statement_takes_its_best_support() -> None:

@@ -123,7 +123,7 @@ def test_strict_schema_shape() -> None:
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == {"hypotheses", "refusal"}
     stmt = schema["properties"]["hypotheses"]["items"]["properties"]["statements"]["items"]
-    assert stmt["required"] == ["statement", "reason", "verdict", "tag"]
+    assert stmt["required"] == ["statement", "reason", "verdict", "tag", "passage"]
     assert stmt["properties"]["verdict"]["enum"] == ["entailed", "contradicted", "not_stated"]
 
 

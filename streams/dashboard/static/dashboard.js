@@ -322,8 +322,15 @@ function pairPanel(pair) {
   for (const h of pair.hypotheses) {
     const block = el("div", { class: "hypothesis" });
     for (const s of h.statements) {
-      block.append(el("span", { class: "statement verdict-" + s.verdict, "data-verdict": s.verdict },
-        s.statement, el("span", { class: "meta" }, `${s.verdict.replace("_", " ")} · support ${fmt(s.score)}${s.tag ? " · " + s.tag : ""}${s.reason ? " · " + s.reason : ""}`)));
+      const where = s.passage === null || s.passage === undefined ? "" : ` · passage ${s.passage + 1}`;
+      const node = el("span", { class: "statement verdict-" + s.verdict, "data-verdict": s.verdict, "data-passage": where ? String(s.passage) : "" },
+        s.statement, el("span", { class: "meta" }, `${s.verdict.replace("_", " ")} · support ${fmt(s.score)}${where}${s.tag ? " · " + s.tag : ""}${s.reason ? " · " + s.reason : ""}`));
+      if (where) {
+        const mark = (on) => document.querySelectorAll(`.passage[data-passage="${s.passage}"]`).forEach((p) => p.classList.toggle("highlight", on));
+        node.addEventListener("mouseenter", () => mark(true));
+        node.addEventListener("mouseleave", () => mark(false));
+      }
+      block.append(node);
     }
     panel.append(block);
   }
@@ -401,7 +408,10 @@ async function loadInteraction() {
   add("tokens in / out", `${e.input_tokens} / ${e.output_tokens}`); add("cost", fmt(e.cost_usd, "usd"));
   add("judge latency", `${e.judge_latency_ms.toFixed(0)} ms`); add("complete", e.complete ? "yes" : `no (missing ${e.missing.join(", ")})`);
   const contexts = el("div", { class: "panel" }, el("h3", {}, `Context (${(i.contexts || []).length} passage${(i.contexts || []).length === 1 ? "" : "s"})`));
-  (i.contexts || []).forEach((c) => contexts.append(el("div", { class: "passage" }, (c.document ? `[${c.document}] ` : "") + c.text)));
+  const supporting = new Set(e.pairs.filter((p) => p.pair === "context_answer").flatMap((p) => p.hypotheses.flatMap((h) => h.statements))
+    .filter((s) => s.verdict === "entailed" && s.passage !== null && s.passage !== undefined).map((s) => s.passage));
+  (i.contexts || []).forEach((c, n) => contexts.append(el("div", { class: "passage" + (supporting.has(n) ? " supporting" : ""), "data-passage": String(n) },
+    el("span", { class: "meta" }, `${n + 1}${supporting.has(n) ? " · supports the answer" : ""} `), (c.document ? `[${c.document}] ` : "") + c.text)));
   body.replaceChildren(
     el("p", {}, badge("hallucination", e.hallucination, true), badge("answer refusal", e.answer_refusal, true), badge("ground-truth refusal", e.ground_truth_refusal, true)),
     labelPanel(e, labels || []),
@@ -496,10 +506,7 @@ const VIEWS = { overview: loadOverview, bucket: loadBucket, interaction: loadInt
 async function route() {
   const view = params().get("view") in VIEWS ? params().get("view") : "overview";
   for (const v of Object.keys(VIEWS)) $("view-" + v).hidden = v !== view;
-  $("nav-overview").classList.toggle("active", view === "overview");
-  $("nav-alerts").classList.toggle("active", view === "alerts");
-  $("nav-quality").classList.toggle("active", view === "quality");
-  $("nav-review").classList.toggle("active", view === "review");
+  document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.view === view));
   if (state.loading) return;
   state.loading = true;
   status("loading…");
@@ -540,4 +547,5 @@ function wire() {
 }
 
 wire();
-route();
+// after every script of the page has run: documents.js and compare.js add their views to VIEWS
+document.addEventListener("DOMContentLoaded", route);

@@ -1,0 +1,32 @@
+"""The Documents and Compare endpoints of the dashboard's JSON API.
+
+    GET /api/documents    per context document, worst first (start, end, slice*, limit)
+    GET /api/compare      two slices side by side (start, end, a*, b*, questions)
+
+``slice``, ``a`` and ``b`` are repeated ``key:value`` terms (``schemas.slice_filter.SliceFilter``).
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from schemas.compare import CompareQuery
+from schemas.documents import DocumentsQuery
+from streams.dashboard.api import _json, _queries, parse_query
+from streams.dashboard.compare import read_compare
+from streams.dashboard.documents import read_documents
+
+
+async def documents(request: web.Request) -> web.Response:
+    q = parse_query(request, DocumentsQuery, repeated=("slice",))
+    return _json(await read_documents(_queries(request).store, q))
+
+
+async def compare(request: web.Request) -> web.Response:
+    q = parse_query(request, CompareQuery, repeated=("a", "b"))
+    return _json(await read_compare(_queries(request).store, q))
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/api/documents", documents)
+    app.router.add_get("/api/compare", compare)
