@@ -106,6 +106,16 @@ def run_by(args: argparse.Namespace, settings: Settings, now: datetime | None = 
     store = open_store(settings, migrate=False)
     try:
         reader = SliceReader(store)
+        first = query.baseline_start if isinstance(query, ChangesQuery) else start
+        stored = asyncio.run(reader.dimensions(min(first, start), end))
+    except Exception as exc:  # read-only: a database the worker never set up has no tables
+        store.close()
+        raise read_failed(settings, exc) from None
+    known = [*settings.dimensions.names, *(d for d in stored if d not in settings.dimensions.names)]
+    if args.by not in known:
+        store.close()
+        raise ConfigError(f"--by: {args.by!r} is not a dimension; one of {', '.join(known)}")
+    try:
         if isinstance(query, ChangesQuery):
             changes = asyncio.run(read_changes(reader, query))
             text = changes.model_dump_json(indent=2) if args.json else render_changes(changes)

@@ -362,6 +362,10 @@ def test_report_by_a_dimension_and_what_changed(capsys: pytest.CaptureFixture[st
     assert text[0].startswith("what changed in hallucination_rate by prompt_version") and text[2].startswith(
         "v2"
     )
+    # a dimension neither configured nor stored (a typo) is one line naming the ones there are
+    assert cli.main(["report", "--clickhouse", url, "--by", "prompt_verison", "--since", since]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "'prompt_verison' is not a dimension" in err[0] and "prompt_version" in err[0]
 
 
 @pytest.mark.parametrize(
