@@ -5,26 +5,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 from datetime import UTC, datetime, timedelta
 
 from pydantic import ValidationError
 
+from groundwatch.trend_report import parse_duration
 from schemas.errors import ConfigError
 from schemas.metrics import METRICS_BY_NAME, MetricKind
 from schemas.safe_text import safe_text
 from schemas.settings import Settings
 from schemas.slices import Breakdown, BreakdownQuery, ChangesQuery, WhatChanged
 
-_AGO = re.compile(r"^(\d+)\s*([smhd])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
 
 def parse_ago(text: str, flag: str) -> timedelta:
-    m = _AGO.match(text.strip())
-    if not m or int(m.group(1)) == 0:
+    span = parse_duration(text)
+    if span is None or not span:
         raise ConfigError(f"{flag}: expected a duration such as 30m, 24h or 7d, got {text!r}")
-    return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+    return span
 
 
 def _value(kind: str, v: float | None) -> str:
@@ -81,7 +78,8 @@ def run_by(args: argparse.Namespace, settings: Settings, now: datetime | None = 
 
     if args.by is None:
         raise ConfigError("--compare-to goes with --by DIMENSION")
-    if args.metric not in METRICS_BY_NAME:
+    metric = args.metric or "hallucination_rate"
+    if metric not in METRICS_BY_NAME:
         raise ConfigError(f"--metric: not a metric; one of {', '.join(METRICS_BY_NAME)}")
     end = now or datetime.now(UTC)
     try:
@@ -90,7 +88,7 @@ def run_by(args: argparse.Namespace, settings: Settings, now: datetime | None = 
         raise ConfigError(str(exc)) from None
     assert start is not None
     common = {
-        "start": start, "end": end, "metric": args.metric, "dimension": args.by, "app": args.app,
+        "start": start, "end": end, "metric": metric, "dimension": args.by, "app": args.app,
         "models": [args.model] if args.model else [],
     }  # fmt: skip
     try:

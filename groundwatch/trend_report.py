@@ -17,14 +17,20 @@ _AGO = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
+def parse_duration(text: str) -> timedelta | None:
+    """``30s``, ``30m``, ``2h`` or ``7d`` as a duration; None when the text is not one."""
+    m = _AGO.match(text.strip())
+    return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}) if m else None
+
+
 def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
     """``30m``, ``2h``, ``7d`` (ago) or an ISO time (UTC when it has no zone); None for everything."""
     if not text:
         return None
     now = now or datetime.now(UTC)
-    m = _AGO.match(text.strip())
-    if m:
-        return now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+    span = parse_duration(text)
+    if span is not None:
+        return now - span
     try:
         ts = datetime.fromisoformat(text)
     except ValueError as exc:

@@ -162,10 +162,14 @@ class Resources(Service):
         if not labels:
             return
         store = LabelStore(self.store_open)
-        try:
-            await retry(functools.partial(store.insert, labels), what="labels: end users' feedback")
-        except Exception:  # the evaluations are stored; their thumbs come back with a replay
-            log.exception("labels: %d end users' feedback labels could not be written", len(labels))
+        tried = await retry(
+            functools.partial(store.insert, labels),
+            what="labels: end users' feedback",
+            attempts=self.ctx.settings.kafka.deadletter_attempts,
+            sleep=self.clock.sleep,
+        )
+        if tried.error is not None:  # the evaluations are stored; their thumbs come back with a replay
+            log.error("labels: %d end users' feedback labels could not be written", len(labels))
 
     async def _reject_row(self, evaluation: Evaluation, exc: Exception) -> None:
         """A row ClickHouse keeps rejecting (streams.clickhouse.sink): to deadletter, stage "sink" (its

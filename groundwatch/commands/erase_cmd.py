@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_with_clickhouse(args.clickhouse)
     store = open_store(settings, migrate=True)  # the erasures table may be new
     try:
-        done = erase(store, kind, value, datetime.now(UTC))  # type: ignore[arg-type]
+        done = erase(store, kind, value, datetime.now(UTC), settings.clickhouse.cluster)  # type: ignore[arg-type]
     except Exception as exc:
         raise read_failed(settings, exc) from None
     finally:

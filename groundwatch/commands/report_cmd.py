@@ -29,9 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --by: what changed since the same period this long before (7d, 24h), each slice's "
         "contribution split into mix and rate shift",
     )
-    parser.add_argument(
-        "--metric", default="hallucination_rate", help="with --by: the metric (default hallucination_rate)"
-    )
+    parser.add_argument("--metric", help="with --by: the metric (default hallucination_rate)")
     parser.add_argument(
         "--documents",
         action="store_true",
@@ -48,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_with_clickhouse(args.clickhouse)
     if args.documents and (args.by is not None or args.compare_to is not None):
         raise ConfigError("--documents ranks documents; it does not go with --by or --compare-to")
+    if args.metric is not None and args.by is None:
+        raise ConfigError("--metric goes with --by DIMENSION")
     if args.by is not None or args.compare_to is not None:
         from groundwatch.slice_report import run_by
 

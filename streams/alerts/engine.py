@@ -45,7 +45,7 @@ from streams.alerts.receivers import Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
 from streams.alerts.slices import slice_observations
 from streams.alerts.stats import EMPTY, observe
-from streams.alerts.webhook import Outcome, Sleep
+from streams.alerts.webhook import Outcome
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import utc
 from streams.clickhouse.store import Claim, ClickHouseStore
@@ -74,7 +74,6 @@ class AlertEngine:
         *,
         targets: list[Target] | None = None,
         clock: Clock | None = None,
-        sleep: Sleep = asyncio.sleep,
         claimant: str | None = None,
         stop_grace_s: float = 10.0,
         drift: JudgeDrift | None = None,
@@ -85,8 +84,7 @@ class AlertEngine:
         self.store = store
         self.publish = publish
         self.targets = resolve(rules.receivers, settings) if targets is None else targets
-        self.clock: Clock = clock or SystemClock()  # stamps transitions, leases and deliveries
-        self.sleep = sleep
+        self.clock: Clock = clock or SystemClock()  # stamps transitions, leases, deliveries; their backoff
         self.claimant = claimant or uuid.uuid4().hex  # this engine's name in the delivery ledger
         self.stop_grace_s = stop_grace_s  # how long a stop waits for deliveries in flight (aclose)
         # rules on the judge's agreement with people's labels (streams.alerts.judge_drift)
@@ -230,7 +228,7 @@ class AlertEngine:
             self._http = httpx.AsyncClient()
         for target in targets:
             outcome = await target.send(
-                self._http, latest, f"{latest.alert_id}|{target.name}", now, self.sleep
+                self._http, latest, f"{latest.alert_id}|{target.name}", now, self.clock.sleep
             )
             if not outcome.ok:
                 log.warning(
@@ -300,7 +298,7 @@ class AlertEngine:
                 return False
             if self._http is None:
                 self._http = httpx.AsyncClient()
-            outcome = await target.send(self._http, alert, delivery_id, self.clock.now(), self.sleep)
+            outcome = await target.send(self._http, alert, delivery_id, self.clock.now(), self.clock.sleep)
             await self._record(delivery_id, outcome)
         except asyncio.CancelledError:  # the stop (aclose) writes what is left to write, in one go
             if outcome is None:

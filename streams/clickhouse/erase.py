@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from streams.clickhouse.client import check_identifier
 from streams.clickhouse.store import ClickHouseStore
 
 EraseKind = Literal["interaction", "conversation", "pseudonym"]
@@ -47,10 +48,12 @@ class Erasure:
 
 
 def interaction_tables(store: ClickHouseStore) -> list[str]:
-    """Every table (not a view) of the database with an ``interaction_id`` column."""
+    """Every table of the database with an ``interaction_id`` column that holds rows of its own (not a
+    view, not a Distributed table over the others)."""
     rows = store.query_sync(
         "SELECT t.name AS name FROM system.tables AS t "
-        "WHERE t.database = {db:String} AND t.engine NOT LIKE '%View' AND t.name IN ("
+        "WHERE t.database = {db:String} AND t.engine NOT LIKE '%View' AND t.engine != 'Distributed' "
+        "AND t.name IN ("
         "SELECT table FROM system.columns WHERE database = {db:String} AND name = 'interaction_id') "
         "ORDER BY name",
         {"db": store.db},
@@ -75,8 +78,12 @@ def resolve(store: ClickHouseStore, kind: EraseKind, target: str) -> list[str]:
     return sorted(found)
 
 
-def erase(store: ClickHouseStore, kind: EraseKind, target: str, now: datetime) -> Erasure:
-    """Delete the interactions' rows from every table and record the erasure (see the module docstring)."""
+def erase(
+    store: ClickHouseStore, kind: EraseKind, target: str, now: datetime, cluster: str | None = None
+) -> Erasure:
+    """Delete the interactions' rows from every table and record the erasure (see the module docstring).
+    With a ``cluster`` (``clickhouse.cluster``) the DELETE runs ``ON CLUSTER``, so every shard's rows go."""
+    on_cluster = f" ON CLUSTER {check_identifier(cluster)}" if cluster else ""
     ids = resolve(store, kind, target)
     rows: dict[str, int] = {}
     for table in interaction_tables(store) if ids else []:
@@ -85,7 +92,7 @@ def erase(store: ClickHouseStore, kind: EraseKind, target: str, now: datetime) -
         counted = store.query_sync(count_sql, {"ids": ids})
         rows[table] = int(counted[0]["n"]) if counted else 0
         if rows[table]:
-            store.command_sync(f"DELETE FROM {store.db}.{table} WHERE {where}", {"ids": ids})
+            store.command_sync(f"DELETE FROM {store.db}.{table}{on_cluster} WHERE {where}", {"ids": ids})
     erasure = Erasure(kind, target, now, ids, rows)
     store.insert_rows_sync(
         "erasures",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schemas.errors import ConfigError
 from streams.clickhouse.client import check_identifier
 from streams.clickhouse.cluster import distributed_tables, render
 
@@ -86,6 +87,23 @@ def load_migrations(directory: Path, database: str) -> list[Migration]:
     return out
 
 
+def _refuse_copy_across_shards(client: Any, cluster: str, mig: Migration) -> None:
+    """A migration that copies rows (``INSERT ... SELECT``) copies the connected node's shard only, while
+    its ``EXCHANGE`` and ``DROP`` run ``ON CLUSTER``: on a cluster of several shards that would lose every
+    other shard's rows. Refused, naming what to do, rather than run."""
+    rows = client.query(
+        "SELECT uniqExact(shard_num) FROM system.clusters WHERE cluster = {c:String}",
+        parameters={"c": cluster},
+    ).result_rows
+    shards = int(rows[0][0]) if rows else 0
+    if shards > 1:
+        raise ConfigError(
+            f"ClickHouse migration {mig.version:03d}_{mig.name} copies rows and cluster {cluster!r} has "
+            f"{shards} shards: run its statements on one node of each shard without ON CLUSTER "
+            '(docs/capacity.md, "Cluster"), then record it in schema_migrations'
+        )
+
+
 def apply_migrations(
     client: Any,
     database: str,
@@ -120,6 +138,8 @@ def apply_migrations(
     for mig in load_migrations(directory or ddl_dir(), db):
         if mig.version in done:
             continue
+        if cluster is not None and any(st.lstrip().upper().startswith("INSERT") for st in mig.statements):
+            _refuse_copy_across_shards(client, cluster, mig)
         for statement in mig.statements:
             run(statement)
         client.insert(f"{db}.schema_migrations", [[mig.version, mig.name]], column_names=["version", "name"])

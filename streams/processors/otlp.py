@@ -119,7 +119,8 @@ class OtlpProcessor:
             await self.outcome(ready)
         except Exception as exc:
             log.exception("otlp: settling %s:%s failed", ready.call.trace_id, ready.call.span_id)
-            await self.dead_letter(ready.call, exc, self.ctx.names.otlp)
+            topic = self.ctx.names.otlp if ready.call.span is not None else self.ctx.names.otlp_logs
+            await self.dead_letter(ready.call, exc, topic)
         self.ack(self.buffer.settled(ready))
 
     async def expire_due(self) -> int:

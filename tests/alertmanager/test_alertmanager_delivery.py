@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from pipeline.clock import SystemClock
 from schemas.alert import AlertRules
 from schemas.window import WindowAggregate
 from streams.alerts.engine import AlertEngine
@@ -62,8 +63,11 @@ def window(start: datetime, bad: int, n: int = 200) -> WindowAggregate:
     )  # fmt: skip
 
 
-async def no_sleep(_: float) -> None:
-    return None
+class NoWaitClock(SystemClock):
+    """The wall clock, whose waits (delivery backoff) return at once."""
+
+    async def sleep(self, seconds: float) -> None:
+        return None
 
 
 def ours(url: str) -> list[dict[str, Any]]:
@@ -96,7 +100,9 @@ async def test_drift_fires_one_alertmanager_alert_and_the_recovery_resolves_it(
     rules: AlertRules = load_rules(path)
     settings = make_settings().alerts
     engines = [
-        AlertEngine(rules, settings, TumblingWindows(3600), store, sleep=no_sleep, claimant=f"worker-{k}")
+        AlertEngine(
+            rules, settings, TumblingWindows(3600), store, clock=NoWaitClock(), claimant=f"worker-{k}"
+        )
         for k in range(2)
     ]
     # event time: the last 30 hours, so the resolution's endsAt is in the past for Alertmanager too

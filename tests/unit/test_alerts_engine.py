@@ -91,17 +91,13 @@ RULES = AlertRules(
 )  # fmt: skip
 
 
-async def no_sleep(_: float) -> None:
-    return None
-
-
 def engines(store: ClickHouseStore, rules: AlertRules, url: str, clock: ManualClock) -> list[AlertEngine]:
     settings = make_settings().alerts
     receivers = [Receiver(name="signed", kind="webhook", url=url, secret="s3cret", retries=2, backoff_s=0)]
     targets = resolve(receivers, settings, env={})
     return [
         AlertEngine(rules, settings, TumblingWindows(3600), store, targets=targets, clock=clock,
-                    sleep=no_sleep, claimant=f"worker-{k}")
+                    claimant=f"worker-{k}")
         for k in range(2)
     ]  # fmt: skip
 
@@ -229,7 +225,7 @@ async def test_a_long_firing_alert_is_posted_to_alertmanager_again_before_its_en
     receivers = [Receiver(name="am", kind="alertmanager", url=url, retries=0, firing_ttl_hours=2)]
     targets = resolve(receivers, make_settings().alerts, env={})
     engine = AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
-                         clock=clock, sleep=no_sleep, claimant="w")  # fmt: skip
+                         clock=clock, claimant="w")  # fmt: skip
     made = await run(store, [engine], [5] * 8 + [20] * 5, clock)
     assert [a.state for a in made] == ["firing"]
     posts = [json.loads(body)[0] for _, body in state.posts]
@@ -289,7 +285,7 @@ def silent_engine(
     )
     targets = resolve([receiver], make_settings().alerts, env={})
     return AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
-                       clock=clock, sleep=no_sleep, claimant=claimant, stop_grace_s=grace)  # fmt: skip
+                       clock=clock, claimant=claimant, stop_grace_s=grace)  # fmt: skip
 
 
 def next_worker(store: ClickHouseStore, url: str, clock: ManualClock) -> AlertEngine:
@@ -297,7 +293,7 @@ def next_worker(store: ClickHouseStore, url: str, clock: ManualClock) -> AlertEn
         [Receiver(name="hook", kind="webhook", url=url, retries=0)], make_settings().alerts, env={}
     )
     return AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
-                       clock=clock, sleep=no_sleep, claimant="next")  # fmt: skip
+                       clock=clock, claimant="next")  # fmt: skip
 
 
 async def test_a_stop_cancels_deliveries_a_silent_receiver_holds_and_releases_their_claims(
@@ -356,7 +352,7 @@ async def test_a_delivery_ends_within_its_own_timeout_and_is_recorded_failed(sto
                             delivery_timeout_s=0.2)  # fmt: skip
         targets = resolve([receiver], make_settings().alerts, env={})
         engine = AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
-                             clock=clock, sleep=no_sleep, claimant="w")  # fmt: skip
+                             clock=clock, claimant="w")  # fmt: skip
         alert = transition(0, clock.now())
         await store.insert_alert(alert)
         assert await asyncio.wait_for(engine.notify(targets[0], alert), 60) is False

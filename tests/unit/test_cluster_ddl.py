@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from schemas.errors import ConfigError
 from schemas.settings import ClickHouseSettings
 from streams.clickhouse.client import connect, parse_url
 from streams.clickhouse.cluster import DISTRIBUTED_TABLES, ClusterRenderError, render
@@ -30,12 +31,13 @@ class RecordingClient:
     """Stands in for a ClickHouse server nobody can run here: keeps each command, answers no rows."""
 
     commands: list[str] = field(default_factory=list)
+    shards: int = 1  # what system.clusters says of the cluster
 
     def command(self, sql: str) -> None:
         self.commands.append(sql)
 
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> _Result:
-        return _Result()
+        return _Result([[self.shards]] if "system.clusters" in sql else [])
 
     def insert(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -113,3 +115,11 @@ def test_distributed_tables_need_a_cluster_and_a_cluster_name_is_an_identifier()
     with pytest.raises(ValidationError, match="cluster"):
         ClickHouseSettings(cluster="c ON CLUSTER x")
     assert ClickHouseSettings(cluster="main", distributed=True).cluster == "main"
+
+
+def test_a_migration_that_copies_rows_is_refused_on_a_cluster_of_several_shards() -> None:
+    """Its INSERT ... SELECT would copy one shard while its EXCHANGE and DROP run on every node."""
+    client = RecordingClient(shards=2)
+    with pytest.raises(ConfigError, match="011_time_keyed_tables copies rows and cluster 'gw_cluster' has 2"):
+        apply_migrations(client, "gw", 30, ddl_dir(), cluster="gw_cluster")
+    assert not any("evaluations_v011" in c for c in client.commands)  # refused before its first statement
