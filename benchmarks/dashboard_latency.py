@@ -69,7 +69,6 @@ from schemas.interaction import Interaction  # noqa: E402
 from schemas.latency import LATENCY_BUCKET_EDGES_MS, LATENCY_BUCKETS  # noqa: E402
 from schemas.results import JudgeCall  # noqa: E402
 from schemas.settings import ClickHouseSettings, DashboardSettings  # noqa: E402
-from schemas.slice_filter import SliceFilter  # noqa: E402
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS  # noqa: E402
 from streams.clickhouse.rows import (  # noqa: E402
     ALERT_COLUMNS,
@@ -78,13 +77,13 @@ from streams.clickhouse.rows import (  # noqa: E402
     WINDOW_COLUMNS,
     alert_row,
 )
+from streams.clickhouse.slices import slice_condition  # noqa: E402
 from streams.clickhouse.store import ClickHouseStore  # noqa: E402
 from streams.dashboard.api import root_app  # noqa: E402
 from streams.dashboard.compare import question_counts_sql, questions_sql, slices_sql  # noqa: E402
 from streams.dashboard.documents import documents_sql  # noqa: E402
 from streams.dashboard.queries import DashboardQueries, overview_sql  # noqa: E402
 from streams.dashboard.rollup import choose_rollup  # noqa: E402
-from streams.dashboard.slice_sql import slice_condition  # noqa: E402
 from streams.windows.aggregator import WindowStats, percentile  # noqa: E402
 
 #: (app, model, share of the interactions, base context entailment): volumes and quality differ
@@ -843,7 +842,7 @@ async def measure(
                 "baseline_end": _z(end - span), "metric": "hallucination_rate", "dimension": dim,
             }  # fmt: skip
             cases.append((f"what changed {name} vs the {name} before, by {dim}", "/slices/changes", changed))
-    one = {"start": _z(end - ranges["30d"]), "end": _z(end), "slice": "prompt_version=prompt_version-1"}
+    one = {"start": _z(end - ranges["30d"]), "end": _z(end), "slice": "prompt_version:prompt_version-1"}
     cases.append(("overview 30d of one slice (prompt_version)", "/slices/overview", one))
     # the last closed window of the busiest series that holds interactions
     last = store.query_sync(
@@ -921,12 +920,12 @@ async def insight_breakdown(
     statements: dict[str, tuple[str, dict[str, Any]]] = {}
     if path == "/documents":
         q = DocumentsQuery.model_validate(params)
-        cond, cond_params = slice_condition(q.filter, "s")
+        cond, cond_params = slice_condition(q.slice, "s")
         statements["documents_sql_ms"] = (documents_sql(store.db, cond), {**cond_params, **span})
     else:
         c = CompareQuery.model_validate(params)
-        cond_a, params_a = slice_condition(SliceFilter.from_terms(c.a), "a")
-        cond_b, params_b = slice_condition(SliceFilter.from_terms(c.b), "b")
+        cond_a, params_a = slice_condition(c.a, "a")
+        cond_b, params_b = slice_condition(c.b, "b")
         both = {**params_a, **params_b, **span}
         statements["slices_sql_ms"] = (slices_sql(store.db, cond_a, cond_b), both)
         statements["question_counts_sql_ms"] = (question_counts_sql(store.db, cond_a, cond_b), both)

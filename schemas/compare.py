@@ -5,22 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from schemas.dashboard import TimeRange
-from schemas.slice_filter import SliceFilter
+from schemas.slice_filter import SliceFilter, SliceTerms
 
 
 class CompareQuery(TimeRange):
-    a: list[str] = Field(default_factory=list, max_length=10, description="slice A terms key:value")
-    b: list[str] = Field(default_factory=list, max_length=10, description="slice B terms key:value")
+    a: SliceTerms = Field(default_factory=SliceFilter, description="slice A: repeated key:value terms")
+    b: SliceTerms = Field(default_factory=SliceFilter, description="slice B: repeated key:value terms")
     questions: int = Field(20, ge=0, le=200, description="repeated questions returned, most different first")
-
-    @field_validator("a", "b")
-    @classmethod
-    def _terms(cls, value: list[str]) -> list[str]:
-        SliceFilter.from_terms(value)
-        return value
 
 
 class MetricDifference(BaseModel):

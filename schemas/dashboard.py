@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.label import Label, LabelKind
+from schemas.slice_filter import SliceFilter, SliceTerms
 
 Rollup = Literal["auto", "window", "hour", "6h", "day"]
 
@@ -68,14 +69,10 @@ class BucketQuery(TimeRange):
     app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
     model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
     limit: int = Field(100, ge=1, le=1000, description="interactions returned, worst first")
-    slice: str | None = Field(None, description="only this slice's interactions: DIMENSION=VALUE")
-
-    @field_validator("slice")
-    @classmethod
-    def _slice(cls, value: str | None) -> str | None:
-        from schemas.slices import check_slice  # schemas.slices -> schemas.dashboard
-
-        return check_slice(value)
+    slice: SliceTerms = Field(
+        default_factory=SliceFilter,
+        description="only this slice's interactions: repeated key:value terms (schemas.slice_filter)",
+    )
 
 
 class ExportQuery(TimeRange):
@@ -186,7 +183,7 @@ class BucketInteractions(BaseModel):
     end: datetime
     interactions: list[InteractionRow]
     total: int = Field(description="interactions in the bucket (the list may be cut at the limit)")
-    slice: str | None = Field(None, description="the slice the bucket was filtered to (DIMENSION=VALUE)")
+    slice: SliceFilter = Field(description="the slice the bucket was filtered to (empty: none)")
 
 
 class InteractionDetail(BaseModel):

@@ -5,27 +5,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from schemas.dashboard import TimeRange
-from schemas.slice_filter import SliceFilter
+from schemas.slice_filter import SliceFilter, SliceTerms
 
 
 class DocumentsQuery(TimeRange):
-    slice: list[str] = Field(
-        default_factory=list, max_length=10, description="slice terms key:value (app, model); all when none"
+    slice: SliceTerms = Field(
+        default_factory=SliceFilter,
+        description="only this slice: repeated key:value terms (app, model, dimensions); all when none",
     )
     limit: int = Field(100, ge=1, le=5000, description="documents returned, worst first")
-
-    @field_validator("slice")
-    @classmethod
-    def _terms(cls, value: list[str]) -> list[str]:
-        SliceFilter.from_terms(value)
-        return value
-
-    @property
-    def filter(self) -> SliceFilter:
-        return SliceFilter.from_terms(self.slice)
 
 
 class DocumentRow(BaseModel):

@@ -36,6 +36,8 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from schemas.slice_filter import COLUMNS as SLICE_COLUMNS
+
 PREFIX = "GROUNDWATCH_"
 
 JudgeKind = Literal["openai", "local", "lexical", "cascade"]
@@ -977,6 +979,8 @@ class DimensionSettings(BaseModel):
                 )
             if path in BUILTIN_DIMENSIONS:
                 raise ValueError(f"{path!r} is a built-in dimension: it is always stored")
+            if path in SLICE_COLUMNS:
+                raise ValueError(f"{path!r} names the {path} column in a slice filter ({path}:...)")
         dup = sorted({p for p in value if value.count(p) > 1})
         if dup:
             raise ValueError(f"paths given twice: {', '.join(dup)}")

@@ -1,13 +1,12 @@
 """Slices: the JSON API's queries and answers for a metric per value of one dimension and for what
 changed between two periods (pipeline/slices.py computes them; README "Slices: why did it move?").
 
-A slice filter is ``DIMENSION=VALUE`` (``prompt_version=v2``; ``(none)`` selects the interactions
-without the dimension). Every request value is validated here; in SQL it travels as a query parameter.
+The slice filter (``slice``, repeated ``key:value`` terms) is ``schemas.slice_filter.SliceFilter``.
+Every request value is validated here; in SQL it travels as a query parameter.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -15,49 +14,15 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from schemas.alert import Alert
 from schemas.dashboard import _NAME, Rollup, Series, TimeRange, _utc
 from schemas.metrics import METRICS_BY_NAME
-
-#: a dimension's name: a configured metadata path or a built-in (schemas.settings.DimensionSettings)
-DIMENSION = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
-MAX_VALUE_CHARS = 1000
+from schemas.slice_filter import SliceFilter, SliceTerms, check_dimension
 
 
-def check_dimension(value: str) -> str:
-    if not 0 < len(value) <= 64 or not DIMENSION.match(value):
-        raise ValueError("a dimension name: letters, digits, _ and -, parts joined by dots, at most 64")
-    return value
-
-
-def parse_slice(text: str) -> tuple[str, str]:
-    """``DIMENSION=VALUE`` as (dimension, value); ValueError naming what is wrong."""
-    dimension, sep, value = text.partition("=")
-    if not sep or not value:
-        raise ValueError(f"a slice is DIMENSION=VALUE (prompt_version=v2), got {text!r}")
-    if len(value) > MAX_VALUE_CHARS:
-        raise ValueError(f"a slice value has at most {MAX_VALUE_CHARS} characters")
-    return check_dimension(dimension), value
-
-
-def check_slice(text: str | None) -> str | None:
-    """A filter field's validator: None, or a valid ``DIMENSION=VALUE``."""
-    if text is not None:
-        parse_slice(text)
-    return text
-
-
-def slice_pair(text: str | None) -> tuple[str, str]:
-    """(dimension, value) of a validated filter; ('', '') without one (the SQL's "no filter")."""
-    return parse_slice(text) if text else ("", "")
-
-
-class SliceFilter(TimeRange):
+class SliceQuery(TimeRange):
     app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
     models: list[str] = Field(default_factory=list, max_length=20, description="models; every one when empty")
-    slice: str | None = Field(None, description="only this slice: DIMENSION=VALUE")
-
-    @field_validator("slice")
-    @classmethod
-    def _slice(cls, value: str | None) -> str | None:
-        return check_slice(value)
+    slice: SliceTerms = Field(
+        default_factory=SliceFilter, description="only this slice: repeated key:value terms (all when none)"
+    )
 
     @field_validator("models")
     @classmethod
@@ -67,7 +32,7 @@ class SliceFilter(TimeRange):
         return value
 
 
-class BreakdownQuery(SliceFilter):
+class BreakdownQuery(SliceQuery):
     metric: str = Field(description="a metric of the catalogue (schemas/metrics.py)")
     dimension: str = Field(description="the dimension to slice by")
     limit: int = Field(50, ge=1, le=1000, description="slices returned, the rest summed as (rest)")
@@ -166,9 +131,16 @@ class WhatChanged(BaseModel):
     )
 
 
-class SliceOverviewQuery(SliceFilter):
-    slice: str = Field(description="the slice: DIMENSION=VALUE")
+class SliceOverviewQuery(SliceQuery):
+    slice: SliceTerms = Field(description="the slice: repeated key:value terms, at least one")
     rollup: Rollup = Field("auto", description="bucket size: auto (by range), window, hour, 6h or day")
+
+    @field_validator("slice")
+    @classmethod
+    def _sliced(cls, value: SliceFilter) -> SliceFilter:
+        if not value:
+            raise ValueError("give the slice: at least one key:value term")
+        return value
 
 
 class SliceOverview(BaseModel):
@@ -178,7 +150,7 @@ class SliceOverview(BaseModel):
     end: datetime
     rollup: str
     step_seconds: int
-    slice: str
+    slice: SliceFilter
     series: list[Series]
     dead_letters: list[dict[str, int]] = Field(
         default_factory=list, description="always empty: a dead letter has no dimensions"

@@ -11,7 +11,8 @@ from typing import Any
 
 from pipeline.dimensions import NONE
 from schemas.metrics import METRICS, Metric, MetricKind
-from schemas.slices import SliceFilter, SliceTotals, slice_pair
+from schemas.slice_filter import COLUMNS, SliceFilter
+from schemas.slices import SliceQuery, SliceTotals
 from streams.clickhouse.store import ClickHouseStore
 
 _TS = "DateTime64(3, 'UTC')"
@@ -40,22 +41,30 @@ def dimension_sql(param: str) -> str:
     return f"if(mapContains(dimensions, {{{param}:String}}), dimensions[{{{param}:String}}], '{NONE}')"
 
 
-#: the rows of one slice, parameters ``fdim`` and ``fvalue`` (schemas.slices.slice_pair: ``fdim`` = '' for
-#: every row); over ``evaluations FINAL`` it applies to each interaction's current row
-IN_SLICE = f"({{fdim:String}} = '' OR {dimension_sql('fdim')} = {{fvalue:String}})"
+def slice_condition(f: SliceFilter, prefix: str) -> tuple[str, dict[str, Any]]:
+    """``(sql, params)`` of the one slice filter over ``evaluations``: every set field equal to its value
+    (a dimension through ``dimension_sql``, so ``(none)`` matches the rows without it); ``1`` for an empty
+    filter. The parameters are named with ``prefix``, so two slices share one query (Compare). Over
+    ``evaluations FINAL`` the condition applies to each interaction's current row."""
+    parts: list[str] = []
+    params: dict[str, Any] = {}
+    for key in COLUMNS:
+        value = getattr(f, key)
+        if value is not None:
+            parts.append(f"{key} = {{{prefix}_{key}:String}}")
+            params[f"{prefix}_{key}"] = value
+    for i, (name, value) in enumerate(f.dimensions.items()):
+        dim, val = f"{prefix}_d{i}", f"{prefix}_v{i}"
+        parts.append(f"{dimension_sql(dim)} = {{{val}:String}}")
+        params[dim], params[val] = name, value
+    return (" AND ".join(parts) or "1"), params
 
 
-def slice_params(text: str | None) -> dict[str, str]:
-    """The query parameters of ``IN_SLICE`` for a validated filter (None: every row)."""
-    fdim, fvalue = slice_pair(text)
-    return {"fdim": fdim, "fvalue": fvalue}
-
-
-def where(db: str) -> str:
-    """The current rows of a period, app, models and slice: over ``evaluations FINAL`` the conditions
-    apply to each interaction's current row; the table's sorting key starts with app, model and time, so
-    the range prunes (docs/capacity.md, "Table layout")."""
-    return f"{RANGE} AND {IN_SLICE}"
+def where(condition: str) -> str:
+    """The current rows of a period, app, models and slice (``condition``, from ``slice_condition``):
+    over ``evaluations FINAL`` the conditions apply to each interaction's current row; the table's sorting
+    key starts with app, model and time, so the range prunes (docs/capacity.md, "Table layout")."""
+    return f"{RANGE} AND {condition}"
 
 
 def metric_sql(metric: Metric) -> tuple[str, str]:
@@ -67,15 +76,15 @@ def metric_sql(metric: Metric) -> tuple[str, str]:
     return f"sumIf(toFloat64({metric.source}), {carried})", f"countIf({carried})"
 
 
-def breakdown_sql(db: str, metric: Metric) -> str:
+def breakdown_sql(db: str, metric: Metric, condition: str) -> str:
     num, den = metric_sql(metric)
     return (
         f"SELECT {dimension_sql('dim')} AS value, {num} AS total, {den} AS n, count() AS interactions "
-        f"FROM {db}.evaluations FINAL WHERE {where(db)} GROUP BY value"
+        f"FROM {db}.evaluations FINAL WHERE {where(condition)} GROUP BY value"
     )
 
 
-def series_sql(db: str) -> str:
+def series_sql(db: str, condition: str) -> str:
     """One row per (bucket, app, model) with every metric's numerator and denominator and the judge
     calls' latency quantiles."""
     parts = []
@@ -86,15 +95,14 @@ def series_sql(db: str) -> str:
         "SELECT toUnixTimestamp(toStartOfInterval(timestamp, toIntervalSecond({step:UInt32}))) AS t, "
         f"app, model, {', '.join(parts)}, "
         "quantilesArrayIf(0.5, 0.95)(call_latencies_ms, judged = 1) AS latency "
-        f"FROM {db}.evaluations FINAL WHERE {where(db)} GROUP BY t, app, model ORDER BY app, model, t"
+        f"FROM {db}.evaluations FINAL WHERE {where(condition)} GROUP BY t, app, model ORDER BY app, model, t"
     )
 
 
-def params(q: SliceFilter, start: datetime | None = None, end: datetime | None = None) -> dict[str, Any]:
-    return {
-        "start": start or q.start, "end": end or q.end, "app": q.app or "", "models": q.models,
-        **slice_params(q.slice),
-    }  # fmt: skip
+def sliced(q: SliceQuery) -> tuple[str, dict[str, Any]]:
+    """The query's slice condition and its parameters with the period's app and models."""
+    condition, values = slice_condition(q.slice, "f")
+    return condition, {"app": q.app or "", "models": q.models, **values}
 
 
 class SliceReader:
@@ -103,10 +111,12 @@ class SliceReader:
         self.db = store.db
 
     async def totals(
-        self, metric: Metric, dimension: str, q: SliceFilter, start: datetime, end: datetime
+        self, metric: Metric, dimension: str, q: SliceQuery, start: datetime, end: datetime
     ) -> list[SliceTotals]:
+        condition, values = sliced(q)
         rows = await self.store.query(
-            breakdown_sql(self.db, metric), {**params(q, start, end), "dim": dimension}
+            breakdown_sql(self.db, metric, condition),
+            {**values, "start": start, "end": end, "dim": dimension},
         )
         return [
             SliceTotals(
@@ -116,8 +126,11 @@ class SliceReader:
             for r in rows
         ]  # fmt: skip
 
-    async def series_rows(self, q: SliceFilter, step: int) -> list[dict[str, Any]]:
-        return await self.store.query(series_sql(self.db), {**params(q), "step": step})
+    async def series_rows(self, q: SliceQuery, step: int) -> list[dict[str, Any]]:
+        condition, values = sliced(q)
+        return await self.store.query(
+            series_sql(self.db, condition), {**values, "start": q.start, "end": q.end, "step": step}
+        )
 
     async def dimensions(self, start: datetime, end: datetime) -> list[str]:
         """The dimension names stored in a period."""

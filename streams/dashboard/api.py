@@ -4,7 +4,8 @@
     GET /api/options              apps and models with data, window size, metric catalogue
     GET /api/overview             series per app/model over a range (start, end, app, model*, rollup),
                                   the hallucination rate corrected for the judge's errors beside it
-    GET /api/bucket               one bucket's interactions, worst first (app, model, start, end, limit)
+    GET /api/bucket               one bucket's interactions, worst first (app, model, start, end, limit,
+                                  slice*)
     GET /api/interactions/{id}    one interaction with its statements, verdicts and costs
     GET /api/alerts               alerts in a range (start, end, app, model, limit)
     GET /api/quality              the judge's agreement with people's labels and the corrected rates
@@ -124,7 +125,7 @@ async def overview(request: web.Request) -> web.Response:
 
 
 async def bucket(request: web.Request) -> web.Response:
-    return _json(await _queries(request).bucket(parse_query(request, BucketQuery)))
+    return _json(await _queries(request).bucket(parse_query(request, BucketQuery, repeated=("slice",))))
 
 
 async def export(request: web.Request) -> web.Response:

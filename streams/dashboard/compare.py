@@ -16,10 +16,9 @@ from pipeline.metrics.wilson import Z95
 from schemas.compare import CompareQuery, CompareReport, MetricDifference, QuestionDifference
 from schemas.evaluation import Evaluation
 from schemas.metrics import METRICS, Metric, MetricKind
-from schemas.slice_filter import SliceFilter
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
+from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import ClickHouseStore
-from streams.dashboard.slice_sql import slice_condition
 
 _TS = "DateTime64(3, 'UTC')"
 SIGNIFICANCE = 0.05
@@ -193,7 +192,7 @@ async def _questions(store: ClickHouseStore, rows: list[dict[str, Any]]) -> dict
 
 
 async def read_compare(store: ClickHouseStore, q: CompareQuery) -> CompareReport:
-    a, b = SliceFilter.from_terms(q.a), SliceFilter.from_terms(q.b)
+    a, b = q.a, q.b
     cond_a, params_a = slice_condition(a, "a")
     cond_b, params_b = slice_condition(b, "b")
     span = {"start": q.start, "end": q.end}

@@ -9,8 +9,8 @@ from typing import Any
 from pipeline.metrics.wilson import wilson_interval
 from schemas.documents import DocumentReport, DocumentRow, DocumentsQuery
 from schemas.safe_text import safe_text
+from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import ClickHouseStore
-from streams.dashboard.slice_sql import slice_condition
 
 _TS = "DateTime64(3, 'UTC')"
 
@@ -71,7 +71,7 @@ def worst_first(rows: list[DocumentRow]) -> list[DocumentRow]:
 
 
 async def read_documents(store: ClickHouseStore, q: DocumentsQuery) -> DocumentReport:
-    condition, params = slice_condition(q.filter, "s")
+    condition, params = slice_condition(q.slice, "s")
     params = {**params, "start": q.start, "end": q.end}
     found = await store.query(documents_sql(store.db, condition), params)
     rows = [document_row(r) for r in found if r["document"] is not None]
@@ -79,7 +79,7 @@ async def read_documents(store: ClickHouseStore, q: DocumentsQuery) -> DocumentR
     return DocumentReport(
         start=q.start,
         end=q.end,
-        slice=q.filter,
+        slice=q.slice,
         documents=ranked[: q.limit],
         total=len(ranked),
         statements_without_passage=sum(int(r["without_passage"]) for r in found if r["document"] is None),

@@ -3,7 +3,8 @@
     GET /api/documents    per context document, worst first (start, end, slice*, limit)
     GET /api/compare      two slices side by side (start, end, a*, b*, questions)
 
-``slice``, ``a`` and ``b`` are repeated ``key:value`` terms (``schemas.slice_filter.SliceFilter``).
+``slice``, ``a`` and ``b`` are each a slice filter: repeated ``key:value`` terms, ``app``, ``model`` or a
+dimension (``schemas.slice_filter.SliceFilter``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from schemas.latency import add_histograms, quantile
 from schemas.metrics import METRICS, MetricKind
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import ALERT_COLUMNS, utc
-from streams.clickhouse.slices import IN_SLICE, slice_params
+from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 from streams.dashboard.rollup import choose_rollup
 
@@ -182,10 +182,9 @@ class DashboardQueries:
     async def bucket(self, q: BucketQuery) -> BucketInteractions:
         """The interactions of one series' bucket, worst first; of one slice when ``q.slice`` names one
         (a point of a chart filtered to that slice)."""
-        where = f"FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS} AND {IN_SLICE}"
-        params = {
-            **self._range(q), "app": q.app, "model": q.model, "limit": q.limit, **slice_params(q.slice),
-        }  # fmt: skip
+        condition, values = slice_condition(q.slice, "f")
+        where = f"FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS} AND {condition}"
+        params = {**self._range(q), "app": q.app, "model": q.model, "limit": q.limit, **values}
         rows = await self.store.query(
             "SELECT interaction_id, timestamp, hallucination, context_entailment, "
             "ground_truth_entails_answer, answer_entails_ground_truth, answer_refusal, ground_truth_refusal, "

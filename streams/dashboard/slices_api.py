@@ -2,14 +2,15 @@
 
     GET /api/slices/dimensions  the dimensions stored in a range and the configured ones (start, end)
     GET /api/slices/breakdown   a metric per slice of one dimension, with Wilson intervals and volume
-                                (metric, dimension, start, end, app, model*, slice, limit)
+                                (metric, dimension, start, end, app, model*, slice*, limit)
     GET /api/slices/changes     each slice's contribution to the metric's change from a baseline period,
                                 mix and rate shift (the breakdown's parameters + baseline_start, baseline_end)
-    GET /api/slices/overview    the overview's series of one slice (the overview's parameters + slice),
+    GET /api/slices/overview    the overview's series of one slice (the overview's parameters + slice*),
                                 computed from the interactions: windows hold no dimensions; the alerts
                                 about the slice (rules with group_by)
 
-Query parameters are validated by schemas/slices.py (a 400 naming the field).
+``slice`` is the slice filter, repeated ``key:value`` terms (schemas/slice_filter.py). Query parameters
+are validated by schemas/slices.py (a 400 naming the field).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aiohttp import web
 
 from schemas.alert import Alert
 from schemas.dashboard import AlertsQuery, TimeRange
+from schemas.slice_filter import SliceFilter
 from schemas.slices import BreakdownQuery, ChangesQuery, SliceOverview, SliceOverviewQuery
 from streams.clickhouse.slices import SliceReader
 from streams.dashboard.api import SETTINGS_KEY, _json, _queries, parse_query
@@ -40,25 +42,31 @@ async def dimensions(request: web.Request) -> web.Response:
 
 
 async def breakdown(request: web.Request) -> web.Response:
-    q = parse_query(request, BreakdownQuery, lists=("models",))
+    q = parse_query(request, BreakdownQuery, lists=("models",), repeated=("slice",))
     _, reader = _reader(request)
     return _json(await read_breakdown(reader, q))
 
 
 async def changes(request: web.Request) -> web.Response:
-    q = parse_query(request, ChangesQuery, lists=("models",))
+    q = parse_query(request, ChangesQuery, lists=("models",), repeated=("slice",))
     _, reader = _reader(request)
     return _json(await read_changes(reader, q))
 
 
-def in_slice(alert: Alert, slice_: str) -> bool:
-    """An alert about the slice, or about a slice within it (a rule grouped by several dimensions names
+def in_slice(alert: Alert, f: SliceFilter) -> bool:
+    """An alert about the filtered traffic or a slice within it: its app and model match and it names
+    each of the filter's dimensions with its value (a rule grouped by several dimensions names
     ``prompt_version=v2, retriever=dense``)."""
-    return slice_ in alert.slice.split(", ")
+    named = dict(part.partition("=")[::2] for part in alert.slice.split(", ") if part)
+    return (
+        f.app in (None, alert.app)
+        and f.model in (None, alert.model)
+        and all(named.get(k) == v for k, v in f.dimensions.items())
+    )
 
 
 async def overview(request: web.Request) -> web.Response:
-    q = parse_query(request, SliceOverviewQuery, lists=("models",))
+    q = parse_query(request, SliceOverviewQuery, lists=("models",), repeated=("slice",))
     queries, reader = _reader(request)
     rollup, step = choose_rollup(q.end - q.start, await queries.window_seconds(), q.rollup)
     series = slice_series(await reader.series_rows(q, step))

@@ -59,7 +59,7 @@ def test_what_changed_puts_v2_first_and_a_click_filters_the_page(site: Dashboard
         )
     )
     query = parse_qs(urlparse(browser.current_url).query)
-    assert query["slice"] == ["prompt_version=v2"]
+    assert query["slice"] == ["prompt_version:v2"]
     overview = browser.execute_script("return window.groundwatch.overview")
     assert [(s["app"], s["model"]) for s in overview["series"]] == [("wiki-qa", "beta")]
     shown = sum(sum(v or 0 for v in s["values"]["interactions"]) for s in overview["series"])
@@ -79,7 +79,7 @@ def test_what_changed_puts_v2_first_and_a_click_filters_the_page(site: Dashboard
     bucket = browser.execute_script(
         "const s = arguments[0]; const q = new URLSearchParams({app: 'wiki-qa', model: 'beta', "
         "start: new Date(s * 1000).toISOString(), end: new Date((s + arguments[1]) * 1000).toISOString(), "
-        "slice: 'prompt_version=v2', limit: '1000'}); return fetch('api/bucket?' + q).then((r) => r.json())",
+        "slice: 'prompt_version:v2', limit: '1000'}); return fetch('api/bucket?' + q).then((r) => r.json())",
         t, overview["step_seconds"],
     )  # fmt: skip
     assert bucket["total"] == series["values"]["interactions"][busiest] > 0
@@ -92,15 +92,21 @@ def test_what_changed_puts_v2_first_and_a_click_filters_the_page(site: Dashboard
         f"{filtered_url}&view=bucket&bapp=wiki-qa&bmodel=beta&bstart={stamp}&bend={stop}",
         view="bucket",
     )
-    assert "[prompt_version=v2]" in browser.find_element(By.ID, "bucket-title").text
+    assert "[prompt_version:v2]" in browser.find_element(By.ID, "bucket-title").text
     assert browser.find_element(By.ID, "bucket-summary").text.startswith(
-        f"{bucket['total']} interactions of the slice prompt_version=v2"
+        f"{bucket['total']} interactions of the slice prompt_version:v2"
     )
     assert len(browser.find_elements(By.CSS_SELECTOR, "#bucket-table tbody tr")) == bucket["total"]
     # a reload of the address shows the same filtered page
     open_view(browser, filtered_url)
     assert browser.find_element(By.ID, "slice-chip").text.startswith(
-        "Whole page filtered to prompt_version=v2"
+        "Whole page filtered to prompt_version:v2"
+    )
+    # an address written as slice=DIMENSION=VALUE (before the filter took key:value terms) still opens it
+    open_view(browser, site.url + f"?range=custom&start={start}&end={end}&slice=prompt_version=v2")
+    assert parse_qs(urlparse(browser.current_url).query)["slice"] == ["prompt_version:v2"]
+    assert browser.find_element(By.ID, "slice-chip").text.startswith(
+        "Whole page filtered to prompt_version:v2"
     )
     browser.find_element(By.ID, "slice-clear").click()
     WebDriverWait(browser, 30).until(

@@ -89,3 +89,59 @@ def test_the_drill_down_marks_the_supporting_passage(site: DashboardSite, browse
     assert "highlight" in (target.get_attribute("class") or "")
     browser.save_screenshot(str(SCREENSHOTS / "drill-down-passage.png"))
     assert console_errors(browser) == []
+
+
+def test_compare_two_prompt_versions_of_one_app(site: DashboardSite, browser: Any) -> None:
+    """The demo moves wiki-qa / beta to prompt v2 at the drift onset: v1 against v2 within wiki-qa, typed
+    as dimension terms beside each side's app, counts exactly the interactions of each version, and v2's
+    hallucination rate is significantly worse."""
+    open_view(browser, site.url + "?range=data&view=compare", view="compare")
+    for side, version in (("a", "v1"), ("b", "v2")):
+        Select(browser.find_element(By.ID, f"compare-{side}")).select_by_visible_text("wiki-qa (every model)")
+        where = browser.find_element(By.ID, f"compare-{side}-where")
+        where.clear()
+        where.send_keys(f"prompt_version:{version}")
+    browser.find_element(By.CSS_SELECTOR, "#compare-form button").click()
+    wait_loaded(browser, "compare")
+    query = parse_qs(urlparse(browser.current_url).query)
+    assert query["a"] == ["app:wiki-qa", "prompt_version:v1"]
+    assert query["b"] == ["app:wiki-qa", "prompt_version:v2"]
+    records = [json.loads(line) for line in site.history.lines]
+
+    def count(version: str) -> int:
+        return sum(
+            1 for r in records
+            if r["app"] == "wiki-qa" and (r.get("metadata") or {}).get("prompt_version") == version
+        )  # fmt: skip
+
+    rows = {
+        r.get_attribute("data-metric"): r.find_elements(By.TAG_NAME, "td")
+        for r in browser.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")
+    }
+    assert rows["interactions"][1].text == str(count("v1")) and rows["interactions"][2].text == str(
+        count("v2")
+    )
+    assert count("v2") > 0
+    hallucination = rows["hallucination_rate"]
+    assert hallucination[6].text == "fisher", [c.text for c in hallucination]
+    assert "worse" in (hallucination[3].get_attribute("class") or ""), [c.text for c in hallucination]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "compare-prompt-versions.png"))
+    # the address reopens the same sides, the dimension terms back in their fields
+    browser.get(browser.current_url)
+    wait_loaded(browser, "compare")
+    assert browser.find_element(By.ID, "compare-b-where").get_attribute("value") == "prompt_version:v2"
+    assert console_errors(browser) == []
+
+
+def test_documents_honour_the_page_slice_filter(site: DashboardSite, browser: Any) -> None:
+    open_view(browser, site.url + "?range=data&view=documents&slice=prompt_version:v2", view="documents")
+    assert "prompt_version:v2" in browser.find_element(By.ID, "documents-summary").text
+    rows = browser.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr[data-document]")
+    retrieved = sum(int(r.find_elements(By.TAG_NAME, "td")[1].text) for r in rows)
+    records = [json.loads(line) for line in site.history.lines]
+    v2 = [r for r in records if (r.get("metadata") or {}).get("prompt_version") == "v2"]
+    # each v2 interaction retrieves its distinct named documents once
+    expected = sum(len({c["document"] for c in r["contexts"] if c.get("text", "").strip()}) for r in v2)
+    assert retrieved == expected > 0
+    assert console_errors(browser) == []

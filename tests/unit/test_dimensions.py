@@ -75,7 +75,9 @@ def test_builtins() -> None:
     assert extract(None, DimensionSettings()) == {}
 
 
-@pytest.mark.parametrize("paths", [["turn"], ["a", "a"], ["bad path"], ["a..b"], [".a"], ["x" * 65]], ids=str)
+@pytest.mark.parametrize(
+    "paths", [["turn"], ["app"], ["model"], ["a", "a"], ["bad path"], ["a..b"], [".a"], ["x" * 65]], ids=str
+)
 def test_bad_paths_are_refused(paths: list[str]) -> None:
     with pytest.raises(ValidationError):
         DimensionSettings(paths=paths)

@@ -17,11 +17,10 @@ from schemas.interaction import Interaction
 from schemas.metrics import METRICS, MetricKind, pooled
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
 from schemas.settings import ClickHouseSettings
-from schemas.slice_filter import SliceFilter
+from schemas.slice_filter import COLUMNS, SliceFilter
 from streams.alerts.stats import Obs
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.compare import ROW_SUMS, mean_difference, two_sided_fisher
-from streams.dashboard.slice_sql import COLUMNS
 from streams.windows.aggregator import WindowStats
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_dashboard_api import client_for
@@ -131,7 +130,7 @@ async def test_documents_count_retrievals_and_the_verdicts_judged_against_each(
 
 async def test_documents_of_one_slice(store: ClickHouseStore) -> None:
     status, body = await get(store, "documents", [("slice", "model:m2"), ("slice", "app:bot")])
-    assert status == 200 and body["slice"] == {"app": "bot", "model": "m2"}
+    assert status == 200 and body["slice"] == {"app": "bot", "model": "m2", "dimensions": {}}
     assert {d["document"]: d["retrieved"] for d in body["documents"]} == {"good.md": 5, "idle.md": 5}
     assert body["statements_without_passage"] == 0
 
@@ -168,7 +167,9 @@ async def test_compare_every_metric_agrees_with_the_windows_and_tests_like_the_a
 @pytest.mark.parametrize(
     ("path", "params", "field"),
     [
-        ("compare", [("a", "colour:red")], "a"),
+        ("compare", [("a", "colour red")], "a"),
+        ("compare", [("a", "col our:red")], "a"),
+        ("compare", [("a", "app:x"), ("a", "app:y")], "a"),
         ("compare", [("b", "model")], "b"),
         ("compare", [("a", "model:x"), ("a", "model:y")], "a"),
         ("documents", [("slice", "app:" + "x" * 300)], "slice.app"),
@@ -189,7 +190,7 @@ async def test_a_hostile_slice_value_is_a_plain_parameter(store: ClickHouseStore
 
 def test_every_sum_of_the_catalogue_and_every_slice_key_has_its_sql() -> None:
     assert set(ROW_SUMS) == {m.name for m in METRICS if m.kind is MetricKind.SUM}
-    assert set(COLUMNS) == set(SliceFilter.model_fields)
+    assert {*COLUMNS, "dimensions"} == set(SliceFilter.model_fields)
 
 
 def test_the_tests_in_both_directions() -> None:

@@ -18,7 +18,7 @@ from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
-from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind
+from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind, pooled
 from schemas.settings import ClickHouseSettings, DashboardSettings, DimensionSettings
 from schemas.slices import BreakdownQuery, SliceTotals
 from streams.clickhouse.slices import ROW_SUMS, SliceReader
@@ -241,12 +241,12 @@ async def test_the_api_breaks_down_explains_the_change_and_filters_by_slice(stor
         total = sum(c["contribution"] for c in changes["contributions"])
         assert total == pytest.approx(changes["change"]) and changes["change"] > 0.1
         # the page filtered to one slice: the overview's series from its interactions only
-        sliced = {**day2, "slice": "prompt_version=v2", "rollup": "day"}
+        sliced = {**day2, "slice": "prompt_version:v2", "rollup": "day"}
         body = await (await client.get("/dashboard/api/slices/overview", params=sliced)).json()
         (series,) = body["series"]
         assert series["values"]["interactions"] == [expected["v2"].count]
         assert series["values"]["hallucination_rate"] == [pytest.approx(expected["v2"].hallucination_rate)]
-        filtered = {**params, "slice": "retriever=dense", "dimension": "answer_length"}
+        filtered = {**params, "slice": "retriever:dense", "dimension": "answer_length"}
         body = await (await client.get("/dashboard/api/slices/breakdown", params=filtered)).json()
         dense = [
             e
@@ -286,22 +286,24 @@ async def test_the_drill_down_keeps_the_slice_filter(store: ClickHouseStore) -> 
     try:
         point = {**day2, "app": "bot", "model": "m", "limit": "1000"}
         whole = await (await client.get("/dashboard/api/bucket", params=point)).json()
-        assert whole["total"] == len(everything) == 100 and whole["slice"] is None
-        for text, version in (("prompt_version=v2", "v2"), ("prompt_version=(none)", None)):
+        assert whole["total"] == len(everything) == 100
+        assert whole["slice"] == {"app": None, "model": None, "dimensions": {}}
+        for text, version in (("prompt_version:v2", "v2"), ("prompt_version:(none)", None)):
             body = await (await client.get("/dashboard/api/bucket", params={**point, "slice": text})).json()
             ids = {r["interaction_id"] for r in body["interactions"]}
-            assert ids == of(version) and body["total"] == len(ids) and body["slice"] == text
+            assert ids == of(version) and body["total"] == len(ids)
+            assert body["slice"]["dimensions"] == dict([text.split(":")])
             assert 0 < len(ids) < 100
             series = {**day2, "slice": text, "rollup": "day"}
             sliced = await (await client.get("/dashboard/api/slices/overview", params=series)).json()
             assert sliced["series"][0]["values"]["interactions"] == [float(body["total"])]
         # worst first within the slice: v2's hallucinations lead its list
         v2 = await (
-            await client.get("/dashboard/api/bucket", params={**point, "slice": "prompt_version=v2"})
+            await client.get("/dashboard/api/bucket", params={**point, "slice": "prompt_version:v2"})
         ).json()
         flags = [r["hallucination"] for r in v2["interactions"]]
         assert True in flags and flags == sorted(flags, key=lambda f: f is not True)
-        for bad in ("novalue", "a b=v2"):
+        for bad in ("novalue", "a b:v2", "prompt_version=v2", "prompt_version:"):
             response = await client.get("/dashboard/api/bucket", params={**point, "slice": bad})
             assert response.status == 400, bad
             assert "slice" in json.dumps(await response.json())
@@ -327,7 +329,7 @@ async def test_a_slice_overview_carries_the_alerts_about_that_slice(store: Click
         await store.insert_alert(alert(aid, slice_))
     client = await client_for(store)
     try:
-        params = {"start": T0.isoformat(), "end": (T0 + 2 * DAY).isoformat(), "slice": "prompt_version=v2"}
+        params = {"start": T0.isoformat(), "end": (T0 + 2 * DAY).isoformat(), "slice": "prompt_version:v2"}
         body = await (await client.get("/dashboard/api/slices/overview", params=params)).json()
         assert sorted(a["alert_id"] for a in body["alerts"]) == ["v2", "v2-dense"]
         other = await (
@@ -385,3 +387,34 @@ def test_report_by_refuses_bad_arguments_in_one_line(
     assert cli.main(["report", "--clickhouse", fresh_chdb_url(), *argv]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.splitlines()) == 1 and message in captured.err
+
+
+async def test_compare_two_prompt_versions_of_one_app(store: ClickHouseStore) -> None:
+    """Compare's sides are the one slice filter: app and a dimension each; every metric per side equals
+    the product's window aggregator over that side's rows, and v2's higher hallucination rate is
+    significant by the alert code's Fisher test."""
+    day2 = {"start": (T0 + DAY).isoformat(), "end": (T0 + 2 * DAY).isoformat()}
+    expected = oracle(traffic(), "prompt_version", T0 + DAY, T0 + 2 * DAY)
+    sides = [("a", "app:bot"), ("a", "prompt_version:v1"), ("b", "app:bot"), ("b", "prompt_version:v2")]
+    client = await client_for(store)
+    try:
+        response = await client.get("/dashboard/api/compare", params=[*day2.items(), *sides])
+        assert response.status == 200, await response.text()
+        body = await response.json()
+        assert body["a"] == {"app": "bot", "model": None, "dimensions": {"prompt_version": "v1"}}
+        assert body["b"]["dimensions"] == {"prompt_version": "v2"}
+        metrics = {m["name"]: m for m in body["metrics"]}
+        for m in METRICS:
+            for side, version in (("a", "v1"), ("b", "v2")):
+                assert metrics[m.name][side] == pytest.approx(pooled(m, [expected[version]])), (m.name, side)
+        h = metrics["hallucination_rate"]
+        assert h["test"] == "fisher" and h["difference"] > 0.3 and h["significant"]
+        assert h["a_n"] == expected["v1"].answered and h["b_n"] == expected["v2"].answered
+        # the interactions without a version are a slice too; another app's are none of them
+        none = [("a", "prompt_version:(none)"), ("b", "app:other"), ("b", "prompt_version:v2")]
+        body = await (await client.get("/dashboard/api/compare", params=[*day2.items(), *none])).json()
+        metrics = {m["name"]: m for m in body["metrics"]}
+        assert metrics["interactions"]["a"] == expected["(none)"].count > 0
+        assert metrics["interactions"]["b"] == 0
+    finally:
+        await client.close()

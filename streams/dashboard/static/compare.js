@@ -1,11 +1,12 @@
 /* groundwatch dashboard, Compare page: two slices side by side over the page's range (api/compare).
-   A slice is a list of key:value terms; the address keeps them as a=...&b=... so a link shows the same
-   comparison. */
+   Each side is a slice filter, key:value terms (schemas/slice_filter.py): its app / model is chosen from
+   the stored series, its dimensions typed beside it (prompt_version:v1, comma-separated). The address
+   keeps them as a=...&b=... (a=app:wiki-qa&a=prompt_version:v1) so a link shows the same comparison. */
 "use strict";
 
 function sliceChoices() {
   const series = state.options.series;
-  const choices = [];
+  const choices = [{ label: "all traffic", terms: [] }];
   for (const app of [...new Set(series.map((s) => s.app))].sort()) {
     choices.push({ label: `${app} (every model)`, terms: ["app:" + app] });
     series.filter((s) => s.app === app).forEach((s) => choices.push({ label: `${s.app} / ${s.model}`, terms: ["app:" + s.app, "model:" + s.model] }));
@@ -13,15 +14,22 @@ function sliceChoices() {
   return choices;
 }
 function termsKey(terms) { return [...terms].sort().join("&"); }
-function sliceLabel(terms) { return terms.length ? terms.map((t) => t.replace(":", " ")).join(", ") : "all traffic"; }
+function sliceLabel(terms) { return terms.length ? terms.join(", ") : "all traffic"; }
+const isColumn = (t) => ["app", "model"].includes(termKey(t)); // termKey: slices.js
 
 function renderCompareForm(a, b) {
   const choices = sliceChoices();
-  for (const [id, chosen] of [["compare-a", a], ["compare-b", b]]) {
+  for (const [id, terms] of [["compare-a", a], ["compare-b", b]]) {
+    const chosen = terms.filter(isColumn);
     const known = choices.some((c) => termsKey(c.terms) === termsKey(chosen));
     const options = known ? choices : [{ label: sliceLabel(chosen), terms: chosen }, ...choices];
     $(id).replaceChildren(...options.map((c) => el("option", { value: JSON.stringify(c.terms), selected: termsKey(c.terms) === termsKey(chosen) }, c.label)));
+    $(id + "-where").value = terms.filter((t) => !isColumn(t)).join(", ");
   }
+}
+function sideTerms(id) {
+  const where = $(id + "-where").value.split(",").map((t) => t.trim()).filter(Boolean);
+  return [...JSON.parse($(id).value), ...where];
 }
 
 function diffClass(m) {
@@ -75,7 +83,7 @@ async function loadCompare() {
 function wireCompare() {
   $("compare-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    setParams({ view: "compare", a: JSON.parse($("compare-a").value), b: JSON.parse($("compare-b").value) }, true);
+    setParams({ view: "compare", a: sideTerms("compare-a"), b: sideTerms("compare-b") }, true);
     route();
   });
 }

@@ -269,8 +269,8 @@ async function loadOverview() {
   if (p.get("app")) q.set("app", p.get("app"));
   p.getAll("model").forEach((m) => q.append("model", m));
   if (p.get("rollup")) q.set("rollup", p.get("rollup"));
-  if (p.get("slice")) q.set("slice", p.get("slice")); // one slice: its series from the interactions (slices.js)
-  const overview = await api(p.get("slice") ? "slices/overview" : "overview", q);
+  sliceTerms().forEach((t) => q.append("slice", t)); // a slice: its series from the interactions (slices.js)
+  const overview = await api(sliceTerms().length ? "slices/overview" : "overview", q);
   state.overview = overview;
   overview_range = r;
   Object.values(state.charts).forEach((c) => c.plot.destroy());
@@ -293,11 +293,12 @@ function exportLink(p) {
 async function loadBucket() {
   const p = params();
   const q = new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "", limit: "200" });
-  if (p.get("slice")) q.set("slice", p.get("slice")); // the page's slice filter (slices.js) holds here too
+  sliceTerms().forEach((t) => q.append("slice", t)); // the page's slice filter (slices.js) holds here too
   const data = await api("bucket", q);
   $("bucket-export").href = exportLink(p);
-  $("bucket-title").textContent = `${data.app} / ${data.model}${data.slice ? ` [${data.slice}]` : ""}: ${data.start} – ${data.end}`;
-  $("bucket-summary").textContent = `${data.total} interactions${data.slice ? ` of the slice ${data.slice}` : ""}, worst first (hallucinated, then lowest context entailment)`;
+  const sliced = sliceTerms().length ? filterText(data.slice) : "";
+  $("bucket-title").textContent = `${data.app} / ${data.model}${sliced ? ` [${sliced}]` : ""}: ${data.start} – ${data.end}`;
+  $("bucket-summary").textContent = `${data.total} interactions${sliced ? ` of the slice ${sliced}` : ""}, worst first (hallucinated, then lowest context entailment)`;
   const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
   $("bucket-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   const flag = (v) => (v === null ? "–" : v ? "yes" : "no");

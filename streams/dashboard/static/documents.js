@@ -1,22 +1,24 @@
 /* groundwatch dashboard, Documents page: per context document, worst first (api/documents). It reads
-   the page's range and its app / model filters (one model ticked: that model; else every model). */
+   the page's range, its app / model filters (one model ticked: that model; else every model) and its
+   slice filter (slices.js), whose own app or model term wins. */
 "use strict";
 
-function pageSlice() {
+function documentsSlice() {
   const p = params();
-  const terms = [];
-  if (p.get("app")) terms.push("app:" + p.get("app"));
+  const terms = sliceTerms();
+  const given = terms.map(termKey);
+  if (p.get("app") && !given.includes("app")) terms.push("app:" + p.get("app"));
   const models = p.getAll("model");
-  if (models.length === 1) terms.push("model:" + models[0]);
+  if (models.length === 1 && !given.includes("model")) terms.push("model:" + models[0]);
   return terms;
 }
 
 async function loadDocuments() {
   const r = currentRange();
   const q = new URLSearchParams({ start: iso(r.start), end: iso(r.end), limit: "500" });
-  pageSlice().forEach((t) => q.append("slice", t));
+  documentsSlice().forEach((t) => q.append("slice", t));
   const body = await api("documents", q);
-  const where = body.slice && Object.keys(body.slice).some((k) => body.slice[k]) ? Object.entries(body.slice).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(", ") : "all traffic";
+  const where = filterText(body.slice);
   $("documents-summary").textContent = `${body.total} document${body.total === 1 ? "" : "s"} (${where})` +
     (body.total > body.documents.length ? `, the worst ${body.documents.length} shown` : "") +
     (body.statements_without_passage ? `; ${body.statements_without_passage} answer statements have no recorded passage (judged before passages were recorded, or the judge named none)` : "");

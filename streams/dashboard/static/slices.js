@@ -1,7 +1,8 @@
 /* groundwatch dashboard: the Breakdown panel under the overview's charts (api/slices/...). A metric per
    slice of one dimension, and what changed against a baseline period, each slice's contribution split
-   into mix shift and rate shift. Clicking a slice filters the whole page (?slice=DIMENSION=VALUE).
-   The filter shows above the charts (sliceChip). Uses the helpers of dashboard.js ($, el, api, params,
+   into mix shift and rate shift. Clicking a slice filters the whole page: the page's slice filter is
+   repeated key:value terms (?slice=app:wiki-qa&slice=prompt_version:v2, schemas/slice_filter.py), read
+   by the charts, the drill-down, the Breakdown and Documents. The filter shows above the charts (sliceChip). Uses the helpers of dashboard.js ($, el, api, params,
    setParams, iso, fmt, currentRange, route);
    state in the address bar: bd_metric, bd_dim, bd_cmp. All text from the data is set with textContent. */
 "use strict";
@@ -11,14 +12,28 @@ const COMPARE = {
   halves: "the range's first half → its second half",
 };
 
-function sliceFilter() { return params().get("slice") || ""; }
+function sliceTerms() { return params().getAll("slice"); }
+function termKey(term) { return term.split(":")[0]; }
+/* A slice filter as the API returns it ({app, model, dimensions}) in words: its terms, or all traffic. */
+function filterText(f) {
+  const terms = [...["app", "model"].filter((k) => f && f[k]).map((k) => `${k}:${f[k]}`),
+    ...Object.entries((f && f.dimensions) || {}).map(([k, v]) => `${k}:${v}`)];
+  return terms.join(", ") || "all traffic";
+}
+/* An address from before the filter was key:value terms (slice=DIMENSION=VALUE) still opens its slice. */
+function upgradeSliceAddress() {
+  const terms = sliceTerms();
+  const upgraded = terms.map((t) => (/^[A-Za-z0-9_.-]+=/.test(t) ? t.replace("=", ":") : t));
+  if (upgraded.some((t, i) => t !== terms[i])) setParams({ slice: upgraded });
+}
+document.addEventListener("DOMContentLoaded", upgradeSliceAddress); // before dashboard.js routes
 
 function sliceQuery(r) {
   const p = params();
   const q = new URLSearchParams({ start: iso(r.start), end: iso(r.end) });
   if (p.get("app")) q.set("app", p.get("app"));
   p.getAll("model").forEach((m) => q.append("model", m));
-  if (sliceFilter()) q.set("slice", sliceFilter());
+  sliceTerms().forEach((t) => q.append("slice", t));
   return q;
 }
 
@@ -41,19 +56,19 @@ function points(v, kind) {
   return (v > 0 ? "+" : "") + s;
 }
 
-/* Filter the page to a slice; the Breakdown then goes on by another dimension (by its own it would show
-   the one value left). */
+/* Narrow the page to a slice (another value of the same dimension replaces its term); the Breakdown then
+   goes on by another dimension (by its own it would show the one value left). */
 function chooseSlice(dimension, value) {
-  setParams({ slice: dimension + "=" + value, bd_dim: null }, true);
+  setParams({ slice: [...sliceTerms().filter((t) => termKey(t) !== dimension), dimension + ":" + value], bd_dim: null }, true);
   route();
 }
 
 /* The filter, above the charts: what the whole page shows, and the way back. */
 function sliceChip() {
-  const filter = sliceFilter();
-  if (!filter) return null;
-  return el("p", { class: "slice-chip", id: "slice-chip" }, "Whole page filtered to ", el("strong", {}, filter),
-    " (charts, drill-down and Breakdown; dead letters carry no dimensions) ",
+  const terms = sliceTerms();
+  if (!terms.length) return null;
+  return el("p", { class: "slice-chip", id: "slice-chip" }, "Whole page filtered to ", el("strong", {}, terms.join(", ")),
+    " (charts, drill-down, Breakdown and Documents; dead letters carry no dimensions) ",
     el("button", { type: "button", id: "slice-clear", onclick: () => { setParams({ slice: null }, true); route(); } }, "clear ✕"));
 }
 
@@ -69,8 +84,8 @@ async function renderBreakdown(r) {
   const metrics = (state.options.metrics || []);
   const metric = metrics.find((m) => m.name === p.get("bd_metric")) || metrics.find((m) => m.name === "hallucination_rate") || metrics[0];
   const { dimensions } = await api("slices/dimensions", new URLSearchParams({ start: iso(r.start), end: iso(r.end) }));
-  const filtered = sliceFilter().split("=")[0];
-  const dim = dimensions.includes(p.get("bd_dim")) ? p.get("bd_dim") : dimensions.find((d) => d !== filtered) || dimensions[0];
+  const filtered = sliceTerms().map(termKey);
+  const dim = dimensions.includes(p.get("bd_dim")) ? p.get("bd_dim") : dimensions.find((d) => !filtered.includes(d)) || dimensions[0];
   const cmp = p.get("bd_cmp") in COMPARE ? p.get("bd_cmp") : r.range === "data" ? "halves" : "previous";
   const update = (key) => (value) => { setParams({ [key]: value }, true); renderBreakdown(currentRange()); };
   const controls = el("p", { class: "breakdown-controls" },
@@ -78,7 +93,7 @@ async function renderBreakdown(r) {
     el("label", {}, "by ", selectOf("bd-dim", dimensions.map((d) => [d, d]), dim, update("bd_dim"))), " ",
     el("label", {}, "compared with ", selectOf("bd-cmp", Object.entries(COMPARE), cmp, update("bd_cmp"))));
   box.replaceChildren(el("h2", {}, "Breakdown"), controls,
-    el("p", { class: "hint" }, sliceFilter() ? `Click a slice to filter the page to it instead of ${sliceFilter()}.` : "Click a slice to filter the whole page to it."));
+    el("p", { class: "hint" }, sliceTerms().length ? `Click a slice to narrow the page's filter (${sliceTerms().join(", ")}) to it.` : "Click a slice to filter the whole page to it."));
   const q = sliceQuery(r);
   q.set("metric", metric.name); q.set("dimension", dim);
   const { base, cur } = periodsOf(r, cmp);
