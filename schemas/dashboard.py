@@ -78,6 +78,10 @@ class BucketQuery(TimeRange):
 class ExportQuery(TimeRange):
     app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
     model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
+    slice: SliceTerms = Field(
+        default_factory=SliceFilter,
+        description="only this slice's interactions: repeated key:value terms (schemas.slice_filter)",
+    )
 
 
 class AlertsQuery(TimeRange):

@@ -19,7 +19,9 @@ from schemas.evaluation import Evaluation
 from schemas.label import Label, LabeledRow, LabelKind
 from schemas.metrics import METRICS, MetricKind
 from schemas.settings import LabelsSettings
+from schemas.slice_filter import SliceFilter
 from streams.clickhouse.rows import utc
+from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import ClickHouseStore
 
 LABEL_COLUMNS = [
@@ -277,10 +279,15 @@ class LabelStore:
         model: str | None = None,
         labeled_only: bool = False,
         worst: int | None = None,
+        slice_filter: SliceFilter | None = None,
     ) -> list[tuple[Evaluation, list[Label]]]:
-        """Judged interactions of the range with their current labels: every one, only the labeled, or
-        the ``worst`` by context entailment (lowest first)."""
-        where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER}"
+        """Judged interactions of the range (of one slice, when given) with their current labels: every
+        one, only the labeled, or the ``worst`` by context entailment (lowest first)."""
+        condition, values = slice_condition(slice_filter or SliceFilter(), "f")
+        where = (
+            f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER} "
+            f"AND {condition}"
+        )
         if labeled_only:
             where += f" AND interaction_id IN (SELECT interaction_id FROM {self.db}.labels)"
         order = (
@@ -289,7 +296,7 @@ class LabelStore:
         limit = f" LIMIT {int(worst)}" if worst else ""
         rows = await self.store.query(
             f"SELECT payload FROM {self.db}.evaluations FINAL WHERE {where} {order}{limit}",
-            {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""},
+            {"start": utc(start), "end": utc(end), "app": app or "", "model": model or "", **values},
         )
         evaluations = [Evaluation.model_validate_json(r["payload"]) for r in rows]
         by_id: dict[str, list[Label]] = {e.interaction_id: [] for e in evaluations}

@@ -134,7 +134,9 @@ async def export(request: web.Request) -> web.Response:
     from pipeline.export_file import dumps, export_lines
 
     q = parse_query(request, ExportQuery)
-    rows = await LabelStore(_queries(request).store).export_rows(q.start, q.end, app=q.app, model=q.model)
+    rows = await LabelStore(_queries(request).store).export_rows(
+        q.start, q.end, app=q.app, model=q.model, slice_filter=q.slice
+    )
     body = "".join(dumps(line) + "\n" for line in export_lines(rows, request.app[SETTINGS_KEY]))
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{q.app}-{q.model}-{q.start:%Y%m%dT%H%M}")[:120]
     return web.Response(

@@ -363,6 +363,10 @@ async def test_the_drill_down_exports_its_interactions_as_eval_jsonl(store: Clic
         [first] = [json.loads(line) for line in lines if json.loads(line)["interaction_id"] == "i0"]
         assert first["labels"] == {"grounded": 0} and first["peers"] == {"lexical:lexical": 0}
         assert len(lines) == 10
+        # the page's slice filter holds: only the slice's interactions
+        for term, expected in (("has_ground_truth:yes", 10), ("has_ground_truth:no", 0)):
+            sliced = await client.get("/dashboard/api/export", params={**params, "slice": term})
+            assert len((await sliced.text()).splitlines()) == expected, term
         bad = await client.get("/dashboard/api/export", params={**params, "model": ""})
         assert bad.status == 400 and "model" in await bad.text()
     finally:

@@ -288,7 +288,9 @@ async function loadOverview() {
 /* ---- drill-down ------------------------------------------------------------------------------- */
 function exportLink(p) {
   // the drill-down's interactions as the JSONL groundwatch eval reads (api/export, a download)
-  return "api/export?" + new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "" }).toString();
+  const q = new URLSearchParams({ app: p.get("bapp") || "", model: p.get("bmodel") || "", start: p.get("bstart") || "", end: p.get("bend") || "" });
+  sliceTerms().forEach((t) => q.append("slice", t)); // the page's slice filter, as the list shows
+  return "api/export?" + q.toString();
 }
 async function loadBucket() {
   const p = params();
