@@ -192,7 +192,7 @@ class JoinProcessor:
         try:
             part = decode(event.value, self.models[topic], self.ctx.settings.limits)
         except InvalidMessage as exc:
-            if topic != self.ctx.names.converted:  # the nli processor dead-letters a bad Converted
+            if topic != self.ctx.names.converted:  # the judge processor dead-letters a bad Converted
                 await self.ctx.dead_letter(
                     exc, "validate", event.value, origin=Origin.of(ticket.tp, ticket.offset)
                 )

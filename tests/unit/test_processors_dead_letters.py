@@ -11,17 +11,18 @@ from typing import Any
 
 import pytest
 
+from pipeline.judges.lexical import LexicalJudge
+from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
-from schemas.results import Converted
+from schemas.results import Converted, NliResult, RefusalResult
 from streams.context import StreamContext, new_context
 from streams.processors.base import Processor
 from streams.processors.convert import ConvertProcessor
 from streams.processors.evaluate import EvaluateProcessor
-from streams.processors.nli import NliProcessor
-from streams.processors.refusal import RefusalProcessor
+from streams.processors.judge import JudgeProcessor
 from streams.runner import run_bounded
 from tests.settings_factory import make_settings
 
@@ -122,20 +123,19 @@ async def run(processor: Processor[Any], events: list[Event]) -> None:
     await run_bounded(Stream(events), processor.handle, 4, on_error=processor.on_error)
 
 
-GOOD = {"convert": INTERACTION, "nli": CONVERTED, "refusal": CONVERTED, "evaluate": INTERACTION}
+GOOD = {"convert": INTERACTION, "nli": CONVERTED, "evaluate": INTERACTION}
 
 
 @pytest.mark.parametrize(
-    ("kind", "failed_stage"),
+    ("kind", "failed_stages"),
     [
-        (ConvertProcessor, "convert"),
-        (NliProcessor, "nli"),
-        (RefusalProcessor, "refusal"),
-        (EvaluateProcessor, "refusal"),
+        (ConvertProcessor, ["convert"]),
+        (JudgeProcessor, ["nli", "refusal"]),  # both of its stages failed: one dead letter each
+        (EvaluateProcessor, ["refusal"]),
     ],
 )
 async def test_bad_input_and_judge_failures_are_dead_lettered(
-    kind: type[Processor[Any]], failed_stage: str
+    kind: type[Processor[Any]], failed_stages: list[str]
 ) -> None:
     ctx, dead = context()
     processor = kind(ctx, resources())
@@ -143,13 +143,56 @@ async def test_bad_input_and_judge_failures_are_dead_lettered(
     bad = Event(b'{"interaction_id": "i2", "question": 7}')
     await run(processor, [bad, good])
     letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
-    stages = [letter.stage for letter in letters]
-    if processor.dead_letters_invalid:
-        assert stages == ["validate", failed_stage]
-        assert letters[0].payload == bad.value.decode() and letters[0].source_topic == processor.source_topic
-    else:  # the refusal processor reads the NLI processor's input, which dead-letters it once
-        assert stages == [failed_stage] and processor.skipped_invalid == 1
-    judged = letters[-1]
-    assert judged.interaction_id == "i1" and judged.original is not None
-    assert Interaction.model_validate_json(judged.original) == INTERACTION  # replayable
+    assert [letter.stage for letter in letters] == ["validate", *failed_stages]
+    assert letters[0].payload == bad.value.decode() and letters[0].source_topic == processor.source_topic
+    for judged in letters[1:]:
+        assert judged.interaction_id == "i1" and judged.original is not None
+        assert Interaction.model_validate_json(judged.original) == INTERACTION  # replayable
+    assert len({letter.dead_letter_id for letter in letters}) == len(letters)
     assert good.acked and bad.acked
+
+
+@pytest.mark.parametrize("failing", ["nli", "refusal"])
+async def test_the_judge_processor_sends_the_stage_that_worked_and_dead_letters_the_other(
+    failing: str,
+) -> None:
+    """NLI and refusal read one Converted but fail apart: the failing stage is dead-lettered under its
+    name with the interaction to replay, the other stage's result still goes to its topic (the join
+    then emits the interaction incomplete), and the event is acked once both are out."""
+    ctx, dead = context()
+    lexical = LexicalJudge()
+    res = resources()
+    if failing == "nli":
+        res.refusals = RefusalClassifier(lexical, ctx.settings)
+    else:
+        res.nli_judge = lexical
+    event = Event(CONVERTED.model_dump_json().encode())
+    await run(JudgeProcessor(ctx, res), [event])
+    letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
+    assert [(letter.stage, letter.interaction_id) for letter in letters] == [(failing, "i1")]
+    assert letters[0].error_type == "JudgeError"  # the stage's own error
+    assert letters[0].original is not None
+    assert Interaction.model_validate_json(letters[0].original) == INTERACTION
+    sent = {name: ctx.topics[name].sent for name in (ctx.names.nli, ctx.names.refusals)}
+    if failing == "nli":
+        assert sent[ctx.names.nli] == []
+        [raw] = sent[ctx.names.refusals]
+        refusal = RefusalResult.model_validate_json(raw)
+        assert (refusal.interaction_id, refusal.answer_refusal) == ("i1", False)
+    else:
+        assert sent[ctx.names.refusals] == []
+        [raw] = sent[ctx.names.nli]
+        nli = NliResult.model_validate_json(raw)
+        assert nli.interaction_id == "i1" and {p.pair for p in nli.pairs} >= {"context_answer"}
+    assert event.acked
+
+
+async def test_the_judge_processor_sends_no_refusal_result_when_refusal_is_asked_in_the_nli_prompt() -> None:
+    ctx, dead = context()
+    ctx.settings = ctx.settings.with_changes(pipeline={"refusal_mode": "same"})
+    res = resources()
+    res.nli_judge = LexicalJudge()
+    event = Event(CONVERTED.model_dump_json().encode())
+    await run(JudgeProcessor(ctx, res), [event])
+    assert dead.sent == [] and ctx.topics[ctx.names.refusals].sent == []
+    assert len(ctx.topics[ctx.names.nli].sent) == 1 and event.acked
