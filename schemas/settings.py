@@ -524,8 +524,7 @@ class KafkaSettings(BaseModel):
     topic_prefix: str = Field(
         "groundwatch.",
         description=(
-            "prefix of every topic name (interactions, converted, nli, refusals, evaluations, alerts, "
-            "deadletter)"
+            "prefix of every topic name (interactions, converted, judged, evaluations, alerts, deadletter)"
         ),
     )
     partitions: int = Field(

@@ -17,7 +17,7 @@ from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError, StageError
 from schemas.interaction import Interaction
-from schemas.results import Converted, NliResult, RefusalResult
+from schemas.results import Converted, JudgeResult
 from streams.context import StreamContext, new_context
 from streams.processors.base import Processor
 from streams.processors.convert import ConvertProcessor
@@ -157,8 +157,9 @@ async def test_the_judge_processor_sends_the_stage_that_worked_and_dead_letters_
     failing: str,
 ) -> None:
     """NLI and refusal read one Converted but fail apart: the failing stage is dead-lettered under its
-    name with the interaction to replay, the other stage's result still goes to its topic (the join
-    then emits the interaction incomplete), and the event is acked once both are out."""
+    name with its own error and the interaction to replay, the judge result still goes to the join with
+    the other stage's result (the join emits the interaction incomplete at once), and the event is acked
+    once both are out."""
     ctx, dead = context()
     lexical = LexicalJudge()
     res = resources()
@@ -173,17 +174,35 @@ async def test_the_judge_processor_sends_the_stage_that_worked_and_dead_letters_
     assert letters[0].error_type == "JudgeError"  # the stage's own error
     assert letters[0].original is not None
     assert Interaction.model_validate_json(letters[0].original) == INTERACTION
-    sent = {name: ctx.topics[name].sent for name in (ctx.names.nli, ctx.names.refusals)}
+    [raw] = ctx.topics[ctx.names.judged].sent
+    judged = JudgeResult.model_validate_json(raw)
+    assert (judged.interaction_id, judged.digest) == ("i1", CONVERTED.digest)
     if failing == "nli":
-        assert sent[ctx.names.nli] == []
-        [raw] = sent[ctx.names.refusals]
-        refusal = RefusalResult.model_validate_json(raw)
-        assert (refusal.interaction_id, refusal.answer_refusal) == ("i1", False)
+        assert judged.nli is None and judged.refusal is not None
+        assert (judged.refusal.interaction_id, judged.refusal.answer_refusal) == ("i1", False)
     else:
-        assert sent[ctx.names.refusals] == []
-        [raw] = sent[ctx.names.nli]
-        nli = NliResult.model_validate_json(raw)
-        assert nli.interaction_id == "i1" and {p.pair for p in nli.pairs} >= {"context_answer"}
+        assert judged.refusal is None and judged.nli is not None
+        assert {p.pair for p in judged.nli.pairs} >= {"context_answer"}
+    assert event.acked
+
+
+async def test_a_judge_result_that_cannot_be_sent_dead_letters_the_message_once_per_stage() -> None:
+    ctx, dead = context()
+    res = resources()
+    res.nli_judge = LexicalJudge()  # NLI works, refusal fails, and the broker refuses the result
+    judged_topic = ctx.topics[ctx.names.judged]
+
+    async def refuse(*, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+        raise ConnectionError("broker gone")
+
+    judged_topic.send = refuse  # type: ignore[method-assign]
+    event = Event(CONVERTED.model_dump_json().encode())
+    await run(JudgeProcessor(ctx, res), [event])
+    letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
+    assert [(letter.stage, letter.error_type) for letter in letters] == [
+        ("nli", "ConnectionError"),
+        ("refusal", "JudgeError"),
+    ]
     assert event.acked
 
 
@@ -194,5 +213,6 @@ async def test_the_judge_processor_sends_no_refusal_result_when_refusal_is_asked
     res.nli_judge = LexicalJudge()
     event = Event(CONVERTED.model_dump_json().encode())
     await run(JudgeProcessor(ctx, res), [event])
-    assert dead.sent == [] and ctx.topics[ctx.names.refusals].sent == []
-    assert len(ctx.topics[ctx.names.nli].sent) == 1 and event.acked
+    [raw] = ctx.topics[ctx.names.judged].sent
+    judged = JudgeResult.model_validate_json(raw)
+    assert dead.sent == [] and judged.refusal is None and judged.nli is not None and event.acked
