@@ -30,10 +30,6 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-async def _none() -> None:
-    return None
-
-
 class JudgeProcessor(Processor[Converted]):
     name = "groundwatch.judge"
     stage = "nli"
@@ -54,11 +50,18 @@ class JudgeProcessor(Processor[Converted]):
 
     async def process(self, message: Converted) -> None:
         names, key, settings = self.ctx.names, message.interaction.interaction_id, self.ctx.settings
-        separate = settings.pipeline.refusal_mode != "same"
-        nli, refusal = await asyncio.gather(
-            self._stage("nli", key, run_nli(message, self.resources.nli_judge, settings)),
-            self._stage("refusal", key, self.resources.refusals.classify(message) if separate else _none()),
+        # refusal in a task of its own, NLI in this one (one task an interaction, not two)
+        refusal_task = (
+            asyncio.create_task(self._stage("refusal", key, self.resources.refusals.classify(message)))
+            if settings.pipeline.refusal_mode != "same"
+            else None
         )
+        try:
+            nli = await self._stage("nli", key, run_nli(message, self.resources.nli_judge, settings))
+            refusal = await refusal_task if refusal_task is not None else None
+        finally:  # cancelled (the worker is stopping): the refusal stage goes with it
+            if refusal_task is not None and not refusal_task.done():
+                refusal_task.cancel()
         failures: list[tuple[Stage, Exception]] = []
         if isinstance(nli, Exception):
             failures.append(("nli", nli))
