@@ -216,3 +216,37 @@ async def test_the_judge_processor_sends_no_refusal_result_when_refusal_is_asked
     [raw] = ctx.topics[ctx.names.judged].sent
     judged = JudgeResult.model_validate_json(raw)
     assert dead.sent == [] and judged.refusal is None and judged.nli is not None and event.acked
+
+
+async def test_a_stopping_worker_cancels_both_judge_stages_and_sends_nothing() -> None:
+    """Cancelled mid-judgement (the worker stops): the refusal stage's task goes with the event's, nothing
+    is sent or dead-lettered (the event, never acked, comes back after the restart)."""
+    ctx, dead = context()
+    started: list[str] = []
+    cancelled: list[str] = []
+
+    async def hang(stage: str) -> Any:
+        started.append(stage)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(stage)
+            raise
+
+    async def entail(*args: Any, **kwargs: Any) -> Any:
+        return await hang("nli")
+
+    res = resources()
+    res.nli_judge = SimpleNamespace(name="hanging", entail=entail)  # pipeline.nli.run_nli asks it
+    res.refusals = SimpleNamespace(classify=lambda message: hang("refusal"))
+    task = asyncio.create_task(JudgeProcessor(ctx, res).process(CONVERTED))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert sorted(set(started)) == ["nli", "refusal"]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert sorted(set(cancelled)) == ["nli", "refusal"] and len(cancelled) == len(started)
+    assert dead.sent == [] and ctx.topics[ctx.names.judged].sent == []
