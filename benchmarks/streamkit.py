@@ -422,7 +422,7 @@ def run(cfg: RunConfig, machine: Machine, log: Any = print) -> RunResult:
         stage_times: dict[str, list[float]] = {}
         if cfg.stage_times:
             names = topic_names(settings.kafka)
-            for topic in (names.interactions, names.converted, names.nli, names.refusals, names.evaluations):
+            for topic in (names.interactions, names.converted, names.judged, names.evaluations):
                 stamps = asyncio.run(topic_stamps(settings, topic))
                 if stamps:
                     rel = [x / 1000.0 - first for x in stamps]

@@ -127,3 +127,14 @@ class RefusalResult(BaseModel):
     ground_truth_refusal: bool | None  # None when there is no ground truth
     calls: list[JudgeCall] = Field(default_factory=list)
     seconds: float = 0.0
+
+
+class JudgeResult(BaseModel):
+    """The judge processor's output for one Converted: its NLI and refusal results in one message. A stage
+    that failed (dead-lettered under its own name) is None; so is ``refusal`` when the refusal question is
+    asked inside the NLI prompt (``refusal_mode`` "same")."""
+
+    interaction_id: str
+    digest: str = Field("", description=DIGEST_DESCRIPTION)
+    nli: NliResult | None = None
+    refusal: RefusalResult | None = None

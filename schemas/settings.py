@@ -597,8 +597,7 @@ class KafkaSettings(BaseModel):
     topic_prefix: str = Field(
         "groundwatch.",
         description=(
-            "prefix of every topic name (interactions, converted, nli, refusals, evaluations, alerts, "
-            "deadletter)"
+            "prefix of every topic name (interactions, converted, judged, evaluations, alerts, deadletter)"
         ),
     )
     partitions: int = Field(
@@ -747,10 +746,10 @@ class KafkaSettings(BaseModel):
     topology: Literal["staged", "fused"] = Field(
         "staged",
         description=(
-            '"staged": convert -> nli / refusal -> join, one topic a hop (stages scale and fail apart); '
-            '"fused": one processor runs every stage of an interaction (interactions -> evaluations), far '
-            "fewer Kafka hops; a stage failure dead-letters the interaction instead of an incomplete "
-            "Evaluation"
+            '"staged": convert -> judge (NLI and refusal) -> join, one topic a hop (stages scale and fail '
+            'apart); "fused": one processor runs every stage of an interaction (interactions -> '
+            "evaluations), fewer Kafka hops; a stage failure dead-letters the interaction instead of an "
+            "incomplete Evaluation"
         ),
     )
     datadir: Path | None = Field(

@@ -5,8 +5,8 @@ Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same
 docs/architecture.md draws it with the processors' names):
 
     otlp, otlp_logs -> [otlp] -> interactions (kafka.otlp_input, kafka.otlp_logs_input)
-    interactions -> [convert] -> converted -> [nli]     -> nli      -+
-                                          \\-> [refusal] -> refusals -+-> [join] -> evaluations
+    interactions -> [convert] -> converted -> [judge] -> nli, refusals -+-> [join] -> evaluations
+                                          \\-------------------------------/ (the Converted, for the join)
     interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
     evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
     labels -> [labels] -> ClickHouse labels   (people's labels, schemas/label.py)
@@ -47,10 +47,9 @@ from streams.processors.convert import ConvertProcessor
 from streams.processors.dead_letters import DeadLetterRecorder
 from streams.processors.evaluate import EvaluateProcessor
 from streams.processors.join import JoinProcessor
+from streams.processors.judge import JudgeProcessor
 from streams.processors.labels import LabelsProcessor
-from streams.processors.nli import NliProcessor
 from streams.processors.otlp import OtlpProcessor
-from streams.processors.refusal import RefusalProcessor
 from streams.processors.sink import SinkProcessor
 from streams.resources import Resources
 from streams.telemetry import faust_lag
@@ -172,10 +171,11 @@ def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
     if ctx.settings.kafka.topology == "fused":
         staged = [EvaluateProcessor(ctx, resources)]
     else:
-        staged = [ConvertProcessor(ctx, resources), NliProcessor(ctx, resources)]
-        if ctx.settings.pipeline.refusal_mode != "same":
-            staged.append(RefusalProcessor(ctx, resources))
-        staged.append(JoinProcessor(ctx, resources))
+        staged = [
+            ConvertProcessor(ctx, resources),
+            JudgeProcessor(ctx, resources),
+            JoinProcessor(ctx, resources),
+        ]
     kafka = ctx.settings.kafka
     otlp = kafka.otlp_input or kafka.otlp_logs_input
     inputs: list[Registrable] = [OtlpProcessor(ctx, resources)] if otlp else []

@@ -1,15 +1,16 @@
 """The join's state and timeout: parts in, complete or expired entries out (no Kafka here). The
 processor that feeds it is ``streams.processors.join.JoinProcessor``.
 
-converted + nli + refusals -> evaluations: one Evaluation per message once its parts are in.
+converted + judged -> evaluations: one Evaluation per message once its two parts are in (the Converted,
+and the judge processor's ``JudgeResult`` with the NLI and refusal results).
 
 Design (at-least-once without transactions or table recovery):
 
 * The join state is an in-memory buffer, not a faust table: on Tansu, table recovery can lose the last
   changelog batch (``end_offsets`` is off by one batch) and there are no transactions to tie a changelog
   write to an offset commit.
-* Instead the source events themselves are the durable state. Every part (the Converted, the NliResult,
-  the RefusalResult) is consumed with ``noack`` and acked only once its message's outcome is out: its
+* Instead the source events themselves are the durable state. Every part (the Converted, the JudgeResult)
+  is consumed with ``noack`` and acked only once its message's outcome is out: its
   Evaluation sent (delivery awaited), or its dead letter sent or given up. Acks go through
   ``streams.acks.OrderedAcks``, in offset order per partition, because faust's own gap handling can
   commit past a held message. So the committed offset of each input partition never passes a part whose
@@ -26,7 +27,10 @@ Design (at-least-once without transactions or table recovery):
   row could not replace a complete one anyway (the table's version prefers complete rows), and is
   dropped. When that check fails (ClickHouse unreachable) the entry is emitted all the same: a duplicate
   is harmless. Otherwise an entry with its Converted is emitted incomplete (``missing`` names the absent
-  parts); one without its Converted cannot be assembled and goes to deadletter (stage "join").
+  stages); one without its Converted cannot be assembled and goes to deadletter (stage "join").
+* A stage the judge processor could not finish (its judge gave up; dead-lettered under the stage's name)
+  is None in its JudgeResult: the entry is complete (every part is in) and is emitted at once, its
+  ``missing`` naming the stage.
 * No part is left unacked: an Evaluation that cannot be sent is retried (``pipeline.retry``,
   ``kafka.deadletter_attempts`` times) and then dead-lettered (stage "join"), and a dead letter that
   cannot be sent either is given up (``StreamContext.dead_letter``); the parts are acked in every case,
@@ -54,13 +58,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.results import Converted, NliResult, RefusalResult
+from schemas.results import Converted, JudgeResult, NliResult, RefusalResult
 from schemas.settings import JudgeSettings, Settings
 from streams.acks import Ticket
 
 log = logging.getLogger(__name__)
 
-Part = Converted | NliResult | RefusalResult
+Part = Converted | JudgeResult
 #: one message's entry: (interaction_id, digest of its interaction)
 Key = tuple[str, str]
 
@@ -76,8 +80,7 @@ class Pending:
     digest: str
     first_seen: float
     converted: Converted | None = None
-    nli: NliResult | None = None
-    refusal: RefusalResult | None = None
+    judged: JudgeResult | None = None
     tickets: list[Ticket] = field(default_factory=list)
     tps: set[Any] = field(default_factory=set)
 
@@ -97,11 +100,16 @@ class Pending:
             digest=self.digest,
             first_seen=first_seen,
             converted=self.converted,
-            nli=self.nli,
-            refusal=self.refusal,
+            judged=self.judged,
         )
 
+    @property
+    def complete(self) -> bool:
+        """Both parts are in (a stage that failed is None in the JudgeResult: nothing more will come)."""
+        return self.converted is not None and self.judged is not None
+
     def missing(self, need_refusal: bool) -> list[str]:
+        """What the Evaluation lacks: the Converted, and the stages without a result."""
         out = []
         if self.converted is None:
             out.append("converted")
@@ -111,13 +119,19 @@ class Pending:
             out.append("refusal")
         return out
 
+    @property
+    def nli(self) -> NliResult | None:
+        return self.judged.nli if self.judged is not None else None
+
+    @property
+    def refusal(self) -> RefusalResult | None:
+        return self.judged.refusal if self.judged is not None else None
+
     def put(self, part: Part) -> None:
         if isinstance(part, Converted):
             self.converted = part
-        elif isinstance(part, NliResult):
-            self.nli = part
         else:
-            self.refusal = part
+            self.judged = part
 
 
 def judge_worst_case_s(judge: JudgeSettings) -> float:
@@ -158,8 +172,7 @@ class JoinBuffer:
     Entries that leave incomplete (``expired``) keep their parts in an LRU of ``keep_late`` messages;
     a later part of one of them (``add``) returns the merged entry at once, to be re-emitted."""
 
-    def __init__(self, *, need_refusal: bool, timeout_s: float, keep_late: int = 10_000) -> None:
-        self.need_refusal = need_refusal
+    def __init__(self, *, timeout_s: float, keep_late: int = 10_000) -> None:
         self.timeout_s = timeout_s
         self.keep_late = keep_late
         self._entries: dict[Key, Pending] = {}
@@ -180,7 +193,7 @@ class JoinBuffer:
         if left is not None:
             merged = left.parts_only(first_seen=now)
             merged.put(part)
-            if merged.missing(self.need_refusal):  # still incomplete: keep its parts for the next one
+            if not merged.complete:  # still incomplete: keep its parts for the next one
                 self._remember(merged)
             merged.take(ticket)
             return merged
@@ -189,7 +202,7 @@ class JoinBuffer:
             entry = self._entries[key] = Pending(interaction_id=key[0], digest=key[1], first_seen=now)
         entry.put(part)
         entry.take(ticket)
-        if not entry.missing(self.need_refusal):
+        if entry.complete:
             return self._entries.pop(key)
         return None
 

@@ -21,8 +21,7 @@ log = logging.getLogger(__name__)
 class TopicNames:
     interactions: str
     converted: str
-    nli: str
-    refusals: str
+    judged: str  # the judge processor's NLI and refusal results (schemas.results.JudgeResult)
     evaluations: str
     alerts: str
     deadletter: str
@@ -34,8 +33,7 @@ class TopicNames:
         return [
             self.interactions,
             self.converted,
-            self.nli,
-            self.refusals,
+            self.judged,
             self.evaluations,
             self.alerts,
             self.deadletter,
@@ -50,8 +48,7 @@ def topic_names(kafka: KafkaSettings) -> TopicNames:
     return TopicNames(
         interactions=f"{p}interactions",
         converted=f"{p}converted",
-        nli=f"{p}nli",
-        refusals=f"{p}refusals",
+        judged=f"{p}judged",
         evaluations=f"{p}evaluations",
         alerts=f"{p}alerts",
         deadletter=f"{p}deadletter",

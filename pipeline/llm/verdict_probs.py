@@ -18,41 +18,55 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 VERDICTS: tuple[str, ...] = ("entailed", "contradicted", "not_stated")
 _VERDICT_KEY = re.compile(r'"verdict"\s*:\s*"')
 
 
-@dataclass(frozen=True)
-class TokenLogprob:
-    """One generated token, its log-probability and the top alternatives at its position."""
+class TokenLogprob(NamedTuple):
+    """One generated token, its log-probability and the top alternatives at its position.
+
+    ``top`` holds the alternatives as read; a token from ``parse_logprobs`` keeps the server's raw list in
+    ``raw_top`` instead and reads it only when asked (``alternatives``): only the token that starts a
+    verdict's value is ever looked at, and reading every token's list cost most of a graded call."""
 
     token: str
     logprob: float
     top: tuple[tuple[str, float], ...] = ()
+    raw_top: Sequence[Any] = ()
+
+    def alternatives(self) -> tuple[tuple[str, float], ...]:
+        """``top``, else the usable entries of ``raw_top`` (a token name and a finite log-probability)."""
+        if self.top or not self.raw_top:
+            return self.top
+        return tuple(
+            (alt["token"], float(alt["logprob"]))
+            for alt in self.raw_top
+            if isinstance(alt, Mapping) and isinstance(alt.get("token"), str) and _finite(alt.get("logprob"))
+        )
 
 
 def parse_logprobs(choice: Mapping[str, Any]) -> list[TokenLogprob]:
-    """The tokens of a chat-completions choice's ``logprobs.content`` (empty when absent or malformed)."""
+    """The tokens of a chat-completions choice's ``logprobs.content`` (empty when absent or malformed);
+    their alternatives are read when asked (``TokenLogprob.alternatives``)."""
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
     if not isinstance(content, list):
         return []
     tokens: list[TokenLogprob] = []
+    append = tokens.append
     for item in content:
-        if not isinstance(item, Mapping) or not isinstance(item.get("token"), str):
+        token = item.get("token") if type(item) is dict or isinstance(item, Mapping) else None
+        if not isinstance(token, str):
             return []
-        top = tuple(
-            (alt["token"], float(alt["logprob"]))
-            for alt in item.get("top_logprobs") or []
-            if isinstance(alt, Mapping) and isinstance(alt.get("token"), str) and _finite(alt.get("logprob"))
-        )
         logprob = item.get("logprob")
+        raw_top = item.get("top_logprobs")
         # a chosen token without a usable log-probability keeps its place in the text (the tokens spell
         # the answer) but carries no probability mass: -inf, never a certain 0.0
-        tokens.append(TokenLogprob(item["token"], float(logprob) if _finite(logprob) else -math.inf, top))
+        if type(logprob) is not float or not -math.inf < logprob < math.inf:
+            logprob = float(logprob) if _finite(logprob) else -math.inf
+        append(TokenLogprob(token, logprob, (), raw_top if type(raw_top) is list else ()))
     return tokens
 
 
@@ -72,7 +86,7 @@ def _verdict_of(fragment: str) -> str | None:
 def _distribution(token: TokenLogprob, prefix: str) -> dict[str, float] | None:
     """Verdict probabilities at one token; ``prefix``: the token's text before the value starts."""
     mass = dict.fromkeys(VERDICTS, 0.0)
-    alternatives = token.top or ((token.token, token.logprob),)
+    alternatives = token.alternatives() or ((token.token, token.logprob),)
     if all(text != token.token for text, _ in alternatives):
         alternatives = ((token.token, token.logprob), *alternatives)
     for text, logprob in alternatives:

@@ -10,23 +10,29 @@ handled concurrently (``kafka.stage_concurrency``) and acked in offset order.
 
 from __future__ import annotations
 
-import logging
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from schemas.errors import InvalidMessage
+from schemas.errors import GroundwatchError
 from schemas.results import Stage
 from streams.codec import Origin, decode, stage_of
 from streams.context import StreamContext
 from streams.resources import Resources
 from streams.runner import run_bounded
 
-log = logging.getLogger(__name__)
-
 In = TypeVar("In", bound=BaseModel)
+
+
+class StageFailures(GroundwatchError):
+    """Stages of one message that failed apart (``streams.processors.judge``): each is dead-lettered
+    under its own stage with its own error."""
+
+    def __init__(self, failures: list[tuple[Stage, Exception]]) -> None:
+        super().__init__("; ".join(f"{stage}: {type(e).__name__}: {e}" for stage, e in failures))
+        self.failures = failures
 
 
 def event_key(event: Any) -> str | None:
@@ -49,14 +55,10 @@ class Processor(ABC, Generic[In]):
     name: ClassVar[str]  # the faust agent's name
     stage: ClassVar[Stage]  # what failures are filed under
     input_model: ClassVar[type[BaseModel]]
-    #: False when another processor reads the same topic and dead-letters its invalid messages: this one
-    #: then counts and skips them, so each bad message has exactly one dead letter
-    dead_letters_invalid: ClassVar[bool] = True
 
     def __init__(self, ctx: StreamContext, resources: Resources) -> None:
         self.ctx = ctx
         self.resources = resources
-        self.skipped_invalid = 0
 
     @property
     @abstractmethod
@@ -68,16 +70,9 @@ class Processor(ABC, Generic[In]):
 
     async def handle(self, event: Any) -> None:
         self.ctx.metrics.events_in.labels(self.stage).inc()
-        try:
-            message: In = decode(  # type: ignore[assignment]
-                event.value, self.input_model, self.ctx.settings.limits, received_at=record_time(event)
-            )
-        except InvalidMessage:
-            if self.dead_letters_invalid:
-                raise
-            self.skipped_invalid += 1
-            log.debug("%s: skipped an invalid message (dead-lettered by the other reader)", self.name)
-            return
+        message: In = decode(  # type: ignore[assignment]
+            event.value, self.input_model, self.ctx.settings.limits, received_at=record_time(event)
+        )
         await self.resources.wait_ready()
         await self.process(message)
         self.ctx.metrics.events_out.labels(self.stage).inc()
@@ -87,14 +82,18 @@ class Processor(ABC, Generic[In]):
         return event.value
 
     async def on_error(self, event: Any, exc: Exception) -> None:
-        await self.ctx.dead_letter(
-            exc,
-            stage_of(exc, self.stage),
-            self.letter_payload(event, exc),
-            origin=Origin.of_event(event),
-            source_topic=self.source_topic,
-            interaction_id=event_key(event),
-        )
+        """Dead-letter the message under the failing stage; stages that failed apart (``StageFailures``)
+        get one dead letter each."""
+        failures = exc.failures if isinstance(exc, StageFailures) else [(stage_of(exc, self.stage), exc)]
+        for stage, error in failures:
+            await self.ctx.dead_letter(
+                error,
+                stage,
+                self.letter_payload(event, error),
+                origin=Origin.of_event(event),
+                source_topic=self.source_topic,
+                interaction_id=event_key(event),
+            )
 
     def register(self) -> Any:
         kafka = self.ctx.settings.kafka

@@ -1,4 +1,4 @@
-"""converted + nli + refusals -> evaluations: the join processor (design: streams/join.py).
+"""converted + judged -> evaluations: the join processor (design: streams/join.py).
 
 Parts are consumed unacked and held in a ``JoinBuffer`` (one entry per message); a message's parts are
 acked (in offset order) once its outcome is out: its Evaluation sent, or its dead letter sent or given
@@ -19,7 +19,7 @@ from pipeline.metrics.relevance import score_relevance
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
-from schemas.results import Converted, NliResult, RefusalResult
+from schemas.results import Converted, JudgeResult
 from streams.acks import OrderedAcks, Ticket
 from streams.codec import Origin, decode
 from streams.context import StreamContext
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 def first_part(entry: Pending) -> Part:
-    part = entry.converted or entry.nli or entry.refusal
+    part = entry.converted or entry.judged
     assert part is not None
     return part
 
@@ -50,12 +50,10 @@ class JoinProcessor:
         self.need_refusal = settings.pipeline.refusal_mode != "same"
         self.models: dict[str, type[Part]] = {
             names.converted: Converted,
-            names.nli: NliResult,
-            names.refusals: RefusalResult,
+            names.judged: JudgeResult,
         }
         self.timeout_s = join_timeout(settings)
         self.buffer = JoinBuffer(
-            need_refusal=self.need_refusal,
             timeout_s=self.timeout_s,
             keep_late=settings.kafka.join_emitted_cache,
         )
@@ -65,7 +63,7 @@ class JoinProcessor:
     @property
     def inputs(self) -> list[str]:
         names = self.ctx.names
-        return [names.converted, names.nli] + ([names.refusals] if self.need_refusal else [])
+        return [names.converted, names.judged]
 
     def release(self, entry: Pending) -> None:
         for ticket in entry.tickets:
@@ -192,7 +190,7 @@ class JoinProcessor:
         try:
             part = decode(event.value, self.models[topic], self.ctx.settings.limits)
         except InvalidMessage as exc:
-            if topic != self.ctx.names.converted:  # the nli processor dead-letters a bad Converted
+            if topic != self.ctx.names.converted:  # the judge processor dead-letters a bad Converted
                 await self.ctx.dead_letter(
                     exc, "validate", event.value, origin=Origin.of(ticket.tp, ticket.offset)
                 )

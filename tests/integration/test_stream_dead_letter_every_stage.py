@@ -20,8 +20,7 @@ from tests.integration.helpers import Deployment
 BAD: dict[str, bytes] = {
     "interactions": b'{"interaction_id": "bad-interaction", "question": "Where?"}',  # no answer
     "converted": b'{"interaction": "not an interaction"}',
-    "nli": b"[1, 2, 3]",
-    "refusals": b"\xff\xfe not utf-8",
+    "judged": b"[1, 2, 3]",
     "evaluations": b'{"interaction_id": "bad-evaluation", "timestamp": "yesterday"}',
     "otlp": b'{"resourceSpans": "not a list"}',
 }
@@ -61,6 +60,6 @@ def test_a_bad_message_on_every_input_topic_is_dead_lettered(broker: TansuBroker
         assert letter.stage in ("validate", "otlp"), (field, letter.stage)
     assert by_topic["interactions"].interaction_id == "bad-interaction"
     assert "answer" in by_topic["interactions"].error
-    for field in ("interactions", "converted", "nli", "evaluations", "otlp"):  # the original travels along
+    for field in ("interactions", "converted", "judged", "evaluations", "otlp"):  # the original travels along
         assert by_topic[field].payload == BAD[field].decode(), field
     assert dep.report().counts["evaluations"] == 1  # the good one, once

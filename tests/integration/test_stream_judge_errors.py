@@ -1,5 +1,5 @@
 """A judge that keeps failing (after its retries) sends the message to deadletter with stage and error;
-the join then times out and emits the interaction incomplete. The OpenAI path runs over real HTTP to
+the join emits the interaction incomplete. The OpenAI path runs over real HTTP to
 the fake OpenAI-compatible server (tests/fakes), whose NLI answers fail for one interaction."""
 
 from __future__ import annotations

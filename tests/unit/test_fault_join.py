@@ -19,6 +19,7 @@ from schemas.interaction import Interaction, interaction_digest
 from schemas.results import (
     Converted,
     HypothesisResult,
+    JudgeResult,
     NliResult,
     PairResult,
     RefusalResult,
@@ -157,8 +158,8 @@ def interaction(answer: str, iid: str = "same-id") -> Interaction:
     )
 
 
-def parts(inter: Interaction, verdict: str) -> tuple[Converted, NliResult, RefusalResult]:
-    """The three parts of one message, each statement being its own answer with ``verdict``."""
+def parts(inter: Interaction, verdict: str) -> tuple[Converted, JudgeResult]:
+    """The two parts of one message, each statement being its own answer with ``verdict``."""
     digest = interaction_digest(inter)
     score = 1.0 if verdict == "entailed" else 0.0
     statement = StatementVerdict(statement=inter.answer, verdict=verdict, score=score)  # type: ignore[arg-type]
@@ -175,19 +176,23 @@ def parts(inter: Interaction, verdict: str) -> tuple[Converted, NliResult, Refus
             answer_sentences=[inter.answer],
             ground_truth_sentences=[],
         ),
-        NliResult(interaction_id=inter.interaction_id, digest=digest, pairs=[pair]),
-        RefusalResult(
+        JudgeResult(
             interaction_id=inter.interaction_id,
             digest=digest,
-            answer_refusal=False,
-            ground_truth_refusal=None,
+            nli=NliResult(interaction_id=inter.interaction_id, digest=digest, pairs=[pair]),
+            refusal=RefusalResult(
+                interaction_id=inter.interaction_id,
+                digest=digest,
+                answer_refusal=False,
+                ground_truth_refusal=None,
+            ),
         ),
     )
 
 
-async def feed_all(r: Rig, *messages: tuple[Converted, NliResult, RefusalResult]) -> None:
+async def feed_all(r: Rig, *messages: tuple[Converted, JudgeResult]) -> None:
     names = r.ctx.names
-    for index, topic in enumerate([names.converted, names.nli, names.refusals]):
+    for index, topic in enumerate([names.converted, names.judged]):
         for message in messages:
             await r.feed(topic, message[index])
 
@@ -208,13 +213,13 @@ async def test_an_emit_that_keeps_failing_is_dead_lettered_and_its_partitions_mo
     assert (letter.stage, letter.interaction_id, letter.error_type) == ("join", "stuck", "ConnectionError")
     assert letter.original is not None and Interaction.model_validate_json(letter.original) == stuck
     names = r.ctx.names
-    for topic in (names.converted, names.nli, names.refusals):
+    for topic in (names.converted, names.judged):
         assert r.committable(topic) == 1  # every part acked: the commit passes them
     # the next message of the same partitions goes through once the broker takes it
     evaluations.fail = False
     await feed_all(r, parts(interaction("It is in the shed.", iid="next"), "entailed"))
     assert [e.interaction_id for e in r.evaluations()] == ["next"]
-    assert all(r.committable(t) == 2 for t in (names.converted, names.nli, names.refusals))
+    assert all(r.committable(t) == 2 for t in (names.converted, names.judged))
     assert r.join.acks.pending() == 0
 
 
@@ -222,23 +227,22 @@ async def test_an_expired_entry_is_emitted_when_clickhouse_cannot_say_whether_it
     store = Store()
     store.down = True
     r = rig(store)
-    converted, nli, _ = parts(interaction("The key hangs by the door."), "entailed")
-    await r.feed(r.ctx.names.converted, converted)
-    await r.feed(r.ctx.names.nli, nli)  # the refusal never comes
+    converted, _ = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.converted, converted)  # its judge result never comes
     assert r.committable(r.ctx.names.converted) == 0  # held while the join waits
     assert await r.expire(TIMEOUT_S - 1) == 0
     assert await r.expire(1) == 1
     assert store.asked == ["same-id"]
     (evaluation,) = r.evaluations()  # emitted anyway: a duplicate is harmless, a lost entry is not
-    assert not evaluation.complete and evaluation.missing == ["refusal"]
-    assert r.committable(r.ctx.names.converted) == 1 and r.committable(r.ctx.names.nli) == 1
+    assert not evaluation.complete and evaluation.missing == ["nli", "refusal"]
+    assert r.committable(r.ctx.names.converted) == 1
 
 
 async def test_an_expired_entry_whose_emit_and_dead_letter_both_fail_is_given_up_not_held() -> None:
     r = rig()
     r.topic(r.ctx.names.evaluations).fail = True
     r.topic(r.ctx.names.deadletter).fail = True
-    converted, _, _ = parts(interaction("The key hangs by the door."), "entailed")
+    converted, _ = parts(interaction("The key hangs by the door."), "entailed")
     await r.feed(r.ctx.names.converted, converted)
     assert await r.expire(TIMEOUT_S) == 1
     attempts = r.ctx.settings.kafka.deadletter_attempts
@@ -249,7 +253,7 @@ async def test_an_expired_entry_whose_emit_and_dead_letter_both_fail_is_given_up
 
 async def test_an_expired_entry_already_stored_complete_is_dropped_and_acked() -> None:
     r = rig(Store(complete={"same-id"}))
-    converted, _, _ = parts(interaction("The key hangs by the door."), "entailed")
+    converted, _ = parts(interaction("The key hangs by the door."), "entailed")
     await r.feed(r.ctx.names.converted, converted)
     await r.expire(TIMEOUT_S)
     assert r.evaluations() == [] and r.letters() == []
@@ -258,21 +262,34 @@ async def test_an_expired_entry_already_stored_complete_is_dropped_and_acked() -
 
 async def test_parts_without_their_converted_are_dead_lettered_after_the_timeout() -> None:
     r = rig()
-    _, nli, refusal = parts(interaction("The key hangs by the door."), "entailed")
-    await r.feed(r.ctx.names.nli, nli)
-    await r.feed(r.ctx.names.refusals, refusal)
+    _, judged = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.judged, judged)
     await r.expire(TIMEOUT_S)
     (letter,) = r.letters()
     assert (letter.stage, letter.error_type) == ("join", "JoinTimeout")
-    assert letter.source_topic == r.ctx.names.nli  # the earliest part it holds
-    assert r.committable(r.ctx.names.nli) == 1 and r.committable(r.ctx.names.refusals) == 1
+    assert letter.source_topic == r.ctx.names.judged  # the part it holds
+    assert r.committable(r.ctx.names.judged) == 1
+
+
+async def test_a_judge_result_without_a_stage_is_emitted_at_once_naming_it_and_acked() -> None:
+    """The judge processor dead-lettered a stage its judge gave up on and sent the other: nothing more
+    will come, so the join emits the interaction now, incomplete, instead of after its timeout."""
+    r = rig()
+    converted, judged = parts(interaction("The key hangs by the door."), "entailed")
+    await r.feed(r.ctx.names.converted, converted)
+    await r.feed(r.ctx.names.judged, judged.model_copy(update={"nli": None}))
+    (evaluation,) = r.evaluations()
+    assert not evaluation.complete and evaluation.missing == ["nli"]
+    assert evaluation.answer_refusal is False and evaluation.context_entailment is None
+    assert r.committable(r.ctx.names.converted) == 1 and r.committable(r.ctx.names.judged) == 1
+    assert r.clock.monotonic() == 0 and len(r.join.buffer) == 0
 
 
 async def test_the_expiry_loop_waits_on_the_injected_clock() -> None:
     """The loop's ticks are waits on the join's clock: a ManualClock's waits pass at once, so an entry
     comes out incomplete after the join timeout of clock time, with no wall time spent."""
     r = rig()
-    converted, _, _ = parts(interaction("The key hangs by the door."), "entailed")
+    converted, _ = parts(interaction("The key hangs by the door."), "entailed")
     await r.feed(r.ctx.names.converted, converted)
     loop = asyncio.create_task(r.join.expire_loop())
     try:
@@ -304,7 +321,7 @@ async def test_two_messages_with_one_id_back_to_back_each_get_their_own_verdict(
     y = parts(interaction("The key is under the mat."), "contradicted")
     for first, second in ((x, y), (y, x)):
         r = rig()
-        await feed_all(r, first, second)  # both Converted, then both NLI results, then both refusals
+        await feed_all(r, first, second)  # both Converted, then both judge results
         evaluations = r.evaluations()
         assert len(evaluations) == 2 and all(e.complete for e in evaluations)
         answers_match_their_statements(evaluations)
@@ -318,13 +335,11 @@ async def test_two_messages_with_one_id_interleaved_in_reverse_never_mix() -> No
     y = parts(interaction("The key is under the mat."), "contradicted")
     r = rig()
     names = r.ctx.names
+    await r.feed(names.judged, y[1])
     await r.feed(names.converted, x[0])
-    await r.feed(names.converted, y[0])
-    await r.feed(names.nli, y[1])
-    await r.feed(names.refusals, x[2])
-    await r.feed(names.nli, x[1])  # x is complete now
+    await r.feed(names.converted, y[0])  # y is complete now
     (first,) = r.evaluations()
-    assert first.interaction is not None and first.interaction.answer == "The key hangs by the door."
-    await r.feed(names.refusals, y[2])
+    assert first.interaction is not None and first.interaction.answer == "The key is under the mat."
+    await r.feed(names.judged, x[1])
     answers_match_their_statements(r.evaluations())
     assert len(r.evaluations()) == 2

@@ -24,7 +24,7 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     assert conf.consumer_auto_offset_reset == "earliest"
     agents = set(stream_app.app.agents)
     assert agents == {
-        f"groundwatch.{n}" for n in ("convert", "nli", "refusal", "join", "sink", "labels", "dead_letters")
+        f"groundwatch.{n}" for n in ("convert", "judge", "join", "sink", "labels", "dead_letters")
     }
     # the judge's agreement gauges are on the registry /metrics serves, and refreshed by a timer
     from prometheus_client import generate_latest
@@ -32,12 +32,6 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     exposed = generate_latest(stream_app.ctx.metrics.registry).decode()
     assert "# TYPE groundwatch_judge_balanced_accuracy gauge" in exposed
     assert "groundwatch_judge_corrected_rate" in exposed
-
-
-def test_same_refusal_mode_has_no_refusal_processor(tmp_path) -> None:
-    settings = make_settings(kafka=KafkaSettings(datadir=tmp_path))
-    settings = settings.with_changes(pipeline={"refusal_mode": "same"})
-    assert "groundwatch.refusal" not in create_app(settings).app.agents
 
 
 def test_fused_topology_has_one_processor_and_the_sink(tmp_path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schemas.interaction import Interaction
-from schemas.results import Converted, NliResult, RefusalResult
+from schemas.results import Converted, JudgeResult, NliResult, RefusalResult
 from streams.acks import Ticket
 from streams.join import JoinBuffer
 from tests.settings_factory import make_settings
@@ -18,12 +18,15 @@ def converted(iid: str) -> Converted:
     )
 
 
-def nli(iid: str) -> NliResult:
-    return NliResult(interaction_id=iid, pairs=[])
-
-
-def refusal(iid: str) -> RefusalResult:
-    return RefusalResult(interaction_id=iid, answer_refusal=False, ground_truth_refusal=None)
+def judged(iid: str, *, nli: bool = True, refusal: bool = True) -> JudgeResult:
+    """The judge processor's result; a stage it could not finish is None."""
+    return JudgeResult(
+        interaction_id=iid,
+        nli=NliResult(interaction_id=iid, pairs=[]) if nli else None,
+        refusal=RefusalResult(interaction_id=iid, answer_refusal=False, ground_truth_refusal=None)
+        if refusal
+        else None,
+    )
 
 
 class _Ev:
@@ -38,81 +41,86 @@ def ticket(tp: str, offset: int) -> Ticket:
 
 
 def test_complete_in_any_order_and_carries_all_tickets() -> None:
-    buf = JoinBuffer(need_refusal=True, timeout_s=10)
-    assert buf.add(refusal("x"), ticket("refusals-0", 1), now=0) is None
-    assert buf.add(nli("x"), ticket("nli-0", 7), now=1) is None
+    buf = JoinBuffer(timeout_s=10)
+    assert buf.add(judged("x"), ticket("judged-0", 7), now=1) is None
     entry = buf.add(converted("x"), ticket("converted-0", 3), now=2)
-    assert entry is not None and entry.missing(True) == []
-    assert [t.offset for t in entry.tickets] == [1, 7, 3]
+    assert entry is not None and entry.complete and entry.missing(True) == []
+    assert [t.offset for t in entry.tickets] == [7, 3]
     assert len(buf) == 0
 
 
-def test_same_mode_needs_no_refusal_part() -> None:
-    buf = JoinBuffer(need_refusal=False, timeout_s=10)
+def test_a_stage_the_judge_processor_could_not_finish_is_missing_but_the_entry_goes_out_at_once() -> None:
+    buf = JoinBuffer(timeout_s=10)
     buf.add(converted("x"), None, now=0)
-    assert buf.add(nli("x"), None, now=0) is not None
+    entry = buf.add(judged("x", nli=False), None, now=0)
+    assert entry is not None and entry.missing(True) == ["nli"] and entry.refusal is not None
+    buf.add(converted("y"), None, now=0)
+    both = buf.add(judged("y", nli=False, refusal=False), None, now=0)
+    assert both is not None and both.missing(True) == ["nli", "refusal"]
+
+
+def test_same_mode_needs_no_refusal_result() -> None:
+    buf = JoinBuffer(timeout_s=10)
+    buf.add(converted("x"), None, now=0)
+    entry = buf.add(judged("x", refusal=False), None, now=0)
+    assert entry is not None and entry.missing(False) == [] and entry.missing(True) == ["refusal"]
 
 
 def test_expiry_returns_incomplete_entries_once() -> None:
-    buf = JoinBuffer(need_refusal=True, timeout_s=5)
+    buf = JoinBuffer(timeout_s=5)
     buf.add(converted("old"), None, now=0)
-    buf.add(nli("old"), None, now=1)
     buf.add(converted("new"), None, now=4)
     assert buf.expired(now=4.9) == []
     gone = buf.expired(now=5.0)
-    assert [e.interaction_id for e in gone] == ["old"] and gone[0].missing(True) == ["refusal"]
+    assert [e.interaction_id for e in gone] == ["old"] and gone[0].missing(True) == ["nli", "refusal"]
     assert buf.expired(now=5.0) == [] and len(buf) == 1
 
 
 def test_redelivered_part_replaces_and_keeps_both_tickets() -> None:
-    buf = JoinBuffer(need_refusal=True, timeout_s=5)
+    buf = JoinBuffer(timeout_s=5)
     buf.add(converted("x"), ticket("c", 1), now=0)
     buf.add(converted("x"), ticket("c", 9), now=0)
-    buf.add(nli("x"), None, now=0)
-    entry = buf.add(refusal("x"), None, now=0)
+    entry = buf.add(judged("x"), None, now=0)
     assert entry is not None and [t.offset for t in entry.tickets] == [1, 9]
 
 
 def test_forget_drops_entries_touching_revoked_partitions() -> None:
-    buf = JoinBuffer(need_refusal=True, timeout_s=5)
+    buf = JoinBuffer(timeout_s=5)
     buf.add(converted("a"), ticket("c-0", 1), now=0)
     buf.add(converted("b"), ticket("c-1", 1), now=0)
     assert buf.forget({"c-0"}) == 1 and len(buf) == 1
 
 
 def test_a_late_part_after_the_timeout_rebuilds_the_complete_entry() -> None:
-    buf = JoinBuffer(need_refusal=True, timeout_s=5)
+    buf = JoinBuffer(timeout_s=5)
     buf.add(converted("x"), ticket("c", 1), now=0)
-    buf.add(refusal("x"), ticket("r", 1), now=1)
     gone = buf.expired(now=5)
-    assert [e.missing(True) for e in gone] == [["nli"]]  # emitted incomplete
+    assert [e.missing(True) for e in gone] == [["nli", "refusal"]]  # emitted incomplete
     assert len(buf) == 0 and buf.late() == 1
-    late = buf.add(nli("x"), ticket("n", 4), now=60)
+    late = buf.add(judged("x"), ticket("j", 4), now=60)
     assert late is not None and late.missing(True) == []  # emitted again, complete
     assert late.converted is not None and late.refusal is not None
     assert [t.offset for t in late.tickets] == [4]  # only the late part is left to ack
     assert buf.late() == 0 and len(buf) == 0
 
 
-def test_late_parts_without_the_converted_wait_for_it_and_re_emit_each_step() -> None:
-    buf = JoinBuffer(need_refusal=True, timeout_s=5)
-    buf.add(nli("x"), None, now=0)
+def test_a_late_converted_after_its_judge_result_expired_completes_it() -> None:
+    buf = JoinBuffer(timeout_s=5)
+    buf.add(judged("x"), None, now=0)
     (gone,) = buf.expired(now=5)
-    assert gone.converted is None  # dead-lettered ("without converted"), parts kept
-    step = buf.add(converted("x"), None, now=9)
-    assert step is not None and step.missing(True) == ["refusal"] and buf.late() == 1
-    done = buf.add(refusal("x"), None, now=10)
+    assert gone.converted is None and buf.late() == 1  # dead-lettered ("without converted"), parts kept
+    done = buf.add(converted("x"), None, now=9)
     assert done is not None and done.missing(True) == [] and buf.late() == 0
 
 
 def test_the_late_parts_kept_are_bounded_lru() -> None:
-    buf = JoinBuffer(need_refusal=True, timeout_s=1, keep_late=2)
+    buf = JoinBuffer(timeout_s=1, keep_late=2)
     for i, iid in enumerate(["a", "b", "c"]):
         buf.add(converted(iid), None, now=i)
     buf.expired(now=10)
     assert buf.late() == 2
-    assert buf.add(nli("a"), None, now=11) is None  # the oldest was dropped: a new entry waits
-    assert buf.add(nli("c"), None, now=11) is not None
+    assert buf.add(judged("a"), None, now=11) is None  # the oldest was dropped: a new entry waits
+    assert buf.add(judged("c"), None, now=11) is not None
 
 
 def test_join_timeout_is_derived_from_the_judge_and_a_short_one_is_warned_about(caplog) -> None:

@@ -25,9 +25,9 @@ OURS = {name: 2 for name in topic_names(KAFKA).all()}
 def test_lost_topics_names_the_gone_and_the_repartitioned() -> None:
     seen = {**OURS, "other": 1}
     assert lost_topics(OURS, seen) == []
-    del seen["gw.nli"]
+    del seen["gw.judged"]
     seen["gw.alerts"] = 1
-    assert lost_topics(OURS, seen) == ["gw.alerts (2 -> 1 partitions)", "gw.nli (gone)"]
+    assert lost_topics(OURS, seen) == ["gw.alerts (2 -> 1 partitions)", "gw.judged (gone)"]
     assert describe_loss(lost_topics(OURS, {})).startswith("gw.alerts, gw.converted, ")
     assert (
         describe_loss(["a (gone)", "b (gone)", "c (2 -> 1 partitions)"])

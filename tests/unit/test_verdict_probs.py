@@ -78,7 +78,7 @@ def test_parse_logprobs_reads_the_openai_shape_and_tolerates_its_absence() -> No
     }
     tokens = parse_logprobs(choice)
     assert [t.token for t in tokens] == ["ent", "ailed"]
-    assert tokens[0].top == (("ent", -0.1),)
+    assert tokens[0].alternatives() == (("ent", -0.1),)
     assert parse_logprobs({"logprobs": None}) == []
     assert parse_logprobs({}) == []
     assert parse_logprobs({"logprobs": {"content": [{"logprob": 0}]}}) == []
@@ -103,3 +103,19 @@ def test_a_missing_or_non_finite_logprob_carries_no_probability() -> None:
     nan_alternative = [{"token": "entailed", "logprob": -0.2}, {"token": "contradicted", "logprob": math.nan}]
     [dist] = verdict_distributions(parse_logprobs(choice(-0.2, nan_alternative)))
     assert dist is not None and dist["entailed"] == 1.0 and not any(math.isnan(v) for v in dist.values())
+
+
+def test_alternatives_are_read_as_asked_and_keep_only_usable_entries() -> None:
+    raw = [
+        {"token": "ent", "logprob": -0.1},
+        {"token": 7, "logprob": -0.2},
+        {"token": "contr", "logprob": None},
+        "junk",
+        {"token": "not", "logprob": -3},
+    ]
+    [token] = parse_logprobs(
+        {"logprobs": {"content": [{"token": "ent", "logprob": -0.1, "top_logprobs": raw}]}}
+    )
+    assert token.top == () and token.alternatives() == (("ent", -0.1), ("not", -3.0))
+    given = TokenLogprob("ent", -0.1, (("ent", -0.1),), raw_top=raw)
+    assert given.alternatives() == (("ent", -0.1),)  # alternatives given as read win
