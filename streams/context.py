@@ -4,7 +4,6 @@ ClickHouse live in ``streams.resources.Resources``."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +11,8 @@ from typing import Any
 import faust
 from pydantic import BaseModel
 
-from pipeline.retry import Backoff, Sleep, retry
+from pipeline.clock import Clock, SystemClock
+from pipeline.retry import Backoff, retry
 from schemas.deadletter import DeadLetter
 from schemas.results import Stage
 from schemas.settings import Settings
@@ -30,8 +30,8 @@ class StreamContext:
     names: TopicNames
     topics: dict[str, Any] = field(default_factory=dict)  # topic name -> faust Topic
     metrics: WorkerMetrics = field(default_factory=WorkerMetrics)
-    #: how retries wait (``pipeline.retry``); tests pass one that advances their clock
-    sleep: Sleep = asyncio.sleep
+    #: the worker's one clock (``Resources`` shares it): what retries wait on; tests pass a ManualClock
+    clock: Clock = field(default_factory=SystemClock)
     #: the first wait before a dead letter is sent again (doubling from there)
     retry_delay_s: float = 1.0
 
@@ -103,7 +103,7 @@ class StreamContext:
             what=f"dead-lettering {where}",
             attempts=attempts,
             backoff=Backoff(first_s=self.retry_delay_s),
-            sleep=self.sleep,
+            sleep=self.clock.sleep,
         )
         if not tried.ok:
             log.error(

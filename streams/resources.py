@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from mode import Service
 from pydantic import BaseModel
 
-from pipeline.clock import Clock, SystemClock
+from pipeline.clock import Clock
 from pipeline.evaluator import Evaluator
 from pipeline.feedback import feedback_labels
 from pipeline.judges.base import Judge
@@ -51,7 +51,9 @@ class Resources(Service):
     def __init__(self, ctx: StreamContext, clock: Clock | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ctx = ctx
-        self.clock: Clock = clock or SystemClock()  # windows, alerts, the sink and the join read time from it
+        # the worker's one clock: windows, alerts, the sink, the join, retries and the judge read time from it
+        self.clock: Clock = clock or ctx.clock
+        ctx.clock = self.clock
         sampling = ctx.settings.sampling  # which interactions are judged; budgets read time from the clock
         self.sampler = Sampler.from_files(sampling.rules_file, sampling.default_rate, self.clock)
         self.privacy = PrivacyGuard(ctx.settings.privacy)  # privacy.mode: what the judge and storage see

@@ -117,7 +117,7 @@ class JoinProcessor:
             what=f"join: emitting {entry.interaction_id}",
             attempts=self.ctx.settings.kafka.deadletter_attempts,
             backoff=Backoff(first_s=self.ctx.retry_delay_s),
-            sleep=self.ctx.sleep,
+            sleep=self.ctx.clock.sleep,
         )
         if tried.error is not None:
             await self.dead_letter(entry, tried.error)

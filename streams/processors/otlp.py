@@ -18,7 +18,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from pipeline.clock import Clock, SystemClock
+from pipeline.clock import Clock
 from pipeline.otlp import CallError, convert_call, read_batch
 from pipeline.otlp_join import OtlpBuffer, Ready
 from pipeline.retry import Backoff, retry
@@ -44,7 +44,7 @@ class OtlpProcessor:
     def __init__(self, ctx: StreamContext, resources: Resources, clock: Clock | None = None) -> None:
         self.ctx = ctx
         self.resources = resources
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or resources.clock
         kafka = ctx.settings.kafka
         self.buffer = OtlpBuffer(
             hold_s=kafka.otlp_hold_s, traces=kafka.otlp_input, logs=kafka.otlp_logs_input
@@ -88,7 +88,7 @@ class OtlpProcessor:
             what=f"otlp: sending {iid}",
             attempts=self.ctx.settings.kafka.deadletter_attempts,
             backoff=Backoff(first_s=self.ctx.retry_delay_s),
-            sleep=self.ctx.sleep,
+            sleep=self.ctx.clock.sleep,
         )
         if tried.error is not None:
             await self.dead_letter(call, tried.error, topic, result.model_dump_json())
@@ -134,7 +134,7 @@ class OtlpProcessor:
     async def expire_loop(self) -> None:
         tick = max(0.05, min(1.0, self.buffer.hold_s / 4))
         while True:
-            await asyncio.sleep(tick)
+            await self.clock.sleep(tick)
             await self.expire_due()
 
     async def handle(self, event: Any, ticket: Ticket) -> None:

@@ -85,14 +85,6 @@ class Event:
         return True
 
 
-class Waits:
-    def __init__(self) -> None:
-        self.waited: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waited.append(seconds)
-
-
 @dataclass
 class Rig:
     ctx: StreamContext
@@ -139,7 +131,7 @@ def rig(store: Store | None = None) -> Rig:
     ctx = new_context(settings, app=None)  # type: ignore[arg-type]
     for name in ctx.names.all():
         ctx.topics[name] = Topic()
-    ctx.sleep = Waits()
+    ctx.clock = ManualClock()
     store = store or Store()
 
     async def ready() -> Any:
@@ -208,7 +200,7 @@ async def test_an_emit_that_keeps_failing_is_dead_lettered_and_its_partitions_mo
     await feed_all(r, parts(stuck, "entailed"))
     attempts = r.ctx.settings.kafka.deadletter_attempts
     assert evaluations.tried == attempts  # retried with backoff ...
-    assert r.ctx.sleep.waited == [1.0, 2.0, 4.0, 8.0]  # type: ignore[attr-defined]
+    assert r.ctx.clock.slept == [1.0, 2.0, 4.0, 8.0]  # type: ignore[attr-defined]
     (letter,) = r.letters()  # ... then dead-lettered, with the interaction to replay
     assert (letter.stage, letter.interaction_id, letter.error_type) == ("join", "stuck", "ConnectionError")
     assert letter.original is not None and Interaction.model_validate_json(letter.original) == stuck

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.clock import ManualClock
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError
 from schemas.interaction import Interaction
@@ -114,33 +115,23 @@ async def test_errors_on_stop_are_logged_not_swallowed(
     assert "closing the open windows on stop failed" in caplog.text and "chdb went away" in caplog.text
 
 
-class Waits:
-    """A ``sleep`` that records the backoff instead of waiting for it."""
-
-    def __init__(self) -> None:
-        self.waited: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waited.append(seconds)
-
-
 async def test_a_dead_letter_that_cannot_be_sent_is_given_up_after_the_attempts(
     tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     ctx = context(tmp_path)
-    ctx.sleep = waits = Waits()
+    ctx.clock = clock = ManualClock()
     topic = ctx.topics[ctx.names.deadletter] = FailedDelivery()
     with caplog.at_level(logging.ERROR):
         sent = await ctx.dead_letter(ValueError("x"), "validate", "p", origin=Origin("t", 0, 7))
     assert not sent  # given up: the caller acks it all the same
     assert len(topic.sent) == ctx.settings.kafka.deadletter_attempts == 5
-    assert waits.waited == [1.0, 2.0, 4.0, 8.0]  # the backoff between the five attempts
+    assert clock.slept == [1.0, 2.0, 4.0, 8.0]  # the backoff between the five attempts
     assert "GIVING UP on t[0]@7" in caplog.text
 
 
 async def test_a_dead_letter_that_fails_once_is_sent_on_the_next_attempt(tmp_path: Any) -> None:
     ctx = context(tmp_path)
-    ctx.sleep = Waits()
+    ctx.clock = ManualClock()
     topic = ctx.topics[ctx.names.deadletter] = FailedDelivery()
     first = topic.send
 
