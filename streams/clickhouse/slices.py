@@ -67,12 +67,13 @@ def where(condition: str) -> str:
     return f"{RANGE} AND {condition}"
 
 
-def metric_sql(metric: Metric) -> tuple[str, str]:
-    """(numerator, denominator) aggregate expressions of one metric over ``evaluations`` rows: a rate or
-    mean over the judged rows carrying its source; a sum over its columns (denominator 0)."""
+def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
+    """(numerator, denominator) aggregate expressions of one metric over the ``evaluations`` rows
+    ``within`` holds: a rate or mean over the judged rows carrying its source; a sum over its columns
+    (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare)."""
     if metric.kind is MetricKind.SUM:
-        return " + ".join(f"sum(toFloat64({ROW_SUMS[c]}))" for c in metric.sum_columns), "0"
-    carried = f"judged = 1 AND {metric.source} IS NOT NULL"
+        return " + ".join(f"sumIf(toFloat64({ROW_SUMS[c]}), {within})" for c in metric.sum_columns), "0"
+    carried = f"({within}) AND judged = 1 AND {metric.source} IS NOT NULL"
     return f"sumIf(toFloat64({metric.source}), {carried})", f"countIf({carried})"
 
 

@@ -17,23 +17,11 @@ from schemas.compare import CompareQuery, CompareReport, MetricDifference, Quest
 from schemas.evaluation import Evaluation
 from schemas.metrics import METRICS, Metric, MetricKind
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
-from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.slices import metric_sql, slice_condition
 from streams.clickhouse.store import ClickHouseStore
 
 _TS = "DateTime64(3, 'UTC')"
 SIGNIFICANCE = 0.05
-
-#: each sum of the catalogue per interaction row of ``evaluations``, as (value, condition) summed as
-#: ``sumIf(value, condition)`` (the windows' columns it adds up are these, summed:
-#: streams/windows/aggregator.py); a test holds this to the catalogue and to the windows
-ROW_SUMS: dict[str, tuple[str, str]] = {
-    "interactions": ("1", "1"),
-    "judged": ("1", "judged = 1"),
-    "skipped": ("1", "judged = 0"),
-    "incomplete": ("1", "judged = 1 AND complete = 0"),
-    "judge_tokens": ("input_tokens + output_tokens", "judged = 1"),
-    "judge_cost_usd": ("cost_usd", "judged = 1"),
-}
 
 
 def _column(metric: Metric) -> str:
@@ -46,13 +34,13 @@ def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
     parts = []
     for side, cond in (("a", cond_a), ("b", cond_b)):
         for m in METRICS:
+            num, den = metric_sql(m, cond)  # the catalogue per interaction: one translation
             if m.kind is MetricKind.SUM:
-                value, when = ROW_SUMS[m.name]
-                parts.append(f"sumIf({value}, ({cond}) AND {when}) AS `{side}__{m.name}__total`")
+                parts.append(f"{num} AS `{side}__{m.name}__total`")
                 continue
             known = f"({cond}) AND judged = 1 AND {m.source} IS NOT NULL"
-            parts.append(f"countIf({known}) AS `{side}__{m.name}__n`")
-            parts.append(f"sumIf({_column(m)}, {known}) AS `{side}__{m.name}__sum`")
+            parts.append(f"{den} AS `{side}__{m.name}__n`")
+            parts.append(f"{num} AS `{side}__{m.name}__sum`")
             parts.append(f"sumIf(pow({_column(m)}, 2), {known}) AS `{side}__{m.name}__sq`")
     where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND (({cond_a}) OR ({cond_b}))"
     return f"SELECT {', '.join(parts)} FROM {db}.evaluations FINAL WHERE {where}"
