@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,58 @@ def _refuse_copy_across_shards(client: Any, cluster: str, mig: Migration) -> Non
         )
 
 
+def _pending(client: Any, db: str, migrations: list[Migration]) -> list[Migration]:
+    done = {int(r[0]) for r in client.query(f"SELECT version FROM {db}.schema_migrations").result_rows}
+    return [m for m in migrations if m.version not in done]
+
+
+def _apply(
+    client: Any, db: str, pending: list[Migration], cluster: str | None, run: Callable[[str], None]
+) -> list[int]:
+    applied = []
+    for mig in pending:
+        if cluster is not None and any(st.lstrip().upper().startswith("INSERT") for st in mig.statements):
+            _refuse_copy_across_shards(client, cluster, mig)
+        for statement in mig.statements:
+            run(statement)
+        client.insert(f"{db}.schema_migrations", [[mig.version, mig.name]], column_names=["version", "name"])
+        applied.append(mig.version)
+        log.info("applied ClickHouse migration %03d_%s", mig.version, mig.name)
+    return applied
+
+
+#: held while one worker applies migrations to a shared server (``_acquire_lock``)
+LOCK_TABLE = "schema_migrations_lock"
+#: how often a waiting worker looks again, and says so in its log
+LOCK_POLL_S = 2.0
+LOCK_LOG_EVERY_S = 30.0
+
+
+def _acquire_lock(client: Any, db: str, sleep: Callable[[float], None] = time.sleep) -> None:
+    """One worker at a time applies migrations to a shared server: creating the lock table succeeds for
+    exactly one (CREATE TABLE is atomic); the others wait until it is dropped, then find the migrations
+    applied. A worker killed while migrating leaves the table: the next start waits, saying in its log
+    which table to drop once no worker is migrating. (chDB needs no lock: one process per path.)"""
+    waited = 0.0
+    while True:
+        try:
+            client.command(f"CREATE TABLE {db}.{LOCK_TABLE} (holder String) ENGINE = Memory")
+            return
+        except Exception as exc:  # TABLE_ALREADY_EXISTS: another worker is migrating
+            if "Code: 57" not in str(exc) and "already exists" not in str(exc).lower():
+                raise
+        if waited % LOCK_LOG_EVERY_S < LOCK_POLL_S:
+            log.warning(
+                "waiting for another worker to apply the ClickHouse migrations (%.0f s so far); if none is "
+                "running, DROP TABLE %s.%s",
+                waited,
+                db,
+                LOCK_TABLE,
+            )
+        sleep(LOCK_POLL_S)
+        waited += LOCK_POLL_S
+
+
 def apply_migrations(
     client: Any,
     database: str,
@@ -112,12 +166,14 @@ def apply_migrations(
     cluster: str | None = None,
     distributed: bool = False,
     aggregate_ttl_days: int | None = None,
+    shared: bool = False,
 ) -> list[int]:
     """Create the database, apply new migrations in order, set the TTLs (``aggregate_ttl_days`` for
     ``AGGREGATE_TABLES``; None: ``ttl_days`` for every table); return the versions applied.
 
     With a ``cluster`` every statement is rendered for it (``streams.clickhouse.cluster``), and with
-    ``distributed`` the ``<table>_all`` Distributed tables are created again after the migrations."""
+    ``distributed`` the ``<table>_all`` Distributed tables are created again after the migrations. On a
+    ``shared`` server (HTTP: several workers may start at once) one worker applies them at a time."""
     db = check_identifier(database)
     days = int(ttl_days)
     aggregate_days = int(aggregate_ttl_days if aggregate_ttl_days is not None else ttl_days)
@@ -133,18 +189,16 @@ def apply_migrations(
         "(version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
         "ENGINE = MergeTree ORDER BY version"
     )
-    done = {int(r[0]) for r in client.query(f"SELECT version FROM {db}.schema_migrations").result_rows}
-    applied = []
-    for mig in load_migrations(directory or ddl_dir(), db):
-        if mig.version in done:
-            continue
-        if cluster is not None and any(st.lstrip().upper().startswith("INSERT") for st in mig.statements):
-            _refuse_copy_across_shards(client, cluster, mig)
-        for statement in mig.statements:
-            run(statement)
-        client.insert(f"{db}.schema_migrations", [[mig.version, mig.name]], column_names=["version", "name"])
-        applied.append(mig.version)
-        log.info("applied ClickHouse migration %03d_%s", mig.version, mig.name)
+    migrations = load_migrations(directory or ddl_dir(), db)
+    pending = _pending(client, db, migrations)
+    if pending and shared:
+        _acquire_lock(client, db)
+        try:
+            applied = _apply(client, db, _pending(client, db, migrations), cluster, run)
+        finally:
+            client.command(f"DROP TABLE IF EXISTS {db}.{LOCK_TABLE}")
+    else:
+        applied = _apply(client, db, pending, cluster, run)
     for table, column in TTL_COLUMNS.items():
         table_days = aggregate_days if table in AGGREGATE_TABLES else days
         run(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({table_days})")

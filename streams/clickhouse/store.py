@@ -119,6 +119,7 @@ class ClickHouseStore:
                 cluster=settings.cluster,
                 distributed=settings.distributed,
                 aggregate_ttl_days=settings.aggregate_ttl_days,
+                shared=target.kind != "chdb",
             )
         return cls(client, target, dimensions, settings.store_payload)
 

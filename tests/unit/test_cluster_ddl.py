@@ -123,3 +123,36 @@ def test_a_migration_that_copies_rows_is_refused_on_a_cluster_of_several_shards(
     with pytest.raises(ConfigError, match="011_time_keyed_tables copies rows and cluster 'gw_cluster' has 2"):
         apply_migrations(client, "gw", 30, ddl_dir(), cluster="gw_cluster")
     assert not any("evaluations_v011" in c for c in client.commands)  # refused before its first statement
+
+
+def test_one_worker_at_a_time_applies_migrations_to_a_shared_server() -> None:
+    """The lock table is created by exactly one worker; another waits (on the given sleep) until it is
+    dropped, then finds nothing left to apply."""
+    from streams.clickhouse.migrations import LOCK_TABLE, _acquire_lock
+
+    class Busy(RecordingClient):
+        def __init__(self, busy_for: int) -> None:
+            super().__init__()
+            self.busy_for = busy_for
+
+        def command(self, sql: str) -> None:
+            if sql.startswith(f"CREATE TABLE gw.{LOCK_TABLE}") and self.busy_for > 0:
+                self.busy_for -= 1
+                raise RuntimeError(f"Code: 57. DB::Exception: Table gw.{LOCK_TABLE} already exists.")
+            super().command(sql)
+
+    client, waits = Busy(busy_for=3), []
+    _acquire_lock(client, "gw", sleep=waits.append)
+    assert len(waits) == 3 and client.commands[-1].startswith(f"CREATE TABLE gw.{LOCK_TABLE}")
+
+    class Broken(RecordingClient):
+        def command(self, sql: str) -> None:
+            raise RuntimeError("Code: 497. DB::Exception: not enough privileges")
+
+    with pytest.raises(RuntimeError, match="privileges"):  # not a held lock: no waiting
+        _acquire_lock(Broken(), "gw", sleep=waits.append)
+
+    shared = RecordingClient()
+    apply_migrations(shared, "gw", 30, ddl_dir(), shared=True)
+    assert shared.commands[2].startswith(f"CREATE TABLE gw.{LOCK_TABLE}")
+    assert any(c == f"DROP TABLE IF EXISTS gw.{LOCK_TABLE}" for c in shared.commands)
