@@ -13,8 +13,11 @@
     GET /api/review               the review queue: interactions to label next and the week's progress
                                   (start, end, app, model, limit)
     GET /api/export               one bucket's interactions as the JSONL groundwatch eval reads, a download
-                                  (app, model, start, end)
+                                  (app, model, start, end, slice*)
     POST /api/labels              a reviewer's label (JSON: interaction_id, kind, value, note, reviewer)
+    GET /api/slices/...           dimensions, breakdown, what changed, one slice's overview (slices_api.py)
+    GET /api/documents            per context document, worst first (insights_api.py)
+    GET /api/compare              two slices side by side (insights_api.py)
 
 Query parameters are validated by the models in schemas/dashboard.py: a bad one is a 400 naming the
 field and the reason. The same application is mounted at /dashboard/ on the worker's web server and
