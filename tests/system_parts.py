@@ -1,5 +1,6 @@
-"""The real programs some tests run (Debian packages `make test` installs when it can): a test that needs
-one skips without it, except under CI=true, where its absence fails the run."""
+"""The real programs and packages some tests run (Debian packages `make test` installs when it can, the
+`otel-contract` extra `make dev` installs): a test that needs one skips without it, except under
+CI=true, where its absence fails the run."""
 
 from __future__ import annotations
 
@@ -20,7 +21,11 @@ def require(*programs: str, package: str) -> None:
     missing = [p for p in programs if not os.access(p, os.X_OK)]
     if not missing:
         return
-    message = f"{', '.join(missing)} not installed (apt-get install {package})"
+    missing_part(f"{', '.join(missing)} not installed (apt-get install {package})")
+
+
+def missing_part(message: str) -> None:
+    """A part the test needs is absent: skip, or fail under CI=true (where everything must run)."""
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)

@@ -9,20 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.system_parts import mark_directory, missing_part
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/contract/" in str(item.fspath):
-            item.add_marker(pytest.mark.contract)
+    mark_directory(items, "contract", pytest.mark.contract)
 
 
 def need(what: str, ok: bool) -> None:
-    if ok:
-        return
-    message = f"{what} is not installed (make dev installs it)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    if not ok:
+        missing_part(f"{what} is not installed (make dev installs it)")
 
 
 def openllmetry_054() -> Path:

@@ -29,6 +29,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from groundwatch.local.stack import LocalStack
 from streams.topics import bootstrap_servers
+from tests.system_parts import missing_part
 
 SAMPLE = Path(__file__).resolve().parents[2] / "groundwatch" / "data" / "sample_interactions.jsonl"
 ENV = {
@@ -74,10 +75,7 @@ def cannot_write(chdb: Path) -> Iterator[list[Path]]:
 
 def require_chattr() -> None:
     if shutil.which("chattr") is None or os.geteuid() != 0:
-        message = "the ClickHouse outage needs chattr (e2fsprogs) and root"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_part("the ClickHouse outage needs chattr (e2fsprogs) and root")
 
 
 async def topic_offsets(broker: str, topic: str, idle_s: float = 2.0) -> list[tuple[int, int, str]]:
