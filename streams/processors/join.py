@@ -8,9 +8,9 @@ confirms; an expiry loop settles incomplete entries after the join timeout.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from pipeline.assemble import assemble
@@ -24,8 +24,8 @@ from streams.acks import OrderedAcks, Ticket
 from streams.codec import Origin, decode
 from streams.context import StreamContext
 from streams.join import JoinBuffer, Part, Pending, join_timeout
+from streams.processors.holding import HoldingProcessor
 from streams.resources import Resources
-from streams.revoke import forget_on_revoke
 from streams.task_pool import TaskPool
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,9 @@ def first_part(entry: Pending) -> Part:
     return part
 
 
-class JoinProcessor:
+class JoinProcessor(HoldingProcessor):
     name = "groundwatch.join"
+    stage = "join"
 
     def __init__(self, ctx: StreamContext, resources: Resources, clock: Clock | None = None) -> None:
         self.ctx = ctx
@@ -64,6 +65,10 @@ class JoinProcessor:
     def inputs(self) -> list[str]:
         names = self.ctx.names
         return [names.converted, names.judged]
+
+    @property
+    def hold_s(self) -> float:
+        return self.timeout_s
 
     def release(self, entry: Pending) -> None:
         for ticket in entry.tickets:
@@ -177,12 +182,6 @@ class JoinProcessor:
             await self.pool.spawn(functools.partial(self.settle, entry, True))
         return len(due)
 
-    async def expire_loop(self) -> None:
-        tick = max(0.05, min(1.0, self.timeout_s / 4))
-        while True:
-            await self.clock.sleep(tick)
-            await self.expire_due()
-
     # ---- consuming --------------------------------------------------------------------------------
     async def handle(self, event: Any, ticket: Ticket) -> None:
         topic = event.message.topic
@@ -200,31 +199,5 @@ class JoinProcessor:
         if entry is not None:
             await self.pool.spawn(functools.partial(self.settle, entry))
 
-    async def consume(self, stream: Any) -> None:
-        expirer = asyncio.create_task(self.expire_loop())
-        try:
-            async for event in stream.noack().events():
-                ticket = self.acks.track(event)
-                try:
-                    await self.handle(event, ticket)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a bug: logged, the part left unacked (never kills the agent)
-                    log.exception(
-                        "join: handling %s offset %s failed; left unacked", event.message.topic, ticket.offset
-                    )
-        finally:
-            expirer.cancel()
-            await self.pool.cancel()  # unfinished emits stay unacked and come back
-
-    def register(self) -> Any:
-        forget_on_revoke(self.ctx.app, self.name, self.buffer.forget, self.acks.forget)
-        source = self.ctx.app.topic(
-            *self.inputs,
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
-            partitions=self.ctx.settings.kafka.partitions,
-        )
-        return self.ctx.app.agent(source, name=self.name)(self.consume)
+    def forget(self, tps: Iterable[Any]) -> int:
+        return self.buffer.forget(tps)

@@ -11,7 +11,6 @@ OTLP/JSON below the top, stage ``otlp``). Time is read from an injected ``pipeli
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -27,8 +26,8 @@ from schemas.otlp import OtlpLogs, OtlpTraces
 from streams.acks import OrderedAcks, Ticket
 from streams.codec import Origin, decode
 from streams.context import StreamContext
+from streams.processors.holding import HoldingProcessor
 from streams.resources import Resources
-from streams.revoke import forget_on_revoke
 from streams.task_pool import TaskPool
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ log = logging.getLogger(__name__)
 Held = tuple[Any, int]
 
 
-class OtlpProcessor:
+class OtlpProcessor(HoldingProcessor):
     name = "groundwatch.otlp"
     stage = "otlp"
 
@@ -60,6 +59,10 @@ class OtlpProcessor:
             *([names.otlp] if kafka.otlp_input else []),
             *([names.otlp_logs] if kafka.otlp_logs_input else []),
         ]
+
+    @property
+    def hold_s(self) -> float:
+        return self.buffer.hold_s
 
     def ack(self, held: list[Any]) -> None:
         for key in held:
@@ -131,12 +134,6 @@ class OtlpProcessor:
             await self.pool.spawn(functools.partial(self.settle, ready))
         return len(due)
 
-    async def expire_loop(self) -> None:
-        tick = max(0.05, min(1.0, self.buffer.hold_s / 4))
-        while True:
-            await self.clock.sleep(tick)
-            await self.expire_due()
-
     async def handle(self, event: Any, ticket: Ticket) -> None:
         topic = event.message.topic
         self.ctx.metrics.events_in.labels("otlp").inc()
@@ -163,38 +160,9 @@ class OtlpProcessor:
         for call in ready:
             await self.pool.spawn(functools.partial(self.settle, call))
 
-    async def consume(self, stream: Any) -> None:
-        expirer = asyncio.create_task(self.expire_loop())
-        try:
-            async for event in stream.noack().events():
-                ticket = self.acks.track(event)
-                try:
-                    await self.handle(event, ticket)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a bug: logged, the request left unacked (never kills the agent)
-                    log.exception(
-                        "otlp: handling %s offset %s failed; left unacked", event.message.topic, ticket.offset
-                    )
-        finally:
-            expirer.cancel()
-            await self.pool.cancel()  # unfinished sends stay unacked and come back
-
     def forget(self, tps: Iterable[Any]) -> int:
         lost = set(tps)
         dropped = self.buffer.forget(lost, lambda held: held[0])
         for key in [k for k in self.tickets if k[0] in lost]:
             del self.tickets[key]
         return dropped
-
-    def register(self) -> Any:
-        forget_on_revoke(self.ctx.app, self.name, self.forget, self.acks.forget)
-        source = self.ctx.app.topic(
-            *self.inputs,
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
-            partitions=self.ctx.settings.kafka.partitions,
-        )
-        return self.ctx.app.agent(source, name=self.name)(self.consume)
