@@ -35,7 +35,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +79,19 @@ def default_statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
             "tag": "claim",
         }
     ]
+
+
+def failing_nli(poison: str) -> Iterator[FakeOpenAIServer]:
+    """A fake judge whose NLI call fails (500, every retry) for a hypothesis holding ``poison``, and
+    answers ``default_statements`` otherwise: a judge stage that gives up, on one interaction only."""
+
+    def statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
+        if poison in hypothesis:
+            raise RuntimeError("scripted NLI failure")  # the fake answers 500 for this hypothesis
+        return default_statements(premise, hypothesis)
+
+    with FakeOpenAIServer(FakeConfig(script=Script(statements=statements))) as server:
+        yield server
 
 
 def supported_share(premise: str, hypothesis: str) -> float:

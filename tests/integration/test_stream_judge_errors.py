@@ -15,23 +15,16 @@ from groundwatch.replay import replay
 from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script, default_statements
+from tests.fakes.openai_server import FakeOpenAIServer, failing_nli
 from tests.integration.helpers import Deployment, jsonl
 
 POISON = "zebra-poison"
 CONTEXT = "The library opens at 9 am and closes at 5 pm on weekdays."
 
 
-def statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
-    if POISON in hypothesis:
-        raise RuntimeError("scripted NLI failure")  # the fake answers 500 for this hypothesis
-    return default_statements(premise, hypothesis)
-
-
 @pytest.fixture()
 def fake() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(FakeConfig(script=Script(statements=statements))) as server:
-        yield server
+    yield from failing_nli(POISON)
 
 
 def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(

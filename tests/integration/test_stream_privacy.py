@@ -17,7 +17,7 @@ from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from schemas.deadletter import DeadLetter
-from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script, default_statements
+from tests.fakes.openai_server import FakeOpenAIServer, failing_nli
 from tests.integration.helpers import REPO, Deployment, jsonl
 from tests.unit.test_privacy import holds_planted, planted_interaction
 
@@ -37,16 +37,9 @@ for table in tables:
 """
 
 
-def statements(premise: str, hypothesis: str) -> list[dict[str, str]]:
-    if POISON in hypothesis:
-        raise RuntimeError("scripted NLI failure")  # the fake answers 500 for this hypothesis
-    return default_statements(premise, hypothesis)
-
-
 @pytest.fixture()
 def fake() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(FakeConfig(script=Script(statements=statements))) as server:
-        yield server
+    yield from failing_nli(POISON)
 
 
 def dump_tables(dep: Deployment) -> list[dict[str, object]]:
