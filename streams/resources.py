@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
@@ -26,7 +25,6 @@ from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
-from pipeline.retry import retry
 from pipeline.sampling import Sampler
 from schemas.evaluation import Evaluation
 from streams.alerts.engine import AlertEngine
@@ -123,6 +121,7 @@ class Resources(Service):
             on_rejected=self._reject_row,
             on_written=self._written,
             clock=self.clock,
+            before_ack=self._end_user_labels,
         )
         self._ready.set()
         await self.write_status()
@@ -151,27 +150,17 @@ class Resources(Service):
 
     async def _after_flush(self, rows: Sequence[Located]) -> None:
         await self.windows.touch(rows)
-        await self._end_user_labels(rows)
         await self.write_status()
 
-    async def _end_user_labels(self, rows: Sequence[Located]) -> None:
-        """End users' thumbs of the interactions just stored, as labels (``labels.end_user_feedback``)."""
+    async def _end_user_labels(self, evaluations: list[Evaluation]) -> None:
+        """End users' thumbs of a batch just stored, as labels (``labels.end_user_feedback``), written
+        before the batch's acks: if this fails, the batch stays unacked and is written again with them."""
         rule = self.ctx.settings.labels.end_user_feedback
         if rule is None:
             return
-        evaluations = [r for r in rows if isinstance(r, Evaluation)]
         labels = feedback_labels(evaluations, rule, self.clock.now())
-        if not labels:
-            return
-        store = LabelStore(self.store_open)
-        tried = await retry(
-            functools.partial(store.insert, labels),
-            what="labels: end users' feedback",
-            attempts=self.ctx.settings.kafka.deadletter_attempts,
-            sleep=self.clock.sleep,
-        )
-        if tried.error is not None:  # the evaluations are stored; their thumbs come back with a replay
-            log.error("labels: %d end users' feedback labels could not be written", len(labels))
+        if labels:
+            await LabelStore(self.store_open).insert(labels)
 
     async def _reject_row(self, evaluation: Evaluation, exc: Exception) -> None:
         """A row ClickHouse keeps rejecting (streams.clickhouse.sink): to deadletter, stage "sink" (its

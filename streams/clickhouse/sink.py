@@ -37,6 +37,11 @@ OnRejected = Callable[[Evaluation, Exception], Awaitable[None]]
 #: where they counted before (a replay with a new timestamp moves a row to another window: both change)
 OnFlushed = Callable[[Sequence[Located]], Awaitable[None]]
 
+#: called with each written batch before its acks: rows derived from it that must be as durable as the
+#: batch (end users' feedback labels). If it raises, the batch goes back to the buffer unacked and is
+#: written again later (the rewrite is harmless), so a crash or an outage in between loses nothing
+BeforeAck = Callable[[list[Evaluation]], Awaitable[None]]
+
 
 def _noop() -> None:
     return None
@@ -51,6 +56,7 @@ class EvaluationSink:
         on_rejected: OnRejected | None = None,
         on_written: Callable[[list[Evaluation], float], object] | None = None,
         clock: Clock | None = None,
+        before_ack: BeforeAck | None = None,
     ) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()  # a batch's age (batch_seconds) is measured on it
@@ -58,6 +64,7 @@ class EvaluationSink:
         self.on_flushed = on_flushed
         self.on_rejected = on_rejected
         self.on_written = on_written  # (rows written, seconds the insert took): for metrics
+        self.before_ack = before_ack
         self.failures = 0  # failed flushes in a row
         self.rejected = 0
         self._rows: list[Evaluation] = []
@@ -111,6 +118,8 @@ class EvaluationSink:
                         raise
                     log.warning("sink: %d failed flushes in a row; splitting the batch", self.failures)
                     rows, done = await self._isolate(rows, done)
+                if self.before_ack is not None and rows:
+                    await self.before_ack(list(rows))
             except Exception:
                 # put them back in front; they stay unacked until a later flush succeeds
                 self._rows[:0], self._done[:0] = rows, done

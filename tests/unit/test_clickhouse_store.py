@@ -187,3 +187,28 @@ async def test_sink_dead_letters_the_row_clickhouse_keeps_rejecting(store: Click
     assert await sink.flush() == 3  # second: split, the bad row dead-lettered, the others written
     assert rejected == [("bad", "DataError")] and sorted(acked) == ["a", "b", "bad", "c"]
     assert (await store.counts())["evaluations"] == 3 and len(sink) == 0 and sink.failures == 0
+
+
+async def test_rows_derived_from_a_batch_are_written_before_its_acks(store: ClickHouseStore) -> None:
+    """The sink's before_ack (end users' feedback labels) runs before the acks; when it fails, the batch
+    stays buffered and unacked, and the next flush writes it again (harmlessly) with its derived rows."""
+    acked: list[str] = []
+    derived: list[list[str]] = []
+    down = True
+
+    async def before_ack(rows: list[Evaluation]) -> None:
+        assert acked == []  # nothing of this batch acked yet
+        if down:
+            raise ConnectionError("labels table unreachable")
+        derived.append([e.interaction_id for e in rows])
+
+    sink = EvaluationSink(ClickHouseSettings(batch_rows=100), store, before_ack=before_ack)
+    for iid in ("a", "b"):
+        await sink.add(evaluation(iid), functools.partial(acked.append, iid))
+    with pytest.raises(ConnectionError):
+        await sink.flush()
+    assert acked == [] and len(sink) == 2 and sink.failures == 0  # not counted as a rejected insert
+    down = False
+    assert await sink.flush() == 2
+    assert acked == ["a", "b"] and derived == [["a", "b"]]
+    assert (await store.counts())["evaluations"] == 2  # written twice, stored once
