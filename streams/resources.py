@@ -129,7 +129,7 @@ class Resources(Service):
 
     async def _open_judging(self) -> None:
         settings = self.ctx.settings
-        judge = self._judge = await self._stack.enter_async_context(open_judge(settings))
+        judge = self._judge = await self._stack.enter_async_context(open_judge(settings, self.clock))
         self._refusals = RefusalClassifier(judge, settings)
         # closed before the judge (LIFO), cancelling batches in flight (their events are unacked: they return)
         self._stack.push_async_callback(self._refusals.aclose, cancel=True)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Literal
 
+from pipeline.clock import Clock
 from pipeline.judges.base import Judge
 from schemas.settings import JudgeSettings, Settings
 
@@ -22,13 +23,14 @@ if TYPE_CHECKING:
 
 
 @asynccontextmanager
-async def open_judge(settings: Settings) -> AsyncIterator[Judge]:
-    """``async with open_judge(settings) as judge:`` -> a Judge; everything it started is stopped on exit."""
+async def open_judge(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Judge]:
+    """``async with open_judge(settings) as judge:`` -> a Judge; everything it started is stopped on exit.
+    ``clock``: the caller's clock for an LLM judge's latencies and backoff (the worker passes its own)."""
     js = settings.judge
     async with AsyncExitStack() as stack:
         judge: Judge
         if js.kind in ("openai", "local"):
-            judge = await _llm_judge(js, js.kind, stack)
+            judge = await _llm_judge(js, js.kind, stack, clock)
         elif js.kind == "lexical":
             from pipeline.judges.lexical import LexicalJudge
 
@@ -38,7 +40,7 @@ async def open_judge(settings: Settings) -> AsyncIterator[Judge]:
             from pipeline.judges.cascade import CascadeJudge
             from pipeline.judges.lexical import LexicalJudge
 
-            llm = await _llm_judge(js, js.cascade_llm, stack)
+            llm = await _llm_judge(js, js.cascade_llm, stack, clock)
             judge = CascadeJudge(LexicalJudge(), llm, js, llm_refusals=js.cascade_llm_refusals)
             # CascadeJudge.aclose closes both; the LLM's own close (registered above) runs again, harmlessly
             stack.push_async_callback(judge.aclose)
@@ -47,22 +49,24 @@ async def open_judge(settings: Settings) -> AsyncIterator[Judge]:
         yield judge
 
 
-async def _llm_judge(js: JudgeSettings, kind: Literal["openai", "local"], stack: AsyncExitStack) -> Judge:
+async def _llm_judge(
+    js: JudgeSettings, kind: Literal["openai", "local"], stack: AsyncExitStack, clock: Clock | None
+) -> Judge:
     from pipeline.judges.llm_judge import LLMJudge
 
     if kind == "openai":
-        judge = LLMJudge(js, name="openai")
+        judge = LLMJudge(js, name="openai", clock=clock)
     else:
         from pipeline.judges.local_model import LocalModelServer
 
         server = LocalModelServer(js)
         await stack.enter_async_context(server)
-        judge = local_llm_judge(js, server.base_url, server.model_id)
+        judge = local_llm_judge(js, server.base_url, server.model_id, clock)
     stack.push_async_callback(judge.aclose)
     return judge
 
 
-def local_llm_judge(js: JudgeSettings, base_url: str, model_id: str) -> LLMJudge:
+def local_llm_judge(js: JudgeSettings, base_url: str, model_id: str, clock: Clock | None = None) -> LLMJudge:
     """The LLMJudge of the `local` kind, for the llama.cpp server at ``base_url`` serving ``model_id``.
 
     Requests name the server's alias; verdicts are recorded and cached under ``model_id`` (the GGUF's
@@ -87,4 +91,5 @@ def local_llm_judge(js: JudgeSettings, base_url: str, model_id: str) -> LLMJudge
         model=MODEL_ALIAS,
         model_id=model_id,
         format_mode="json_object_schema",
+        clock=clock,
     )

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pydantic import SecretStr
 
 from pipeline.call_shares import share_calls
+from pipeline.clock import Clock
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.llm.cache import VerdictCache, cache_key, open_cache
 from pipeline.llm.client import FormatMode, JudgeClient
@@ -116,7 +117,9 @@ class LLMJudge:
         prompts: Prompts | None = None,
         format_mode: FormatMode | None = None,
         model_id: str | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        """``clock``: the worker's clock (latencies, backoff); the system clock when not given."""
         self.name = name
         self.settings = settings
         self.client = JudgeClient(
@@ -127,6 +130,7 @@ class LLMJudge:
             api_key=api_key,
             format_mode=format_mode,
             model_id=model_id,
+            clock=clock,
         )
         # the model's identity (cache keys, JudgeCalls); the requests may name it by an alias
         self.model = self.client.model_id

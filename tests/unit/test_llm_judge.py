@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
+from pipeline.clock import ManualClock
 from pipeline.judges.base import Judge, Premise
 from pipeline.judges.factory import open_judge
 from pipeline.judges.llm_judge import LLMJudge, hypothesis_result
@@ -253,6 +254,18 @@ async def test_factory_openai(fake_openai: FakeOpenAIServer) -> None:
         assert judge.name == "openai" and judge.model == "m"
         out = await judge.classify_refusals(["I don't know."])
         assert out.value == [True]
+
+
+async def test_factory_gives_the_llm_judge_the_callers_clock(fake_openai: FakeOpenAIServer) -> None:
+    """The worker's one clock reaches the judge client: its backoff waits are slept on it."""
+    fake_openai.faults = [500]
+    clock = ManualClock()
+    settings = make_settings(
+        judge={"kind": "openai", "base_url": fake_openai.base_url, "model": "m", "backoff_base_s": 0.2}
+    )
+    async with open_judge(settings, clock) as judge:
+        out = await judge.entail(PREMISE, ["The Eiffel Tower is 330 metres tall."])
+    assert out.calls[0].attempts == 2 and len(clock.slept) == 1 and 0.1 <= clock.slept[0] <= 0.2
 
 
 async def test_factory_lexical_needs_no_server() -> None:
