@@ -8,7 +8,7 @@ version: the latest label of a person on an interaction wins, and a redelivered 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -56,11 +56,12 @@ def label_row(label: Label) -> list[Any]:
     ]
 
 
-def _threshold_sql(overrides: Sequence[tuple[str, str, float]]) -> tuple[str, dict[str, Any]]:
+def _threshold_sql(
+    overrides: Sequence[tuple[str, str, float]], by_judge: Mapping[str, float] | None = None
+) -> tuple[str, dict[str, Any]]:
     """The decision threshold of a row's app and model as SQL: the first of ``overrides`` (app, model or
-    '' for the whole app, threshold) that matches, else the parameter ``threshold``."""
-    if not overrides:
-        return "{threshold:Float64}", {}
+    '' for the whole app, threshold) that matches, else the default of the judge that scored the row
+    (``by_judge``: judge kind -> threshold), else the parameter ``threshold``."""
     cases: list[str] = []
     params: dict[str, Any] = {}
     for i, (app, model, value) in enumerate(overrides):
@@ -71,6 +72,12 @@ def _threshold_sql(overrides: Sequence[tuple[str, str, float]]) -> tuple[str, di
             params[f"t_model{i}"] = model
         cases.append(f"{condition}, {{t_value{i}:Float64}}")
         params[f"t_value{i}"] = value
+    for i, (judge, value) in enumerate(sorted((by_judge or {}).items())):
+        cases.append(f"judge = {{t_judge{i}:String}}, {{t_judge_value{i}:Float64}}")
+        params[f"t_judge{i}"] = judge
+        params[f"t_judge_value{i}"] = value
+    if not cases:
+        return "{threshold:Float64}", {}
     return f"multiIf({', '.join(cases)}, {{threshold:Float64}})", params
 
 
@@ -217,14 +224,17 @@ class LabelStore:
         threshold: float,
         *,
         overrides: Sequence[tuple[str, str, float]] = (),
+        by_judge: Mapping[str, float] | None = None,
         app: str | None = None,
         model: str | None = None,
         limit: int = 50,
     ) -> list[QueueItem]:
         """The review queue: judged interactions in the range that the stable draw picks
         (``pipeline.review``) and nobody has labeled yet, newest first. The near-threshold stratum lies
-        around ``threshold``, or an app/model's own (``overrides``: ``app_threshold_overrides``)."""
-        threshold_sql, threshold_params = _threshold_sql(overrides)
+        around an app/model's own threshold (``overrides``: ``app_threshold_overrides``), else the
+        default of the judge that scored the row (``by_judge``), else ``threshold``: the same threshold
+        a label of the row is given its inclusion probability with."""
+        threshold_sql, threshold_params = _threshold_sql(overrides, by_judge)
         probability = (
             "if({near:Float64} > 0 AND context_entailment IS NOT NULL "
             f"AND abs(context_entailment - {threshold_sql}) <= {{band:Float64}}, "

@@ -32,7 +32,7 @@ import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -48,7 +48,7 @@ from schemas.dashboard import (
     ReviewQuery,
 )
 from schemas.label import Label, LabelSource
-from schemas.settings import DashboardSettings, Settings
+from schemas.settings import DashboardSettings, JudgeKind, Settings
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.auth import auth_middleware
@@ -185,6 +185,7 @@ async def review(request: web.Request) -> web.Response:
         settings.labels,
         threshold,
         overrides=settings.pipeline.app_threshold_overrides("hallucination"),
+        by_judge={k: settings.pipeline.threshold_for("context_entailment", k) for k in get_args(JudgeKind)},
         app=q.app,
         model=q.model,
         limit=q.limit,

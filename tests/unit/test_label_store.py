@@ -146,3 +146,27 @@ async def test_the_queue_draws_near_each_app_and_models_own_threshold(store: Cli
     assert {q.interaction_id: q.inclusion_probability for q in queue} == {
         i: p for i, p in expected.items() if drawn(i, p)
     }
+
+
+async def test_the_queue_draws_near_the_threshold_of_the_judge_that_scored_each_row(
+    store: ClickHouseStore,
+) -> None:
+    """Rows scored by another judge than the dashboard's are stratified around their own judge's
+    threshold, the one their labels get their inclusion probability from (api.post_label)."""
+    ids = [f"j-{i}" for i in range(300)]
+    evaluations = [ev(i, False, ctx=0.53) for i in ids]
+    for n, e in enumerate(evaluations):
+        if n % 2:
+            evaluations[n] = e.model_copy(update={"judge": "openai"})
+    await store.insert_evaluations(evaluations)
+    labels_settings = LabelsSettings(
+        review_rate=0.1, review_near_threshold_rate=0.5, review_near_threshold_band=0.05
+    )
+    queue = await LabelStore(store).queue(
+        T0, LATER, labels_settings, threshold=0.81, by_judge={"lexical": 0.81, "openai": 0.5}, limit=1000
+    )
+    # the openai rows (0.53) lie near their judge's 0.5: drawn at 0.5; the lexical ones far from 0.81
+    expected = {e.interaction_id: 0.5 if e.judge == "openai" else 0.1 for e in evaluations}
+    assert {q.interaction_id: q.inclusion_probability for q in queue} == {
+        i: p for i, p in expected.items() if drawn(i, p)
+    }
