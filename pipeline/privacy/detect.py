@@ -80,6 +80,50 @@ def _offline_tldextract() -> None:
     tld.TLD_EXTRACTOR = tld.TLDExtract(suffix_list_urls=(), cache_dir=None, fallback_to_snapshot=True)
 
 
+#: where an IBAN may start: a country code and two check digits, not inside a longer word
+IBAN_START = re.compile(r"(?<![A-Z0-9])[A-Z]{2}[0-9]{2}")
+
+
+def _iban_recognizer() -> Any:
+    """Presidio's IbanRecognizer, plus a second reading of each place an IBAN may start, by the
+    country's own format from Presidio's table (``iban_patterns.regex_per_country``, so its exact
+    length) and Presidio's checksum. Presidio's generic pattern takes up to two groups of four after
+    the number into the match and trims at most those, so an IBAN followed by a word such as "NQ301"
+    or "IBAN" fails its checksum and is missed; read by its country's length it is found."""
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+    from presidio_analyzer.predefined_recognizers import IbanRecognizer
+    from presidio_analyzer.predefined_recognizers.generic.iban_patterns import regex_per_country
+
+    formats = {country: re.compile(regex) for country, regex in regex_per_country.items()}
+
+    class CountryFormatIban(IbanRecognizer):
+        def analyze(self, text: str, entities: list[str], *args: Any, **kwargs: Any) -> list[Any]:
+            results: list[Any] = super().analyze(text, entities, *args, **kwargs)
+            for start in IBAN_START.finditer(text):
+                s = start.start()
+                form = formats.get(text[s : s + 2])
+                if form is None or any(r.start <= s < r.end for r in results):
+                    continue
+                found = form.match(text, s)
+                if found is None:
+                    continue
+                e = s + len(found.group(0).rstrip(" "))
+                if e < len(text) and text[e].isalnum():  # glued to more letters or digits: not this
+                    continue
+                if self.validate_result(text[s:e]) is True:
+                    results.append(
+                        RecognizerResult(
+                            entity_type=self.supported_entities[0],
+                            start=s,
+                            end=e,
+                            score=EntityRecognizer.MAX_SCORE,
+                        )
+                    )
+            return results
+
+    return CountryFormatIban()
+
+
 def _ner_analyzer(model: str) -> Any:
     """Presidio's AnalyzerEngine over an installed spaCy model, with only its NER recogniser."""
     import spacy
@@ -112,7 +156,6 @@ class PresidioDetector:
             from presidio_analyzer.predefined_recognizers import (
                 CreditCardRecognizer,
                 EmailRecognizer,
-                IbanRecognizer,
                 IpRecognizer,
                 PhoneRecognizer,
                 UrlRecognizer,
@@ -125,7 +168,7 @@ class PresidioDetector:
         predefined: dict[str, Any] = {
             "EMAIL_ADDRESS": EmailRecognizer,
             "CREDIT_CARD": lambda: CreditCardRecognizer(patterns=cards),
-            "IBAN_CODE": IbanRecognizer,
+            "IBAN_CODE": _iban_recognizer,
             "IP_ADDRESS": IpRecognizer,
             "US_SSN": UsSsnRecognizer,
             "URL": UrlRecognizer,

@@ -252,6 +252,31 @@ def test_no_request_to_the_judge_holds_a_planted_value(
         assert not holds_planted(stored)
 
 
+@pytest.mark.parametrize(
+    ("text", "ibans"),
+    [
+        ("OpenQA-eval ES2707782861993768583004 NQ301 (MIT)", ["ES2707782861993768583004"]),
+        ("to account ES13 2631 5546 2394 7500 0134 NQ301 (MIT)", ["ES13 2631 5546 2394 7500 0134"]),
+        (
+            "IBAN ES1224519592648475646960 IBAN GB05 VNUW 1195 5372 1539 74",
+            ["ES1224519592648475646960", "GB05 VNUW 1195 5372 1539 74"],
+        ),
+        (
+            "ES88 6174 4304 8958 2432 6889 GB46 APMY 6781 4658 1270 40",
+            ["ES88 6174 4304 8958 2432 6889", "GB46 APMY 6781 4658 1270 40"],
+        ),
+        ("ES9999999999999999999999 NQ301", []),  # the right length, a wrong checksum
+    ],
+)
+def test_an_iban_followed_by_a_word_is_read_by_its_countrys_length(
+    detector: PresidioDetector, text: str, ibans: list[str]
+) -> None:
+    """Presidio's generic IBAN pattern runs on into a following group of four ("NQ30", "IBAN") and the
+    checksum then fails; the country's own format gives the number's exact length."""
+    found = [text[s.start : s.end] for s in detector.detect(text) if s.entity == "IBAN_CODE"]
+    assert sorted(found) == sorted(ibans)
+
+
 def test_sentences_glued_together_are_not_urls(detector: PresidioDetector) -> None:
     text = "He played in Spain.Club Deportivo Toledo is based there; see www.toledo-club.es or acme.com/x."
     masked = Masker(detector).mask(Interaction(interaction_id="x", question=text, answer="ok"))
