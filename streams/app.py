@@ -158,7 +158,9 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
     web_app = app.web.web_app  # type: ignore[attr-defined]
     if not is_loopback(host):
         web_app.middlewares.append(auth_middleware(settings.dashboard))
-    web_app.add_subapp("/dashboard/", dashboard_app(lambda: resources.store, settings.dashboard, settings))
+    web_app.add_subapp(
+        "/dashboard/", dashboard_app(lambda: resources.store, settings.dashboard, settings, resources.privacy)
+    )
     metrics = resources.ctx.metrics
     metrics.watch_lag(faust_lag(app))
     metrics.watch_counts(resources.totals)

@@ -68,9 +68,15 @@ def run(args: argparse.Namespace) -> int:
         more = " (first 20 shown)" if len(parsed.errors) > 20 else ""
         raise ConfigError(f"{args.file}: {len(parsed.errors)} bad lines{more}; nothing imported")
     settings = settings_with_clickhouse(args.clickhouse)
+    labels = parsed.labels
+    if settings.privacy.mode == "all" and any(label.note for label in labels):
+        from pipeline.privacy.mask import PrivacyGuard
+
+        guard = PrivacyGuard(settings.privacy)  # the notes masked, as the worker masks what it stores
+        labels = [guard.label_for_storage(label) for label in labels]
     store = open_store(settings, migrate=True)
     try:
-        asyncio.run(LabelStore(store).insert(parsed.labels))
+        asyncio.run(LabelStore(store).insert(labels))
     finally:
         store.close()
     interactions = len({label.interaction_id for label in parsed.labels})

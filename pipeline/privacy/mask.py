@@ -1,7 +1,8 @@
 """Placeholders for personal data, consistent within an interaction, and their reversal.
 
-Every text of an interaction (the question, the history's turns, the contexts, the answer, the ground
-truth and the string values of its metadata) is searched by one ``Detector``; each value found is
+Every text of an interaction (the question, the history's turns and speakers' names, the contexts and
+their document names, the answer, the ground truth and every string of its metadata, nested ones
+included) is searched by one ``Detector``; each value found is
 replaced by a placeholder named after its kind, the same everywhere in the interaction: the e-mail
 address in the context and the same address in the answer are both ``<EMAIL_1>``, so entailment still
 sees that they agree. With a pseudonym key the number is a keyed hash of the value (HMAC-SHA256), the
@@ -22,11 +23,13 @@ import hmac
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline.privacy.detect import Detector, PresidioDetector, Span
 from schemas.errors import StageError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
+from schemas.label import Label
 from schemas.settings import PrivacySettings
 
 #: the placeholder's name for each of Presidio's entity types (others keep their own name)
@@ -67,17 +70,39 @@ def choose(spans: Sequence[Span]) -> list[Span]:
     return sorted(kept)
 
 
+def _map_value(value: Any, fn: Text) -> Any:
+    """``fn`` applied to every string in a metadata value, however deep in objects and lists."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: _map_value(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_value(v, fn) for v in value]
+    return value
+
+
 def map_interaction(interaction: Interaction, fn: Text) -> Interaction:
-    """The interaction with ``fn`` applied to each of its texts (question, history, contexts, answer,
-    ground truth, string metadata values); ids, times, app and model are kept."""
+    """The interaction with ``fn`` applied to each of its texts: question, history (each turn's content
+    and speaker's name), contexts (each passage's text and document name), answer, ground truth, and
+    every string in its metadata, nested ones included; ids, times, app and model are kept."""
     return interaction.model_copy(
         update={
             "question": fn(interaction.question),
-            "history": [t.model_copy(update={"content": fn(t.content)}) for t in interaction.history],
-            "contexts": [p.model_copy(update={"text": fn(p.text)}) for p in interaction.contexts],
+            "history": [
+                t.model_copy(
+                    update={"content": fn(t.content), "name": None if t.name is None else fn(t.name)}
+                )
+                for t in interaction.history
+            ],
+            "contexts": [
+                p.model_copy(
+                    update={"text": fn(p.text), "document": None if p.document is None else fn(p.document)}
+                )
+                for p in interaction.contexts
+            ],
             "answer": fn(interaction.answer),
             "ground_truth": None if interaction.ground_truth is None else fn(interaction.ground_truth),
-            "metadata": {k: fn(v) if isinstance(v, str) else v for k, v in interaction.metadata.items()},
+            "metadata": {k: _map_value(v, fn) for k, v in interaction.metadata.items()},
         }
     )
 
@@ -173,13 +198,25 @@ class Masker:
                 return name
 
     def mask(self, interaction: Interaction) -> Masked:
-        texts = texts_of(interaction)
+        masked, originals = self._mask_texts(texts_of(interaction))
+        if not originals:
+            return Masked(interaction)
+        return Masked(map_interaction(interaction, lambda s: masked.get(s, s)), originals)
+
+    def mask_text(self, text: str) -> str:
+        """One text on its own (a reviewer's note), with placeholders of its own."""
+        masked, _ = self._mask_texts([text])
+        return masked.get(text, text)
+
+    def _mask_texts(self, texts: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """Each text that holds personal data -> its masked form, and each placeholder -> its value;
+        one value has one placeholder across all the texts."""
         try:
             found = [choose(self.detector.detect(text)) for text in texts]
         except Exception as exc:  # the texts must not go on unmasked
             raise PrivacyError(f"detector failed ({type(exc).__name__})") from exc
         if not any(found):
-            return Masked(interaction)
+            return {}, {}
         blob = "\n".join(texts)
         taken = {m.group(0) for m in re.finditer(r"<[A-Z][A-Z0-9_]*_[0-9a-f]+>", blob)}
         names: dict[tuple[str, str], str] = {}
@@ -198,8 +235,7 @@ class Masker:
                 out += [text[last : span.start], names[key]]
                 last = span.end
             masked[text] = "".join([*out, text[last:]])
-        originals = {name: value for (_, value), name in names.items()}
-        return Masked(map_interaction(interaction, lambda s: masked.get(s, s)), originals)
+        return masked, {name: value for (_, value), name in names.items()}
 
 
 class PrivacyGuard:
@@ -220,6 +256,13 @@ class PrivacyGuard:
         if self.mode != "all" or self.masker is None:
             return interaction
         return self.masker.mask(interaction).interaction
+
+    def label_for_storage(self, label: Label) -> Label:
+        """Mode ``all``: a label's free-text note masked before it is stored (every way labels come
+        in: the labels topic, the dashboard, ``groundwatch labels import``)."""
+        if self.mode != "all" or self.masker is None or not label.note:
+            return label
+        return label.model_copy(update={"note": self.masker.mask_text(label.note)})
 
     def for_judge(self, interaction: Interaction) -> Masked:
         if self.mode != "judge" or self.masker is None:

@@ -26,6 +26,7 @@ served by ``groundwatch dashboard``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -37,6 +38,7 @@ from typing import Any, TypeVar, get_args
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from pipeline.privacy.mask import PrivacyGuard
 from pipeline.review import drawn, inclusion_probability
 from schemas.dashboard import (
     AlertsQuery,
@@ -48,7 +50,7 @@ from schemas.dashboard import (
     ReviewQuery,
 )
 from schemas.label import Label, LabelSource
-from schemas.settings import DashboardSettings, JudgeKind, Settings
+from schemas.settings import DashboardSettings, JudgeKind, PrivacySettings, Settings
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.auth import auth_middleware
@@ -62,6 +64,27 @@ StoreProvider = Callable[[], ClickHouseStore | None]
 QUERIES_KEY = web.AppKey("queries", object)
 SETTINGS_KEY = web.AppKey("settings", Settings)
 DASHBOARD_KEY = web.AppKey("dashboard", DashboardSettings)
+
+
+class NoteMasker:
+    """``privacy.mode`` all: reviewers' notes masked before they are stored. The worker's dashboard
+    uses the worker's guard; ``groundwatch dashboard`` loads the detectors at the first note."""
+
+    def __init__(self, settings: PrivacySettings, guard: PrivacyGuard | None = None) -> None:
+        self.settings = settings
+        self.guard = guard
+        self._lock = asyncio.Lock()
+
+    async def label_for_storage(self, label: Label) -> Label:
+        if self.settings.mode != "all" or not label.note:
+            return label
+        async with self._lock:
+            if self.guard is None:
+                self.guard = await asyncio.to_thread(PrivacyGuard, self.settings)
+        return await asyncio.to_thread(self.guard.label_for_storage, label)
+
+
+NOTES_KEY = web.AppKey("notes", NoteMasker)
 
 
 def _json(model: BaseModel | list[Any], status: int = 200) -> web.Response:
@@ -241,6 +264,7 @@ async def add_label(request: web.Request) -> web.Response:
         note=req.note,
         inclusion_probability=probability if drawn(req.interaction_id, probability) else None,
     )
+    label = await request.app[NOTES_KEY].label_for_storage(label)
     await LabelStore(queries.store).insert([label])
     return _json(label, status=201)
 
@@ -264,14 +288,19 @@ async def security_headers(
 
 
 def dashboard_app(
-    store: StoreProvider, settings: DashboardSettings, full: Settings | None = None
+    store: StoreProvider,
+    settings: DashboardSettings,
+    full: Settings | None = None,
+    privacy: PrivacyGuard | None = None,
 ) -> web.Application:
     """The dashboard as an aiohttp application; ``store`` gives the open ClickHouse store (or None
     while it is opening: the API answers 503); ``full`` the settings the judge-quality pages read
-    (thresholds, labels; from the environment when not given)."""
+    (thresholds, labels, privacy; from the environment when not given); ``privacy`` the worker's guard,
+    which masks reviewers' notes in mode ``all`` (without it, one is loaded at the first note)."""
     app = web.Application(middlewares=[security_headers, auth_middleware(settings)])
-    app[SETTINGS_KEY] = full or Settings()
+    app[SETTINGS_KEY] = full = full or Settings()
     app[DASHBOARD_KEY] = settings
+    app[NOTES_KEY] = NoteMasker(full.privacy, privacy)
     cache: dict[int, DashboardQueries] = {}
 
     def queries() -> DashboardQueries | None:

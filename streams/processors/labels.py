@@ -35,7 +35,8 @@ class LabelsProcessor(Processor[Label]):
 
     async def process(self, message: Label) -> None:
         store = LabelStore(self.resources.store_open)
-        await retry(functools.partial(store.insert, [message]), what="labels: insert")
+        label = self.resources.privacy.label_for_storage(message)  # privacy.mode all: the note masked
+        await retry(functools.partial(store.insert, [label]), what="labels: insert")
 
     def register(self) -> Any:
         self.gauges = AgreementGauges(self.ctx.settings, self.resources.clock)

@@ -19,7 +19,7 @@ from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
-from schemas.settings import ClickHouseSettings, DashboardSettings
+from schemas.settings import ClickHouseSettings, DashboardSettings, Settings
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.dashboard.auth import require_credentials
@@ -79,9 +79,9 @@ async def store() -> AsyncIterator[ClickHouseStore]:
 
 
 async def client_for(
-    store: ClickHouseStore | None, settings: DashboardSettings | None = None
+    store: ClickHouseStore | None, settings: DashboardSettings | None = None, full: Settings | None = None
 ) -> TestClient[Any, Any]:
-    app = root_app(lambda: store, settings or DashboardSettings())
+    app = root_app(lambda: store, settings or DashboardSettings(), full)
     client = TestClient(TestServer(app, host="127.0.0.1"))
     await client.start_server()
     return client
@@ -243,6 +243,24 @@ async def test_a_reviewer_labels_an_interaction_and_the_quality_page_reads_it(st
         review = await (await client.get("/dashboard/api/review", params=window_range())).json()
         assert iid not in {i["interaction_id"] for i in review["items"]}  # labeled: out of the queue
         assert sum(p["labeled_this_week"] for p in review["progress"]) == 1
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("mode", ["off", "all"])
+async def test_a_reviewers_note_is_masked_in_privacy_mode_all(store: ClickHouseStore, mode: str) -> None:
+    client = await client_for(store, full=Settings.from_values({"privacy": {"mode": mode}}))
+    try:
+        iid = store.query_sync(f"SELECT interaction_id FROM {store.db}.evaluations LIMIT 1")[0][
+            "interaction_id"
+        ]
+        note = "the user (jane.doe@example.com) asked twice"
+        label = {"interaction_id": iid, "kind": "grounded", "value": 1, "reviewer": "ann", "note": note}
+        assert (await client.post("/dashboard/api/labels", json=label)).status == 201
+        [stored] = store.query_sync(
+            f"SELECT note FROM {store.db}.labels FINAL WHERE interaction_id = {{i:String}}", {"i": iid}
+        )
+        assert stored["note"] == (note if mode == "off" else "the user (<EMAIL_1>) asked twice")
     finally:
         await client.close()
 

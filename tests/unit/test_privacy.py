@@ -93,6 +93,32 @@ def test_one_placeholder_per_value_in_every_text(detector: PresidioDetector) -> 
     assert sorted(masked.originals.values()) == sorted(PLANTED.values())
 
 
+def test_names_documents_and_nested_metadata_are_masked_too(detector: PresidioDetector) -> None:
+    """A speaker's name, a document's name and strings inside metadata objects and lists are texts too:
+    the judge's prompt names documents, and dimensions, alerts and exports read nested metadata."""
+    email = PLANTED["EMAIL"]
+    original = Interaction.model_validate(
+        {
+            "interaction_id": "x",
+            "question": f"What did {email} ask?",
+            "history": [{"role": "user", "content": "hi", "name": email}],
+            "contexts": [{"text": "A passage.", "document": f"Mail from {email} (scan)"}],
+            "answer": "Nothing.",
+            "metadata": {"user": {"email": email, "ids": [email, 7]}, "emails": [email], "n": 3},
+        }
+    )
+    masked = Masker(detector).mask(original).interaction
+    assert email not in masked.model_dump_json()
+    assert (
+        masked.history[0].name == "<EMAIL_1>" and masked.contexts[0].document == "Mail from <EMAIL_1> (scan)"
+    )
+    assert masked.metadata == {
+        "user": {"email": "<EMAIL_1>", "ids": ["<EMAIL_1>", 7]},
+        "emails": ["<EMAIL_1>"],
+        "n": 3,
+    }
+
+
 def test_a_placeholder_already_in_the_text_is_not_reused(detector: PresidioDetector) -> None:
     question = f"Is <EMAIL_1> the same as {PLANTED['EMAIL']}?"
     original = Interaction(interaction_id="x", question=question, answer="No.")
@@ -302,3 +328,16 @@ async def test_the_staged_join_puts_the_values_back(detector: PresidioDetector) 
     evaluation = assemble(converted, nli, None, settings)
     assert evaluation.interaction == original
     assert PLANTED["EMAIL"] in " ".join(h.hypothesis for p in evaluation.pairs for h in p.hypotheses)
+
+
+@pytest.mark.parametrize("mode", ["off", "judge", "all"])
+def test_a_labels_note_is_masked_for_storage_in_mode_all(detector: PresidioDetector, mode: str) -> None:
+    """The labels topic, the dashboard and ``labels import`` store a label through this guard."""
+    from schemas.label import Label
+
+    guard = PrivacyGuard(PrivacySettings(mode=mode), Masker(detector))
+    note = f"asked by {PLANTED['EMAIL']}"
+    label = Label(interaction_id="x", kind="grounded", value=1, reviewer="ann", note=note)
+    stored = guard.label_for_storage(label)
+    assert stored.note == ("asked by <EMAIL_1>" if mode == "all" else note)
+    assert guard.label_for_storage(label.model_copy(update={"note": None})).note is None
