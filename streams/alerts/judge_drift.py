@@ -32,8 +32,9 @@ from schemas.metrics import AGREEMENT_BY_NAME
 from streams.alerts.lifecycle import OPS, Rule, alert_id
 from streams.alerts.stats import z_critical
 
-#: the labeled rows of the last ``n`` labeled interactions of (app, model, kind) before a time, newest first
-LatestLabeled = Callable[[str, str, LabelKind, datetime, int], Awaitable[list[LabeledRow]]]
+#: the labeled rows of the last ``n`` labeled interactions of (app, model, kind) before a time, newest first;
+#: the flag: whether end users' labels count (else people's only)
+LatestLabeled = Callable[[str, str, LabelKind, datetime, int, bool], Awaitable[list[LabeledRow]]]
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,8 @@ class JudgeDrift:
     ) -> DriftCheck:
         """The rule's check on the labels of interactions judged before ``end``."""
         extra = rule.baseline_labels if isinstance(rule, BaselineRule) else 0
-        rows = await self.latest(app, model, LabelKind(rule.label_kind), end, rule.labels + extra)
+        kind = LabelKind(rule.label_kind)
+        rows = await self.latest(app, model, kind, end, rule.labels + extra, self.include_end_user)
         groups = newest_first(rows)
         current = self._sample(rule, groups[: rule.labels])
         if isinstance(rule, BaselineRule):

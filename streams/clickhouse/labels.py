@@ -142,7 +142,9 @@ class LabelStore:
 
     def _labeled_sql(self, evaluations: str, labels: str = "1") -> str:
         """Current labels (``labels``: a condition on them) joined with the judge's verdicts on the
-        judged interactions ``evaluations`` (a condition on evaluations) selects."""
+        judged interactions ``evaluations`` (a condition on evaluations) selects: one evaluation per
+        interaction, its newest version (an id stored again on another day is another row of
+        ``evaluations``; a label is of the interaction, so it meets one verdict)."""
         return (
             "SELECT l.interaction_id AS interaction_id, e.conversation_id AS conversation_id, "
             "e.timestamp AS timestamp, e.app AS app, e.model AS model, e.judge AS judge, "
@@ -156,7 +158,7 @@ class LabelStore:
             f"FROM {self.db}.labels FINAL WHERE {labels}) AS l\n"
             f"INNER JOIN (SELECT {_EVAL_COLUMNS} FROM {self.db}.evaluations FINAL "
             f"WHERE interaction_id IN (SELECT interaction_id FROM {self.db}.labels) AND judged = 1 "
-            f"AND {_FILTER} AND {evaluations}) AS e "
+            f"AND {_FILTER} AND {evaluations} ORDER BY version DESC LIMIT 1 BY interaction_id) AS e "
             "ON l.interaction_id = e.interaction_id\n"
         )
 
@@ -174,19 +176,25 @@ class LabelStore:
         return [LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
 
     async def latest_labeled(
-        self, app: str, model: str, kind: LabelKind, before: datetime, interactions: int
+        self,
+        app: str,
+        model: str,
+        kind: LabelKind,
+        before: datetime,
+        interactions: int,
+        include_end_user: bool = False,
     ) -> list[LabeledRow]:
-        """The current labels of one kind on the last ``interactions`` labeled interactions of an
-        app/model judged before ``before`` (by event time), newest interaction first."""
+        """The current labels of one kind on the last ``interactions`` interactions of an app/model
+        judged before ``before`` (by event time) that people labeled (end users too with
+        ``include_end_user``), newest interaction first."""
+        labels = "kind = {kind:String}" + ("" if include_end_user else f" AND {_PEOPLE}")
         latest = (
             f"interaction_id IN (SELECT interaction_id FROM {self.db}.evaluations FINAL "
             f"WHERE judged = 1 AND {_FILTER} AND timestamp < {{before:{_TS}}} AND interaction_id IN "
-            f"(SELECT interaction_id FROM {self.db}.labels FINAL WHERE kind = {{kind:String}}) "
-            "ORDER BY timestamp DESC, interaction_id DESC LIMIT {n:UInt32})"
+            f"(SELECT interaction_id FROM {self.db}.labels FINAL WHERE {labels}) "
+            "ORDER BY timestamp DESC, interaction_id DESC LIMIT 1 BY interaction_id LIMIT {n:UInt32})"
         )
-        sql = self._labeled_sql(latest, "kind = {kind:String}") + (
-            "ORDER BY timestamp DESC, interaction_id DESC, reviewer"
-        )
+        sql = self._labeled_sql(latest, labels) + ("ORDER BY timestamp DESC, interaction_id DESC, reviewer")
         params = {"app": app, "model": model, "before": utc(before), "kind": kind.value, "n": interactions}
         rows = await self.store.query(sql, params)
         return [LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]

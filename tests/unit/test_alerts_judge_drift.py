@@ -13,7 +13,7 @@ from pipeline.clock import ManualClock
 from pipeline.metrics.agreement import Estimate
 from schemas.alert import Alert, AlertRule, AlertRules, BaselineRule
 from schemas.evaluation import Evaluation
-from schemas.label import Label
+from schemas.label import Label, LabelKind
 from schemas.window import WindowAggregate
 from streams.alerts.engine import AlertEngine
 from streams.alerts.judge_drift import JudgeDrift, Sample, baseline_check
@@ -175,3 +175,46 @@ def test_judge_fields_belong_to_judge_metrics_only() -> None:
     rule = AlertRule.model_validate({"name": "x", "metric": "judge_sensitivity", "threshold": 0.7, "op": "<"})
     assert rule.judge_metric and rule.labels == 200 and rule.label_kind == "grounded"
     assert BaselineRule(name="y", kind="baseline", metric="judge_specificity").bad_direction == "down"
+
+
+async def test_newer_end_user_thumbs_do_not_crowd_out_peoples_labels(store: ClickHouseStore) -> None:
+    """The last N labeled interactions are counted among the ones people labeled: 60 newer interactions
+    with end users' thumbs only leave the rule its 40 reviewers' labels (unless end users are included)."""
+    await label_hour(store, 0, GOOD, OLD)
+    thumbs = [
+        Evaluation(
+            interaction_id=f"u-{i}", timestamp=T0 + 2 * HOUR + i * timedelta(seconds=10), app="bot",
+            model="m", judge="openai", judge_model=OLD[1], prompt_version=OLD[2], context_entailment=0.9,
+            hallucination=False, answer_refusal=False,
+        )
+        for i in range(60)
+    ]  # fmt: skip
+    await store.insert_evaluations(thumbs)
+    await LabelStore(store).insert(
+        [Label(interaction_id=e.interaction_id, kind="grounded", value=1, reviewer="end_user",
+               source="end_user") for e in thumbs]
+    )  # fmt: skip
+    labels = LabelStore(store)
+    people = await labels.latest_labeled("bot", "m", LabelKind.GROUNDED, T0 + 3 * HOUR, 50)
+    assert len(people) == 40 and {r.source for r in people} == {"reviewer"}
+    everyone = await labels.latest_labeled("bot", "m", LabelKind.GROUNDED, T0 + 3 * HOUR, 50, True)
+    assert len({r.interaction_id for r in everyone}) == 50
+
+
+async def test_an_id_stored_on_two_days_meets_one_verdict(store: ClickHouseStore) -> None:
+    """An interaction id evaluated again on another day is a second row of evaluations (its key holds
+    the day); its label is joined to the newest of them only."""
+    first = Evaluation(
+        interaction_id="r1", timestamp=T0, app="bot", model="m", judge="openai", judge_model=OLD[1],
+        prompt_version=OLD[2], context_entailment=0.1, hallucination=True, answer_refusal=False,
+    )  # fmt: skip
+    again = first.model_copy(
+        update={"timestamp": T0 + 30 * HOUR, "context_entailment": 0.9, "hallucination": False}
+    )
+    await store.insert_evaluations([first])
+    await store.insert_evaluations([again])
+    await LabelStore(store).insert([Label(interaction_id="r1", kind="grounded", value=1, reviewer="ann")])
+    rows = await LabelStore(store).labeled_rows(T0 - HOUR, T0 + 48 * HOUR)
+    assert [(r.interaction_id, r.hallucination) for r in rows] == [("r1", False)]
+    latest = await LabelStore(store).latest_labeled("bot", "m", LabelKind.GROUNDED, T0 + 48 * HOUR, 10)
+    assert [(r.interaction_id, r.hallucination) for r in latest] == [("r1", False)]
