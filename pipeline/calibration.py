@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from pipeline.metrics.agreement import consensus
+from pipeline.metrics.classification import balanced_accuracy
 from pipeline.metrics.crossval import (
     K,
     Scored,
@@ -167,10 +168,19 @@ def calibrate(
     chosen = cross_validate(scored, choose_shared_threshold, k=folds)["labels"]
     cur_mean, cur_sd = mean_sd([f.balanced_accuracy for f in today])
     cv_mean, cv_sd = mean_sd([f.balanced_accuracy for f in chosen])
-    proposed = choose_threshold(labels, scores)
-    band = cascade_band(labels, scores, proposed) if cascade else None
+    proposed: float | None = choose_threshold(labels, scores)
+    note = ""
+    fit = balanced_accuracy(labels, scores, proposed) if proposed is not None else None
+    if fit is None or fit <= 0.5:  # every threshold is a coin toss here (or worse): the best is degenerate
+        proposed = None
+        note = (
+            "the judge's score does not separate the two classes on these labels (no threshold does "
+            "better than chance, in-sample): no threshold proposed"
+        )
+    band = cascade_band(labels, scores, proposed) if cascade and proposed is not None else None
     return Calibration(
         **base,
+        note=note,
         current_balanced_accuracy=cur_mean,
         current_sd=cur_sd,
         cross_validated_balanced_accuracy=cv_mean,

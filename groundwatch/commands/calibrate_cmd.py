@@ -87,13 +87,14 @@ def run(args: argparse.Namespace) -> int:
             f"\n{r.kind.value} ({r.score}): {r.cases} labeled cases, {r.positives} positive, "
             f"{r.groups} groups"
         )
+        if r.current_balanced_accuracy is not None:
+            print(
+                f"  today's threshold {r.current_threshold:.3f}: "
+                f"{_fmt(r.current_balanced_accuracy, r.current_sd)}"
+            )
         if r.proposed_threshold is None:
             print(f"  {r.note}")
             continue
-        print(
-            f"  today's threshold {r.current_threshold:.3f}: "
-            f"{_fmt(r.current_balanced_accuracy, r.current_sd)}"
-        )
         folds = ", ".join(f"{t:.3f}" for t in r.fold_thresholds)
         print(f"  chosen in the training folds ({folds}): "
               f"{_fmt(r.cross_validated_balanced_accuracy, r.cross_validated_sd)}")  # fmt: skip

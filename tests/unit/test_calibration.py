@@ -36,6 +36,18 @@ def test_refusals_and_ties_are_left_out_and_too_few_labels_say_so() -> None:
     assert result.cases == 2 and result.proposed_threshold is None and "too few" in result.note
 
 
+def test_a_score_that_does_not_separate_the_classes_gets_no_proposal() -> None:
+    """Every case scored alike (a judge answering one fixed score) or scored against the labels: the best
+    threshold would be one outside the scores (2.0, which the settings refuse); none is proposed."""
+    alike = [row(i, 1.0, i % 2) for i in range(20)]
+    result = calibrate(alike, LabelKind.GROUNDED, current=0.8, cascade=True)
+    assert result.proposed_threshold is None and result.cascade_band is None
+    assert "does not separate" in result.note
+    assert result.current_balanced_accuracy == 0.5  # today's figure is still given
+    backwards = [row(i, i / 20, int(i < 10)) for i in range(20)]
+    assert calibrate(backwards, LabelKind.GROUNDED, current=0.8).proposed_threshold is None
+
+
 def test_a_conversation_stays_in_one_fold() -> None:
     scores = [i / 100 for i in range(20, 100, 2)]
     rows = [row(i, s, int(s >= 0.5), conversation=f"c{i // 4}") for i, s in enumerate(scores)]
