@@ -61,19 +61,30 @@ def interaction_tables(store: ClickHouseStore) -> list[str]:
     return [str(r["name"]) for r in rows]
 
 
-def resolve(store: ClickHouseStore, kind: EraseKind, target: str) -> list[str]:
-    """The interaction ids an erasure covers."""
+def source(store: ClickHouseStore, table: str, cluster: str | None = None) -> str:
+    """Where a table's rows are read: the table itself, or with a ``cluster`` every shard's rows (the
+    ``cluster`` table function: one replica of each shard), so an interaction stored on another shard
+    than the one connected to is found and counted."""
+    if cluster:
+        names = ", ".join(f"'{check_identifier(n)}'" for n in (cluster, store.db, table))
+        return f"cluster({names})"
+    return f"{store.db}.{table}"
+
+
+def resolve(store: ClickHouseStore, kind: EraseKind, target: str, cluster: str | None = None) -> list[str]:
+    """The interaction ids an erasure covers (on every shard of a ``cluster``)."""
     if kind == "interaction":
         return [target]
     if kind == "conversation":
         sql = (
-            f"SELECT DISTINCT interaction_id FROM {store.db}.evaluations WHERE conversation_id = {{t:String}}"
+            f"SELECT DISTINCT interaction_id FROM {source(store, 'evaluations', cluster)} "
+            "WHERE conversation_id = {t:String}"
         )
         return sorted(str(r["interaction_id"]) for r in store.query_sync(sql, {"t": target}))
     found: set[str] = set()
     for table, columns in TEXT_COLUMNS.items():
         where = " OR ".join(f"position(ifNull({c}, ''), {{t:String}}) > 0" for c in columns)
-        sql = f"SELECT DISTINCT interaction_id FROM {store.db}.{table} WHERE {where}"
+        sql = f"SELECT DISTINCT interaction_id FROM {source(store, table, cluster)} WHERE {where}"
         found |= {str(r["interaction_id"]) for r in store.query_sync(sql, {"t": target})}
     return sorted(found)
 
@@ -82,13 +93,14 @@ def erase(
     store: ClickHouseStore, kind: EraseKind, target: str, now: datetime, cluster: str | None = None
 ) -> Erasure:
     """Delete the interactions' rows from every table and record the erasure (see the module docstring).
-    With a ``cluster`` (``clickhouse.cluster``) the DELETE runs ``ON CLUSTER``, so every shard's rows go."""
+    With a ``cluster`` (``clickhouse.cluster``) the interactions are found and counted on every shard
+    and the DELETE runs ``ON CLUSTER``, so every shard's rows go."""
     on_cluster = f" ON CLUSTER {check_identifier(cluster)}" if cluster else ""
-    ids = resolve(store, kind, target)
+    ids = resolve(store, kind, target, cluster)
     rows: dict[str, int] = {}
     for table in interaction_tables(store) if ids else []:
         where = "has({ids:Array(String)}, ifNull(interaction_id, ''))"
-        count_sql = f"SELECT count() AS n FROM {store.db}.{table} WHERE {where}"
+        count_sql = f"SELECT count() AS n FROM {source(store, table, cluster)} WHERE {where}"
         counted = store.query_sync(count_sql, {"ids": ids})
         rows[table] = int(counted[0]["n"]) if counted else 0
         if rows[table]:
