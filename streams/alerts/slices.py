@@ -8,6 +8,7 @@ entirely leaves its open alert as it was until it has traffic again.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from schemas.alert import AlertRules
@@ -35,6 +36,15 @@ def check_group_by(rules: AlertRules, dimensions: DimensionSettings) -> None:
 def slice_name(dimensions: list[str], values: list[str]) -> str:
     """``prompt_version=v2``; several dimensions joined by ', '."""
     return ", ".join(f"{d}={v}" for d, v in zip(dimensions, values, strict=True))
+
+
+#: where one ``dimension=value`` part of a slice name ends: ", " before the next dimension's name and "="
+_NEXT_PART = re.compile(r", (?=[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*=)")
+
+
+def slice_values(name: str) -> dict[str, str]:
+    """A slice name read back: dimension -> value (a value may hold ", " or "=": "city=Paris, France")."""
+    return dict(part.partition("=")[::2] for part in _NEXT_PART.split(name)) if name else {}
 
 
 def observations_sql(db: str, rule: Rule) -> str:

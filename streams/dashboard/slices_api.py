@@ -21,6 +21,7 @@ from schemas.alert import Alert
 from schemas.dashboard import AlertsQuery, TimeRange
 from schemas.slice_filter import SliceFilter
 from schemas.slices import BreakdownQuery, ChangesQuery, SliceOverview, SliceOverviewQuery
+from streams.alerts.slices import slice_values
 from streams.clickhouse.slices import SliceReader
 from streams.dashboard.api import SETTINGS_KEY, _json, _queries, parse_query
 from streams.dashboard.queries import DashboardQueries
@@ -57,7 +58,7 @@ def in_slice(alert: Alert, f: SliceFilter) -> bool:
     """An alert about the filtered traffic or a slice within it: its app and model match and it names
     each of the filter's dimensions with its value (a rule grouped by several dimensions names
     ``prompt_version=v2, retriever=dense``)."""
-    named = dict(part.partition("=")[::2] for part in alert.slice.split(", ") if part)
+    named = slice_values(alert.slice)
     return (
         f.app in (None, alert.app)
         and f.model in (None, alert.model)

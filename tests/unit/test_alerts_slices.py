@@ -18,6 +18,7 @@ from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.window import WindowAggregate
 from streams.alerts.engine import AlertEngine
+from streams.alerts.slices import slice_name, slice_values
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import aggregate
 from streams.windows.tumbling import TumblingWindows
@@ -112,3 +113,17 @@ def test_a_group_by_naming_no_stored_dimension_is_refused_at_start(tmp_path: Pat
     ):
         read_files(settings)
     read_files(settings.with_changes(dimensions={"paths": ["tenant"]}))  # configured: accepted
+
+
+@pytest.mark.parametrize(
+    ("dimensions", "values"),
+    [
+        (["prompt_version"], ["v2"]),
+        (["city", "retriever"], ["Paris, France", "dense"]),
+        (["customer.tier", "formula"], ["gold", "a=b, c"]),
+    ],
+)
+def test_a_slice_name_reads_back_whatever_its_values_hold(dimensions: list[str], values: list[str]) -> None:
+    """The dashboard finds a slice's alerts by reading their slice names back (slices_api.in_slice)."""
+    assert slice_values(slice_name(dimensions, values)) == dict(zip(dimensions, values, strict=True))
+    assert slice_values("") == {}
