@@ -35,6 +35,7 @@ interaction. A call that cannot be mapped is returned with the reason (the worke
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -150,6 +151,8 @@ class Batch:
     records: list[Record]
     passages: dict[str, list[Passage]]  # trace id -> passages of its retrieval spans
     read: int = 0  # spans and log records of any kind in the request
+    #: model-call pieces that cannot be joined to their call (no trace and span ids), with the reason
+    unjoinable: list[CallError] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -162,26 +165,66 @@ class CallError:
 
 # ---- OTLP/JSON values ---------------------------------------------------------------------------------
 def attribute_value(value: Any) -> Any:
-    """An OTLP AnyValue as Python."""
-    if not isinstance(value, dict):
+    """An OTLP AnyValue as Python (None for an absent or empty one); ValueError for a value that is not
+    shaped as one (``{"intValue": null}``, an ``arrayValue`` that is a list...)."""
+    if value is None:
         return None
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "boolValue" in value:
-        return bool(value["boolValue"])
-    if "arrayValue" in value:
-        return [attribute_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
-    if "kvlistValue" in value:
-        return attributes((value["kvlistValue"] or {}).get("values", []))
+    if not isinstance(value, dict):
+        raise ValueError(f"a value is {type(value).__name__}, not an AnyValue object")
+    try:
+        if "stringValue" in value:
+            text = value["stringValue"]
+            if text is not None and not isinstance(text, str):
+                raise ValueError(f"stringValue is {type(text).__name__}")
+            return text
+        if "intValue" in value:
+            return int(value["intValue"])
+        if "doubleValue" in value:
+            return float(value["doubleValue"])
+        if "boolValue" in value:
+            return bool(value["boolValue"])
+        if "arrayValue" in value:
+            return [attribute_value(v) for v in _values(value["arrayValue"], "arrayValue")]
+        if "kvlistValue" in value:
+            return attributes(_values(value["kvlistValue"], "kvlistValue"))
+    except TypeError as exc:  # int(None), float([])...
+        raise ValueError(f"{next(iter(value), 'value')}: {exc}") from None
     return None
 
 
-def attributes(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {item["key"]: attribute_value(item.get("value", {})) for item in items if "key" in item}
+def _values(holder: Any, kind: str) -> list[Any]:
+    """The ``values`` list of an arrayValue or kvlistValue (absent or null: empty)."""
+    if holder is None:
+        return []
+    if not isinstance(holder, dict):
+        raise ValueError(f"{kind} is {type(holder).__name__}, not an object with values")
+    values = holder.get("values") or []
+    if not isinstance(values, list):
+        raise ValueError(f"{kind}.values is {type(values).__name__}, not a list")
+    return values
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    """OTLP attributes (a list of ``{"key", "value"}``) as a dict; ValueError naming the first malformed
+    one, so the request is dead-lettered with the reason instead of read half."""
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise ValueError(f"attributes are {type(items).__name__}, not a list")
+    out: dict[str, Any] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            raise ValueError(f"an attribute is {type(item).__name__}, not an object")
+        if "key" not in item:
+            continue
+        key = item["key"]
+        if not isinstance(key, str):
+            raise ValueError(f"an attribute key is {type(key).__name__}, not a string")
+        try:
+            out[key] = attribute_value(item.get("value"))
+        except ValueError as exc:
+            raise ValueError(f"attribute {key!r}: {exc}") from None
+    return out
 
 
 # ---- content ------------------------------------------------------------------------------------------
@@ -391,37 +434,75 @@ def _int(value: Any) -> int:
         return 0
 
 
+def _id(value: Any) -> str:
+    """A trace or span id; '' when absent or all zeros (OTLP's invalid id)."""
+    text = str(value or "")
+    return text if text.strip("0") else ""
+
+
+def _time(item: dict[str, Any], *keys: str) -> int:
+    """The first of the item's times (nanoseconds since the epoch, often a string) that is set and not 0."""
+    for key in keys:
+        value = _int(item.get(key))
+        if value:
+            return value
+    return 0
+
+
+def _record_key(event: str, time_ns: int, attrs: dict[str, Any], body: Any) -> str:
+    """A key of its own for a self-contained record with no ids (a details event outside any span): the
+    same for every delivery of the record."""
+    text = json.dumps([event, time_ns, attrs, body], sort_keys=True, default=str)
+    return "record-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def read_batch(request: dict[str, Any]) -> Batch:
     """The model calls' spans and GenAI records and the retrieved passages of one export request (traces,
-    logs, or both); ValueError naming where a request is not shaped as OTLP/JSON (``check_shape``)."""
+    logs, or both); ValueError naming where a request is not shaped as OTLP/JSON (``check_shape``).
+
+    A piece without trace and span ids (absent or all zeros) cannot be joined with the rest of its call:
+    a details event, which holds a whole call, becomes a call of its own (keyed by its content); a
+    model-call span or a 1.30 per-message event is ``unjoinable``, with the reason."""
     check_shape(request)
     spans: list[Span] = []
     passages: dict[str, list[Passage]] = {}
+    unjoinable: list[CallError] = []
     read = 0
     for resource, item in _items(request, "resourceSpans", "scopeSpans", "spans"):
         read += 1
         attrs = attributes(item.get("attributes", []))
-        trace = str(item.get("traceId", ""))
+        trace, span_id, name = _id(item.get("traceId")), _id(item.get("spanId")), str(item.get("name", ""))
         found = documents(attrs)
-        if found:
+        if found and trace:
             passages.setdefault(trace, []).extend(found)
-        if _is_model_call(attrs):
-            spans.append(
-                Span(trace, str(item.get("spanId", "")), str(item.get("name", "")),
-                     _int(item.get("startTimeUnixNano")), resource, attrs)
-            )  # fmt: skip
+        if not _is_model_call(attrs):
+            continue
+        if not (trace and span_id):
+            unjoinable.append(CallError(trace, span_id, name, "a model-call span without trace and span ids"))
+            continue
+        start = _time(item, "startTimeUnixNano", "endTimeUnixNano")
+        spans.append(Span(trace, span_id, name, start, resource, attrs))
     records: list[Record] = []
     for resource, item in _items(request, "resourceLogs", "scopeLogs", "logRecords"):
         read += 1
         attrs = attributes(item.get("attributes", []))
         event = str(item.get("eventName") or attrs.get("event.name") or "")
-        if event in GENAI_EVENTS:
-            records.append(
-                Record(str(item.get("traceId", "")), str(item.get("spanId", "")), event,
-                       _int(item.get("timeUnixNano") or item.get("observedTimeUnixNano")), resource, attrs,
-                       attribute_value(item.get("body")))
-            )  # fmt: skip
-    return Batch(spans, records, passages, read)
+        if event not in GENAI_EVENTS:
+            continue
+        trace, span_id = _id(item.get("traceId")), _id(item.get("spanId"))
+        time_ns = _time(item, "timeUnixNano", "observedTimeUnixNano")
+        body = attribute_value(item.get("body"))
+        if not (trace and span_id):
+            if event != DETAILS_EVENT:
+                reason = (
+                    f"a {event} log record without trace and span ids cannot be joined with the other "
+                    "records of its call (emit it inside the model call's span)"
+                )
+                unjoinable.append(CallError(trace, span_id, event, reason))
+                continue
+            trace, span_id = "", _record_key(event, time_ns, attrs, body)
+        records.append(Record(trace, span_id, event, time_ns, resource, attrs, body))
+    return Batch(spans, records, passages, read, unjoinable)
 
 
 def _is_model_call(attrs: dict[str, Any]) -> bool:
@@ -469,7 +550,13 @@ def interaction(call: Call, passages: list[Passage]) -> Interaction:
         raise ValueError("the model call has no output message")
     record_attrs = [r.attrs for r in call.records]
     resource = call.span.resource if call.span else (call.records[0].resource if call.records else {})
-    stamp_ns = call.span.start_ns if call.span else min((r.time_ns for r in call.records), default=0)
+    stamp_ns = (
+        call.span.start_ns if call.span else min((r.time_ns for r in call.records if r.time_ns), default=0)
+    )
+    if not stamp_ns:
+        raise ValueError(
+            "the model call has no time (the span's startTimeUnixNano, the records' timeUnixNano)"
+        )
     model = next((m for k in MODEL_KEYS if (m := _first(k, span_attrs, *record_attrs))), "unknown")
     not_judged: dict[str, int] = {}
     for m in [*inputs, *outputs]:

@@ -86,6 +86,8 @@ class OtlpBuffer:
 
     def _let_go(self, entry: _Entry) -> None:
         for ticket in entry.tickets:
+            if ticket not in self._holds:  # forgotten with its partition (``forget``): nothing to ack
+                continue
             self._holds[ticket] -= 1
             if self._holds[ticket] == 0:
                 del self._holds[ticket]
@@ -141,8 +143,8 @@ class OtlpBuffer:
         call = self._calls[key].call
         if call.span_has_content():
             return True
-        if call.records_complete():
-            return call.span is not None or not self.traces
+        if call.records_complete():  # (a record without ids has no span to wait for)
+            return call.span is not None or not self.traces or not call.trace_id
         return call.span is not None and not self.logs
 
     def _out(self, key: Key, now: float, expired: bool) -> Ready:

@@ -162,7 +162,8 @@ def encode(model: BaseModel) -> bytes:
 
 def original_of(raw: bytes | str | None) -> str | None:
     """The Interaction JSON inside a message when it is there: the message itself when it looks like an
-    interaction (a question or messages, and an answer), or its ``interaction`` object (a Converted);
+    interaction (a question or messages, and an answer), or its ``interaction`` object (a Converted,
+    with the values behind its placeholders put back when it carries them: ``privacy.mode`` judge);
     else None."""
     if raw is None:
         return None
@@ -172,6 +173,13 @@ def original_of(raw: bytes | str | None) -> str | None:
             return None
         inner = data.get("interaction")
         if isinstance(inner, dict):
+            originals = data.get("originals")
+            if isinstance(originals, dict) and originals:
+                from pipeline.privacy.mask import restore_interaction
+                from schemas.interaction import Interaction
+
+                restored = restore_interaction(Interaction.model_validate(inner), originals)
+                return restored.model_dump_json()
             return json.dumps(inner, ensure_ascii=False)
     except Exception:
         return None

@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"no such file: {path}")
     buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=True, at_once=False)
     read = 0
+    unjoinable: list[CallError] = []
     for path in args.file:
         for number, request in enumerate(requests(path), 1):
             try:
@@ -75,12 +76,15 @@ def run(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise ConfigError(f"{path}: export request {number}: {exc}") from None
             read += batch.read
+            unjoinable += batch.unjoinable
             buffer.add(batch, None, 0.0)
     if not read:
         names = ", ".join(str(p) for p in args.file)
         raise ConfigError(f"{names}: no spans and no log records (resourceSpans / resourceLogs) to read")
     out = args.out.open("w", encoding="utf-8") if args.out else sys.stdout
-    written = failed = 0
+    written, failed = 0, len(unjoinable)
+    for piece in unjoinable:
+        print(f"model call {piece.trace_id}:{piece.span_id} ({piece.name}): {piece.reason}", file=sys.stderr)
     try:
         for ready in buffer.drain():
             result = convert_call(ready.call, ready.passages)

@@ -159,6 +159,12 @@ def _substitute(mapping: Mapping[str, str]) -> Text:
     return lambda s: pattern.sub(lambda m: mapping[m.group(0)], s) if s else s
 
 
+def restore_interaction(interaction: Interaction, originals: Mapping[str, str]) -> Interaction:
+    """Mode ``judge``: a masked interaction with its values put back (what a dead letter offers for
+    replay: the message as it was sent)."""
+    return map_interaction(interaction, _substitute(originals)) if originals else interaction
+
+
 def restore_evaluation(evaluation: Evaluation, originals: Mapping[str, str]) -> Evaluation:
     """Mode ``judge``: the evaluation of a masked interaction with the values put back everywhere."""
     if not originals:

@@ -71,6 +71,7 @@ class EvaluationSink:
         self._done: list[Callable[[], object]] = []
         self._oldest: float | None = None
         self._lock = asyncio.Lock()
+        self._rejected_now: set[int] = set()  # rows the split under way dead-lettered (by identity)
         self.flushed_rows = 0
 
     def __len__(self) -> int:
@@ -107,6 +108,7 @@ class EvaluationSink:
             if not rows:
                 return 0
             self._rows, self._done, self._oldest = [], [], None
+            self._rejected_now.clear()
             try:
                 before = await self.store.current_rows([e.interaction_id for e in rows])
                 started = time.perf_counter()
@@ -121,7 +123,10 @@ class EvaluationSink:
                 if self.before_ack is not None and rows:
                     await self.before_ack(list(rows))
             except Exception:
-                # put them back in front; they stay unacked until a later flush succeeds
+                # put them back in front; they stay unacked until a later flush succeeds (but for rows
+                # an interrupted split already dead-lettered and acked: those are done)
+                kept = [(r, d) for r, d in zip(rows, done, strict=True) if id(r) not in self._rejected_now]
+                rows, done = [r for r, _ in kept], [d for _, d in kept]
                 self._rows[:0], self._done[:0] = rows, done
                 self._oldest = self.clock.monotonic()
                 raise
@@ -161,6 +166,7 @@ class EvaluationSink:
                 log.error("sink: ClickHouse rejects %s: %s; to deadletter", evaluation.interaction_id, exc)
                 await self.on_rejected(evaluation, exc)
                 self.rejected += 1
+                self._rejected_now.add(id(evaluation))
                 callback()
 
         await attempt(list(zip(rows, done, strict=True)))

@@ -250,11 +250,20 @@ class ClickHouseStore:
     async def current_rows(self, interaction_ids: Sequence[str]) -> list[EvalRow]:
         return await asyncio.to_thread(self.current_rows_sync, interaction_ids)
 
-    async def has_complete(self, interaction_id: str) -> bool:
+    async def has_complete(self, interaction_id: str, where: tuple[str, str, datetime] | None = None) -> bool:
+        """A complete Evaluation of the interaction is stored; with ``where`` (app, model, event time),
+        in that row only: the same id of another app, model or day is another row (migration 011)."""
+        condition = "interaction_id = {iid:String} AND complete = 1"
+        params: dict[str, Any] = {"iid": interaction_id}
+        if where is not None:
+            app, model, at = where
+            condition += (
+                " AND app = {app:String} AND model = {model:String}"
+                " AND toDate(timestamp) = toDate({at:DateTime64(3, 'UTC')})"
+            )
+            params |= {"app": app, "model": model, "at": utc(at)}
         rows = await self.query(
-            f"SELECT count() AS n FROM {self.db}.evaluations FINAL "
-            "WHERE interaction_id = {iid:String} AND complete = 1",
-            {"iid": interaction_id},
+            f"SELECT count() AS n FROM {self.db}.evaluations FINAL WHERE {condition}", params
         )
         return bool(rows and rows[0]["n"])
 

@@ -3,8 +3,10 @@
 Such a processor reads its input topics raw and unacked, hands each event with its ack ticket to
 ``handle``, settles what is ready or expired in a task pool, and acks in offset order (``OrderedAcks``)
 only once the outcome is durable. What is shared lives here once: the agent registration (with the
-revoke hook that forgets a lost partition's held messages), the consume loop (a failing event is logged
-and left unacked, never kills the agent) and the expiry loop on the worker's clock.
+revoke hook that forgets a lost partition's held messages), the consume loop (an event whose handling
+fails unexpectedly is dead-lettered with the error and acked, like any failed message, so it never
+blocks its partition and never kills the agent) and the expiry loop on the worker's clock (a failing
+expiry is logged and the loop goes on).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from pipeline.clock import Clock
+from schemas.results import Stage
 from streams.acks import OrderedAcks, Ticket
+from streams.codec import Origin
 from streams.context import StreamContext
 from streams.revoke import forget_on_revoke
 from streams.task_pool import TaskPool
@@ -26,7 +30,7 @@ log = logging.getLogger(__name__)
 
 class HoldingProcessor(ABC):
     name: str
-    stage: str
+    stage: Stage
     ctx: StreamContext
     clock: Clock
     acks: OrderedAcks
@@ -58,7 +62,12 @@ class HoldingProcessor(ABC):
         tick = max(0.05, min(1.0, self.hold_s / 4))
         while True:
             await self.clock.sleep(tick)
-            await self.expire_due()
+            try:
+                await self.expire_due()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug: logged; the next tick tries again (never ends the loop)
+                log.exception("%s: expiring held messages failed", self.stage)
 
     async def consume(self, stream: Any) -> None:
         expirer = asyncio.create_task(self.expire_loop())
@@ -69,13 +78,21 @@ class HoldingProcessor(ABC):
                     await self.handle(event, ticket)
                 except asyncio.CancelledError:
                     raise
-                except Exception:  # a bug: logged, the message left unacked (never kills the agent)
+                except Exception as exc:  # a bug: the message is dead-lettered with it (the agent goes on)
                     log.exception(
-                        "%s: handling %s offset %s failed; left unacked",
+                        "%s: handling %s offset %s failed; dead-lettering it",
                         self.stage,
                         event.message.topic,
                         ticket.offset,
                     )
+                    await self.ctx.dead_letter(
+                        exc,
+                        self.stage,
+                        event.value,
+                        origin=Origin.of(ticket.tp, ticket.offset),
+                        source_topic=event.message.topic,
+                    )
+                    self.acks.done(ticket)
         finally:
             expirer.cancel()
             await self.pool.cancel()  # unfinished outcomes stay unacked and come back

@@ -16,6 +16,7 @@ from typing import Any
 from pipeline.assemble import assemble
 from pipeline.clock import Clock
 from pipeline.metrics.relevance import score_relevance
+from pipeline.privacy.mask import restore_interaction
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
@@ -109,7 +110,11 @@ class JoinProcessor(HoldingProcessor):
             first_part(entry).model_dump_json(),
             origin=self.origin(entry),
             interaction_id=entry.interaction_id,
-            original=converted.interaction.model_dump_json() if converted else None,
+            original=(
+                restore_interaction(converted.interaction, converted.originals).model_dump_json()
+                if converted
+                else None
+            ),
         )
 
     async def emit(self, entry: Pending) -> None:
@@ -135,7 +140,9 @@ class JoinProcessor(HoldingProcessor):
         say, False: emitting a duplicate is harmless, losing the entry is not."""
         res = await self.resources.wait_ready()
         try:
-            stored = await res.store_open.has_complete(entry.interaction_id)
+            interaction = entry.converted.interaction if entry.converted is not None else None
+            where = (interaction.app, interaction.model, interaction.timestamp) if interaction else None
+            stored = await res.store_open.has_complete(entry.interaction_id, where)
         except Exception as exc:
             log.warning(
                 "join: could not ask ClickHouse whether %s is stored (%s: %s); emitting it anyway",

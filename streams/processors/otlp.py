@@ -12,6 +12,7 @@ OTLP/JSON below the top, stage ``otlp``). Time is read from an injected ``pipeli
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 from collections.abc import Iterable
@@ -32,8 +33,9 @@ from streams.task_pool import TaskPool
 
 log = logging.getLogger(__name__)
 
-#: a held request: (partition, offset)
-Held = tuple[Any, int]
+#: a held request: (partition, offset, delivery serial). A request redelivered after a rebalance is another
+#: key, so an outcome of its first delivery still in flight never acks the second one
+Held = tuple[Any, int, int]
 
 
 class OtlpProcessor(HoldingProcessor):
@@ -50,6 +52,7 @@ class OtlpProcessor(HoldingProcessor):
         )
         self.acks = OrderedAcks()
         self.tickets: dict[Held, Ticket] = {}
+        self._deliveries = itertools.count()
         self.pool = TaskPool(kafka.stage_concurrency)
 
     @property
@@ -101,17 +104,13 @@ class OtlpProcessor(HoldingProcessor):
     async def dead_letter(
         self, call: Any, error: BaseException, topic: str, original: str | None = None
     ) -> None:
-        what = {
-            "trace_id": call.trace_id,
-            "span_id": call.span_id,
-            "name": call.name,
-            "span": call.span is not None,
-            "events": [r.event for r in call.records],
-        }
+        """A call's dead letter. Its payload names the call only (trace id, span id, name), so its id is
+        the same for every delivery whatever pieces had arrived; what came is said in the error."""
+        came = ", ".join(["span"] * (call.span is not None) + [r.event for r in call.records]) or "nothing"
         await self.ctx.dead_letter(
-            error,
+            InvalidMessage(f"{error} [received: {came}]") if isinstance(error, InvalidMessage) else error,
             "otlp",
-            json.dumps(what),
+            json.dumps({"trace_id": call.trace_id, "span_id": call.span_id, "name": call.name}),
             source_topic=topic,
             interaction_id=f"{call.trace_id}:{call.span_id}",
             original=original,
@@ -153,7 +152,16 @@ class OtlpProcessor(HoldingProcessor):
             )
             self.acks.done(ticket)
             return
-        key: Held = (ticket.tp, ticket.offset)
+        if batch.unjoinable:  # pieces without ids: nothing to join them with (pipeline.otlp.read_batch)
+            reasons = "; ".join(f"{p.name!r}: {p.reason}" for p in batch.unjoinable)
+            await self.ctx.dead_letter(
+                InvalidMessage(f"{len(batch.unjoinable)} model-call pieces not mapped: {reasons}"),
+                "otlp",
+                event.value,
+                origin=origin,
+                source_topic=topic,
+            )
+        key: Held = (ticket.tp, ticket.offset, next(self._deliveries))
         self.tickets[key] = ticket
         ready = self.buffer.add(batch, key, self.clock.monotonic())
         self.ack(self.buffer.released())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -212,3 +212,55 @@ async def test_rows_derived_from_a_batch_are_written_before_its_acks(store: Clic
     assert await sink.flush() == 2
     assert acked == ["a", "b"] and derived == [["a", "b"]]
     assert (await store.counts())["evaluations"] == 2  # written twice, stored once
+
+
+async def test_has_complete_asks_about_one_row_when_told_where(store: ClickHouseStore) -> None:
+    """The same interaction id of another app, model or day is another row (migration 011): a complete
+    row of app "a" yesterday says nothing about app "b" today."""
+    stored = evaluation("same", at=NOW - timedelta(days=1))
+    await store.insert_evaluations([stored])
+    assert await store.has_complete("same")
+    assert await store.has_complete("same", (stored.app, stored.model, stored.timestamp))
+    assert not await store.has_complete("same", ("b", stored.model, stored.timestamp))
+    assert not await store.has_complete("same", (stored.app, stored.model, NOW))
+
+
+async def test_a_split_cut_short_by_an_outage_keeps_the_rows_it_already_dead_lettered_out(
+    store: ClickHouseStore,
+) -> None:
+    """The batch is split after repeated failures; the bad row is dead-lettered and acked; then ClickHouse
+    stops answering. The rows go back to the buffer without the one already dead-lettered, so it is
+    neither rejected nor acked twice."""
+    rejected: list[str] = []
+    acked: list[str] = []
+    down = False
+
+    async def on_rejected(e: Evaluation, exc: Exception) -> None:
+        nonlocal down
+        rejected.append(e.interaction_id)
+        down = True  # the outage begins right after
+
+    real_insert, real_ping = store.insert_evaluations, store.ping
+
+    async def insert(rows: Sequence[Evaluation]) -> None:
+        if down:
+            raise ConnectionError("clickhouse gone")
+        await real_insert(rows)
+
+    async def ping() -> bool:
+        return not down and await real_ping()
+
+    store.insert_evaluations = insert  # type: ignore[method-assign, assignment]
+    store.ping = ping  # type: ignore[method-assign]
+    sink = EvaluationSink(
+        ClickHouseSettings(batch_rows=100, sink_max_failures=1), store, on_rejected=on_rejected
+    )
+    bad = evaluation("bad").model_copy(update={"input_tokens": -1})  # never insertable
+    for e in [bad, evaluation("a"), evaluation("b")]:
+        await sink.add(e, functools.partial(acked.append, e.interaction_id))
+    with pytest.raises(ConnectionError):
+        await sink.flush()
+    assert rejected == ["bad"] and acked == ["bad"] and len(sink) == 2
+    down = False
+    assert await sink.flush() == 2
+    assert rejected == ["bad"] and sorted(acked) == ["a", "b", "bad"]

@@ -59,9 +59,11 @@ class Store:
         self.down = False
         self.complete = complete or set()
         self.asked: list[str] = []
+        self.where: list[Any] = []
 
-    async def has_complete(self, interaction_id: str) -> bool:
+    async def has_complete(self, interaction_id: str, where: Any = None) -> bool:
         self.asked.append(interaction_id)
+        self.where.append(where)
         if self.down:
             raise ConnectionError("clickhouse unreachable")
         return interaction_id in self.complete
@@ -244,12 +246,16 @@ async def test_an_expired_entry_whose_emit_and_dead_letter_both_fail_is_given_up
 
 
 async def test_an_expired_entry_already_stored_complete_is_dropped_and_acked() -> None:
-    r = rig(Store(complete={"same-id"}))
+    store = Store(complete={"same-id"})
+    r = rig(store)
     converted, _ = parts(interaction("The key hangs by the door."), "entailed")
     await r.feed(r.ctx.names.converted, converted)
     await r.expire(TIMEOUT_S)
     assert r.evaluations() == [] and r.letters() == []
     assert r.committable(r.ctx.names.converted) == 1
+    # asked about this message's own row: its app, model and event time (another day is another row)
+    inter = converted.interaction
+    assert store.where == [(inter.app, inter.model, inter.timestamp)]
 
 
 async def test_parts_without_their_converted_are_dead_lettered_after_the_timeout() -> None:

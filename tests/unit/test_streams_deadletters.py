@@ -61,6 +61,16 @@ def test_the_original_interaction_is_found_in_a_converted_or_an_interaction() ->
     assert DeadLetter(stage="evaluate", error_type="E", error="e", payload="p").original is None
 
 
+def test_a_masked_converted_offers_the_message_as_sent_for_replay() -> None:
+    """privacy.mode judge: the Converted holds placeholders and the values behind them; its dead letter's
+    ``original`` is the interaction as it was sent, so a replay judges and stores the real text."""
+    masked = INTERACTION.model_copy(update={"question": "Where is <EMAIL_1>'s key?"})
+    message = converted().model_copy(update={"interaction": masked, "originals": {"<EMAIL_1>": "ann@x.org"}})
+    original = original_of(message.model_dump_json().encode())
+    assert original is not None
+    assert Interaction.model_validate_json(original).question == "Where is ann@x.org's key?"
+
+
 class FailedDelivery:
     """A faust topic whose send() buffers and hands back a delivery future that fails (broker refused)."""
 
