@@ -596,8 +596,11 @@ class KafkaSettings(BaseModel):
     ssl_keyfile: Path | None = Field(None, description="private key of the client certificate (mutual TLS)")
     topic_prefix: str = Field(
         "groundwatch.",
+        max_length=200,
+        pattern=r"^[A-Za-z0-9._-]*$",
         description=(
-            "prefix of every topic name (interactions, converted, judged, evaluations, alerts, deadletter)"
+            "prefix of every topic name (interactions, converted, judged, evaluations, alerts, deadletter); "
+            "letters, digits, '.', '_' and '-' only, as Kafka topic names allow"
         ),
     )
     partitions: int = Field(

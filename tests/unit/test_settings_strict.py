@@ -152,6 +152,7 @@ def test_a_list_or_mapping_that_is_not_json_is_named() -> None:
     [
         ("GROUNDWATCH_KAFKA__WEB_PORT", "99999"),
         ("GROUNDWATCH_KAFKA__WEB_PORT", "0"),
+        ("GROUNDWATCH_KAFKA__TOPIC_PREFIX", "my prefix."),  # Kafka refuses the topic names
         ("GROUNDWATCH_JUDGE__LOCAL_PORT", "65536"),
         ("GROUNDWATCH_JUDGE__TIMEOUT_S", "0"),
         ("GROUNDWATCH_JUDGE__LOCAL_TIMEOUT_S", "-1"),
