@@ -19,10 +19,14 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
+#: what a kind without a flag rate in the windows (correctness: a score, not a flag) shows as corrected
+NO_RATE = "agreement only: no flag rate of this kind to correct"
+
+
 def _corrected(block: QualityBlock) -> str:
     c = block.corrected
     if c is None:
-        return "-" if block.rate_metric is None else "no judged traffic in the period"
+        return NO_RATE if block.rate_metric is None else "no judged traffic in the period"
     if c.corrected is None:
         return c.note
     interval = f" [{_pct(c.low)}, {_pct(c.high)}]" if c.low is not None and c.high is not None else ""

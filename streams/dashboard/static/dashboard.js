@@ -453,7 +453,7 @@ function estimate(x, pct) {
 }
 function blockCorrectedText(b) {
   const c = b.corrected;
-  if (!c) return b.rate_metric ? "no judged traffic" : "–";
+  if (!c) return b.rate_metric ? "no judged traffic" : "agreement only: no flag rate of this kind to correct";
   if (c.corrected === null || c.corrected === undefined) return c.note;
   return `${fmt(c.corrected, "pct")} [${fmt(c.low, "pct")}, ${fmt(c.high, "pct")}]`;
 }
