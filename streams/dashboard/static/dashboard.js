@@ -457,6 +457,14 @@ function blockCorrectedText(b) {
   if (c.corrected === null || c.corrected === undefined) return c.note;
   return `${fmt(c.corrected, "pct")} [${fmt(c.low, "pct")}, ${fmt(c.high, "pct")}]`;
 }
+/* what the judge said of a queued interaction: a refusal, or grounded / hallucination against its
+   context; without a context (or an answer) there is no grounding verdict to show */
+function reviewVerdict(i) {
+  if (i.answer_refusal) return "refusal";
+  if (i.hallucination === true) return "hallucination";
+  if (i.hallucination === false) return "grounded";
+  return "answered (no context to judge against)";
+}
 function qualityQuery() {
   const r = currentRange();
   const p = params();
@@ -496,11 +504,11 @@ async function loadReview() {
   $("review-hint").textContent = `Interactions drawn for review (${fmt(body.review_rate, "pct")} of judged traffic by a stable hash, more near the decision threshold when set), newest first; open one and label it. Target: ${body.weekly_target} labels a week per app/model.`;
   $("review-progress").replaceChildren(...body.progress.map((p) => el("p", { class: "progress" }, `${p.app} / ${p.model}: ${p.labeled_this_week} / ${p.target} this week `,
     el("progress", { max: p.target, value: Math.min(p.labeled_this_week, p.target) }))));
-  const cols = ["time", "app / model", "interaction", "context ⇒ answer", "judge says"];
+  const cols = ["time (UTC)", "app / model", "interaction", "context ⇒ answer", "judge says"];
   $("review-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   $("review-table").querySelector("tbody").replaceChildren(...body.items.map((i) => el("tr", { class: "clickable", onclick: () => { setParams({ view: "interaction", id: i.interaction_id }, true); route(); } },
-    el("td", {}, i.timestamp), el("td", {}, `${i.app} / ${i.model}`), el("td", {}, i.interaction_id), el("td", { class: "num" }, fmt(i.context_entailment)),
-    el("td", {}, i.hallucination ? "hallucination" : i.answer_refusal ? "refusal" : "grounded"))));
+    el("td", {}, i.timestamp.replace("T", " ").slice(0, 19)), el("td", {}, `${i.app} / ${i.model}`), el("td", {}, i.interaction_id), el("td", { class: "num" }, fmt(i.context_entailment)),
+    el("td", {}, reviewVerdict(i)))));
   if (!body.items.length) $("review-table").querySelector("tbody").append(el("tr", {}, el("td", { colSpan: cols.length }, "nothing left to review in this range")));
 }
 
