@@ -95,8 +95,8 @@ def parse_logprobs(choice: Mapping[str, Any]) -> Sequence[TokenLogprob]:
         texts = [item["token"] for item in content]
     except (TypeError, KeyError, IndexError):  # an entry that is not an object with a token
         return []
-    if not all(isinstance(text, str) for text in texts) or not all(
-        isinstance(item, Mapping) for item in content
+    if not all(type(text) is str or isinstance(text, str) for text in texts) or not all(
+        type(item) is dict or isinstance(item, Mapping) for item in content
     ):
         return []
     return GeneratedTokens(texts, content)
