@@ -157,7 +157,7 @@ class DryRunClient(JudgeClient):
         items: int = 1,
         check: Callable[[Any], None] | None = None,
         logprobs: int = 0,
-    ) -> tuple[Any, JudgeCall, list[TokenLogprob]]:
+    ) -> tuple[Any, JudgeCall, Sequence[TokenLogprob]]:
         """Every request (``complete`` too) is counted here; answered without token log-probabilities."""
         chars = request_chars(self._body(prompt, self.format_mode, logprobs))
         answer = prompt.output_model.model_validate(fabricate(prompt).model_dump())

@@ -127,6 +127,25 @@ def _lookalike_re() -> re.Pattern[str]:
     return re.compile(_class(opening) + r"(\s*" + _class(slash) + r"?\s*)(" + names + r")\b", re.IGNORECASE)
 
 
+#: characters seen, and whether folding leaves each as it is (at most ``_SELF_FOLDING_MAX`` kept)
+_SELF_FOLDING: dict[str, bool] = {}
+_SELF_FOLDING_MAX = 20_000
+
+
+def folds_to_itself(text: str) -> bool:
+    """``folded(text)`` is ``text`` itself: no character of it folds to anything else. Most non-ASCII
+    text (accents, typographic quotes and dashes) is so, and then needs no walk character by character."""
+    for ch in set(text):
+        same = _SELF_FOLDING.get(ch)
+        if same is None:
+            same = _fold_char(ch) == ch
+            if len(_SELF_FOLDING) < _SELF_FOLDING_MAX:
+                _SELF_FOLDING[ch] = same
+        if not same:
+            return False
+    return True
+
+
 def neutralise(text: str) -> str:
     """Make any fence tag inside untrusted text inert: ``</premise>`` -> ``‹/premise>``.
 
@@ -134,8 +153,11 @@ def neutralise(text: str) -> str:
     ``</hypo\u200ethesis>`` are neutralised too; only the tag's ``<`` (or its look-alike) is replaced."""
     if text.isascii():
         return _ASCII_RE.sub(lambda m: MARK + m.group(1) + m.group(2), text)
-    fold, origin = folded(text)
-    starts = [origin[m.start()] for m in _lookalike_re().finditer(fold)]
+    if folds_to_itself(text):  # the folded text is the text: its positions are the original ones
+        starts = [m.start() for m in _lookalike_re().finditer(text)]
+    else:
+        fold, origin = folded(text)
+        starts = [origin[m.start()] for m in _lookalike_re().finditer(fold)]
     if not starts:
         return text
     pieces: list[str] = []

@@ -40,6 +40,7 @@ from streams.context import StreamContext, new_context
 from streams.dashboard.api import dashboard_app
 from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
 from streams.fetch import use_fetch_wait
+from streams.heap import settle_heap
 from streams.kafka_auth import faust_credentials
 from streams.lifecycle import BrokerWatch, ShutdownDeadline, end_process, exit_line
 from streams.probes import add_probe_routes
@@ -104,6 +105,11 @@ class GroundwatchWorker(faust.Worker):
     @property
     def shortlabel(self) -> str:
         return "Worker"  # its log lines read "[^Worker]: Ready" as faust's own (groundwatch.local.supervise)
+
+    async def on_startup_finished(self) -> None:
+        await super().on_startup_finished()
+        frozen = settle_heap()  # start-up is done: its objects out of the collector's sight (streams.heap)
+        log.info("start-up done: %d objects frozen out of garbage collection", frozen)
 
     async def stop(self) -> None:
         if self.deadline is not None:

@@ -116,12 +116,22 @@ def _guess_id(data: Any, max_chars: int = 256) -> str | None:
     return None
 
 
+def _may_hold_constant(raw: bytes | str) -> bool:
+    """``NaN`` or ``Infinity`` somewhere in the message: pydantic's parser reads them as numbers, which
+    ``parse_json`` refuses (a text that only mentions them takes the checked path, to the same end)."""
+    if isinstance(raw, str):
+        return "NaN" in raw or "Infinity" in raw
+    return b"NaN" in raw or b"Infinity" in raw
+
+
 def decode(
     raw: bytes | str | None,
     model: type[M],
     limits: Limits | None = None,
     now: datetime | None = None,
     received_at: datetime | None = None,
+    *,
+    between_stages: bool = False,
 ) -> M:
     """Parse and validate one message; raise InvalidMessage naming the field and the reason.
 
@@ -129,19 +139,31 @@ def decode(
     before parsing, without recursion), NaN, numbers Python refuses, RecursionError and MemoryError all
     become InvalidMessage. A model that ``checks_event_time`` (Interaction, the model messages enter by)
     gets the wall clock ``now`` (default: the system clock) to check its timestamp against, and
-    ``received_at`` (the Kafka record's timestamp) as the timestamp of a message that carries none."""
+    ``received_at`` (the Kafka record's timestamp) as the timestamp of a message that carries none.
+
+    ``between_stages``: a message on a topic between the worker's stages (a Converted, a JudgeResult,
+    an Evaluation), written by a worker's ``encode``. It is validated in full all the same, in one pass
+    of pydantic's own JSON parser instead of ``parse_json`` and then the model (the interaction it
+    carries was checked at entry; it cost the worker a decode at every hop); one that fails there, or
+    may hold what only ``parse_json`` refuses (``_may_hold_constant``), goes through the checks above,
+    so its InvalidMessage says why as for any message."""
     if raw is None:
         raise InvalidMessage("empty message (no value)")
     limits = limits or Limits()
-    try:
-        data = parse_json(raw, limits.max_json_depth)
-    except ValueError as exc:
-        raise InvalidMessage(f"not valid JSON: {exc}") from None
     context: dict[str, Any] = {"limits": limits}
     if getattr(model, "checks_event_time", False):
         context["now"] = now or datetime.now(UTC)
         if received_at is not None:
             context["received_at"] = received_at
+    if between_stages and not _may_hold_constant(raw):
+        try:
+            return model.model_validate_json(raw, context=context)
+        except Exception:  # not what a stage writes: the checked parse below says why
+            pass
+    try:
+        data = parse_json(raw, limits.max_json_depth)
+    except ValueError as exc:
+        raise InvalidMessage(f"not valid JSON: {exc}") from None
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:

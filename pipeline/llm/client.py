@@ -26,7 +26,7 @@ import json
 import logging
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeVar
 
@@ -200,7 +200,7 @@ class JudgeClient:
         items: int = 1,
         check: Callable[[OutT], None] | None = None,
         logprobs: int = 0,
-    ) -> tuple[OutT, JudgeCall, list[TokenLogprob]]:
+    ) -> tuple[OutT, JudgeCall, Sequence[TokenLogprob]]:
         """``complete``, and with ``logprobs`` > 0 the generated tokens with that many top alternatives
         each (empty when the server gives none or rejected them before)."""
         usage = Usage()
@@ -208,7 +208,7 @@ class JudgeClient:
         start = self._clock.monotonic()
         timing = _Timing()
 
-        async def attempt() -> tuple[OutT, list[TokenLogprob]]:
+        async def attempt() -> tuple[OutT, Sequence[TokenLogprob]]:
             while True:  # a rejected logprobs or response_format is not the model's fault: not an attempt
                 try:
                     async with self._slots.slot(priority):
@@ -334,7 +334,7 @@ class JudgeClient:
 
     async def _attempt(
         self, prompt: RenderedPrompt[OutT], usage: Usage, timing: _Timing, logprobs: int
-    ) -> tuple[OutT, list[TokenLogprob]]:
+    ) -> tuple[OutT, Sequence[TokenLogprob]]:
         mode = self.format_mode
         logprobs = logprobs if self.logprobs_supported else 0
         body = self._body(prompt, mode, logprobs)

@@ -15,10 +15,12 @@ the verdict's fixed score then.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple, TypeGuard, overload
 
 VERDICTS: tuple[str, ...] = ("entailed", "contradicted", "not_stated")
 _VERDICT_KEY = re.compile(r'"verdict"\s*:\s*"')
@@ -47,27 +49,57 @@ class TokenLogprob(NamedTuple):
         )
 
 
-def parse_logprobs(choice: Mapping[str, Any]) -> list[TokenLogprob]:
-    """The tokens of a chat-completions choice's ``logprobs.content`` (empty when absent or malformed);
-    their alternatives are read when asked (``TokenLogprob.alternatives``)."""
-    logprobs = choice.get("logprobs")
-    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
-    if not isinstance(content, list):
-        return []
-    tokens: list[TokenLogprob] = []
-    append = tokens.append
-    for item in content:
-        token = item.get("token") if type(item) is dict or isinstance(item, Mapping) else None
-        if not isinstance(token, str):
-            return []
+class GeneratedTokens(Sequence[TokenLogprob]):
+    """The tokens of a chat-completions choice's ``logprobs.content`` as the server sent them: ``texts``
+    read at once, each token's log-probability and alternatives only when it is asked for (``[i]``). A
+    graded answer is hundreds of tokens and a verdict looks at one of them: building every token cost
+    most of a graded call."""
+
+    __slots__ = ("_items", "texts")
+
+    def __init__(self, texts: list[str], items: list[Mapping[str, Any]]) -> None:
+        self.texts = texts
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @overload
+    def __getitem__(self, index: int) -> TokenLogprob: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TokenLogprob]: ...
+
+    def __getitem__(self, index: int | slice) -> TokenLogprob | list[TokenLogprob]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        item = self._items[index]
         logprob = item.get("logprob")
         raw_top = item.get("top_logprobs")
         # a chosen token without a usable log-probability keeps its place in the text (the tokens spell
         # the answer) but carries no probability mass: -inf, never a certain 0.0
         if type(logprob) is not float or not -math.inf < logprob < math.inf:
             logprob = float(logprob) if _finite(logprob) else -math.inf
-        append(TokenLogprob(token, logprob, (), raw_top if type(raw_top) is list else ()))
-    return tokens
+        return TokenLogprob(self.texts[index], logprob, (), raw_top if type(raw_top) is list else ())
+
+
+def parse_logprobs(choice: Mapping[str, Any]) -> Sequence[TokenLogprob]:
+    """The tokens of a chat-completions choice's ``logprobs.content`` (empty when absent or malformed:
+    a token without its text); each is read when asked (``GeneratedTokens``), its alternatives when
+    asked again (``TokenLogprob.alternatives``)."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    if not isinstance(content, list) or not content:
+        return []
+    try:
+        texts = [item["token"] for item in content]
+    except (TypeError, KeyError, IndexError):  # an entry that is not an object with a token
+        return []
+    if not all(type(text) is str or isinstance(text, str) for text in texts) or not all(
+        type(item) is dict or isinstance(item, Mapping) for item in content
+    ):
+        return []
+    return GeneratedTokens(texts, content)
 
 
 def _finite(value: object) -> TypeGuard[float]:
@@ -103,21 +135,16 @@ def _distribution(token: TokenLogprob, prefix: str) -> dict[str, float] | None:
 
 def verdict_distributions(tokens: Sequence[TokenLogprob]) -> list[dict[str, float] | None]:
     """One distribution over VERDICTS per ``"verdict"`` value in the generated text, in text order."""
-    starts: list[int] = []
-    offset = 0
-    for token in tokens:
-        starts.append(offset)
-        offset += len(token.token)
-    text = "".join(token.token for token in tokens)
+    texts = tokens.texts if isinstance(tokens, GeneratedTokens) else [token.token for token in tokens]
+    starts = [0, *itertools.accumulate(map(len, texts))]  # where each token starts; last: the text's end
+    text = "".join(texts)
     out: list[dict[str, float] | None] = []
-    index = 0
     for match in _VERDICT_KEY.finditer(text):
         value_at = match.end()
-        while index + 1 < len(tokens) and starts[index + 1] <= value_at:
-            index += 1
-        if not tokens or value_at >= offset:
+        if value_at >= starts[-1]:
             out.append(None)
             continue
+        index = bisect.bisect_right(starts, value_at, 0, len(texts)) - 1  # the token the value starts in
         out.append(_distribution(tokens[index], text[starts[index] : value_at]))
     return out
 

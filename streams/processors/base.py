@@ -55,6 +55,8 @@ class Processor(ABC, Generic[In]):
     name: ClassVar[str]  # the faust agent's name
     stage: ClassVar[Stage]  # what failures are filed under
     input_model: ClassVar[type[BaseModel]]
+    #: the input topic lies between the worker's stages (``streams.codec.decode``'s ``between_stages``)
+    between_stages: ClassVar[bool] = False
 
     def __init__(self, ctx: StreamContext, resources: Resources) -> None:
         self.ctx = ctx
@@ -71,7 +73,11 @@ class Processor(ABC, Generic[In]):
     async def handle(self, event: Any) -> None:
         self.ctx.metrics.events_in.labels(self.stage).inc()
         message: In = decode(  # type: ignore[assignment]
-            event.value, self.input_model, self.ctx.settings.limits, received_at=record_time(event)
+            event.value,
+            self.input_model,
+            self.ctx.settings.limits,
+            received_at=record_time(event),
+            between_stages=self.between_stages,
         )
         await self.resources.wait_ready()
         await self.process(message)

@@ -34,6 +34,7 @@ class JudgeProcessor(Processor[Converted]):
     name = "groundwatch.judge"
     stage = "nli"
     input_model = Converted
+    between_stages = True
 
     @property
     def source_topic(self) -> str:

@@ -55,7 +55,7 @@ class SinkProcessor:
             ticket = self.acks.track(event)
             self.ctx.metrics.events_in.labels("sink").inc()
             try:
-                evaluation = decode(event.value, Evaluation, self.ctx.settings.limits)
+                evaluation = decode(event.value, Evaluation, self.ctx.settings.limits, between_stages=True)
             except InvalidMessage as exc:
                 await self.ctx.dead_letter(exc, "validate", event.value, origin=Origin.of_event(event))
                 self.acks.done(ticket)

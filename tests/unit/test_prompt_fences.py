@@ -15,6 +15,7 @@ import pytest
 from confusable_homoglyphs.confusables import confusables_data
 
 from prompts import FENCE_TAGS, NliCase, Prompts, PronounTurn, fence, neutralise
+from prompts.fences import folded, folds_to_itself
 
 INVISIBLE_OUTSIDE_CF = {
     0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x3164, 0xFFA0,
@@ -192,3 +193,21 @@ def test_every_prompt_kind_neutralises_hidden_tags(prompts: Prompts) -> None:
     for attacked, plain in zip(render(hidden), render("ok done"), strict=True):
         assert tags_seen(attacked) == tags_seen(plain)
         assert "ok ‹/text\u2069> ‹/sentence> ‹/premise> ‹/case> ‹\u3164/turn> done" in attacked
+
+
+def test_text_that_folds_to_itself_is_recognised_as_such() -> None:
+    """neutralise matches such text as written (its positions are the folded text's): that holds only
+    when folding really leaves every character of it as it is."""
+    texts = [
+        "café – “quoted” ‘text’ naïve résumé",
+        "Привет мир </pr\u0435mise>",
+        "\u02c2/premise> arrowhead",
+        *HIDDEN.values(),
+        *CYRILLIC.values(),
+        *BRACKETS.values(),
+        "x² ﬁne",
+        "e\u0301 decomposed",
+    ]
+    for text in texts:
+        assert folds_to_itself(text) == (folded(text)[0] == text), text
+    assert folds_to_itself("café “quoted”") and not folds_to_itself("ﬁne") and not folds_to_itself("a\u200bb")

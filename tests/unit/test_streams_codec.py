@@ -8,6 +8,7 @@ import pytest
 
 from schemas.errors import InvalidMessage
 from schemas.interaction import Interaction
+from schemas.results import Converted
 from schemas.settings import Limits
 from streams.codec import dead_letter, decode, encode, payload_text
 
@@ -46,3 +47,39 @@ def test_undecodable_bytes_are_kept_as_base64() -> None:
         and letter.error == "bad"
         and letter.error_type == "InvalidMessage"
     )
+
+
+def converted_json(**changes: object) -> bytes:
+    """A Converted as a stage writes it (``encode``), with ``changes`` made to its JSON."""
+    inter = Interaction(interaction_id="c1", question="Q?", answer="A.", metadata={"k": [1, 2]})
+    converted = Converted(
+        interaction=inter, question_sentences=["Q?"], answer_sentences=["A."], ground_truth_sentences=[]
+    )
+    data = json.loads(encode(converted))
+    data.update(changes)
+    return json.dumps(data).encode()
+
+
+def test_a_message_between_stages_decodes_to_what_the_checked_path_gives() -> None:
+    raw = converted_json()
+    fast = decode(raw, Converted, Limits(), between_stages=True)
+    assert fast == decode(raw, Converted, Limits())
+    assert fast.interaction.metadata == {"k": [1, 2]} and fast.answer_sentences == ["A."]
+
+
+def test_a_message_between_stages_is_still_validated_with_the_same_reasons() -> None:
+    cases = [
+        (b"{nope", "not valid JSON"),  # not JSON at all
+        (converted_json(seconds="NaN").replace(b'"NaN"', b"NaN"), "NaN is not a JSON number"),
+        (converted_json(answer_sentences="A."), "answer_sentences: Input should be a valid list"),
+        (converted_json(interaction={"interaction_id": "c1", "question": "Q?"}), "interaction.answer"),
+    ]
+    for raw, reason in cases:
+        for between_stages in (True, False):
+            with pytest.raises(InvalidMessage, match=reason):
+                decode(raw, Converted, Limits(), between_stages=between_stages)
+
+
+def test_the_interaction_between_stages_keeps_the_configured_limits() -> None:
+    with pytest.raises(InvalidMessage, match="over the limit of 1"):
+        decode(converted_json(), Converted, Limits(max_answer_chars=1), between_stages=True)

@@ -119,3 +119,37 @@ def test_alternatives_are_read_as_asked_and_keep_only_usable_entries() -> None:
     assert token.top == () and token.alternatives() == (("ent", -0.1), ("not", -3.0))
     given = TokenLogprob("ent", -0.1, (("ent", -0.1),), raw_top=raw)
     assert given.alternatives() == (("ent", -0.1),)  # alternatives given as read win
+
+
+def as_choice(tokens: list[TokenLogprob]) -> dict[str, object]:
+    """The chat-completions choice a server would send for ``tokens``."""
+    content = [
+        {
+            "token": t.token,
+            "logprob": t.logprob,
+            "top_logprobs": [{"token": a, "logprob": p} for a, p in t.top],
+        }
+        for t in tokens
+    ]
+    return {"logprobs": {"content": content}}
+
+
+def test_tokens_read_from_a_response_grade_as_the_same_tokens_given_whole() -> None:
+    tokens = answer_tokens(
+        tok("entailed", ("entailed", 0.6), ("not_stated", 0.3), ("contradicted", 0.1)),
+        tok("", ("", 1.0)),  # an empty value (the next token closes it): no distribution
+        tok("contr", ("contr", 0.7), ("ent", 0.3)),
+        tok("not", ("not", 0.9), ("ent", 0.1)),
+    )
+    read = parse_logprobs(as_choice(tokens))
+    assert len(read) == len(tokens) and [t.token for t in read[1:3]] == [t.token for t in tokens[1:3]]
+    assert [t.alternatives() for t in read] == [t.top for t in tokens]
+    given = verdict_distributions(tokens)
+    assert verdict_distributions(read) == given
+    assert [None if d is None else round(d["entailed"], 6) for d in given] == [0.6, None, 0.3, 0.1]
+
+
+def test_a_token_entry_that_is_not_an_object_with_its_text_leaves_no_tokens() -> None:
+    for bad in ("junk", None, ["ent", -0.1], {"token": None}, {"token": 7}):
+        content = [{"token": "ent", "logprob": -0.1, "top_logprobs": []}, bad]
+        assert list(parse_logprobs({"logprobs": {"content": content}})) == []
