@@ -27,7 +27,7 @@ def partitions_for(workers: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rates", type=float, nargs="+", default=[100, 1000, 10000], help="interactions/s")
-    ap.add_argument("--cpu-ms", type=float, default=5.0, help="worker CPU per interaction (ms)")
+    ap.add_argument("--cpu-ms", type=float, default=2.0, help="worker CPU per interaction (ms)")
     ap.add_argument("--core-share", type=float, default=0.8, help="share of one core a worker may use")
     ap.add_argument("--calls", type=float, default=0.26, help="judge calls per interaction")
     ap.add_argument("--tokens", type=float, default=546, help="judge tokens (in + out) per interaction")
