@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from faust.types import TP
 
 from pipeline.clock import ManualClock
 from pipeline.otlp import read_batch
@@ -26,26 +25,10 @@ from streams.processors.holding import HoldingProcessor
 from streams.processors.otlp import OtlpProcessor
 from streams.task_pool import TaskPool
 from tests.settings_factory import make_settings
-from tests.unit.test_fault_join import Topic
+from tests.unit.test_fault_join import Event, Topic
 from tests.unit.test_otlp_logs import DETAILS, kv, logs
 
 HOLD_S = 10.0
-
-
-@dataclass
-class Event:
-    topic: str
-    offset: int
-    value: bytes
-    acked: list[tuple[str, int]] = field(default_factory=list)
-
-    @property
-    def message(self) -> Any:
-        return SimpleNamespace(tp=TP(self.topic, 0), offset=self.offset, topic=self.topic)
-
-    def ack(self) -> bool:
-        self.acked.append((self.topic, self.offset))
-        return True
 
 
 class Stream:
