@@ -80,12 +80,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"calibrations": [r.model_dump(mode="json") for r in results], "apply": setting}))
         return 0
     scope = f"{args.app}" + (f" / {args.model}" if args.model else "")
-    print(f"Thresholds for {scope} (judge {judges[0]}), grouped {results[0].folds}-fold cross-validation "
-          "on people's labels (out-of-fold balanced accuracy, mean ± sd over folds):")  # fmt: skip
+    print(f"Thresholds for {scope} (judge {judges[0]}), grouped cross-validation on people's labels "
+          "(out-of-fold balanced accuracy, mean ± sd over folds):")  # fmt: skip
     for r in results:
         print(
             f"\n{r.kind.value} ({r.score}): {r.cases} labeled cases, {r.positives} positive, "
-            f"{r.groups} groups"
+            f"{r.groups} groups" + (f", {r.folds} folds" if r.folds >= 2 else "")
         )
         if r.current_balanced_accuracy is not None:
             print(
