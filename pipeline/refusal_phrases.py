@@ -98,16 +98,55 @@ REFUSAL_OFF: frozenset[str] = frozenset(
 )
 
 
-def refusal_match(text: str, off: frozenset[str] = frozenset()) -> str | None:
+#: a negative reply opening the text: "No, ...", "No. ...", "Nope, ...", "Not really: ..." (a word of
+#: negation and then punctuation, so "No information is available" is no reply)
+_NEGATIVE_REPLY = re.compile(
+    r"^\W*(?:no|nope|nah|not really|not at all|certainly not|of course not)\s*[,.;:!-]"
+)
+
+#: patterns whose words also state a fact about the thing asked: "X is not covered/included/found",
+#: "not covered by the warranty", "there is no spare tyre", "unfortunately the car does not have it"
+_FACT_LIKE = frozenset({"is_not_mentioned", "not_mentioned_in", "there_is_no", "apology"})
+
+#: what makes such a match a refusal after a negative reply: a verb only a text does ("is not
+#: mentioned/specified/stated"), the source named ("not covered in the manual", "the information is not
+#: provided", "no details in the given context"), or an apology for the speaker ("sorry, I ...")
+_ABOUT_SOURCE = re.compile(
+    r"\b(?:mentioned|specified|stated|described|discussed|explained)\b"
+    r"|\b(?:in|by|within|from|according to|of|about) (?:the |this |that |your |these |those |any )?"
+    + _SOURCE
+    + r"\b|\b(?:information|details|data|context|passage|text|documentation|manual)(?: \w+){0,2}"
+    r" (?:is|are|was|were) not\b"
+    r"|\b(?:sorry|apologi[sz]e),? (?:but )?(?:i|we|without|based)\b"
+)
+
+
+def _sentence_at(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` that holds ``text[start:end]`` (split at ". ", "! ", "? ", "; ")."""
+    left = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "; "))
+    right = [i for i in (text.find(mark, end) for mark in (". ", "! ", "? ", "; ")) if i >= 0]
+    return text[left + 1 if left >= 0 else 0 : min(right) if right else len(text)]
+
+
+def refusal_match(text: str, off: frozenset[str] = frozenset(), *, negative_reply: bool = True) -> str | None:
     """The first refusal phrase found in the text (lower-cased, accents folded), or None; the patterns
-    named in ``off`` are not tried."""
+    named in ``off`` are not tried.
+
+    With ``negative_reply``, a text that opens with a negative reply ("No, X is not covered by the
+    warranty.") answers the question: there a fact-like match (``_FACT_LIKE``) is a refusal only when its
+    sentence is about the source or the speaker (``_ABOUT_SOURCE``: "No, that is not mentioned in the
+    manual", "No, sorry, I ..."). The other patterns ("I can't help", "the context does not say", "no
+    information is available") are refusals after a "No," too."""
     lowered = fold(text).lower()
     lowered = re.sub(r"\s+", " ", lowered)
+    replied = negative_reply and _NEGATIVE_REPLY.match(lowered) is not None
     for name, pattern in REFUSAL_PATTERNS.items():
         if name in off:
             continue
-        m = pattern.search(lowered)
-        if m:
+        for m in pattern.finditer(lowered):
+            if replied and name in _FACT_LIKE:
+                if not _ABOUT_SOURCE.search(_sentence_at(lowered, m.start(), m.end())):
+                    continue
             return m.group(0)
     return None
 

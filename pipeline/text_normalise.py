@@ -7,6 +7,11 @@ Everything here is pure and rule based (no model, no data files):
   ``"67000000"`` are all ``"67000000"``; ``"1.5k"`` is ``"1500"``; ``"15%"``/``"15 percent"`` are ``"15"``;
   number words ("two", "twelve", "forty") and the ordinals up to tenth are numbers too ("one" and
   "second" are not: they are more often a pronoun and a unit of time);
+- a number bound to a unit is marked (``Token.bound``): joined by a hyphen to the next word
+  ("two-year", "24-hour", "four-cylinder") or followed by a unit word ("thirty days", "2 yrs"); "one"
+  is a number there ("one-year" = "1 year"), "twenty-four" is 24, and unit abbreviations are their unit
+  ("hr"/"hrs"/"h" glued to a number = "hour", "yr" = "year", "min" = "minute"), so "two-year",
+  "two years" and "2 years" have the same tokens;
 - a capitalised token that is not a stopword is a *name* (the lexical judge weights names higher).
 """
 
@@ -52,6 +57,31 @@ SCALES: dict[str, int] = {
 # single-letter scales only count when glued to the number ("1.5k", "$3m"), never as a separate word
 _GLUED_ONLY = {"k", "m", "b"}
 
+#: tens and the unit words that join them into one number ("twenty-four", "thirty one")
+_TENS = frozenset({"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"})
+_ORDINALS = frozenset({"first", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"})
+_DIGIT_WORDS: dict[str, int] = {"one": 1} | {
+    w: v for w, v in NUMBER_WORDS.items() if 1 < v < 10 and w not in _ORDINALS
+}
+
+#: abbreviations of units and the unit word they stand for ("2 yrs" = "2 years"); "h" only glued to a
+#: number ("24h")
+UNIT_ABBREVIATIONS: dict[str, str] = {
+    "hr": "hour", "hrs": "hour", "h": "hour", "yr": "year", "yrs": "year", "min": "minute",
+    "mins": "minute", "sec": "second", "secs": "second", "wk": "week", "wks": "week",
+}  # fmt: skip
+_GLUED_UNITS = frozenset({"h"})
+
+#: words that are units after a number ("thirty days", "two years", "five miles"), stemmed
+UNITS: frozenset[str] = frozenset(
+    """second seconds minute minutes hour hours day days week weeks fortnight fortnights month months
+    year years decade decades century centuries mile miles kilometre kilometres kilometer kilometers km
+    metre metres meter meters foot feet inch inches yard yards pound pounds lb lbs ounce ounces oz
+    kilogram kilograms kilo kilos kg gram grams ton tons tonne tonnes gallon gallons litre litres liter
+    liters quart quarts pint pints degree degrees percent volt volts amp amps watt watts psi mph
+    """.split()
+) | frozenset(UNIT_ABBREVIATIONS)
+
 _TOKEN_RE = re.compile(
     r"""
     (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<glued>[kKmMbB]n?\b|%)?   # 1,234.5  12.5k  15%
@@ -66,6 +96,7 @@ class Token:
     kind: TokenKind
     norm: str  # canonical form: stem for words and names, decimal string for numbers
     surface: str  # as written (for reasons)
+    bound: bool = False  # a number bound to a unit: "two-year", "thirty days", "24-hour"
 
 
 def _fold_text(text: str) -> str:
@@ -142,11 +173,38 @@ def _is_capitalised(surface: str) -> bool:
     return surface[:1].isupper()
 
 
+def _gap(text: str, left: re.Match[str], right: re.Match[str]) -> str:
+    """What separates two token matches: "" glued, "-" a hyphen, " " white space, else "other"."""
+    between = text[left.end() : right.start()]
+    if between in ("", "-"):
+        return between
+    return " " if between.isspace() else "other"
+
+
+def _unit_word(match: re.Match[str], gap: str) -> bool:
+    """Whether the match is a unit word after a number separated by ``gap``."""
+    word = match.group("word")
+    if word is None:
+        return False
+    lower = word.lower()
+    if lower in _GLUED_UNITS:
+        return gap == ""
+    return lower in UNITS and gap in (" ", "-")
+
+
+def _binds(nxt: re.Match[str] | None, gap: str) -> bool:
+    """Whether a number is bound to the next match: a unit word after it, or any word hyphened to it."""
+    if nxt is None or nxt.group("word") is None:
+        return False
+    return gap == "-" or _unit_word(nxt, gap)
+
+
 def tokens_of(text: str) -> list[Token]:
     """Content tokens of a text, in order: numbers (scaled, canonical), names, stemmed words.
 
     Stopwords are dropped; a number word followed by a scale word ("two million") is one number;
-    a scale word after a number multiplies it ("67 million" = 67000000).
+    a scale word after a number multiplies it ("67 million" = 67000000); a tens word and a unit word
+    are one number ("twenty-four"); a number bound to a unit is marked ``bound`` (module docstring).
     """
     text = fold(text)
     raw = list(_TOKEN_RE.finditer(text))
@@ -156,6 +214,8 @@ def tokens_of(text: str) -> list[Token]:
         m = raw[i]
         surface = m.group(0)
         value: Decimal | None = None
+        nxt = raw[i + 1] if i + 1 < len(raw) else None
+        gap = _gap(text, m, nxt) if nxt is not None else "other"
         if m.group("num") is not None:
             try:
                 value = Decimal(m.group("num").replace(",", ""))
@@ -169,15 +229,36 @@ def tokens_of(text: str) -> list[Token]:
             lower = word.lower()
             if lower in NUMBER_WORDS:
                 value = Decimal(NUMBER_WORDS[lower])
+            elif lower == "one" and _binds(nxt, gap):
+                value = Decimal(1)  # "one-year", "one hour": a number, not a pronoun
+            if (
+                value is not None
+                and lower in _TENS
+                and nxt is not None
+                and gap in ("-", " ")
+                and (nxt.group("word") or "").lower() in _DIGIT_WORDS
+            ):
+                value += _DIGIT_WORDS[nxt.group("word").lower()]  # "twenty-four" = 24
+                surface = text[m.start() : nxt.end()]
+                i += 1
+                nxt = raw[i + 1] if i + 1 < len(raw) else None
+                gap = _gap(text, raw[i], nxt) if nxt is not None else "other"
         if value is not None:
             # a following scale word multiplies ("67 million", "two billion", "1.2 bn")
-            if i + 1 < len(raw) and raw[i + 1].group("word"):
-                nxt = raw[i + 1].group("word").lower()
-                if nxt in SCALES and nxt not in _GLUED_ONLY:
-                    value = value * SCALES[nxt]
-                    surface = f"{surface} {raw[i + 1].group(0)}"
+            if nxt is not None and nxt.group("word"):
+                scale = nxt.group("word").lower()
+                if scale in SCALES and scale not in _GLUED_ONLY:
+                    value = value * SCALES[scale]
+                    surface = f"{surface} {nxt.group(0)}"
                     i += 1
-            out.append(Token("number", canonical_number(value), surface))
+                    nxt = raw[i + 1] if i + 1 < len(raw) else None
+                    gap = _gap(text, raw[i], nxt) if nxt is not None else "other"
+            ordinal = (m.group("word") or "").lower() in _ORDINALS  # "first-aid", "third-party": no unit
+            bound = not ordinal and _binds(nxt, gap)
+            out.append(Token("number", canonical_number(value), surface, bound))
+            if bound and nxt is not None and nxt.group("word").lower() in _GLUED_UNITS:
+                out.append(Token("word", stem(UNIT_ABBREVIATIONS["h"]), nxt.group(0)))
+                i += 1  # "24h": the glued unit, a single letter dropped below otherwise
             i += 1
             continue
         word = m.group("word")
@@ -186,6 +267,10 @@ def tokens_of(text: str) -> list[Token]:
             i += 1
             continue
         if lower in ("percent", "per", "cent", "%"):
+            i += 1
+            continue
+        if lower in UNIT_ABBREVIATIONS and out and out[-1].bound:
+            out.append(Token("word", stem(UNIT_ABBREVIATIONS[lower]), word))  # "2 yrs" = "2 years"
             i += 1
             continue
         kind: TokenKind = "name" if _is_capitalised(word) else "word"

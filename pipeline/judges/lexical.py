@@ -126,6 +126,11 @@ class LexicalOptions(BaseModel):
     kind_weights: bool = Field(True, description="a number weighs 3, a name 2, a word 1 (else all 1)")
     prefix_credit: bool = Field(True, description="a word sharing a prefix_len-letter prefix counts half")
     number_words: bool = Field(False, description='number words ("two", "third") are numbers, not words')
+    number_units: bool = Field(
+        True,
+        description='a number word bound to a unit is a number: "two-year" = "two years" = "2 years", '
+        '"30-day" = "thirty days" (with number_words off)',
+    )
     number_rounding: bool = Field(False, description='"$181.7 million" matches 181,674,817')
     years_exact: bool = Field(True, description="with number_rounding: a year is no rounding of another")
     number_cap_rule: bool = Field(True, description="a missing number caps the score at number_cap")
@@ -159,6 +164,11 @@ class LexicalOptions(BaseModel):
     # refusal phrase patterns (``pipeline.refusal_phrases.REFUSAL_PATTERNS`` names) not used: by default
     # those that did not help on the labeled refusal set (``docs/accuracy.md``, ablation)
     refusal_off: frozenset[str] = REFUSAL_OFF
+    negative_reply: bool = Field(
+        True,
+        description='an answer opening with "No," whose negation is about the thing asked ("No, X is not '
+        'covered.") is no refusal unless it names the source ("not mentioned in the manual")',
+    )
 
 
 #: the former name of the options
@@ -169,20 +179,30 @@ SWITCHES: tuple[str, ...] = tuple(
     name for name, field in LexicalOptions.model_fields.items() if field.annotation is bool
 )
 
-_NUMBER_WORDS = frozenset(NUMBER_WORDS)
+_NUMBER_WORDS = frozenset(NUMBER_WORDS) | {"one"}
+_PARTS = re.compile(r"[\s-]+")
+
+
+def _spelled(token: Token) -> list[str] | None:
+    """The words of a number written in number words ("two", "twenty-four"), else None."""
+    parts = _PARTS.split(token.surface.lower())
+    return parts if token.kind == "number" and all(p in _NUMBER_WORDS for p in parts) else None
 
 
 def tokens_of(text: str, options: LexicalOptions | None = None) -> list[Token]:
-    """``pipeline.text_normalise.tokens_of``; without ``number_words`` a number word is a word."""
+    """``pipeline.text_normalise.tokens_of``; without ``number_words`` a number word is a word, unless
+    it is bound to a unit ("two-year", "thirty days") with ``number_units``."""
     tokens = _tokens_of(text)
     if options is None or options.number_words:
         return tokens
-    return [
-        Token("word", stem(t.surface.lower()), t.surface)
-        if t.kind == "number" and t.surface.lower() in _NUMBER_WORDS
-        else t
-        for t in tokens
-    ]
+    out: list[Token] = []
+    for t in tokens:
+        parts = _spelled(t)
+        if parts is None or (t.bound and options.number_units):
+            out.append(t)
+        else:
+            out.extend(Token("word", stem(p), p) for p in parts)
+    return out
 
 
 def weight_of(token: Token, options: LexicalOptions) -> float:
@@ -300,7 +320,9 @@ class PremiseIndex:
         dates = options.centuries_decades
         self.centuries = {int(n) for n in _CENTURY.findall(text)} if dates else set()
         self.decades = set(_DECADE.findall(text)) if dates else set()
-        self.norms = {t.norm for t in self.tokens if t.kind != "number"}
+        # a number word the premise binds to a unit ("two-year") is also the word a hypothesis may use
+        spelled = [w for t in self.tokens if t.bound for w in _spelled(t) or ()]
+        self.norms = {t.norm for t in self.tokens if t.kind != "number"} | {stem(w) for w in spelled}
         self.prefix_len = options.prefix_len
         self.prefixes = {n[: self.prefix_len] for n in self.norms if len(n) >= self.prefix_len}
         self.numbers = [Decimal(t.norm) for t in self.tokens if t.kind == "number"]
@@ -584,7 +606,8 @@ class LexicalJudge:
         return JudgeOutput(flags, [self._call("refusal", started, len(texts))])
 
     def is_refusal(self, text: str) -> bool:
-        return refusal_match(text, self.options.refusal_off) is not None
+        options = self.options
+        return refusal_match(text, options.refusal_off, negative_reply=options.negative_reply) is not None
 
     async def aclose(self) -> None:
         return None

@@ -17,6 +17,7 @@ EXAMPLES: dict[str, tuple[str | None, str, str]] = {
     "kind_weights": (None, "The committee approved the budget.", "The committee approved Smith"),
     "prefix_credit": (None, "The committee approved the budget.", "The committee approved budgetary plans"),
     "number_words": (None, "He has 2 sons and a daughter.", "He has two sons"),
+    "number_units": (None, "The battery has a 2-year warranty.", "The warranty lasts two years"),
     "number_rounding": (None, "Poseidon grossed $181,674,817.", "Poseidon grossed $181.7 million"),
     "years_exact": (None, "Certificates were first issued in 1908.", "Certificates were first issued in 1900"),  # noqa: E501
     "number_cap_rule": (None, "The film had a budget of $160 million.", "The film had a budget of $150 million"),  # noqa: E501
@@ -35,6 +36,8 @@ EXAMPLES: dict[str, tuple[str | None, str, str]] = {
     "asked_letter": ("what does g stand for in ncis los angeles", "G. Callen", "Grisha Callen"),
     "acronyms": ("who issues driving licences", "the Department of Motor Vehicles", "the DMV"),
     "framing_words": (None, "Paris is the capital of France.", "The passage describes Paris as the capital of France"),  # noqa: E501
+    # a refusal rule: the hypothesis is the answer whose refusal flag the switch decides
+    "negative_reply": (None, "", "No, water damage is not covered by the warranty."),
 }  # fmt: skip
 
 
@@ -53,7 +56,12 @@ def test_every_switch_has_an_example() -> None:
 async def test_turning_a_switch_off_changes_its_example(switch: str) -> None:
     question, premise, hypothesis = EXAMPLES[switch]
     on = ALL_ON
-    off = ALL_ON.model_copy(update={switch: False})
+    if switch == "number_units":  # it decides what a number word is only when number words are words
+        on = ALL_ON.model_copy(update={"number_words": False})
+    off = on.model_copy(update={switch: False})
+    if switch == "negative_reply":
+        assert not LexicalJudge(on).is_refusal(hypothesis) and LexicalJudge(off).is_refusal(hypothesis)
+        return
     with_rule = await _score(on, question, premise, hypothesis)
     without = await _score(off, question, premise, hypothesis)
     if switch == "whole_hypothesis":  # the same score, decided without splitting into statements
