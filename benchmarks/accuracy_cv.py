@@ -2,6 +2,13 @@
 
     python benchmarks/accuracy_cv.py [--data ../shared/data] [--k 5] [--seed 0]
         [--out build/accuracy/cv.md] [--sets a,b] [--no-nested]
+    python benchmarks/accuracy_cv.py --switches a,b [--baseline OTHER/cv.json]   # quick check
+
+With ``--switches`` only the shipped defaults are cross-validated and only the named switches are
+turned off from them (step 4 for those switches, no elimination, no nested estimate): the quick check of
+a new or changed rule. ``--baseline`` (any run's ``cv.json``, e.g. of the code before a change, made
+with the same data, k and seed) adds the shipped defaults' change against it, fold by fold (this run
+minus the baseline on the same fold, mean and sd).
 
 What it does (every figure out-of-fold unless it says in-sample):
 
@@ -474,8 +481,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-nested", action="store_true", help="skip the nested estimate")
     parser.add_argument("--cache", type=Path, default=None, help=f"score cache (default {CACHE})")
+    parser.add_argument(
+        "--switches", default="", help="comma-separated switches: only these, off from the shipped defaults"
+    )
+    parser.add_argument("--baseline", type=Path, default=None, help="a cv.json to compare the defaults with")
     args = parser.parse_args(argv)
     cache = args.cache or CACHE
+    switches = [s for s in args.switches.split(",") if s]
+    unknown = [s for s in switches if s not in ALL_SWITCHES]
+    if unknown:
+        print(
+            f"[accuracy_cv] unknown switch {unknown[0]!r} (known: {', '.join(ALL_SWITCHES)})", file=sys.stderr
+        )
+        return 2
+    baseline = None
+    if args.baseline is not None:
+        try:
+            baseline = json.loads(args.baseline.read_text(encoding="utf-8"))["cv"][DEFAULTS_BLOCK]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"[accuracy_cv] --baseline {args.baseline}: not a cv.json ({exc!r})", file=sys.stderr)
+            return 2
     if not args.data.is_dir():
         print(f"[accuracy_cv] no data directory {args.data}: nothing to measure", file=sys.stderr)
         return 0
@@ -498,7 +523,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             memo[config.key()] = out
         return memo[config.key()]
 
-    payload = run_all(args, loaded, score_fn)
+    if switches or baseline is not None:
+        payload = run_quick(args, loaded, score_fn, switches, baseline)
+    else:
+        payload = run_all(args, loaded, score_fn)
     payload["wall_seconds"] = time.perf_counter() - started
     payload["command"] = " ".join(["python", "benchmarks/accuracy_cv.py", *(argv or sys.argv[1:])])
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -528,7 +556,7 @@ def run_all(
     blocks = {
         "every rule on": per_set_cv(score_fn(FULL), k),
         "selected (rules kept by the ablation)": per_set_cv(score_fn(selected), k),
-        "shipped defaults (LexicalOptions())": per_set_cv(score_fn(default), k),
+        DEFAULTS_BLOCK: per_set_cv(score_fn(default), k),
     }
     nested_results: dict[str, list[FoldResult]] = {}
     nested_dropped: list[list[str]] = []
@@ -588,6 +616,90 @@ def run_all(
             for sw, (eff, kept) in decisions.items()
         },
         "nested_dropped": nested_dropped,
+        "markdown": "\n".join(md) + "\n",
+    }
+
+
+#: the name of the shipped defaults' figures in a report (and of what ``--baseline`` reads)
+DEFAULTS_BLOCK = "shipped defaults (LexicalOptions())"
+
+
+def baseline_lines(
+    current: Mapping[str, Sequence[FoldResult]], baseline: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[str]:
+    """The shipped defaults against a baseline run's, fold by fold (this minus baseline)."""
+    lines = [
+        "",
+        "### Shipped defaults against the baseline (same folds; change = this run minus the baseline)",
+        "",
+        "| set | baseline bal.acc | this bal.acc | Δ bal.acc (mean ± sd over folds) | Δ AUC (mean ± sd) | "
+        "Δ bal.acc per fold |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, results in current.items():
+        before = baseline.get(name)
+        if before is None or len(before) != len(results):
+            lines.append(f"| {name} | n/a | {_ms(summarise(results)['balanced_accuracy'])} | n/a | n/a | |")
+            continue
+        old = [FoldResult(**{f: b[f] for f in ("fold", "n", "threshold", "balanced_accuracy", "roc_auc")})
+               for b in before]  # fmt: skip
+        change = effect(results, old)
+        per_fold = [
+            "n/a" if a.balanced_accuracy is None or b.balanced_accuracy is None
+            else f"{a.balanced_accuracy - b.balanced_accuracy:+.3f}"
+            for a, b in zip(results, old, strict=True)
+        ]  # fmt: skip
+        was, now = summarise(old)["balanced_accuracy"], summarise(results)["balanced_accuracy"]
+        lines.append(
+            f"| {name} | {_ms(was)} | {_ms(now)} | {_signed(change.balanced_accuracy)} | "
+            f"{_signed(change.roc_auc)} | {', '.join(per_fold)} |"
+        )
+    return lines
+
+
+def run_quick(
+    args: argparse.Namespace,
+    loaded: Mapping[str, tuple[LabeledSet, Path]],
+    score_fn: ScoreFn,
+    switches: Sequence[str],
+    baseline: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+) -> dict[str, Any]:
+    """The shipped defaults cross-validated, the named switches turned off from them one at a time, and
+    (with a baseline) the defaults' change against the baseline's."""
+    k = args.k
+    names = list(loaded)
+    info = {
+        n: {"score": d.score, "groups": len(set(d.groups)), "cases": len(d.ids), "label": d.label}
+        for n, (d, _) in loaded.items()
+    }
+    default = Config(LexicalOptions(), True)
+    blocks = {DEFAULTS_BLOCK: per_set_cv(score_fn(default), k)}
+    decisions = ablate(default, switches, score_fn, k) if switches else {}
+    command = " ".join(["python", "benchmarks/accuracy_cv.py", f"--k {k} --seed {args.seed}"])
+    md = [f"Made by `{command} --switches {','.join(switches)}` (data: `{args.data}`).", ""]
+    md += cv_table(
+        f"Out-of-fold, grouped {k}-fold, threshold per set chosen on the training folds", blocks, info
+    )
+    if baseline is not None:
+        md += baseline_lines(blocks[DEFAULTS_BLOCK], baseline)
+    if decisions:
+        md += ["", "### Out-of-fold change when one switch is off (from the shipped defaults)", ""]
+        md += ablation_table(decisions, names)
+    md += ["", "### In-sample (threshold chosen on all cases: optimistic)", ""]
+    md += ["| set | ROC AUC | best bal.acc @ thr |", "|---|---|---|"]
+    for name, (cases, _) in score_fn(default).items():
+        ins = in_sample(cases)
+        best = f"{_f(ins['best_balanced_accuracy'])} @ {_f(ins['best_threshold'])}"
+        md.append(f"| {name} | {_f(ins['roc_auc'])} | {best} |")
+    return {
+        "k": k,
+        "seed": args.seed,
+        "sets": info,
+        "cv": {c: {n: [asdict(r) for r in rs] for n, rs in per_set.items()} for c, per_set in blocks.items()},
+        "ablation": {
+            sw: {"stays": kept, "effects": {n: asdict(e) for n, e in eff.items()}}
+            for sw, (eff, kept) in decisions.items()
+        },
         "markdown": "\n".join(md) + "\n",
     }
 

@@ -7,11 +7,12 @@ Everything here is pure and rule based (no model, no data files):
   ``"67000000"`` are all ``"67000000"``; ``"1.5k"`` is ``"1500"``; ``"15%"``/``"15 percent"`` are ``"15"``;
   number words ("two", "twelve", "forty") and the ordinals up to tenth are numbers too ("one" and
   "second" are not: they are more often a pronoun and a unit of time);
-- a number bound to a unit is marked (``Token.bound``): joined by a hyphen to the next word
-  ("two-year", "24-hour", "four-cylinder") or followed by a unit word ("thirty days", "2 yrs"); "one"
-  is a number there ("one-year" = "1 year"), "twenty-four" is 24, and unit abbreviations are their unit
-  ("hr"/"hrs"/"h" glued to a number = "hour", "yr" = "year", "min" = "minute"), so "two-year",
-  "two years" and "2 years" have the same tokens;
+- a number bound to a unit (``UNITS``: time, length, weight, volume, degrees, percent) is marked
+  (``Token.bound``): the unit after it, by a hyphen or a space ("two-year", "24-hour", "thirty days",
+  "2 yrs"); "one" is a number there ("one-year" = "1 year"), "twenty-four" is 24, and unit
+  abbreviations are their unit ("hr"/"hrs"/"h" glued to a number = "hour", "yr" = "year", "min" =
+  "minute"), so "two-year", "two years" and "2 years" have the same tokens. Other words after a number
+  bind nothing ("six-time champion", "the two doors");
 - a capitalised token that is not a stopword is a *name* (the lexical judge weights names higher).
 """
 
@@ -193,10 +194,8 @@ def _unit_word(match: re.Match[str], gap: str) -> bool:
 
 
 def _binds(nxt: re.Match[str] | None, gap: str) -> bool:
-    """Whether a number is bound to the next match: a unit word after it, or any word hyphened to it."""
-    if nxt is None or nxt.group("word") is None:
-        return False
-    return gap == "-" or _unit_word(nxt, gap)
+    """Whether a number is bound to the next match: a unit word after it, by a space or a hyphen."""
+    return nxt is not None and _unit_word(nxt, gap)
 
 
 def tokens_of(text: str) -> list[Token]:

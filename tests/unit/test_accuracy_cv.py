@@ -191,3 +191,56 @@ def test_correctness_sets_carry_the_other_direction_as_a_line(tmp_path: Path) ->
         "ground_truth_entails_answer",
     )
     assert other.folds == primary.folds and len(set(primary.groups)) == 3
+
+
+def _tiny_grounding(tmp_path: Path) -> Path:
+    context = "The battery has a two-year warranty and a 30-day return window."
+    lines = []
+    for i in range(8):
+        q = f"Question {i}?"
+        lines.append({"id": f"r{i}", "question": q, "contexts": [f"{i} {context}"],
+                      "answer": "The warranty lasts 2 years.", "labels": {"grounded": 1}})  # fmt: skip
+        lines.append({"id": f"h{i}", "question": q, "contexts": [f"{i} {context}"],
+                      "answer": "The warranty lasts 5 years.", "labels": {"grounded": 0}})  # fmt: skip
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "tiny_grounding.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return data
+
+
+def test_quick_check_of_named_switches_against_a_baseline(tmp_path: Path) -> None:
+    data = _tiny_grounding(tmp_path)
+    common = ["--data", str(data), "--k", "2", "--cache", str(tmp_path / "c")]
+    base_out = tmp_path / "base.md"
+    assert cv.main([*common, "--switches", "exact_match", "--out", str(base_out)]) == 0
+    out = tmp_path / "quick.md"
+    argv = [
+        *common,
+        "--switches",
+        "number_units",
+        "--baseline",
+        str(base_out.with_suffix(".json")),
+        "--out",
+        str(out),
+    ]
+    assert cv.main(argv) == 0
+    payload = json.loads(out.with_suffix(".json").read_text())
+    assert list(payload["cv"]) == [cv.DEFAULTS_BLOCK] and list(payload["ablation"]) == ["number_units"]
+    # "2 years" against "two-year": the rule is what separates the right answer from the wrong one
+    effect = payload["ablation"]["number_units"]["effects"]["tiny_grounding"]
+    assert effect["balanced_accuracy"][0] > 0
+    text = out.read_text()
+    assert "against the baseline" in text and "| +0.000 ± 0.000 | +0.000 ± 0.000 | +0.000, +0.000 |" in text
+    assert "nested" not in text  # no elimination, no nested estimate
+
+
+def test_quick_check_refuses_an_unknown_switch_or_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _tiny_grounding(tmp_path)
+    assert cv.main(["--data", str(data), "--switches", "number_unit"]) == 2
+    assert "unknown switch 'number_unit'" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert cv.main(["--data", str(data), "--baseline", str(bad)]) == 2
+    assert "not a cv.json" in capsys.readouterr().err

@@ -106,7 +106,7 @@ async def test_a_negative_reply_is_judged_for_grounding_not_skipped_as_a_refusal
         ("30-day", "thirty days", "thirty-day", "30 days"),
         ("one-year", "one year", "1 year"),
         ("ten-minute", "10 mins", "ten minutes"),
-        ("four-cylinder", "4-cylinder"),
+        ("50 percent", "fifty percent", "50%"),
     ],
 )
 def test_number_unit_compounds_normalise_alike(forms: tuple[str, ...]) -> None:
@@ -122,6 +122,11 @@ def test_number_unit_compounds_normalise_alike(forms: tuple[str, ...]) -> None:
         ("two million", [("number", "2000000", False)]),
         ("twenty, four", [("number", "20", False), ("number", "4", False)]),  # a comma: two numbers
         ("the two doors", [("number", "2", False), ("word", "door", False)]),  # "doors" is no unit
+        (
+            "a six-time champion",
+            [("number", "6", False), ("word", "time", False), ("word", "champion", False)],
+        ),
+        ("one-sided", [("word", "one", False), ("word", "sid", False)]),
         ("Section 3-2", [("name", "section", False), ("number", "3", False), ("number", "2", False)]),
         ("5 h", [("number", "5", False)]),  # a lone "h" is a unit only glued to its number
         ("the min and max", [("word", "min", False), ("word", "max", False)]),
