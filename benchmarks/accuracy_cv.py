@@ -8,7 +8,8 @@ With ``--switches`` only the shipped defaults are cross-validated and only the n
 turned off from them (step 4 for those switches, no elimination, no nested estimate): the quick check of
 a new or changed rule. ``--baseline`` (any run's ``cv.json``, e.g. of the code before a change, made
 with the same data, k and seed) adds the shipped defaults' change against it, fold by fold (this run
-minus the baseline on the same fold, mean and sd).
+minus the baseline on the same fold, mean and sd), with a threshold per set and with the one
+threshold shared by the grounding sets.
 
 What it does (every figure out-of-fold unless it says in-sample):
 
@@ -497,7 +498,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline = None
     if args.baseline is not None:
         try:
-            baseline = json.loads(args.baseline.read_text(encoding="utf-8"))["cv"][DEFAULTS_BLOCK]
+            other = json.loads(args.baseline.read_text(encoding="utf-8"))
+            baseline = {
+                "per set": other["cv"][DEFAULTS_BLOCK],
+                "shared": other.get("shared_grounding", {}).get(SHARED_DEFAULTS, {}),
+            }
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"[accuracy_cv] --baseline {args.baseline}: not a cv.json ({exc!r})", file=sys.stderr)
             return 2
@@ -565,7 +570,7 @@ def run_all(
         blocks["nested: rules and thresholds chosen on each outer fold's training folds"] = nested_results
     shared = {
         label: shared_grounding_cv(score_fn(cfg), k)
-        for label, cfg in (("every rule on", FULL), ("selected", selected), ("shipped defaults", default))
+        for label, cfg in (("every rule on", FULL), ("selected", selected), (SHARED_DEFAULTS, default))
     }
     md = [f"Made by `python benchmarks/accuracy_cv.py --k {k} --seed {args.seed}` (data: `{args.data}`).", ""]
     md += cv_table(
@@ -620,17 +625,21 @@ def run_all(
     }
 
 
-#: the name of the shipped defaults' figures in a report (and of what ``--baseline`` reads)
+#: the names of the shipped defaults' figures in a report (and of what ``--baseline`` reads): with a
+#: threshold per set, and with one threshold shared by the grounding sets
 DEFAULTS_BLOCK = "shipped defaults (LexicalOptions())"
+SHARED_DEFAULTS = "shipped defaults"
 
 
 def baseline_lines(
-    current: Mapping[str, Sequence[FoldResult]], baseline: Mapping[str, Sequence[Mapping[str, Any]]]
+    title: str,
+    current: Mapping[str, Sequence[FoldResult]],
+    baseline: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> list[str]:
     """The shipped defaults against a baseline run's, fold by fold (this minus baseline)."""
     lines = [
         "",
-        "### Shipped defaults against the baseline (same folds; change = this run minus the baseline)",
+        f"### Shipped defaults against the baseline, {title} (same folds; change = this run minus it)",
         "",
         "| set | baseline bal.acc | this bal.acc | Δ bal.acc (mean ± sd over folds) | Δ AUC (mean ± sd) | "
         "Δ bal.acc per fold |",
@@ -662,7 +671,7 @@ def run_quick(
     loaded: Mapping[str, tuple[LabeledSet, Path]],
     score_fn: ScoreFn,
     switches: Sequence[str],
-    baseline: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+    baseline: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]] | None,
 ) -> dict[str, Any]:
     """The shipped defaults cross-validated, the named switches turned off from them one at a time, and
     (with a baseline) the defaults' change against the baseline's."""
@@ -674,6 +683,7 @@ def run_quick(
     }
     default = Config(LexicalOptions(), True)
     blocks = {DEFAULTS_BLOCK: per_set_cv(score_fn(default), k)}
+    shared = {SHARED_DEFAULTS: shared_grounding_cv(score_fn(default), k)}
     decisions = ablate(default, switches, score_fn, k) if switches else {}
     command = " ".join(["python", "benchmarks/accuracy_cv.py", f"--k {k} --seed {args.seed}"])
     md = [f"Made by `{command} --switches {','.join(switches)}` (data: `{args.data}`).", ""]
@@ -681,7 +691,10 @@ def run_quick(
         f"Out-of-fold, grouped {k}-fold, threshold per set chosen on the training folds", blocks, info
     )
     if baseline is not None:
-        md += baseline_lines(blocks[DEFAULTS_BLOCK], baseline)
+        md += baseline_lines("threshold per set", blocks[DEFAULTS_BLOCK], baseline["per set"])
+        if shared[SHARED_DEFAULTS]:
+            title = "one threshold for both grounding sets"
+            md += baseline_lines(title, shared[SHARED_DEFAULTS], baseline["shared"])
     if decisions:
         md += ["", "### Out-of-fold change when one switch is off (from the shipped defaults)", ""]
         md += ablation_table(decisions, names)
@@ -696,6 +709,9 @@ def run_quick(
         "seed": args.seed,
         "sets": info,
         "cv": {c: {n: [asdict(r) for r in rs] for n, rs in per_set.items()} for c, per_set in blocks.items()},
+        "shared_grounding": {
+            c: {n: [asdict(r) for r in rs] for n, rs in per_set.items()} for c, per_set in shared.items()
+        },
         "ablation": {
             sw: {"stays": kept, "effects": {n: asdict(e) for n, e in eff.items()}}
             for sw, (eff, kept) in decisions.items()

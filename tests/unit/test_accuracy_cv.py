@@ -230,7 +230,8 @@ def test_quick_check_of_named_switches_against_a_baseline(tmp_path: Path) -> Non
     effect = payload["ablation"]["number_units"]["effects"]["tiny_grounding"]
     assert effect["balanced_accuracy"][0] > 0
     text = out.read_text()
-    assert "against the baseline" in text and "| +0.000 ± 0.000 | +0.000 ± 0.000 | +0.000, +0.000 |" in text
+    assert "against the baseline, threshold per set" in text
+    assert "| +0.000 ± 0.000 | +0.000 ± 0.000 | +0.000, +0.000 |" in text
     assert "nested" not in text  # no elimination, no nested estimate
 
 
