@@ -19,8 +19,10 @@ Entailment
     3, a name 2, a word 1 (``kind_weights``); a word that shares a 5-letter prefix with a premise word
     counts half (``prefix_credit``); the share is raised to the power ``sharpness`` (3; ``sharpen``).
     Numbers match when equal after normalisation ("67 million" = "67,000,000"); a number word ("two")
-    is a word (``number_words``, off: as a number); a rounding ("$181.7 million" for 181,674,817) is
-    no match (``number_rounding``, off; with it, a year is no rounding of another: ``years_exact``).
+    is a word (``number_words``, off: as a number), except bound to a unit, where it is the number
+    ("two-year" = "two years" = "2 years", "30-day" = "thirty days"; ``number_units``); a rounding
+    ("$181.7 million" for 181,674,817) is no match (``number_rounding``, off; with it, a year is no
+    rounding of another: ``years_exact``).
     A number absent from the premise caps the score at ``number_cap`` times the support and the verdict
     is ``contradicted`` when the premise has other numbers, else ``not_stated``
     (``number_cap_rule``). A missing name caps the score at ``name_cap`` (``name_cap_rule``).
@@ -47,7 +49,10 @@ Question-framed premises (a reference answer against a candidate, ``Premise.ques
 
 Refusals
     Phrase patterns (``pipeline.refusal_phrases``), those named in ``refusal_off`` left out: "I don't
-    know", "the passage does not provide", "is not mentioned", "I'm sorry, but", ...
+    know", "the passage does not provide", "is not mentioned", "I'm sorry, but", ... An answer that
+    opens with a negative reply and states a fact ("No, X is not covered by the warranty.") is no
+    refusal; "No, that is not mentioned in the manual" and "No, I can't help with that" are
+    (``negative_reply``).
 
 Pronouns and conversations
     A lexical judge cannot resolve pronouns: ``replace_pronouns`` returns the sentences unchanged, with
@@ -105,7 +110,10 @@ class LexicalOptions(BaseModel):
     measures each one's out-of-fold effect on every labeled set (``docs/accuracy.md``). The defaults are
     what that ablation kept: a rule is on when it helped on average over the sets and hurt none by more
     than its fold-to-fold sd; rules that never changed a score, and ``asked_letter`` (a quirk of a few
-    questions of one set), are off. The factory builds the judge with these defaults.
+    questions of one set), are off. Two rules are on although the dev sets cannot show them helping:
+    ``negative_reply`` (no dev answer is decided by it) and ``number_units`` (20 FaithBench and 2
+    HaluEval scores move; at the settings' shared threshold one FaithBench case of 306 flips);
+    ``docs/accuracy.md`` has the figures. The factory builds the judge with these defaults.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
