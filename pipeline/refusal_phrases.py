@@ -98,10 +98,10 @@ REFUSAL_OFF: frozenset[str] = frozenset(
 )
 
 
-#: a negative reply opening the text: "No, ...", "No. ...", "Nope, ...", "Not really: ..." (a word of
-#: negation and then punctuation, so "No information is available" is no reply)
+#: a negative reply opening the text: "No, ...", "No. ...", "Nope, ...", "Not really: ...", "**No**, ..."
+#: (a word of negation and then punctuation, so "No information is available" is no reply)
 _NEGATIVE_REPLY = re.compile(
-    r"^\W*(?:no|nope|nah|not really|not at all|certainly not|of course not)\s*[,.;:!-]"
+    r"^\W*(?:no|nope|nah|not really|not at all|certainly not|of course not)[*_\"')\]]*\s*[,.;:!-]"
 )
 
 #: patterns whose words also state a fact about the thing asked: "X is not covered/included/found",

@@ -35,6 +35,8 @@ JUDGES = {"all patterns": LexicalJudge(ALL_ON), "defaults": LexicalJudge()}
         "No, unfortunately the car does not have that.",
         "No, I'm sorry, but the hotel is not pet friendly.",
         "NO,   the ASSIST button is not covered by the plan.",
+        "**No**, order 4417 is not found in our system.",
+        "No\u00a0- tyres are not included.",
         "No, it is not clear.",  # "the coolant is not clear": a fact about the thing asked
     ],
 )
@@ -60,6 +62,7 @@ def test_a_negative_reply_that_states_a_fact_is_no_refusal(judge: str, text: str
         "No, sorry, the manual does not cover that.",
         "No, the seat is heated. The price is not mentioned in the given context.",
         "Not really, I am unable to determine that.",
+        "**No**, the order number is not mentioned in the context.",
     ],
 )
 def test_true_refusals_that_start_with_no_stay_refusals(judge: str, text: str) -> None:
@@ -74,6 +77,21 @@ def test_without_the_reply_rule_a_fact_after_no_is_read_as_a_refusal() -> None:
     for judge in (LexicalJudge(ALL_ON), LexicalJudge()):
         assert judge.is_refusal("The price is not mentioned.")
         assert judge.is_refusal("The answer is no: the price is not specified.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "No one is covered: the part is not included.",
+        "Nobody is covered; the part is not included.",
+        "None of the trims is covered, the part is not included.",
+        "Nothing: the part is not included.",
+        "Note, the part is not included.",
+        "The answer is no, the part is not included.",
+    ],
+)
+def test_only_an_opening_negative_reply_turns_the_rule_on(text: str) -> None:
+    assert refusal_match(text) == refusal_match(text, negative_reply=False) == "is not included"
 
 
 def test_the_llm_judges_phrase_check_uses_the_reply_rule_too() -> None:
