@@ -58,7 +58,7 @@ SCALES: dict[str, int] = {
 # single-letter scales only count when glued to the number ("1.5k", "$3m"), never as a separate word
 _GLUED_ONLY = {"k", "m", "b"}
 
-#: tens and the unit words that join them into one number ("twenty-four", "thirty one")
+#: tens and the digit words that join them into one number ("twenty-four", "thirty one")
 _TENS = frozenset({"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"})
 _ORDINALS = frozenset({"first", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"})
 _DIGIT_WORDS: dict[str, int] = {"one": 1} | {
@@ -174,12 +174,16 @@ def _is_capitalised(surface: str) -> bool:
     return surface[:1].isupper()
 
 
-def _gap(text: str, left: re.Match[str], right: re.Match[str]) -> str:
-    """What separates two token matches: "" glued, "-" a hyphen, " " white space, else "other"."""
-    between = text[left.end() : right.start()]
+def _next(text: str, raw: list[re.Match[str]], i: int) -> tuple[re.Match[str] | None, str]:
+    """The match after ``raw[i]`` and what separates them: "" glued, "-" a hyphen, " " white space,
+    else "other" (and "other" when there is none)."""
+    if i + 1 >= len(raw):
+        return None, "other"
+    nxt = raw[i + 1]
+    between = text[raw[i].end() : nxt.start()]
     if between in ("", "-"):
-        return between
-    return " " if between.isspace() else "other"
+        return nxt, between
+    return nxt, " " if between.isspace() else "other"
 
 
 def _unit_word(match: re.Match[str], gap: str) -> bool:
@@ -202,7 +206,7 @@ def tokens_of(text: str) -> list[Token]:
     """Content tokens of a text, in order: numbers (scaled, canonical), names, stemmed words.
 
     Stopwords are dropped; a number word followed by a scale word ("two million") is one number;
-    a scale word after a number multiplies it ("67 million" = 67000000); a tens word and a unit word
+    a scale word after a number multiplies it ("67 million" = 67000000); a tens word and a digit word
     are one number ("twenty-four"); a number bound to a unit is marked ``bound`` (module docstring).
     """
     text = fold(text)
@@ -213,8 +217,8 @@ def tokens_of(text: str) -> list[Token]:
         m = raw[i]
         surface = m.group(0)
         value: Decimal | None = None
-        nxt = raw[i + 1] if i + 1 < len(raw) else None
-        gap = _gap(text, m, nxt) if nxt is not None else "other"
+        nxt: re.Match[str] | None = None
+        gap = "other"
         if m.group("num") is not None:
             try:
                 value = Decimal(m.group("num").replace(",", ""))
@@ -223,9 +227,12 @@ def tokens_of(text: str) -> list[Token]:
             glued = (m.group("glued") or "").lower()
             if glued and glued != "%":
                 value = value * SCALES.get(glued, SCALES.get(glued[:1], 1)) if value is not None else None
+            nxt, gap = _next(text, raw, i)
         else:
             word = m.group("word")
             lower = word.lower()
+            if lower in NUMBER_WORDS or lower == "one":
+                nxt, gap = _next(text, raw, i)
             if lower in NUMBER_WORDS:
                 value = Decimal(NUMBER_WORDS[lower])
             elif lower == "one" and _binds(nxt, gap):
@@ -240,8 +247,7 @@ def tokens_of(text: str) -> list[Token]:
                 value += _DIGIT_WORDS[nxt.group("word").lower()]  # "twenty-four" = 24
                 surface = text[m.start() : nxt.end()]
                 i += 1
-                nxt = raw[i + 1] if i + 1 < len(raw) else None
-                gap = _gap(text, raw[i], nxt) if nxt is not None else "other"
+                nxt, gap = _next(text, raw, i)
         if value is not None:
             # a following scale word multiplies ("67 million", "two billion", "1.2 bn")
             if nxt is not None and nxt.group("word"):
@@ -250,8 +256,7 @@ def tokens_of(text: str) -> list[Token]:
                     value = value * SCALES[scale]
                     surface = f"{surface} {nxt.group(0)}"
                     i += 1
-                    nxt = raw[i + 1] if i + 1 < len(raw) else None
-                    gap = _gap(text, raw[i], nxt) if nxt is not None else "other"
+                    nxt, gap = _next(text, raw, i)
             ordinal = (m.group("word") or "").lower() in _ORDINALS  # "first-aid", "third-party": no unit
             bound = not ordinal and _binds(nxt, gap)
             out.append(Token("number", canonical_number(value), surface, bound))
