@@ -894,6 +894,15 @@ class WindowSettings(BaseModel):
         description="a window whose close fails this many ticks in a row is dropped from the pending "
         "windows with an ERROR log naming it (the other windows are closed regardless)",
     )
+    close_batch: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="due windows closed together: their rows read in one query per app and model and "
+        "their aggregates written in one insert, oldest first. A stop closes the pending windows in such "
+        "batches for at most a third of kafka.shutdown_timeout_s, and leaves the rest (logged) for the "
+        "next start to recompute",
+    )
 
 
 class AlertSettings(BaseModel):

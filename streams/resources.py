@@ -220,8 +220,11 @@ class Resources(Service):
             except Exception:  # the rows stay unacked and come back after a restart
                 log.exception("final flush failed")
         if self._windows is not None:
-            try:  # rows flushed so far are complete: write their windows
-                await self._windows.close_due(final=True)
+            # rows flushed so far are complete: write their windows (after the timer's round under way,
+            # never beside it), within a third of the stop's time; the rest are recomputed at the next start
+            budget = self.ctx.settings.kafka.shutdown_timeout_s / 3
+            try:
+                await self._windows.finish(budget)
             except Exception:
                 log.exception("closing the open windows on stop failed (recomputed at the next start)")
             try:
