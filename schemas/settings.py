@@ -833,6 +833,18 @@ class ClickHouseSettings(BaseModel):
             'rejects; that row goes to deadletter (stage "sink") and the rest are written'
         ),
     )
+    dead_letter_batch_rows: int = Field(
+        500,
+        ge=1,
+        description="dead-letter rows buffered before a ClickHouse insert (each letter is acked once the "
+        "insert holding its row succeeded)",
+    )
+    dead_letter_batch_seconds: float = Field(
+        0.5,
+        gt=0,
+        description="longest a dead-letter row waits in the buffer before an insert (checked 4 times as "
+        "often); a flood fills batches to dead_letter_batch_rows first",
+    )
     cluster: str | None = Field(
         None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
