@@ -255,7 +255,9 @@ class AlertEngine:
         made = []
         for window in run:
             if latest is not None and window.window_end < latest.window_end:
-                continue  # an older window closed again after a later transition: history stands
+                # an older window closed again after a later transition: history stands
+                await self.refresh_firing(rule, window)
+                continue
             first, _ = self.windows.last_k(window.window_start, n)
             slots = []
             for i in range(n):

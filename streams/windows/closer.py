@@ -252,7 +252,7 @@ class WindowCloser:
                 "window %s %s/%s closed: %d interactions, hallucination rate %s",
                 key[2].isoformat(), key[0], key[1], windows[key].count, windows[key].hallucination_rate,
             )  # fmt: skip
-        heard = await self._tell([windows[k] for k in keys]) if self.listener is not None else set(keys)
+        heard = await self._tell(keys, [windows[k] for k in keys]) if self.listener is not None else set(keys)
         out = []
         for key in keys:
             if key not in heard:
@@ -263,11 +263,10 @@ class WindowCloser:
             out.append(windows[key])
         return out
 
-    async def _tell(self, windows: list[WindowAggregate]) -> set[WindowKey]:
+    async def _tell(self, keys: Sequence[WindowKey], windows: list[WindowAggregate]) -> set[WindowKey]:
         """Hand the batch to the listener at once; when that fails, each window on its own. Returns the
         windows it took (the others are counted as failed)."""
         assert self.listener is not None
-        keys = [(w.app, w.model, w.window_start) for w in windows]
         try:
             await self.listener.on_windows(windows)
             return set(keys)
