@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 UNDEFINED = "-"
 
@@ -20,3 +21,15 @@ def fixed(value: float | None, digits: int = 3, width: int = 0) -> str:
     shown = defined(value)
     text = UNDEFINED if shown is None else f"{shown:.{digits}f}"
     return f"{text:>{width}}"
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` (plain JSON types, as ``model_dump(mode="json")`` gives) with every undefined float as
+    None, so ``json.dumps`` writes ``null`` where it would write ``NaN`` or ``Infinity`` (not JSON)."""
+    if isinstance(value, float):
+        return defined(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

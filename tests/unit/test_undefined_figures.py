@@ -57,3 +57,11 @@ def test_every_undefined_value_is_a_dash(value: float | None) -> None:
 
 def test_a_defined_value_keeps_its_digits() -> None:
     assert fixed(0.5) == "0.500" and fixed(-0.25, 1, 6) == "  -0.2"
+
+
+def test_json_output_has_null_for_every_undefined_float() -> None:
+    from groundwatch.figures import json_safe
+
+    data = {"a": math.nan, "b": [1.5, math.inf, {"c": -math.inf}], "d": "nan", "e": 2, "f": None}
+    text = json.dumps(json_safe(data), allow_nan=False)  # raises on NaN or Infinity
+    assert json.loads(text) == {"a": None, "b": [1.5, None, {"c": None}], "d": "nan", "e": 2, "f": None}
