@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from groundwatch.figures import defined, fixed
 from pipeline.judge_quality import QualityBlock
 from pipeline.metrics.agreement import Estimate
 from streams.judge_quality import QualityReport
 
 
 def _est(e: Estimate | None) -> str:
-    if e is None or e.value is None:
+    if e is None or defined(e.value) is None:
         return "-"
-    if e.low is None or e.high is None:
-        return f"{e.value:.3f}"
-    return f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]"
+    if defined(e.low) is None or defined(e.high) is None:
+        return fixed(e.value)
+    return f"{fixed(e.value)} [{fixed(e.low)}, {fixed(e.high)}]"
 
 
 def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f} %"
+    shown = defined(value)
+    return "-" if shown is None else f"{100 * shown:.1f} %"
 
 
 #: what a kind without a flag rate in the windows (correctness: a score, not a flag) shows as corrected
@@ -62,7 +64,7 @@ def render(report: QualityReport) -> str:
             f"  {block.kind.value:<21} {block.labels:>6} {a.cases if a else 0:>5}  "
             f"{_est(a.sensitivity if a else None):<22} {_est(a.specificity if a else None):<22} "
             f"{_est(a.balanced_accuracy if a else None):<22} "
-            f"{(a.kappa.value if a and a.kappa.value is not None else float('nan')):>6.3f}  {flagged:>8}  "
+            f"{fixed(a.kappa.value if a else None, width=6)}  {flagged:>8}  "
             f"{_corrected(block)}"
         )
         notes = []
@@ -72,7 +74,7 @@ def render(report: QualityReport) -> str:
             notes.append(f"{block.no_verdict} without a judge verdict")
         if block.reviewers.pairs:
             r = block.reviewers
-            kappa = f", kappa {r.kappa:.3f}" if r.kappa is not None else ""
+            kappa = f", kappa {fixed(r.kappa)}" if defined(r.kappa) is not None else ""
             notes.append(f"reviewers agree on {_pct(r.percent_agreement)} of {r.pairs} pairs{kappa}")
         if block.identities > 1:
             notes.append(f"{block.identities} judge identities pooled (see below)")

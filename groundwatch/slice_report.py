@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import ValidationError
 
+from groundwatch.figures import defined
 from groundwatch.trend_report import parse_duration
 from schemas.errors import ConfigError
 from schemas.metrics import METRICS_BY_NAME, MetricKind
@@ -24,13 +25,15 @@ def parse_ago(text: str, flag: str) -> timedelta:
     return span
 
 
-def _value(kind: str, v: float | None) -> str:
+def _value(kind: str, value: float | None) -> str:
+    v = defined(value)
     if v is None:
         return "-"
     return f"{100 * v:.1f}%" if kind == MetricKind.RATE.value else f"{v:.3f}" if kind == "mean" else f"{v:g}"
 
 
-def _points(kind: str, v: float | None) -> str:
+def _points(kind: str, value: float | None) -> str:
+    v = defined(value)
     if v is None:
         return "-"
     return f"{100 * v:+.1f} pt" if kind == MetricKind.RATE.value else f"{v:+.3f}"

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel
 
+from groundwatch.figures import defined, fixed
 from schemas.alert import Alert
 from schemas.metrics import METRICS, Metric, MetricKind, pooled
 from schemas.safe_text import safe_text
@@ -45,11 +46,12 @@ class Report(BaseModel):
 
 
 def _f(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return fixed(value, digits)
 
 
 def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
+    shown = defined(value)
+    return "-" if shown is None else f"{100 * shown:.1f}%"
 
 
 def figure(metric: Metric, value: float | None) -> str:
@@ -59,7 +61,7 @@ def figure(metric: Metric, value: float | None) -> str:
         return _pct(value)
     if metric.kind is MetricKind.MEAN:
         return _f(value)
-    if value is None:
+    if defined(value) is None:
         return "-"
     return f"{value:.4f}" if metric.unit == "USD" else f"{value:.0f}"
 

@@ -833,6 +833,18 @@ class ClickHouseSettings(BaseModel):
             'rejects; that row goes to deadletter (stage "sink") and the rest are written'
         ),
     )
+    dead_letter_batch_rows: int = Field(
+        500,
+        ge=1,
+        description="dead-letter rows buffered before a ClickHouse insert (each letter is acked once the "
+        "insert holding its row succeeded)",
+    )
+    dead_letter_batch_seconds: float = Field(
+        0.5,
+        gt=0,
+        description="longest a dead-letter row waits in the buffer before an insert (checked 4 times as "
+        "often); a flood fills batches to dead_letter_batch_rows first",
+    )
     cluster: str | None = Field(
         None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -893,6 +905,15 @@ class WindowSettings(BaseModel):
         ge=1,
         description="a window whose close fails this many ticks in a row is dropped from the pending "
         "windows with an ERROR log naming it (the other windows are closed regardless)",
+    )
+    close_batch: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="due windows closed together: their rows read in one query per app and model and "
+        "their aggregates written in one insert, oldest first. A stop closes the pending windows in such "
+        "batches for at most a third of kafka.shutdown_timeout_s, and leaves the rest (logged) for the "
+        "next start to recompute",
     )
 
 

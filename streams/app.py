@@ -39,6 +39,7 @@ from schemas.settings import Settings
 from streams.context import StreamContext, new_context
 from streams.dashboard.api import dashboard_app
 from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
+from streams.dashboard.edges import EdgeRunner
 from streams.fetch import use_fetch_wait
 from streams.heap import settle_heap
 from streams.kafka_auth import faust_credentials
@@ -161,7 +162,11 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
     loopback, credentials are required and guard every page of the web server, faust's own included."""
     host = settings.dashboard.host
     require_credentials(host, settings.dashboard)
-    web_app = app.web.web_app  # type: ignore[attr-defined]
+    web: Any = app.web  # faust's aiohttp driver (faust.web.drivers.aiohttp.Web)
+    web_app = web.web_app
+    # requests that do not parse (an oversized request line or header): 414/431/400 and one WARNING line
+    # a while, not a traceback each (streams.dashboard.edges)
+    web._runner = EdgeRunner(web_app, access_log=None)
     if not is_loopback(host):
         web_app.middlewares.append(auth_middleware(settings.dashboard))
     web_app.add_subapp(

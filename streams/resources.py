@@ -28,6 +28,7 @@ from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
 from schemas.evaluation import Evaluation
 from streams.alerts.engine import AlertEngine
+from streams.clickhouse.batch import DeadLetterRows
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.sink import EvaluationSink, Located
 from streams.clickhouse.store import ClickHouseStore
@@ -65,6 +66,7 @@ class Resources(Service):
         self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
         self.store: ClickHouseStore | None = None
         self._sink: EvaluationSink | None = None
+        self._dead_letter_rows: DeadLetterRows | None = None
         self._windows: WindowCloser | None = None
         self._alerts: AlertEngine | None = None
 
@@ -92,6 +94,10 @@ class Resources(Service):
     @property
     def sink(self) -> EvaluationSink:
         return _opened(self._sink, "ClickHouse sink")
+
+    @property
+    def dead_letter_rows(self) -> DeadLetterRows:
+        return _opened(self._dead_letter_rows, "dead-letter rows")
 
     @property
     def windows(self) -> WindowCloser:
@@ -123,6 +129,11 @@ class Resources(Service):
             clock=self.clock,
             before_ack=self._end_user_labels,
         )
+        ch = settings.clickhouse
+        self._dead_letter_rows = DeadLetterRows(
+            store.insert_dead_letter_rows, ch.dead_letter_batch_rows, ch.dead_letter_batch_seconds,
+            clock=self.clock, on_written=self._dead_letters_written,
+        )  # fmt: skip
         self._ready.set()
         await self.write_status()
         log.info("groundwatch resources ready (judge=%s, clickhouse=%s)", self.judge.name, store.describe())
@@ -147,6 +158,10 @@ class Resources(Service):
         """Evaluations are in ClickHouse: count them and their calls, and charge the judge budgets."""
         self.ctx.metrics.written(evaluations, seconds)
         self.sampler.record(evaluations)
+
+    async def _dead_letters_written(self, rows: int, seconds: float) -> None:
+        self.ctx.metrics.recorded(rows)
+        await self.write_status()
 
     async def _after_flush(self, rows: Sequence[Located]) -> None:
         await self.windows.touch(rows)
@@ -210,7 +225,8 @@ class Resources(Service):
         await self.finish()
 
     async def finish(self) -> None:
-        """Flush the sink, write the open windows (and fire their alerts), write the status file; once."""
+        """Flush the sink and the dead-letter rows, write the open windows (and fire their alerts), write
+        the status file; once."""
         if self._finished:
             return
         self._finished = True
@@ -219,9 +235,17 @@ class Resources(Service):
                 await self._sink.flush()
             except Exception:  # the rows stay unacked and come back after a restart
                 log.exception("final flush failed")
+        if self._dead_letter_rows is not None:
+            try:
+                await self._dead_letter_rows.flush()
+            except Exception:  # unacked: read again after a restart
+                log.exception("writing the dead-letter rows on stop failed")
         if self._windows is not None:
-            try:  # rows flushed so far are complete: write their windows
-                await self._windows.close_due(final=True)
+            # rows flushed so far are complete: write their windows (after the timer's round under way,
+            # never beside it), within a third of the stop's time; the rest are recomputed at the next start
+            budget = self.ctx.settings.kafka.shutdown_timeout_s / 3
+            try:
+                await self._windows.finish(budget)
             except Exception:
                 log.exception("closing the open windows on stop failed (recomputed at the next start)")
             try:

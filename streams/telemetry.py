@@ -2,10 +2,10 @@
 
 Counted where things happen: events in and out per processor, dead letters by stage and error type,
 interactions received, judged and skipped by app and reason (pipeline.sampling), sink rows and flush
-time; windows closed, alert transitions and failed deliveries are read at scrape time; judge calls,
-retries, errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records
-as the sink writes it (one place sees every call of every stage, on either topology). Consumer lag is
-read from the consumer when Prometheus scrapes.
+time, dead-letter rows written; windows closed, alert transitions, failed deliveries and the dead-letter
+recorder's lag are read at scrape time; judge calls, retries, errors, tokens, cost, cache hits and call
+latency are read off each Evaluation's call records as the sink writes it (one place sees every call of
+every stage, on either topology). Consumer lag is read from the consumer when Prometheus scrapes.
 """
 
 from __future__ import annotations
@@ -44,6 +44,29 @@ class ConsumerLag(Collector):
         for topic, partition, lag in rows:
             family.add_metric([topic, str(partition)], float(lag))
         yield family
+
+
+class DeadLetterLag(Collector):
+    """How far the dead-letter recorder is behind: rows read and not yet written to ClickHouse, and how
+    long the oldest of them has waited."""
+
+    def __init__(self, source: Callable[[], tuple[int, float]]) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            rows, waited = self.source()
+        except Exception:
+            rows, waited = 0, 0.0
+        yield GaugeMetricFamily(
+            "groundwatch_dead_letters_unrecorded", "dead letters read and not yet written to ClickHouse",
+            value=float(rows),
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "groundwatch_dead_letters_unrecorded_seconds",
+            "seconds the oldest dead letter not yet written to ClickHouse has waited",
+            value=waited,
+        )
 
 
 class Totals(Collector):
@@ -117,9 +140,21 @@ class WorkerMetrics:
         )  # fmt: skip
         self.sink_rows = Counter("groundwatch_sink_rows", "evaluations written to ClickHouse", registry=r)
         self.sink_flush = Histogram("groundwatch_sink_flush_seconds", "ClickHouse insert time", registry=r)
+        self.dead_letter_rows = Counter(
+            "groundwatch_dead_letter_rows", "dead letters written to ClickHouse", registry=r
+        )
 
     def watch_lag(self, source: LagSource) -> None:
         self.registry.register(ConsumerLag(source))
+
+    def watch_dead_letters(self, source: Callable[[], tuple[int, float]]) -> None:
+        """The dead-letter recorder's lag (``DeadLetterLag``), read at scrape time."""
+        self.registry.register(DeadLetterLag(source))
+
+    def recorded(self, rows: int) -> None:
+        """Dead-letter rows went to ClickHouse."""
+        self.dead_letter_rows.inc(rows)
+        self.events_out.labels("dead_letters").inc(rows)
 
     def watch_counts(self, source: Callable[[], dict[str, int]]) -> None:
         """Counters kept elsewhere (windows, alert transitions, failed deliveries), read at scrape time."""

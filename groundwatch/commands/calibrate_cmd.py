@@ -15,6 +15,7 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
+from groundwatch.figures import json_safe
 from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
 
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         json.dumps(app_thresholds_with(existing, args.app, args.model, proposals)) if proposals else None
     )
     if args.json:
-        print(json.dumps({"calibrations": [r.model_dump(mode="json") for r in results], "apply": setting}))
+        calibrations = [json_safe(r.model_dump(mode="json")) for r in results]
+        print(json.dumps({"calibrations": calibrations, "apply": setting}))
         return 0
     scope = f"{args.app}" + (f" / {args.model}" if args.model else "")
     print(f"Thresholds for {scope} (judge {judges[0]}), grouped cross-validation on people's labels "

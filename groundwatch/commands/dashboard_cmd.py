@@ -43,9 +43,10 @@ async def serve(clickhouse: ClickHouseSettings, dashboard: DashboardSettings, ho
 
     from streams.clickhouse.store import ClickHouseStore
     from streams.dashboard.api import root_app
+    from streams.dashboard.edges import EdgeRunner
 
     store = await ClickHouseStore.open(clickhouse, migrate=True)
-    runner = web.AppRunner(root_app(lambda: store, dashboard), access_log=None)
+    runner = EdgeRunner(root_app(lambda: store, dashboard), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
+from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
@@ -270,9 +271,9 @@ def summary(report: EvalReport) -> str:
 
 
 def _fmt(value: float | None, interval: Interval | None = None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.3f}" + (f" {interval.text()}" if interval is not None else "")
+    if defined(value) is None:
+        return UNDEFINED
+    return fixed(value) + (f" {interval.text()}" if interval is not None else "")
 
 
 def run(args: argparse.Namespace) -> int:

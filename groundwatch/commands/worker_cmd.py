@@ -70,17 +70,28 @@ def read_files(settings: Settings) -> None:
 
 def preflight(settings: Settings) -> None:
     """What would otherwise fail inside faust's start-up with a long traceback, checked first so the
-    command ends with one line (groundwatch.cli): the files the worker reads, then that ClickHouse opens
-    (an embedded chDB path another worker holds is named as such; the engine stays open for this process,
-    which the worker's store then reuses), then that the broker answers (BrokerUnavailable naming it)."""
+    command ends with one line (groundwatch.cli): the files the worker reads, that its web server may
+    bind where it is told (off loopback only with credentials), then that ClickHouse opens (an embedded
+    chDB path another worker holds is named as such; the engine stays open for this process, which the
+    worker's store then reuses). Nothing here touches the broker: ``run`` builds the app (the rest of
+    its checks) before it creates anything there (``prepare_broker``)."""
     from streams.clickhouse.client import connect, parse_url
-    from streams.topics import broker_errors
+    from streams.dashboard.auth import require_credentials
 
     read_files(settings)
+    if settings.kafka.web_enabled:
+        require_credentials(settings.dashboard.host, settings.dashboard)
     target = parse_url(settings.clickhouse.url.get_secret_value(), settings.clickhouse.database)
     client = connect(target)
     if target.kind != "chdb":  # the embedded engine lives as long as the process
         client.close()
+
+
+def reach_broker(settings: Settings) -> None:
+    """That the broker answers (BrokerUnavailable naming it), creating the topics and a new group's start
+    offsets there: after every other check passed."""
+    from streams.topics import broker_errors
+
     with broker_errors(settings.kafka, "reach"):
         asyncio.run(prepare_broker(settings.kafka))
 
@@ -105,9 +116,10 @@ def run(args: argparse.Namespace) -> int:
     if args.loglevel != "debug":  # httpx logs every judge request at INFO: ~4% of the worker's CPU
         logging.getLogger("httpx").setLevel(logging.WARNING)
     preflight(settings)
-    stream_app = create_app(settings)
-    worker = GroundwatchWorker(stream_app, loglevel=args.loglevel)
+    stream_app = create_app(settings)  # settings checked while building it: still nothing on the broker
     try:
+        reach_broker(settings)
+        worker = GroundwatchWorker(stream_app, loglevel=args.loglevel)
         # returns when the worker stops (SIGINT/SIGTERM); a broker that lost the topics, or a stop that
         # overruns kafka.shutdown_timeout_s, ends the process with one line and exit code 2
         # (streams.lifecycle)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -61,6 +61,11 @@ def _log_failure(task: asyncio.Task[bool]) -> None:
     """Done-callback of a delivery task: an exception (a bug or a ledger outage) is logged, not lost."""
     if not task.cancelled() and task.exception() is not None:
         log.error("alert delivery crashed", exc_info=task.exception())
+
+
+def _order(alert: Alert) -> tuple[datetime, bool]:
+    """How ``ClickHouseStore.latest_alert`` orders a rule's transitions (the greatest is the latest)."""
+    return alert.window_end, alert.state == "resolved"
 
 
 class AlertEngine:
@@ -205,6 +210,72 @@ class AlertEngine:
                 made.append(alert)
             else:
                 await self.refresh_firing(rule, window)
+        return made
+
+    async def on_windows(self, windows: Sequence[WindowAggregate]) -> list[Alert]:
+        """Windows closed together (stored already), each once and in order of time: the transitions
+        ``on_window`` would make for each in turn. A plain rule's state (its latest transition, when it
+        last fired, the stored windows before, the transitions already made) is read once per app and
+        model and carried from window to window; rules with group_by or on the judge's agreement go
+        through ``on_window``'s path per window. Raises at the first failure: the transitions made
+        before it are stored, so evaluating the windows again makes none of them twice."""
+        await self.redeliver_due()
+        made: list[Alert] = []
+        series: dict[tuple[str, str], list[WindowAggregate]] = {}
+        for window in sorted(windows, key=lambda w: w.window_start):
+            series.setdefault((window.app, window.model), []).append(window)
+        for (app, model), run in series.items():
+            for rule in self.evaluator.rules_for(app, model):
+                if rule.group_by or rule.judge_metric:
+                    for window in run:
+                        one = self.sliced(rule, window) if rule.group_by else self._one(rule, window)
+                        made += await one
+                    continue
+                made += await self._run(rule, app, model, run)
+        return made
+
+    async def _one(self, rule: Rule, window: WindowAggregate) -> list[Alert]:
+        alert = await self.evaluate(rule, window)
+        if alert is None:
+            await self.refresh_firing(rule, window)
+            return []
+        await self.deliver(alert)
+        return [alert]
+
+    async def _run(self, rule: Rule, app: str, model: str, run: list[WindowAggregate]) -> list[Alert]:
+        """One plain rule over consecutive closes of one app/model (``on_windows``)."""
+        latest = await self.store.latest_alert(rule.name, app, model)
+        last_fired = await self.store.last_alert_end(rule.name, app, model)
+        n = history_needed(rule)
+        start, _ = self.windows.last_k(run[0].window_start, n)
+        stored = await self.store.alert_windows(app, model, start, run[-1].window_start)
+        by_start = {utc(w.window_start): w for w in stored} | {utc(w.window_start): w for w in run}
+        made_ids = set(await self.store.alert_ids_since(rule.name, app, model, start))
+        size = timedelta(seconds=self.windows.size_seconds)
+        made = []
+        for window in run:
+            if latest is not None and window.window_end < latest.window_end:
+                # an older window closed again after a later transition: history stands
+                await self.refresh_firing(rule, window)
+                continue
+            first, _ = self.windows.last_k(window.window_start, n)
+            slots = []
+            for i in range(n):
+                s = first + i * size
+                w = window if i == n - 1 else by_start.get(s)
+                slots.append(Slot(s, s + size, observe(rule.metric, w) if w is not None else EMPTY))
+            open_alert = latest if latest is not None and latest.state == "firing" else None
+            alert = decide(rule, app, model, slots, open_alert, last_fired, self.clock.now())
+            if alert is None or alert.alert_id in made_ids:
+                await self.refresh_firing(rule, window)
+                continue
+            await self.deliver(alert)
+            made_ids.add(alert.alert_id)
+            made.append(alert)
+            if latest is None or _order(alert) >= _order(latest):
+                latest = alert
+            if alert.state == "firing" and (last_fired is None or alert.window_end > last_fired):
+                last_fired = alert.window_end
         return made
 
     async def refresh_firing(self, rule: Rule, window: WindowAggregate) -> bool:

@@ -1,4 +1,5 @@
-"""Batched, idempotent writes of Evaluations: flushed by size (batch_rows) or age (batch_seconds).
+"""Batched, idempotent writes of Evaluations: flushed by size (batch_rows) or age (batch_seconds), in
+the buffer every batched writer uses (``streams.clickhouse.batch.RowBatch``).
 
 Each buffered row carries a callback (the ack of its source event), called only after its batch is in
 ClickHouse: a crash before that leaves the events unacked, so they are redelivered and rewritten
@@ -7,7 +8,6 @@ ClickHouse: a crash before that leaves the events unacked, so they are redeliver
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,6 +17,7 @@ from typing import Protocol
 from pipeline.clock import Clock, SystemClock
 from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
+from streams.clickhouse.batch import RowBatch
 from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.store import ClickHouseStore
 
@@ -43,10 +44,6 @@ OnFlushed = Callable[[Sequence[Located]], Awaitable[None]]
 BeforeAck = Callable[[list[Evaluation]], Awaitable[None]]
 
 
-def _noop() -> None:
-    return None
-
-
 class EvaluationSink:
     def __init__(
         self,
@@ -67,29 +64,20 @@ class EvaluationSink:
         self.before_ack = before_ack
         self.failures = 0  # failed flushes in a row
         self.rejected = 0
-        self._rows: list[Evaluation] = []
-        self._done: list[Callable[[], object]] = []
-        self._oldest: float | None = None
-        self._lock = asyncio.Lock()
+        self._batch: RowBatch[Evaluation] = RowBatch(settings.batch_rows, settings.batch_seconds, self.clock)
         self._rejected_now: set[int] = set()  # rows the split under way dead-lettered (by identity)
         self.flushed_rows = 0
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._batch)
 
     async def add(self, evaluation: Evaluation, on_written: Callable[[], object] | None = None) -> None:
-        self._rows.append(evaluation)
-        self._done.append(on_written or _noop)  # one callback per row
-        if self._oldest is None:
-            self._oldest = self.clock.monotonic()
-        if len(self._rows) >= self.settings.batch_rows:
+        if self._batch.add(evaluation, on_written):  # one callback per row
             await self.flush()
 
     def due(self) -> bool:
         """The oldest buffered row has waited ``batch_seconds``."""
-        if not self._rows or self._oldest is None:
-            return False
-        return self.clock.monotonic() - self._oldest >= self.settings.batch_seconds
+        return self._batch.due()
 
     async def flush_if_due(self) -> None:
         if self.due():
@@ -103,11 +91,10 @@ class EvaluationSink:
         to ``on_rejected`` (dead-lettered) and acked, the rest are written. When ClickHouse does not
         answer (an outage) nothing is dead-lettered: the rows stay buffered and this raises.
         """
-        async with self._lock:
-            rows, done = self._rows, self._done
+        async with self._batch.lock:
+            rows, done = self._batch.take()
             if not rows:
                 return 0
-            self._rows, self._done, self._oldest = [], [], None
             self._rejected_now.clear()
             try:
                 before = await self.store.current_rows([e.interaction_id for e in rows])
@@ -126,9 +113,7 @@ class EvaluationSink:
                 # put them back in front; they stay unacked until a later flush succeeds (but for rows
                 # an interrupted split already dead-lettered and acked: those are done)
                 kept = [(r, d) for r, d in zip(rows, done, strict=True) if id(r) not in self._rejected_now]
-                rows, done = [r for r, _ in kept], [d for _, d in kept]
-                self._rows[:0], self._done[:0] = rows, done
-                self._oldest = self.clock.monotonic()
+                self._batch.put_back([r for r, _ in kept], [d for _, d in kept])
                 raise
             self.failures = 0
             for callback in done:

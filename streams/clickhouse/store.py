@@ -188,10 +188,15 @@ class ClickHouseStore:
         await asyncio.to_thread(self.insert_evaluations_sync, evaluations)
 
     async def insert_window(self, window: WindowAggregate, computed_at: datetime) -> None:
-        row = window_row(window, computed_at)
-        await self._run(
-            lambda: self.client.insert(f"{self.db}.window_aggregates", [row], column_names=WINDOW_COLUMNS)
-        )
+        await self.insert_windows([window], computed_at)
+
+    async def insert_windows(self, windows: Sequence[WindowAggregate], computed_at: datetime) -> None:
+        """Window aggregates in one insert (a rewrite of a window replaces it: the later computed_at)."""
+        rows = [window_row(w, computed_at) for w in windows]
+        if rows:
+            await self._run(
+                lambda: self.client.insert(f"{self.db}.window_aggregates", rows, column_names=WINDOW_COLUMNS)
+            )
 
     async def insert_dead_letter_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         """Rows of ``streams.clickhouse.dead_letter_rows`` (idempotent: keyed by the letter's hash)."""
@@ -236,6 +241,34 @@ class ClickHouseStore:
     async def rows_between(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
         return await asyncio.to_thread(self.rows_between_sync, app, model, start, end)
 
+    def rows_of_windows_sync(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[EvalRow]:
+        """Deduplicated evaluation rows of one app/model in the windows of ``size_seconds`` that begin at
+        ``starts``: one read over their time range (the sorting key's granules), only their rows kept
+        (counted in windows from the first start, so the division never sees a negative time)."""
+        if not starts:
+            return []
+        first = min(utc(s) for s in starts)
+        size = timedelta(seconds=size_seconds)
+        cols = ", ".join(_ROW_FIELDS)
+        rows = self.query_sync(
+            f"SELECT {cols} FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS} AND intDiv("
+            "toUnixTimestamp64Milli(timestamp) - toUnixTimestamp64Milli({start:DateTime64(3, 'UTC')}), "
+            "{size_ms:Int64}) IN {offsets:Array(Int64)}",
+            {
+                "app": app, "model": model, "start": first,
+                "end": max(utc(s) for s in starts) + size, "size_ms": int(size_seconds) * 1000,
+                "offsets": sorted({int((utc(s) - first) / size) for s in starts}),
+            },
+        )  # fmt: skip
+        return [EvalRow.model_validate(r) for r in rows]
+
+    async def rows_of_windows(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[EvalRow]:
+        return await asyncio.to_thread(self.rows_of_windows_sync, app, model, list(starts), size_seconds)
+
     def current_rows_sync(self, interaction_ids: Sequence[str]) -> list[EvalRow]:
         """The stored (deduplicated) rows of these interactions: where they count today."""
         if not interaction_ids:
@@ -272,6 +305,19 @@ class ClickHouseStore:
             f"SELECT count() AS n FROM {self.db}.alerts WHERE alert_id = {{aid:String}}", {"aid": alert_id}
         )
         return bool(rows and rows[0]["n"])
+
+    async def alert_ids_since(
+        self, rule: str, app: str, model: str, since: datetime, slice_: str = ""
+    ) -> list[str]:
+        """The ids of the rule's transitions for this app/model and slice on windows ending after
+        ``since`` (what a run of closes must not make again)."""
+        rows = await self.query(
+            f"SELECT DISTINCT alert_id FROM {self.db}.alerts "
+            "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
+            "AND slice = {slice:String} AND window_end > {since:DateTime64(3, 'UTC')}",
+            {"rule": rule, "app": app, "model": model, "slice": slice_, "since": utc(since)},
+        )
+        return [str(r["alert_id"]) for r in rows]
 
     async def last_alert_end(self, rule: str, app: str, model: str, slice_: str = "") -> datetime | None:
         """The end of the window the rule last fired on for this app/model (and slice; its cool-down

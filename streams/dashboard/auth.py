@@ -2,7 +2,8 @@
 
 A server bound to any address but loopback refuses to start without credentials
 (``require_credentials``). With a token, a browser opens ``/dashboard/?token=...`` once: the token is
-kept in an HttpOnly cookie and the address without it is loaded.
+kept in an HttpOnly cookie and the address without it is loaded: always a path on the same server
+(``same_origin``), whatever the request's path looks like.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import base64
 import hmac
 import ipaddress
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -82,6 +84,16 @@ def accepts(settings: DashboardSettings, header: str, cookie: str) -> bool:
     return False
 
 
+def same_origin(request: web.Request, drop: str = "token") -> str:
+    """Where to send a browser back to: the request's path and query without ``drop``, as a path on this
+    server. A path that begins with more than one slash or a backslash (``//example.org/x``,
+    ``/\\example.org``) would be another site's address to a browser: its leading slashes are one."""
+    raw = "".join(ch for ch in request.rel_url.raw_path if ch.isprintable() and not ch.isspace())
+    path = "/" + raw.lstrip("/\\")
+    query = urlencode([(k, v) for k, v in request.query.items() if k != drop])
+    return f"{path}?{query}" if query else path
+
+
 def auth_middleware(settings: DashboardSettings) -> Middleware:
     """Checks every request when credentials are set (none: loopback only, see require_credentials)."""
 
@@ -92,9 +104,7 @@ def auth_middleware(settings: DashboardSettings) -> Middleware:
         token = settings.token.get_secret_value() if settings.token else ""
         given = request.query.get("token", "")
         if token and given and _same(given, token):
-            rest = {k: v for k, v in request.query.items() if k != "token"}
-            target = request.rel_url.with_query(rest)
-            response = web.HTTPFound(str(target))
+            response = web.HTTPFound(same_origin(request))
             response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", secure=request.secure)
             raise response
         headers = {"WWW-Authenticate": 'Basic realm="groundwatch"'} if settings.username else {}

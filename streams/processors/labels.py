@@ -36,7 +36,10 @@ class LabelsProcessor(Processor[Label]):
     async def process(self, message: Label) -> None:
         store = LabelStore(self.resources.store_open)
         label = self.resources.privacy.label_for_storage(message)  # privacy.mode all: the note masked
-        await retry(functools.partial(store.insert, [label]), what="labels: insert")
+        # backoff waited on the worker's clock (a test's ManualClock advances instead of sleeping)
+        await retry(
+            functools.partial(store.insert, [label]), what="labels: insert", sleep=self.resources.clock.sleep
+        )
 
     def register(self) -> Any:
         self.gauges = AgreementGauges(self.ctx.settings, self.resources.clock)

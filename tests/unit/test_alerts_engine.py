@@ -369,3 +369,47 @@ def test_a_delivery_timeout_must_be_positive_and_below_the_lease() -> None:
     with pytest.raises(ConfigError, match=r"delivery_timeout_s=60 must be below alerts\.delivery_lease_s=60"):
         resolve([Receiver(name="r", kind="webhook", url="http://127.0.0.1:9/")], settings, env={})
     assert resolve([Receiver(name="r", kind="webhook", url="u", delivery_timeout_s=59)], settings, env={})
+
+
+@pytest.mark.parametrize("batch", [1, 3, 40])
+async def test_windows_closed_together_make_the_transitions_one_by_one_would(batch: int) -> None:
+    """``on_windows`` (a batch of closes) against ``on_window`` for each window in turn, on a threshold
+    rule that flaps and a baseline rule: the same transitions, each once; a batch evaluated again (a
+    retry after a failure) makes none twice."""
+    from schemas.alert import AlertRule
+
+    rules = AlertRules(
+        rules=[
+            AlertRule(name="flap", metric="hallucination_rate", threshold=0.5, windows=2, min_interactions=10,
+                      cooldown_seconds=0),
+            *RULES.rules,
+        ]
+    )  # fmt: skip
+    rates = [5, 5, 5, 5, 5, 5, 5, 90, 90, 90, 5, 5, 5, 80, 5, 90, 90, 5, 5, 5] * 2
+    windows = [window(i, 100, bad) for i, bad in enumerate(rates)]
+    made: dict[str, list[tuple[str, str, datetime]]] = {}
+    for way in ("one by one", "together"):
+        s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
+        clock = ManualClock(T0)
+        published: list[Alert] = []
+
+        async def publish(alert: Alert, key: str, published: list[Alert] = published) -> None:
+            published.append(alert)
+
+        engine = AlertEngine(rules, make_settings().alerts, TumblingWindows(3600), s, publish, clock=clock)
+        for i in range(0, len(windows), batch):
+            part = windows[i : i + batch]
+            clock.set(part[-1].window_end)
+            await s.insert_windows(part, clock.now())
+            if way == "together":
+                await engine.on_windows(part)
+                assert await engine.on_windows(part) == []  # evaluated again: nothing twice
+            else:
+                for w in part:
+                    await engine.on_window(w)
+        made[way] = [(a.alert_id, a.state, a.window_end) for a in published]
+        assert len({a for a, *_ in made[way]}) == len(made[way]) == len(s.alerts_sync())
+        await engine.aclose()
+        s.close()
+    assert sorted(made["together"]) == sorted(made["one by one"])  # (rules apart: in another order)
+    assert {state for _, state, _ in made["together"]} == {"firing", "resolved"}

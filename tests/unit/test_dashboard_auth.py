@@ -132,3 +132,42 @@ async def test_bytes_through_the_real_server_are_401_without_a_traceback(
     assert await status_of(server.port, get, f"Authorization: bearer {TOKEN}".encode()) == 503
     basic = b"Authorization: BASIC " + base64.b64encode(b"ops:pw")
     assert await status_of(server.port, get, basic) == 503
+
+
+HOSTILE_PATHS = [
+    b"//example.org/x",
+    b"///example.org",
+    b"/\\example.org/x",
+    b"/\\/example.org",
+    b"//\\example.org",
+    b"/%2F%2Fexample.org",
+    b"/dashboard/",
+]
+
+
+@pytest.mark.parametrize("path", HOSTILE_PATHS)
+async def test_the_token_login_redirects_only_to_a_path_on_the_same_server(path: bytes) -> None:
+    """The worker's web server checks every path (the middleware on its root application): whatever the
+    path, the ``?token=`` login sends the browser to a path here, never to another host."""
+    from aiohttp import web
+    from yarl import URL
+
+    from streams.dashboard.auth import auth_middleware
+
+    srv = TestServer(web.Application(middlewares=[auth_middleware(SETTINGS)]), host="127.0.0.1")
+    await srv.start_server()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+        writer.write(b"GET " + path + b"?token=" + TOKEN.encode() + b"&a=1&a=2 HTTP/1.1\r\n")
+        writer.write(b"Host: dashboard\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        head = (await reader.read()).split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+        writer.close()
+    finally:
+        await srv.close()
+    assert head[0].split()[1] == "302"
+    location = next(line.split(":", 1)[1].strip() for line in head if line.lower().startswith("location:"))
+    assert location.startswith("/") and location[1:2] not in ("/", "\\"), location
+    target = URL(location)
+    assert target.host is None and not target.is_absolute()
+    assert target.query.getall("a") == ["1", "2"] and "token" not in target.query

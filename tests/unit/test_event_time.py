@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -109,13 +109,15 @@ class FlakyStore:
         self.bad_app = bad_app
         self.written: list[WindowAggregate] = []
 
-    async def rows_between(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
+    async def rows_of_windows(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[EvalRow]:
         if app == self.bad_app:
-            raise ValueError(f"Cannot parse DateTime64 parameter {start.isoformat()}")
+            raise ValueError(f"Cannot parse DateTime64 parameter {min(starts).isoformat()}")
         return []
 
-    async def insert_window(self, window: WindowAggregate, computed_at: datetime) -> None:
-        self.written.append(window)
+    async def insert_windows(self, windows: Sequence[WindowAggregate], computed_at: datetime) -> None:
+        self.written.extend(windows)
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         return []

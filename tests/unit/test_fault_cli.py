@@ -173,3 +173,28 @@ def test_a_chdb_path_another_process_holds_is_named(monkeypatch: pytest.MonkeyPa
     assert str(err.value).startswith(f"cannot open the embedded chDB at {path}: another process holds it")
     with pytest.raises(ConfigError, match="Error initializing"):  # not held: chDB's own reason
         ch.connect(target)
+
+
+def test_worker_refuses_an_open_bind_before_it_touches_the_broker(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The bind check comes before anything is created on the broker: with a broker that would be
+    reached (here a recorder of the attempt), the worker ends with the credentials line and never
+    tried it."""
+    import groundwatch.commands.worker_cmd as worker_cmd
+
+    reached: list[object] = []
+
+    async def prepare(kafka: object) -> None:
+        reached.append(kafka)
+
+    monkeypatch.setattr(worker_cmd, "prepare_broker", prepare)
+    monkeypatch.setenv("GROUNDWATCH_CLICKHOUSE__URL", f"chdb://{tmp_path / 'chdb'}")
+    monkeypatch.setenv("GROUNDWATCH_DASHBOARD__HOST", "0.0.0.0")
+    try:
+        code, err = run(capsys, "worker", "--web-port", "8099", "--broker", "kafka://127.0.0.1:9")
+    finally:
+        uninstall_safe_logging()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("groundwatch worker: DashboardConfigError: refusing to serve the dashboard")
+    assert reached == []

@@ -110,7 +110,7 @@ async def test_send_dead_fits_the_letter_to_the_budget(tmp_path: Any) -> None:
 
 
 class BrokenWindows:
-    async def close_due(self, final: bool = False) -> list[Any]:
+    async def finish(self, budget_s: float) -> Any:
         raise RuntimeError("chdb went away")
 
 

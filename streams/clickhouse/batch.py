@@ -1,0 +1,119 @@
+"""Rows waiting for a ClickHouse insert, each with the callback to run once it is written (the ack of the
+message it came from): the one buffer of the evaluation sink (``streams.clickhouse.sink``) and the
+dead-letter rows (``DeadLetterRows``).
+
+A batch is due once it holds ``max_rows`` rows or its oldest row has waited ``max_seconds`` (on the
+injected clock). ``take`` empties the buffer for a flush; a flush that fails puts its rows back in front
+(``put_back``), still unacked, so a crash or an outage loses nothing: the messages are read again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from pipeline.clock import Clock, SystemClock
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+Done = Callable[[], object]
+
+
+def _noop() -> None:
+    return None
+
+
+class RowBatch(Generic[R]):
+    """The buffer: rows and their callbacks, in arrival order, and when the oldest arrived."""
+
+    def __init__(self, max_rows: int, max_seconds: float, clock: Clock | None = None) -> None:
+        self.max_rows = max_rows
+        self.max_seconds = max_seconds
+        self.clock: Clock = clock or SystemClock()
+        self.lock = asyncio.Lock()  # one flush at a time
+        self._rows: list[R] = []
+        self._done: list[Done] = []
+        self._oldest: float | None = None
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def add(self, row: R, done: Done | None = None) -> bool:
+        """Buffer a row; True when the batch is full (time to flush)."""
+        self._rows.append(row)
+        self._done.append(done or _noop)
+        if self._oldest is None:
+            self._oldest = self.clock.monotonic()
+        return len(self._rows) >= self.max_rows
+
+    def waited(self) -> float:
+        """Seconds the oldest buffered row has waited (0 when none)."""
+        return 0.0 if self._oldest is None else max(0.0, self.clock.monotonic() - self._oldest)
+
+    def due(self) -> bool:
+        """The oldest buffered row has waited ``max_seconds``."""
+        return bool(self._rows) and self.waited() >= self.max_seconds
+
+    def take(self) -> tuple[list[R], list[Done]]:
+        rows, done = self._rows, self._done
+        self._rows, self._done, self._oldest = [], [], None
+        return rows, done
+
+    def put_back(self, rows: Sequence[R], done: Sequence[Done]) -> None:
+        """Rows a flush could not write, back in front, unacked; their age counts again from now."""
+        self._rows[:0], self._done[:0] = list(rows), list(done)
+        if self._rows:
+            self._oldest = self.clock.monotonic()
+
+
+class DeadLetterRows:
+    """Dead-letter rows (``streams.clickhouse.dead_letter_rows``) written in batches: each row's callback
+    (its message's ack) runs only after the insert holding it succeeded."""
+
+    def __init__(
+        self,
+        insert: Callable[[list[list[Any]]], Awaitable[None]],
+        max_rows: int,
+        max_seconds: float,
+        clock: Clock | None = None,
+        on_written: Callable[[int, float], Awaitable[None]] | None = None,
+    ) -> None:
+        self.insert = insert
+        self.batch: RowBatch[list[Any]] = RowBatch(max_rows, max_seconds, clock)
+        self.on_written = on_written  # (rows written, seconds the insert took)
+        self.written = 0
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    async def add(self, row: list[Any], done: Done | None = None) -> None:
+        """Buffer a row; a full batch is written at once (raising when the insert fails: the rows stay
+        buffered, unacked)."""
+        if self.batch.add(row, done):
+            await self.flush()
+
+    async def flush_if_due(self) -> None:
+        if self.batch.due():
+            await self.flush()
+
+    async def flush(self) -> int:
+        async with self.batch.lock:
+            rows, done = self.batch.take()
+            if not rows:
+                return 0
+            started = time.perf_counter()
+            try:
+                await self.insert(rows)
+            except BaseException:
+                self.batch.put_back(rows, done)
+                raise
+            for callback in done:
+                callback()
+            self.written += len(rows)
+        if self.on_written is not None:
+            await self.on_written(len(rows), time.perf_counter() - started)
+        return len(rows)

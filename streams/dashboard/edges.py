@@ -1,0 +1,118 @@
+"""The web server's answer to requests it cannot parse: a status and at most one WARNING line a while.
+
+aiohttp answers a request line or header over its limit (``LineTooLong``) with 400 and logs it at ERROR
+with a full traceback, one per request: any client could fill the log. Served through ``EdgeRunner``
+(the worker's web server and ``groundwatch dashboard``), such a request gets 414 (the request line) or 431
+(a header), any other request that does not parse gets 400, and the log gets one WARNING line at once,
+then at most one every ``LOG_EVERY_S`` saying how many were refused meanwhile; never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
+from aiohttp.web_server import Server
+
+from pipeline.clock import Clock, SystemClock
+from schemas.safe_text import safe_text
+
+log = logging.getLogger(__name__)
+
+#: longest request line (method, target, version) taken; longer: 414
+MAX_REQUEST_LINE = 8192
+#: longest header line taken; longer: 431. One less than the request line's limit: the limit a
+#: ``LineTooLong`` carries is how the answer tells the two apart
+MAX_FIELD = 8191
+#: seconds between two WARNING lines about refused requests
+LOG_EVERY_S = 60.0
+
+
+class RefusalLog:
+    """One WARNING line for the first refused request, then at most one every ``every_s`` with the count
+    refused since the last line (measured on ``clock``)."""
+
+    def __init__(self, every_s: float = LOG_EVERY_S, clock: Clock | None = None) -> None:
+        self.every_s = every_s
+        self.clock: Clock = clock or SystemClock()
+        self.unlogged = 0  # refused since the last line
+        self.refused = 0  # refused in all
+        self._last: float | None = None
+
+    def refused_request(self, status: int, remote: str | None, why: str) -> None:
+        self.refused += 1
+        self.unlogged += 1
+        now = self.clock.monotonic()
+        if self._last is not None and now - self._last < self.every_s:
+            return
+        log.warning(
+            "web: refused %d request(s) that do not parse since the last line (last: %d from %s: %s); "
+            "at most one line every %g s",
+            self.unlogged, status, remote or "?", safe_text(why, 200), self.every_s,
+        )  # fmt: skip
+        self.unlogged = 0
+        self._last = now
+
+
+REFUSALS = RefusalLog()
+
+
+def refusal_status(exc: BaseException) -> int:
+    """414 for a request line over its limit, 431 for a header over its own, 400 otherwise."""
+    if isinstance(exc, LineTooLong):
+        limit = exc.args[1] if len(exc.args) > 1 else None
+        return 414 if limit == MAX_REQUEST_LINE else 431
+    return 400
+
+
+class EdgeRequestHandler(RequestHandler):
+    """aiohttp's request handler, but a request that does not parse is refused with its status and a
+    WARNING line (``REFUSALS``), without a traceback."""
+
+    refusals = REFUSALS
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if not isinstance(exc, BadHttpMessage):  # a handler's failure: aiohttp's own answer and log
+            return super().handle_error(request, status, exc, message)
+        status = refusal_status(exc)
+        self.refusals.refused_request(status, request.remote, f"{type(exc).__name__}: {exc.message}")
+        if request.writer.output_size > 0:  # (as aiohttp: a response already started cannot be replaced)
+            raise ConnectionError("response already sent, cannot send the refusal")
+        reason = {414: "URI Too Long", 431: "Request Header Fields Too Large"}.get(status, "Bad Request")
+        response = web.Response(status=status, text=f"{status} {reason}\n", content_type="text/plain")
+        response.force_close()
+        return response
+
+
+class EdgeServer(Server):
+    """aiohttp's server, making ``EdgeRequestHandler``s."""
+
+    def __call__(self) -> RequestHandler:
+        return EdgeRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class EdgeRunner(web.AppRunner):
+    """``web.AppRunner`` whose server refuses unparseable requests as ``EdgeRequestHandler`` does, with
+    the request line and header limits above."""
+
+    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+        kwargs.setdefault("max_line_size", MAX_REQUEST_LINE)
+        kwargs.setdefault("max_field_size", MAX_FIELD)
+        super().__init__(app, **kwargs)
+
+    async def _make_server(self) -> Server:
+        server = await super()._make_server()
+        # the application builds a plain Server (web.Application._make_handler); the subclass only
+        # changes which handler it makes for each connection
+        server.__class__ = EdgeServer
+        return server
