@@ -82,7 +82,8 @@ STEPS = [
 @pytest.mark.parametrize(
     ("tools", "expected"),
     [
-        ({}, [("get_order", "c1", 0), ("search_kb", "c2", 1), ("search_kb", "c2", 1), ("send_email", "c3", 2)]),
+        ({}, [("get_order", "c1", 0), ("search_kb", "c2", 1), ("search_kb", "c2", 1),
+              ("send_email", "c3", 2)]),
         ({"evidence_allow": ["search_kb"]}, [("search_kb", "c2", 1), ("search_kb", "c2", 1)]),
         ({"evidence_deny": ["send_email", "search_kb"]}, [("get_order", "c1", 0)]),
         ({"evidence_earlier_turns": False, "evidence_deny": ["send_email"]},
@@ -149,7 +150,8 @@ def test_checked_values_are_ids_numbers_and_names_not_free_text() -> None:
 
 def test_an_argument_found_nowhere_before_the_call_is_ungrounded() -> None:
     steps = [
-        {"name": "find_customer", "arguments": {"email": "ada@example.com"}, "result": '{"customer_id": "C-88"}'},
+        {"name": "find_customer", "arguments": {"email": "ada@example.com"},
+         "result": '{"customer_id": "C-88"}'},
         {"name": "get_order", "arguments": {"customer_id": "C-88", "order_id": "4,471"}},
         {"name": "refund", "arguments": {"order_id": "9912", "amount": 25}},
     ]  # fmt: skip
@@ -157,7 +159,9 @@ def test_an_argument_found_nowhere_before_the_call_is_ungrounded() -> None:
     # C-88 came from the first tool's result; 4,471 matches 4471; 9912 appears nowhere
     assert ungrounded_arguments(i) == ["refund.order_id=9912"]
     # an earlier turn's call is not checked, but its result counts as seen
-    earlier = [{"name": "get_order", "arguments": {"order_id": "555"}, "result": "order 555", "earlier_turn": True}]
+    earlier = [
+        {"name": "get_order", "arguments": {"order_id": "555"}, "result": "order 555", "earlier_turn": True}
+    ]
     assert ungrounded_arguments(interaction(earlier)) is None
     later = [*earlier, {"name": "refund", "arguments": {"order_id": "555"}}]
     assert ungrounded_arguments(interaction(later)) == []
@@ -177,7 +181,14 @@ async def evaluate(i: Interaction, **sections: Any) -> Any:
 
 
 async def test_an_answer_grounded_in_a_tool_result_is_judged_against_it_and_names_it() -> None:
-    steps = [{"name": "search_kb", "call_id": "c2", "arguments": {"query": "refund time"}, "result": json.dumps(KB)}]
+    steps = [
+        {
+            "name": "search_kb",
+            "call_id": "c2",
+            "arguments": {"query": "refund time"},
+            "result": json.dumps(KB),
+        }
+    ]
     answer = "Refunds are paid within 14 days of the return."
     ev = await evaluate(interaction(steps, answer=answer))
     assert ev.context_entailment == 1.0 and ev.hallucination is False and ev.outcome == "supported"
@@ -208,8 +219,10 @@ async def test_an_empty_tool_result_leaves_a_factual_answer_without_evidence() -
 
 async def test_tool_errors_and_ungrounded_arguments_reach_the_evaluation() -> None:
     steps = [
-        {"name": "get_order", "call_id": "c1", "arguments": {"order_id": "9912"}, "result": '{"error": "not found"}'},
-        {"name": "get_order", "call_id": "c0", "arguments": {"order_id": "1"}, "result": "ok", "earlier_turn": True},
+        {"name": "get_order", "call_id": "c1", "arguments": {"order_id": "9912"},
+         "result": '{"error": "not found"}'},
+        {"name": "get_order", "call_id": "c0", "arguments": {"order_id": "1"}, "result": "ok",
+         "earlier_turn": True},
     ]  # fmt: skip
     ev = await evaluate(interaction(steps, answer="Your order could not be found."))
     assert ev.tool_calls == 1 and ev.tool_error is True
