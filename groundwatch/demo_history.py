@@ -135,7 +135,11 @@ def as_tool_call(record: dict[str, Any], call_id: str, empty: bool) -> dict[str,
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": question},
         {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": call_id, "content": json.dumps([] if empty else documents)},
+        {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": json.dumps([] if empty else documents, ensure_ascii=False),
+        },
     ]
     out = {k: v for k, v in record.items() if k not in ("question", "contexts")}
     return {**out, "messages": messages}

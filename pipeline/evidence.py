@@ -175,13 +175,13 @@ _WORD = re.compile(r"\w+")
 
 
 def is_factual(sentence: str) -> bool:
-    """Whether a sentence states something evidence could support: not a question, not a courtesy
-    (greeting, thanks, an offer of more help), and at least three words or a number."""
+    """Whether a sentence states something evidence could support: it has a word, and it is neither a
+    question nor a courtesy (a greeting, thanks, an offer of more help). A short answer counts: "Paris"
+    answers the question it follows."""
     text = sentence.strip()
-    if not text or text.endswith("?") or _COURTESY.match(text):
+    if not _WORD.search(text) or text.endswith("?") or _COURTESY.match(text):
         return False
-    words = _WORD.findall(text)
-    return len(words) >= 3 or any(w.isdigit() for w in words)
+    return True
 
 
 def has_factual_statement(sentences: Iterable[str]) -> bool:

@@ -123,6 +123,8 @@ def test_settings_refuse_a_blank_tool_name_and_unknown_keys() -> None:
         ("Is there anything else I can help with?", False),
         ("Thank you for contacting Acme support today.", False),
         ("Hello!", False),
+        ("England", True),  # a short answer states its claim with the question
+        ("...", False),
         ("Happy to help.", False),
         ("We ship worldwide.", True),
     ],

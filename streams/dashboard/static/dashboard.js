@@ -316,7 +316,7 @@ async function loadBucket() {
 }
 
 const PAIR_TITLES = {
-  context_answer: "Answer statements against the retrieved context",
+  context_answer: "Answer statements against the evidence (retrieved context and tool results)",
   ground_truth_answer: "Answer statements against the question and ground truth (ground truth ⇒ answer)",
   answer_ground_truth: "Ground-truth statements against the question and answer (answer ⇒ ground truth)",
 };
