@@ -300,14 +300,14 @@ async function loadBucket() {
   $("bucket-export").href = exportLink(p);
   const sliced = sliceTerms().length ? filterText(data.slice) : "";
   $("bucket-title").textContent = `${data.app} / ${data.model}${sliced ? ` [${sliced}]` : ""}: ${data.start} – ${data.end}`;
-  $("bucket-summary").textContent = `${data.total} interactions${sliced ? ` of the slice ${sliced}` : ""}, worst first (hallucinated, then lowest context entailment)`;
-  const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
+  $("bucket-summary").textContent = `${data.total} interactions${sliced ? ` of the slice ${sliced}` : ""}, worst first (hallucinated or answered without evidence, then lowest context entailment)`;
+  const cols = ["interaction", "hallucination", "no evidence", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
   $("bucket-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   const flag = (v) => (v === null ? "–" : v ? "yes" : "no");
   $("bucket-table").querySelector("tbody").replaceChildren(...data.interactions.map((r) => {
     const link = el("a", { href: "#", class: "interaction-link" }, r.interaction_id);
     link.addEventListener("click", (e) => { e.preventDefault(); setParams({ view: "interaction", id: r.interaction_id }, true); route(); });
-    return el("tr", { class: r.hallucination ? "bad" : "" }, el("td", {}, link), el("td", {}, flag(r.hallucination)),
+    return el("tr", { class: r.hallucination || r.no_evidence ? "bad" : "" }, el("td", {}, link), el("td", {}, flag(r.hallucination)), el("td", {}, flag(r.no_evidence ?? null)),
       el("td", { class: "num" }, fmt(r.context_entailment)), el("td", { class: "num" }, fmt(r.ground_truth_entails_answer)),
       el("td", { class: "num" }, fmt(r.answer_entails_ground_truth)), el("td", {}, flag(r.answer_refusal)), el("td", {}, flag(r.ground_truth_refusal)),
       el("td", { class: "num" }, fmt(r.grounded_precision)), el("td", { class: "num" }, r.unsupported_claims),
