@@ -82,31 +82,28 @@ def _documents(value: Any) -> list[Any] | None:
 
 
 def _scalar(value: Any) -> str:
+    """A leaf as text: null, true/false, an empty object or list as {} or [], else its str."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return "{}" if isinstance(value, dict) else "[]"
     return str(value)
 
 
 def render(value: Any, indent: int = 0) -> str:
     """JSON as readable text: ``key: value`` lines, ``- item`` for list entries, nested by indentation."""
     pad = "  " * indent
-    if isinstance(value, dict):
+    if isinstance(value, dict | list) and value:
+        items = value.items() if isinstance(value, dict) else (("-", v) for v in value)
         lines = []
-        for key, inner in value.items():
+        for key, inner in items:
+            head = f"{pad}{key}" if isinstance(value, list) else f"{pad}{key}:"
             if isinstance(inner, dict | list) and inner:
-                lines.append(f"{pad}{key}:\n{render(inner, indent + 1)}")
+                lines.append(f"{head}\n{render(inner, indent + 1)}")
             else:
-                lines.append(f"{pad}{key}: {_scalar(inner) if not isinstance(inner, dict | list) else ''}")
-        return "\n".join(lines)
-    if isinstance(value, list):
-        lines = []
-        for inner in value:
-            if isinstance(inner, dict | list) and inner:
-                lines.append(f"{pad}-\n{render(inner, indent + 1)}")
-            else:
-                lines.append(f"{pad}- {_scalar(inner) if not isinstance(inner, dict | list) else ''}")
+                lines.append(f"{head} {_scalar(inner)}")
         return "\n".join(lines)
     return f"{pad}{_scalar(value)}"
 

@@ -59,7 +59,7 @@ def test_other_json_is_rendered_readably_and_text_is_kept_as_it_is() -> None:
 def test_a_result_nested_deeper_than_python_renders_is_kept_as_text() -> None:
     deep = "[" * 5000 + "]" * 5000
     assert split_result(deep, 50) == [(deep, None)]
-    assert render({"a": {}}) == "a: "
+    assert render({"a": {}, "b": [None, True]}) == "a: {}\nb:\n  - null\n  - true"
 
 
 def test_documents_past_the_passage_limit_end_in_one_last_passage() -> None:
