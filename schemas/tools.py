@@ -301,6 +301,10 @@ class InputMessage(BaseModel):
     function_call: FunctionCall | None = Field(None, description="an assistant turn's legacy function call")
     tool_call_id: str | None = Field(None, description="a tool turn: the id of the call it answers")
     finish_reason: str | None = Field(None, description="the GenAI conventions' finish reason; not read")
+    refusal: str | None = Field(
+        None, description="OpenAI's refusal text of an assistant turn: its text when content is null"
+    )
+    annotations: list[Any] | None = Field(None, description="OpenAI's annotations (URL citations); not read")
 
     @model_validator(mode="before")
     @classmethod
@@ -457,6 +461,8 @@ def read_messages(messages: Sequence[InputMessage]) -> ReadMessages:
             continue
         if isinstance(message.content, str):
             texts.append(message.content)
+        elif message.content is None and message.refusal:
+            texts.append(message.refusal)
         for part in message.all_parts:
             if part.type == "text":
                 texts.append(part.text)

@@ -105,6 +105,18 @@ def test_a_result_with_parts_that_are_not_text_keeps_the_text_and_is_flagged() -
     assert i.steps[0].result is None and i.steps[0].status == "no_result"
 
 
+def test_an_openai_sdk_dump_of_an_assistant_turn_is_read() -> None:
+    dumped = {"role": "assistant", "content": None, "refusal": None, "annotations": [], "audio": None,
+              "function_call": None, "tool_calls": [call("c1", "search_kb", '{"q": "x"}')]}  # fmt: skip
+    earlier = {"role": "assistant", "content": None, "refusal": "I can't help with that.", "annotations": []}
+    i = entered(event(messages=[ASK_ORDER, earlier, ASK_REFUND, dumped, tool("c1", "14 days")]))
+    assert [(t.role, t.content) for t in i.history] == [
+        ("user", ASK_ORDER["content"]),
+        ("assistant", "I can't help with that."),
+    ]
+    assert [(s.name, s.result) for s in i.steps] == [("search_kb", "14 days")]
+
+
 def test_legacy_function_turns_pair_by_name() -> None:
     messages = [
         ASK_ORDER,
