@@ -209,9 +209,10 @@ def context_hypotheses(question: str, answer: list[str], settings: Settings | No
 
 
 def build_pairs(
-    converted: Converted, settings: Settings | None = None
+    converted: Converted, settings: Settings | None = None, passages: Sequence[Passage] | None = None
 ) -> list[tuple[PairName, list[Passage], list[str]]]:
-    """The three pairs as (name, premise passages, hypotheses); empty passages = not judged.
+    """The three pairs as (name, premise passages, hypotheses); empty passages = not judged. The context
+    pair's passages are ``passages`` (the evidence, ``pipeline.evidence.evidence``; computed when None).
 
     With ``ground_truth_alternatives`` on (default) and a ground truth of alternatives, pair 3's
     hypotheses are the alternatives (see the module docstring).
@@ -219,8 +220,9 @@ def build_pairs(
     interaction = converted.interaction
     question_end = converted.question_sentences[-1] if converted.question_sentences else ""
     asked = question_asked(converted.question_sentences)
-    tools = settings.tools if settings is not None else ToolSettings()
-    contexts = [p for p in evidence(interaction, tools) if p.text.strip()]
+    if passages is None:
+        passages = evidence(interaction, settings.tools if settings is not None else ToolSettings())
+    contexts = [p for p in passages if p.text.strip()]
     answer = converted.answer_sentences
     gt_premise: list[Passage] = []
     answer_premise: list[Passage] = []
@@ -301,16 +303,15 @@ def _plan(converted: Converted, settings: Settings) -> _Plan:
     """Decide what exact match settles, split long premises, and batch the rest into judge calls."""
     pipe = settings.pipeline
     same = pipe.refusal_mode == "same"
+    judged = evidence(converted.interaction, settings.tools)
     plan = _Plan(
         pairs=[
             (name, passages if name in pipe.pairs else [], hypotheses)
-            for name, passages, hypotheses in build_pairs(converted, settings)
+            for name, passages, hypotheses in build_pairs(converted, settings, judged)
         ],
         alternatives_pair=pipe.ground_truth_alternatives
         and bool(ground_truth_alternatives(converted.interaction)),
-        context_indices=[
-            i for i, p in enumerate(evidence(converted.interaction, settings.tools)) if p.text.strip()
-        ],
+        context_indices=[i for i, p in enumerate(judged) if p.text.strip()],
     )
     answer_refusal_pair: PairName | None = None
     if same:  # the refusal question reads the answer as written, never one framed by the question

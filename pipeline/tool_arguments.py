@@ -10,7 +10,8 @@ expected to phrase it. Values shorter than ``tools.argument_min_chars`` are not 
 
 A value is found when its text, lower-cased, occurs in the haystack, or does with spaces, commas,
 dots, dashes, underscores and slashes taken out of both (``4,471`` is ``4471``, ``2026-11-26`` is
-``2026/11/26``). Pure: no I/O.
+``2026/11/26``). A history cut to the limits (``history_truncated``) may have lost the turn a value came
+from; such a value is reported as ungrounded. Pure: no I/O.
 """
 
 from __future__ import annotations
