@@ -309,8 +309,14 @@ class InputMessage(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _drop_nulls(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None}
+        """Null keys dropped; a tool or function turn's content that is a JSON object, number or boolean
+        (some frameworks log the tool's return value as it was) kept as its JSON text."""
+        if not isinstance(data, dict):
+            return data
+        data = {k: v for k, v in data.items() if v is not None}
+        content = data.get("content")
+        if data.get("role") in ("tool", "function") and isinstance(content, dict | int | float | bool):
+            data["content"] = json_text(content)
         return data
 
     @model_validator(mode="after")

@@ -117,6 +117,15 @@ def test_an_openai_sdk_dump_of_an_assistant_turn_is_read() -> None:
     assert [(s.name, s.result) for s in i.steps] == [("search_kb", "14 days")]
 
 
+def test_a_tool_turns_json_object_content_is_kept_as_its_json_text() -> None:
+    i = entered(
+        event(messages=[ASK_ORDER, calls(call("c1", "get_order", "{}")), tool("c1", {"status": "late"})])
+    )
+    assert i.steps[0].result == '{"status":"late"}' and i.flags == []
+    with pytest.raises(InvalidMessage, match=r"messages\.0\.content"):  # a user's content is text or parts
+        entered(event(messages=[{"role": "user", "content": {"q": 1}}]))
+
+
 def test_legacy_function_turns_pair_by_name() -> None:
     messages = [
         ASK_ORDER,
