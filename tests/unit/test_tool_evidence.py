@@ -13,7 +13,6 @@ from pipeline.evaluator import Evaluator
 from pipeline.evidence import evidence, has_factual_statement, is_factual, render, split_result, tool_passages
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.tool_arguments import checked_values, ungrounded_arguments
-from schemas.errors import SettingError
 from schemas.interaction import Interaction
 from schemas.settings import Limits, ToolSettings, settings_from_env
 from streams.clickhouse.rows import context_documents, statement_document
@@ -109,15 +108,10 @@ def test_evidence_is_the_contexts_then_the_tool_passages_named_by_tool() -> None
     ]
 
 
-def test_tool_settings_from_the_environment_and_a_typo_named() -> None:
-    env = {
-        "GROUNDWATCH_TOOLS__EVIDENCE_DENY": '["send_email"]',
-        "GROUNDWATCH_TOOLS__EVIDENCE_EARLIER_TURNS": "0",
-    }
+def test_tool_settings_from_the_environment() -> None:
+    env = {"GROUNDWATCH_TOOLS__EVIDENCE_DENY": '["send_email"]', "GROUNDWATCH_TOOLS__EVIDENCE_EARLIER_TURNS": "0"}
     tools = settings_from_env(env).tools
     assert tools.evidence_deny == ["send_email"] and tools.evidence_earlier_turns is False
-    with pytest.raises(SettingError, match="did you mean GROUNDWATCH_TOOLS__EVIDENCE_DENY"):
-        settings_from_env({"GROUNDWATCH_TOOLS__EVIDENCE_DENNY": "[]"})
 
 
 def test_settings_refuse_a_blank_tool_name_and_unknown_keys() -> None:
