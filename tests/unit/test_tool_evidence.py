@@ -109,7 +109,10 @@ def test_evidence_is_the_contexts_then_the_tool_passages_named_by_tool() -> None
 
 
 def test_tool_settings_from_the_environment() -> None:
-    env = {"GROUNDWATCH_TOOLS__EVIDENCE_DENY": '["send_email"]', "GROUNDWATCH_TOOLS__EVIDENCE_EARLIER_TURNS": "0"}
+    env = {
+        "GROUNDWATCH_TOOLS__EVIDENCE_DENY": '["send_email"]',
+        "GROUNDWATCH_TOOLS__EVIDENCE_EARLIER_TURNS": "0",
+    }
     tools = settings_from_env(env).tools
     assert tools.evidence_deny == ["send_email"] and tools.evidence_earlier_turns is False
 
