@@ -82,6 +82,24 @@ class Limits(BaseModel):
     max_metadata_chars: int = Field(
         20_000, ge=2, description="largest metadata object, as compact JSON (characters)"
     )
+    max_steps: int = Field(
+        200,
+        ge=0,
+        description="most tool steps (calls and their results) kept per interaction; past it the earliest "
+        "steps are dropped and the interaction is flagged steps_dropped, not refused",
+    )
+    max_tool_result_chars: int = Field(
+        20_000,
+        ge=1,
+        description="longest tool result kept (characters); a longer one is cut to this and its step "
+        "marked truncated, never refused",
+    )
+    max_tool_arguments_chars: int = Field(
+        4_000,
+        ge=2,
+        description="longest tool-call arguments kept, as compact JSON (characters); longer ones are kept "
+        "as their JSON text cut to this, flagged tool_arguments_truncated",
+    )
     max_json_depth: int = Field(
         64,
         ge=2,
