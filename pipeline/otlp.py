@@ -45,6 +45,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.interaction import Interaction
+from schemas.tools import json_text
 
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 #: span message roles -> the interaction's turn roles; other roles (tool, function) are not conversation
@@ -334,7 +335,7 @@ def as_text(value: Any) -> str | None:
     """A tool result or argument as text: a string as it is, anything else as JSON (None stays None)."""
     if value is None or isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return json_text(value)
 
 
 def _opt_str(value: Any) -> str | None:
@@ -785,6 +786,7 @@ def span_info(span_id: str, parent: str, name: str, start: int, attrs: dict[str,
     """What a trace's other span tells: its conversation ids, and whether it is an agent (and its
     output, the answer it returned)."""
     ids = {k: str(attrs[k]) for k in CONVERSATION_KEYS if attrs.get(k)}
+    name = str(attrs.get("gen_ai.agent.name") or name)
     agent = bool(
         {attrs.get("gen_ai.operation.name"), attrs.get("openinference.span.kind"),
          attrs.get("traceloop.span.kind")} & AGENT_KINDS
@@ -907,23 +909,21 @@ class _Step:
     span: bool = False  # a tool span was matched to it
 
     def as_dict(self) -> dict[str, Any]:
-        arguments = self.arguments
-        if isinstance(arguments, str):
-            parsed = _loads(arguments)
-            arguments = parsed if isinstance(parsed, dict) else arguments
-        elif arguments is not None and not isinstance(arguments, dict):
-            arguments = as_text(arguments)
-        status = "error" if self.error else ("no_result" if self.result is None else "ok")
-        return {
+        """The step as ``schemas.tools.ToolStep`` takes it (which parses JSON arguments and cuts what is
+        over the limits); the status is given only for an error the span recorded, else the result
+        decides it (none: ``no_result``; an error result: ``error``)."""
+        step: dict[str, Any] = {
             "name": self.name,
             "call_id": self.call_id,
-            "arguments": arguments,
+            "arguments": self.arguments,
             "result": self.result,
-            "status": status,
             "started_at": datetime.fromtimestamp(self.start_ns / 1e9, tz=UTC) if self.start_ns else None,
             "duration_ms": (self.end_ns - self.start_ns) / 1e6 if self.start_ns and self.end_ns else None,
             "earlier_turn": self.earlier_turn,
         }
+        if self.error:
+            step["status"] = "error"
+        return step
 
 
 class _Steps:
@@ -932,45 +932,78 @@ class _Steps:
     only asked for tools), and the tool spans. A call and its result are paired by call id; a result
     (or tool span) whose id matches no call takes the first call of its name still without one, else
     the first call without one (some SDKs record an item id on the call and the call id on the result),
-    else it is a step of its own."""
+    else it is a step of its own. Each lookup resumes where the last one of its kind stopped (a step
+    once given a result or a span keeps it), so 10,000 steps are merged in linear time."""
 
     def __init__(self) -> None:
         self.steps: list[_Step] = []
         self.by_id: dict[str, _Step] = {}
+        self.by_name: dict[str, list[_Step]] = {}
+        self.claimed: set[int] = set()  # steps a call that only asked for tools was matched to
+        self._cursor: dict[tuple[str, str | None], int] = {}
 
-    def call(self, found: ToolCall, earlier: bool) -> None:
+    def add(self, step: _Step) -> _Step:
+        self.steps.append(step)
+        self.by_name.setdefault(step.name, []).append(step)
+        if step.call_id:
+            self.by_id.setdefault(step.call_id, step)
+        return step
+
+    def _first(self, kind: str, name: str | None, free: Any) -> _Step | None:
+        """The first step (of ``name``; None: of any name) for which ``free`` holds."""
+        items = self.steps if name is None else self.by_name.get(name, [])
+        at = self._cursor.get((kind, name), 0)
+        while at < len(items) and not free(items[at]):
+            at += 1
+        self._cursor[(kind, name)] = at
+        return items[at] if at < len(items) else None
+
+    def call(self, found: ToolCall, earlier: bool, again: bool = False) -> None:
+        """A tool call; ``again``: one already read from the answer's input messages, perhaps under another
+        id (the same name and arguments, not yet claimed), when a call that only asked for tools says it."""
         if found.call_id and found.call_id in self.by_id:
             return
-        step = _Step(found.name, found.call_id, found.arguments, earlier_turn=earlier)
-        self.steps.append(step)
-        if found.call_id:
-            self.by_id[found.call_id] = step
+        if again:
+            same = self._first(
+                "claim", found.name, lambda s: id(s) not in self.claimed and not s.earlier_turn
+            )
+            if same is not None and _same(same.arguments, found.arguments):
+                self.claimed.add(id(same))
+                if found.call_id:
+                    self.by_id[found.call_id] = same
+                return
+        self.add(_Step(found.name, found.call_id, found.arguments, earlier_turn=earlier))
 
-    def _match(self, call_id: str | None, name: str | None, free: Any) -> _Step | None:
+    def _match(self, kind: str, call_id: str | None, name: str | None, free: Any) -> _Step | None:
         if call_id and call_id in self.by_id:
             return self.by_id[call_id]
-        pending = [s for s in self.steps if free(s)]
-        return next((s for s in pending if s.name == name), None) or (pending[0] if pending else None)
+        return (self._first(kind, name, free) if name else None) or self._first(kind, None, free)
 
     def result(self, found: ToolResult, earlier: bool) -> None:
-        step = self._match(found.call_id, found.name, lambda s: s.result is None)
+        step = self._match("result", found.call_id, found.name, lambda s: s.result is None)
         if step is None:
-            step = _Step(found.name or "unknown", found.call_id, earlier_turn=earlier)
-            self.steps.append(step)
+            step = self.add(_Step(found.name or "unknown", found.call_id, earlier_turn=earlier))
         if step.result is None:
             step.result, step.error = found.result, step.error or found.error
+            if found.call_id and step.call_id != found.call_id:  # (the call was recorded by item id)
+                self.by_id[found.call_id] = step
+                step.call_id = found.call_id
 
     def span(self, tool: ToolSpan) -> None:
-        step = self._match(tool.call_id, tool.name, lambda s: not s.span and not s.earlier_turn)
-        if step is None or (tool.call_id and step.call_id and step.call_id != tool.call_id and step.span):
-            step = _Step(tool.name, tool.call_id, tool.arguments)
-            self.steps.append(step)
+        step = self._match("span", tool.call_id, tool.name, lambda s: not s.span and not s.earlier_turn)
+        if step is None or step.span:
+            step = self.add(_Step(tool.name, tool.call_id, tool.arguments))
         step.span, step.start_ns, step.end_ns = True, tool.start_ns, tool.end_ns
         step.error = step.error or tool.error
         if step.result is None:
             step.result = tool.result
         if step.arguments is None:
             step.arguments = tool.arguments
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two tool calls' arguments are the same (JSON text or parsed)."""
+    return _loads(a) == _loads(b) if isinstance(a, str) or isinstance(b, str) else a == b
 
 
 def _steps(final: _Read, asked: list[_Read], answers: list[_Read], trace: Trace) -> list[dict[str, Any]]:
@@ -983,16 +1016,18 @@ def _steps(final: _Read, asked: list[_Read], answers: list[_Read], trace: Trace)
             steps.result(result, i < last_user)
     for read in asked:
         for found in read.asked:
-            steps.call(found, False)
+            steps.call(found, False, again=True)
     for tool in sorted(trace.tools.values(), key=lambda t: t.start_ns):
         steps.span(tool)
-    for read in answers:  # an earlier answer in the trace (a sub-agent's, a handoff's): a step too
-        users = [m.text for m in read.inputs if _is_question(m)]
+    answering = _agent_of(final.call, trace)
+    for read in answers:  # another answer in the trace (a sub-agent's, a handoff's): a step, named by
+        users = [m.text for m in read.inputs if _is_question(m)]  # its agent, else by its span
         agent = _agent_of(read.call, trace)
-        steps.steps.append(_Step(
-            agent.name if agent else read.call.name, read.call.span_id, users[-1] if users else None,
-            read.answer, start_ns=read.start_ns, end_ns=read.end_ns,
-        ))  # fmt: skip
+        name = agent.name if agent and agent != answering else read.call.name
+        question = users[-1] if users else None
+        steps.add(
+            _Step(name, read.call.span_id, question, read.answer, start_ns=read.start_ns, end_ns=read.end_ns)
+        )
     return [step.as_dict() for step in steps.steps]
 
 

@@ -26,3 +26,13 @@ def openllmetry_054() -> Path:
     import sys
 
     return Path(os.environ.get("OPENLLMETRY_054_PATH") or Path(sys.prefix) / "openllmetry-0.54")
+
+
+def agents_python(environment: str) -> Path:
+    """The interpreter of an agent framework environment ``make dev`` builds: ``openai2`` (openai 2.x:
+    openai-v2, the OpenAI client's and LangChain's instrumentations, LangGraph) or ``openai3`` (openai 3.x:
+    openai-agents, Pydantic AI and their instrumentations)."""
+    import sys
+
+    where = os.environ.get(f"GROUNDWATCH_AGENTS_{environment.upper()}")
+    return Path(where or Path(sys.prefix) / f"agents-{environment}") / "bin" / "python"
