@@ -6,6 +6,7 @@ with the tool's result as a step, the question and history of the turn, and no m
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,8 +17,10 @@ from typing import Any
 import pytest
 
 from groundwatch import cli
+from groundwatch.local.stack import LocalStack
 from tests.contract import agent_app
 from tests.contract.conftest import agents_python, need
+from tests.contract.test_worker_otlp import produce
 from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,8 +83,10 @@ def groundwatch_otlp(capsys: pytest.CaptureFixture[str], *files: Path) -> tuple[
     return code, [json.loads(line) for line in captured.out.splitlines()], captured.err
 
 
-#: frameworks whose instrumentation records the conversation id (the others export none)
-CONVERSATION = {"openai-v2", "openinference-openai", "openinference-langgraph"}
+#: frameworks whose traces carry no conversation id (their instrumentors export none); Pydantic AI
+#: records one of its own (``gen_ai.conversation.id``); the others carry the app's (the app's root span,
+#: or OpenInference's ``using_session``)
+NO_CONVERSATION = {"openllmetry-langgraph", "openllmetry-agents"}
 
 
 def expect_turns(interactions: list[dict], framework: str) -> None:
@@ -94,8 +99,13 @@ def expect_turns(interactions: list[dict], framework: str) -> None:
         assert [(s["name"], s["status"]) for s in now] == [(agent_app.TOOL, "ok")], interaction["steps"]
         assert json.loads(now[0]["result"]) == [{"id": doc, "content": agent_app.DOCUMENTS[doc]}]
         assert now[0]["arguments"] == {"query": question}
-        assert interaction["conversation_id"] == (agent_app.SESSION if framework in CONVERSATION else None)
         history += [("user", question), ("assistant", reply)]
+    first, second = (i["conversation_id"] for i in interactions)
+    assert first == second
+    if framework in NO_CONVERSATION:
+        assert first is None
+    elif not framework.startswith("pydantic-ai"):
+        assert first == agent_app.SESSION
 
 
 @pytest.mark.parametrize("framework", list(ENVIRONMENTS))
@@ -106,3 +116,28 @@ def test_one_interaction_per_final_answer_with_the_tool_result_as_a_step(
     code, interactions, err = groundwatch_otlp(capsys, out / "traces.jsonl", out / "logs.jsonl")
     assert code == 0 and err.strip().splitlines()[-1].endswith(", 0 model calls not mapped"), err
     expect_turns(interactions, framework)
+
+
+def test_an_agent_trace_sent_span_by_span_through_a_worker_gives_one_evaluation_per_answer(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """LangGraph under OpenInference (chain and agent spans that carry messages; model calls that only
+    ask for the tool), each span in an export request of its own on a real Tansu broker: the worker
+    holds each trace until its root span and evaluates the two answers, with no dead letter."""
+    out = record(server, tmp_path / "app", "openinference-langgraph")
+    lines = []
+    for line in (out / "traces.jsonl").read_text().splitlines():
+        request = json.loads(line)
+        for resource in request["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    one = {**resource, "scopeSpans": [{**scope, "spans": [span]}]}
+                    lines.append(json.dumps({"resourceSpans": [one]}))
+    env = {"GROUNDWATCH_JUDGE__KIND": "lexical", "GROUNDWATCH_KAFKA__OTLP_INPUT": "true",
+           "GROUNDWATCH_KAFKA__OTLP_HOLD_S": "60"}  # fmt: skip
+    with LocalStack(tmp_path / "stack", env, partitions=1, window_seconds=2) as stack:
+        asyncio.run(produce(stack, [("traces", line) for line in lines]))
+        stack.wait_for_evaluations(2, timeout_s=120)
+        report = stack.finish()
+    assert report.counts["evaluations"] == 2  # not one a model call: one a final answer
+    assert report.counts.get("dead_letters", 0) == 0, stack.worker_log.read_text()[-3000:]
