@@ -1,8 +1,33 @@
-"""OpenTelemetry traces and logs (OTLP/JSON) -> interactions: a model call's question and answer, the
-retrieved passages of the same trace as its context.
+"""OpenTelemetry traces and logs (OTLP/JSON) -> interactions: one per final answer of a trace, its
+question and answer, the tool calls and results of the trace as its ``steps``, the retrieved passages of
+the trace as its context.
+
+**One interaction per final answer** (``convert_trace``; ``pipeline.otlp_join`` holds a trace's pieces
+until it is complete):
+
+- a *model call* is an OpenInference LLM span, a GenAI ``chat`` / ``text_completion`` /
+  ``generate_content`` span, or a span with input messages that no convention marks as something else:
+  chain, agent, workflow and tool spans (``openinference.span.kind``, ``traceloop.span.kind``,
+  ``gen_ai.operation.name`` ``invoke_agent``...) carry the messages they were given and are not calls;
+- a call whose output is only tool calls is a step of the trace's answer, not an interaction;
+- of the calls that answer in text, the interaction is the answer returned to the user: the call whose
+  answer is the output of the trace's outermost agent span (``invoke_agent``, OpenInference AGENT,
+  OpenLLMetry agent or workflow), else the last to answer; the others (sub-agents, handoffs) are steps
+  named by their agent, their question as arguments and their answer as result;
+- the steps are the tool calls and results of the answering call's input messages (OpenAI's
+  ``tool_calls`` and ``tool`` turns, GenAI ``tool_call`` / ``tool_call_response`` parts, also under role
+  ``user`` as Pydantic AI writes them), the outputs of the calls that only asked for tools, and the tool
+  spans (GenAI ``execute_tool``, OpenInference TOOL, OpenLLMetry ``tool``; LangChain's serialised
+  ToolMessage and ``{"lc": 1, ...}`` form unwrapped), one step per call (``_Steps`` pairs them); a span's
+  error status or exception event makes its step an error; a call without a result has none
+  (``no_result``); a call before the question's turn is ``earlier_turn``;
+- a call with neither text nor tool calls is an error with the reason (the worker dead-letters it);
+- the conversation id is ``gen_ai.conversation.id``, ``session.id`` or
+  ``traceloop.association.properties.session_id`` of the call, else of the spans above it, else of any
+  span of the trace.
 
 A model call is read from its span, from its log records (GenAI events), or from both, joined by trace
-and span id (``pipeline.otlp_join`` holds the pieces; this module reads them):
+and span id:
 
 - **span attributes**: the GenAI semantic conventions (``gen_ai.input.messages`` /
   ``gen_ai.output.messages`` and ``gen_ai.system_instructions``, JSON strings or structured values, with
@@ -14,8 +39,8 @@ and span id (``pipeline.otlp_join`` holds the pieces; this module reads them):
   ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message`` and ``gen_ai.choice``
   (the content in the body), in the order they were recorded;
 - **content** in any layout: a string; an array of parts (``text`` parts joined; images, audio, files
-  and tool calls counted under ``metadata.parts_not_judged``, not judged); a string holding a JSON array
-  of parts (OpenLLMetry); a structured value;
+  counted under ``metadata.parts_not_judged``, not judged; tool parts read as steps); a string holding a
+  JSON array of parts (OpenLLMetry); a structured value;
 - **retrieval**: OpenInference RETRIEVER spans (``retrieval.documents.N.document.content|id``) and GenAI
   ``retrieval`` spans (``gen_ai.retrieval.documents``, a JSON string or structured list of
   ``{id, score, content}``: the specification requires only id and score, which carry no text to judge
@@ -23,13 +48,13 @@ and span id (``pipeline.otlp_join`` holds the pieces; this module reads them):
   context of its model calls;
 - the **conversation**: the input messages become the interaction's ``messages`` (roles user, human or
   none -> user; assistant, ai, model, bot -> assistant; system, developer -> system), so the last user
-  message is the question and the turns before it the history. Turns of other roles (tool, function) and
-  turns without text are left out; ``metadata.turns`` still counts every input message;
+  message that asks something is the question and the turns before it the history. Tool turns (read as
+  steps) and turns without text are left out; ``metadata.turns`` still counts every input message;
 - the **app** is the resource's ``service.name``; the model ``gen_ai.response.model``,
-  ``gen_ai.request.model`` or ``llm.model_name`` (of the span, else of the records); the conversation
-  ``gen_ai.conversation.id`` or ``session.id``; the ground truth ``groundwatch.ground_truth``.
+  ``gen_ai.request.model`` or ``llm.model_name`` (of the span, else of the records); the ground truth
+  ``groundwatch.ground_truth``.
 
-The interaction id is the trace id and the model call's span id, so a re-exported call is the same
+The interaction id is the trace id and the answering call's span id, so a re-exported trace is the same
 interaction. A call that cannot be mapped is returned with the reason (the worker dead-letters it).
 """
 

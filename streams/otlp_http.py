@@ -81,9 +81,9 @@ def unpack(raw: bytes, encoding: str, limit: int) -> bytes:
     return body
 
 
-def otlp_json(body: bytes, content_type: str, kind: str) -> tuple[bytes, str | None]:
+def otlp_json(body: bytes, content_type: str, kind: str) -> tuple[bytes | None, str | None]:
     """(the export request as OTLP/JSON, its first trace id) from a protobuf or JSON body of ``kind``
-    (``traces`` or ``logs``)."""
+    (``traces`` or ``logs``); None for a request of nothing (an empty protobuf or ``{}``)."""
     top = "resourceSpans" if kind == "traces" else "resourceLogs"
     if content_type == PROTOBUF:
         message: Message = ExportTraceServiceRequest() if kind == "traces" else ExportLogsServiceRequest()
@@ -106,6 +106,8 @@ def otlp_json(body: bytes, content_type: str, kind: str) -> tuple[bytes, str | N
             raise BadBody(400, f"{top} is not a list")
     else:
         raise BadBody(415, f"Content-Type {content_type!r} is not supported: send {PROTOBUF} or {JSON}")
+    if not request:
+        return None, None
     return json.dumps(request, separators=(",", ":")).encode("utf-8"), _first_trace(request, top)
 
 
@@ -124,7 +126,7 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     """The body as sent, 413 past ``limit`` bytes (read no further than that)."""
     if request.content_length is not None and request.content_length > limit:
         raise BadBody(
-            413, f"the body is {request.content_length} bytes, over {limit} (kafka.otlp_http_max_bytes)"
+            413, f"the body is {request.content_length} bytes, over {limit} bytes (kafka.otlp_http_max_bytes)"
         )
     chunks: list[bytes] = []
     size = 0
@@ -142,6 +144,13 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _success(request: web.Request) -> web.StreamResponse:
+    """An empty Export*ServiceResponse: everything was taken."""
+    if request.content_type == PROTOBUF:
+        return web.Response(body=b"", content_type=PROTOBUF)
+    return web.json_response({})
+
+
 def add_otlp_routes(web_app: web.Application, ctx: StreamContext) -> None:
     """``POST /v1/traces`` and ``POST /v1/logs`` on the worker's web server."""
     limit = ctx.settings.kafka.otlp_http_max_bytes
@@ -151,6 +160,8 @@ def add_otlp_routes(web_app: web.Application, ctx: StreamContext) -> None:
             raw = await read_body(request, limit)
             body = unpack(raw, request.headers.get("Content-Encoding", ""), limit)
             value, trace = otlp_json(body, request.content_type, kind)
+            if value is None:  # an empty request: nothing to produce
+                return _success(request)
             if len(value) > limit:
                 raise BadBody(
                     413, f"the request as OTLP/JSON is over {limit} bytes (kafka.otlp_http_max_bytes)"
@@ -164,9 +175,7 @@ def add_otlp_routes(web_app: web.Application, ctx: StreamContext) -> None:
             log.warning("OTLP/HTTP: producing to %s failed: %s", topic, exc)
             return web.json_response({"error": f"the broker did not take it: {exc}"}, status=503)
         ctx.metrics.events_in.labels("otlp_http").inc()
-        if request.content_type == PROTOBUF:  # an empty Export*ServiceResponse: full success
-            return web.Response(body=b"", content_type=PROTOBUF)
-        return web.json_response({})
+        return _success(request)
 
     async def traces(request: web.Request) -> web.StreamResponse:
         return await receive(request, "traces", ctx.names.otlp)
