@@ -1031,7 +1031,9 @@ def _same(a: Any, b: Any) -> bool:
     return _loads(a) == _loads(b) if isinstance(a, str) or isinstance(b, str) else a == b
 
 
-def _steps(final: _Read, asked: list[_Read], answers: list[_Read], trace: Trace) -> list[dict[str, Any]]:
+def _steps(
+    final: _Read, asked: list[_Read], answers: list[_Read], tools: list[ToolSpan], trace: Trace
+) -> list[dict[str, Any]]:
     last_user = max((i for i, m in enumerate(final.inputs) if _is_question(m)), default=-1)
     steps = _Steps()
     for i, m in enumerate(final.inputs):
@@ -1042,7 +1044,7 @@ def _steps(final: _Read, asked: list[_Read], answers: list[_Read], trace: Trace)
     for read in asked:
         for found in read.asked:
             steps.call(found, False, again=True)
-    for tool in sorted(trace.tools.values(), key=lambda t: t.start_ns):
+    for tool in sorted(tools, key=lambda t: t.start_ns):
         steps.span(tool)
     answering = _agent_of(final.call, trace)
     for read in answers:  # another answer in the trace (a sub-agent's, a handoff's): a step, named by
@@ -1060,7 +1062,8 @@ def _ancestors(span_id: str, trace: Trace) -> Iterator[SpanInfo]:
     """The other spans above a span, nearest first (model calls in between are passed through)."""
     seen: set[str] = set()
     call = trace.calls.get(span_id)
-    parent = call.span.parent_id if call and call.span else ""
+    info = trace.others.get(span_id)
+    parent = call.span.parent_id if call and call.span else (info.parent_id if info else "")
     while parent and parent not in seen:
         seen.add(parent)
         if parent in trace.others:
@@ -1081,10 +1084,12 @@ def _agent_of(call: Call, trace: Trace) -> SpanInfo | None:
 
 def _final(answers: list[_Read], trace: Trace) -> _Read:
     """The answer returned to the user: the call whose answer is the root agent's output (the outermost
-    agent span of the trace), else the last call that answered in text."""
+    agent span of the trace; the last one, when several turns share the trace), else the last call that
+    answered in text."""
     agents = [a for a in trace.others.values() if a.agent and a.output.strip()]
-    if agents:
-        root = min(agents, key=lambda a: (a.start_ns, a.span_id))
+    outermost = [a for a in agents if not any(up.agent for up in _ancestors(a.span_id, trace))]
+    if outermost:  # (several: a trace around several turns; the last turn's)
+        root = max(outermost, key=lambda a: (a.start_ns, a.span_id))
         said = " ".join(root.output.split())
         for read in reversed(answers):
             text = " ".join(read.answer.split())
@@ -1172,12 +1177,32 @@ def _error(call: Call, exc: Exception) -> CallError:
     return CallError(call.trace_id, call.span_id, call.name, reason(exc))
 
 
+def _finals(answers: list[_Read], trace: Trace) -> list[_Read]:
+    """The answers returned to the user, in time order: the trace's last (``_final``), and each earlier
+    answer that a later call was given as an assistant turn of its history (a trace that spans several
+    turns of a conversation: the app's session span around them)."""
+    chosen = _final(answers, trace)
+    said = {
+        " ".join(m.text.split())
+        for r in answers
+        for m in r.inputs
+        if ROLES.get(m.role.strip().lower()) == "assistant"
+    }
+    earlier = [
+        r
+        for r in answers
+        if r is not chosen and r.end_ns <= chosen.start_ns and " ".join(r.answer.split()) in said
+    ]
+    return sorted([*earlier, chosen], key=lambda r: (r.end_ns, r.call.span_id))
+
+
 def convert_trace(trace: Trace, incomplete: bool = False) -> TraceOutcome:
-    """One interaction per final answer: the trace's model calls that answered in text, the one returned
-    to the user (``_final``) is the interaction; the others, and the calls that only asked for tools, are
-    its steps beside the tool executions. A call with neither text nor tool calls is an error with the
-    reason; a trace whose calls only asked for tools gives no interaction (its results are in the next
-    trace's input messages). ``incomplete``: the trace was held its time and is judged with what came."""
+    """One interaction per final answer. Of the trace's model calls that answered in text, those returned
+    to the user (``_finals``) are interactions; the others (sub-agents, handoffs), the calls that only
+    asked for tools, and the tool executions are steps of the first final answer that ends after they
+    start. A call with neither text nor tool calls is an error with the reason; a trace whose calls only
+    asked for tools gives no interaction (a plain client's next call, a trace of its own, has the results
+    in its input messages). ``incomplete``: the trace was held its time and is judged with what came."""
     reads = sorted((_read(call) for call in trace.calls.values()), key=lambda r: (r.start_ns, r.call.span_id))
     answers = [r for r in reads if r.answer.strip()]
     asked = [r for r in reads if not r.answer.strip() and r.asked]
@@ -1191,10 +1216,19 @@ def convert_trace(trace: Trace, incomplete: bool = False) -> TraceOutcome:
             errors.append(_error(read.call, exc))
     if not answers:
         return TraceOutcome([], errors, len(asked))
-    final = _final(answers, trace)
-    others = [r for r in answers if r is not final]
-    try:
-        found = interaction(final, trace, _steps(final, asked, others, trace), incomplete)
-    except (ValueError, ValidationError) as exc:
-        return TraceOutcome([], [*errors, _error(final.call, exc)], len(asked) + len(others))
-    return TraceOutcome([found], errors, len(asked) + len(others))
+    finals = _finals(answers, trace)
+    others = [r for r in answers if all(r is not f for f in finals)]
+
+    def owner(start_ns: int) -> _Read:
+        return next((f for f in finals if f.end_ns >= start_ns), finals[-1])
+
+    found: list[Interaction] = []
+    for final in finals:
+        mine = [r for r in asked if owner(r.start_ns) is final]
+        sub = [r for r in others if owner(r.start_ns) is final]
+        tools = [t for t in trace.tools.values() if owner(t.start_ns) is final]
+        try:
+            found.append(interaction(final, trace, _steps(final, mine, sub, tools, trace), incomplete))
+        except (ValueError, ValidationError) as exc:
+            errors.append(_error(final.call, exc))
+    return TraceOutcome(found, errors, len(asked) + len(others))

@@ -215,3 +215,22 @@ def test_groundwatch_otlp_fails_when_model_calls_give_no_interaction(
     assert cli.main(["otlp", str(path)]) == 2
     err = capsys.readouterr().err
     assert "1 model calls read and no interaction" in err and "only tool calls" in err
+
+
+@pytest.mark.parametrize("name", ["openai-v2", "pydantic-ai", "openinference-langgraph"])
+def test_a_trace_around_a_whole_conversation_gives_one_interaction_a_turn(name: str) -> None:
+    """The app's session span around both turns: one trace, two final answers (the first is the history
+    of the second), each with the tool call of its own turn."""
+    [request] = requests(name)
+    session = span("5" * 16, "session", {"session.id": "conv-42"}, start=0)
+    for resource in request["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for item in scope["spans"]:
+                item["traceId"] = TRACE
+                item["parentSpanId"] = item.get("parentSpanId") or session["spanId"]
+    request["resourceSpans"][0]["scopeSpans"][0]["spans"].append(session)
+    interactions, errors, steps = convert(request)
+    assert [i.question for i in interactions] == QUESTIONS and errors == [] and steps == 2
+    for interaction, doc in zip(interactions, DOCS, strict=True):
+        [now] = [s for s in interaction.steps if not s.earlier_turn]
+        assert json.loads(now.result or "")[0]["id"] == doc and now.started_at is not None
