@@ -70,7 +70,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.interaction import Interaction
-from schemas.tools import json_text
+from schemas.tools import FLAG_RESULT_WITHOUT_CALL, json_text
 
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 #: span message roles -> the interaction's turn roles; other roles (tool, function) are not conversation
@@ -932,6 +932,7 @@ class _Step:
     end_ns: int = 0
     earlier_turn: bool = False
     span: bool = False  # a tool span was matched to it
+    stray: bool = False  # a result that matched no call
 
     def as_dict(self) -> dict[str, Any]:
         """The step as ``schemas.tools.ToolStep`` takes it (which parses JSON arguments and cuts what is
@@ -1007,7 +1008,7 @@ class _Steps:
     def result(self, found: ToolResult, earlier: bool) -> None:
         step = self._match("result", found.call_id, found.name, lambda s: s.result is None)
         if step is None:
-            step = self.add(_Step(found.name or "unknown", found.call_id, earlier_turn=earlier))
+            step = self.add(_Step(found.name or "unknown", found.call_id, earlier_turn=earlier, stray=True))
         if step.result is None:
             step.result, step.error = found.result, step.error or found.error
             if found.call_id and step.call_id != found.call_id:  # (the call was recorded by item id)
@@ -1055,7 +1056,7 @@ def _steps(
         steps.add(
             _Step(name, read.call.span_id, question, read.answer, start_ns=read.start_ns, end_ns=read.end_ns)
         )
-    return [step.as_dict() for step in steps.steps]
+    return [{**step.as_dict(), "stray": step.stray} for step in steps.steps]
 
 
 def _ancestors(span_id: str, trace: Trace) -> Iterator[SpanInfo]:
@@ -1163,7 +1164,12 @@ def interaction(read: _Read, trace: Trace, steps: list[dict[str, Any]], incomple
         "metadata": metadata,
     }
     if steps:
-        fields["steps"] = steps
+        fields["steps"] = [{k: v for k, v in step.items() if k != "stray"} for step in steps]
+        stray = [
+            f"{FLAG_RESULT_WITHOUT_CALL}: steps[{i}] ({s['name']})" for i, s in enumerate(steps) if s["stray"]
+        ]
+        if stray:
+            fields["flags"] = stray
     return Interaction.model_validate(fields)
 
 
