@@ -1,5 +1,6 @@
 """Contract tests: the real OpenTelemetry instrumentations of the OpenAI client (the ``otel-contract``
-extra, which ``make dev`` installs; OpenLLMetry 0.54 beside 0.62 in a directory of its own) against
+extra, which ``make dev`` installs; OpenLLMetry 0.54 beside 0.62 in a directory of its own) and the agent
+frameworks with theirs (two venvs ``make dev`` builds, openai 2.x and 3.x: ``agents_python``) against
 ``groundwatch otlp`` and a worker. Without the packages they skip, except under CI=true, where they fail."""
 
 from __future__ import annotations

@@ -235,3 +235,23 @@ def test_a_trace_around_a_whole_conversation_gives_one_interaction_a_turn(name: 
     for interaction, doc in zip(interactions, DOCS, strict=True):
         [now] = [s for s in interaction.steps if not s.earlier_turn]
         assert json.loads(now.result or "")[0]["id"] == doc and now.started_at is not None
+
+
+async def test_the_worker_sends_one_interaction_a_trace_and_no_dead_letter_for_its_tool_only_call() -> None:
+    from tests.unit.test_fault_otlp import rig
+
+    r = rig()
+    topic = r.ctx.names.otlp
+    tool_only = request(chat("b" * 16, [USER], [CALL], start=1))
+    final = request(chat("c" * 16, [USER, CALL, RESULT], [ANSWER], start=3))
+    await r.handle(r.event(topic, 0, tool_only))
+    await r.handle(r.event(topic, 1, final))
+    await r.otlp.pool.drain()
+    assert r.interactions() == [] and r.acked == []  # held: the root span has not come
+    await r.handle(r.event(topic, 2, request(ROOT)))
+    await r.otlp.pool.drain()
+    [interaction] = r.interactions()
+    assert interaction.answer == "Order 7 has shipped." and [s.name for s in interaction.steps] == [
+        "get_order"
+    ]
+    assert r.letters() == [] and r.acked == [(topic, 0), (topic, 1), (topic, 2)]
