@@ -35,5 +35,5 @@ def agents_python(environment: str) -> Path:
     openai-agents, Pydantic AI and their instrumentations)."""
     import sys
 
-    where = os.environ.get(f"GROUNDWATCH_AGENTS_{environment.upper()}")
+    where = os.environ.get(f"AGENTS_{environment.upper()}_PATH")
     return Path(where or Path(sys.prefix) / f"agents-{environment}") / "bin" / "python"
