@@ -70,6 +70,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.interaction import Interaction
+from schemas.settings import Limits
 from schemas.tools import FLAG_RESULT_WITHOUT_CALL, json_text
 
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
@@ -1116,7 +1117,9 @@ def _conversation_id(final: _Read, trace: Trace) -> str | None:
     return None
 
 
-def interaction(read: _Read, trace: Trace, steps: list[dict[str, Any]], incomplete: bool) -> Interaction:
+def interaction(
+    read: _Read, trace: Trace, steps: list[dict[str, Any]], incomplete: bool, limits: Limits | None = None
+) -> Interaction:
     """The interaction of the call that answered (its span's content, else its records'); ValueError or
     ValidationError with the reason when it has none."""
     call, inputs, outputs = read.call, read.inputs, read.outputs
@@ -1170,7 +1173,7 @@ def interaction(read: _Read, trace: Trace, steps: list[dict[str, Any]], incomple
         ]
         if stray:
             fields["flags"] = stray
-    return Interaction.model_validate(fields)
+    return Interaction.model_validate(fields, context={"limits": limits} if limits else None)
 
 
 def reason(exc: Exception) -> str:
@@ -1202,13 +1205,15 @@ def _finals(answers: list[_Read], trace: Trace) -> list[_Read]:
     return sorted([*earlier, chosen], key=lambda r: (r.end_ns, r.call.span_id))
 
 
-def convert_trace(trace: Trace, incomplete: bool = False) -> TraceOutcome:
+def convert_trace(trace: Trace, incomplete: bool = False, limits: Limits | None = None) -> TraceOutcome:
     """One interaction per final answer. Of the trace's model calls that answered in text, those returned
     to the user (``_finals``) are interactions; the others (sub-agents, handoffs), the calls that only
     asked for tools, and the tool executions are steps of the first final answer that ends after they
     start. A call with neither text nor tool calls is an error with the reason; a trace whose calls only
     asked for tools gives no interaction (a plain client's next call, a trace of its own, has the results
-    in its input messages). ``incomplete``: the trace was held its time and is judged with what came."""
+    in its input messages). ``incomplete``: the trace was held its time and is judged with what came.
+    ``limits``: the steps and history cut to them (``max_steps``, ``max_tool_result_chars``...), as the
+    worker sends it; without, as read."""
     reads = sorted((_read(call) for call in trace.calls.values()), key=lambda r: (r.start_ns, r.call.span_id))
     answers = [r for r in reads if r.answer.strip()]
     asked = [r for r in reads if not r.answer.strip() and r.asked]
@@ -1234,7 +1239,8 @@ def convert_trace(trace: Trace, incomplete: bool = False) -> TraceOutcome:
         sub = [r for r in others if owner(r.start_ns) is final]
         tools = [t for t in trace.tools.values() if owner(t.start_ns) is final]
         try:
-            found.append(interaction(final, trace, _steps(final, mine, sub, tools, trace), incomplete))
+            steps = _steps(final, mine, sub, tools, trace)
+            found.append(interaction(final, trace, steps, incomplete, limits))
         except (ValueError, ValidationError) as exc:
             errors.append(_error(final.call, exc))
     return TraceOutcome(found, errors, len(asked) + len(others))

@@ -79,7 +79,7 @@ class OtlpProcessor(HoldingProcessor):
         """Send the trace's interaction (retried, then dead-lettered), and dead-letter each model call that
         cannot be mapped with the reason; never raises (but for cancellation)."""
         trace = ready.trace
-        result = convert_trace(trace, incomplete=ready.expired)
+        result = convert_trace(trace, incomplete=ready.expired, limits=self.ctx.settings.limits)
         for error in result.errors:
             call = trace.calls.get(error.span_id) or Call(error.trace_id, error.span_id)
             why = error.reason

@@ -197,6 +197,10 @@ def test_ten_thousand_tool_spans_in_one_trace_are_judged_with_the_steps_capped()
     sent = decode(interaction.model_dump_json(), Interaction, Limits())  # as the next stage reads it
     assert len(sent.steps) == Limits().max_steps and sent.steps[-1].result == "row 10000"
     assert any(flag.startswith("steps_dropped") for flag in sent.flags)
+    buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=True, at_once=False)
+    buffer.add(read_batch(request(ROOT, *tools, chat("c" * 16, [USER], [ANSWER], start=3))), None, 0.0)
+    [worker] = convert_trace(buffer.drain()[0].trace, limits=Limits()).interactions  # as the worker sends it
+    assert len(worker.steps) == Limits().max_steps and worker.flags == sent.flags
 
 
 def test_a_tool_result_that_matches_no_call_and_a_result_under_role_user() -> None:
