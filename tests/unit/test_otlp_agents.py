@@ -259,3 +259,19 @@ async def test_the_worker_sends_one_interaction_a_trace_and_no_dead_letter_for_i
         "get_order"
     ]
     assert r.letters() == [] and r.acked == [(topic, 0), (topic, 1), (topic, 2)]
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        ("traceloop.association.properties.session_id", {"traceloop.span.kind": "workflow"}),
+        ("session.id", {"openinference.span.kind": "CHAIN"}),
+        ("gen_ai.conversation.id", {"gen_ai.operation.name": "invoke_agent"}),
+    ],
+)
+def test_the_conversation_id_is_found_on_a_span_above_the_call(key: str, kind: dict[str, str]) -> None:
+    top = span("9" * 16, "turn", {key: "conv-3", **kind}, start=0)
+    middle = span("a" * 16, "step", {"openinference.span.kind": "CHAIN"}, "9" * 16, 0)
+    other = span("8" * 16, "elsewhere", {key: "not-this-one"}, start=9)  # another root of the trace
+    (interaction,), _, _ = convert(request(top, middle, chat("c" * 16, [USER], [ANSWER], start=3), other))
+    assert interaction.conversation_id == "conv-3"
