@@ -8,8 +8,9 @@ Collector's ``otlp_json`` encoding: hex trace and span ids, enums as integers) t
 partition; the worker's OTLP reader (``kafka.otlp_input`` / ``kafka.otlp_logs_input``) reads them from
 there, on this worker or another. A body that cannot be read is answered 400 with the reason, one over
 ``kafka.otlp_http_max_bytes`` (as sent or unpacked) 413, an unsupported type 415; when the broker does not
-take it, 503 (OTLP exporters retry that). Who may send: the same rule as the dashboard, since these routes
-are on its server (loopback, or the dashboard's token / basic-auth credentials beyond it).
+take it, 503 (OTLP exporters retry that); traces (logs) when ``kafka.otlp_input`` (``otlp_logs_input``)
+is off, 404 saying so: nothing would read them. Who may send: the same rule as the dashboard, since
+these routes are on its server (loopback, or the dashboard's token / basic-auth credentials beyond it).
 """
 
 from __future__ import annotations
@@ -156,6 +157,10 @@ def add_otlp_routes(web_app: web.Application, ctx: StreamContext) -> None:
     limit = ctx.settings.kafka.otlp_http_max_bytes
 
     async def receive(request: web.Request, kind: str, topic: str) -> web.StreamResponse:
+        setting = "otlp_input" if kind == "traces" else "otlp_logs_input"
+        if not getattr(ctx.settings.kafka, setting):  # nobody would read what is produced
+            why = f"this deployment does not read OTLP {kind}: set GROUNDWATCH_KAFKA__{setting.upper()}=true"
+            return web.json_response({"error": why}, status=404)
         try:
             raw = await read_body(request, limit)
             body = unpack(raw, request.headers.get("Content-Encoding", ""), limit)

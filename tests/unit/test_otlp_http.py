@@ -27,7 +27,8 @@ TRACE, SPAN = bytes(range(16)), bytes(range(8))
 
 
 def context(**kafka: object) -> StreamContext:
-    settings = make_settings(kafka={"otlp_http_max_bytes": 4096, **kafka}, dashboard={"token": TOKEN})
+    kafka = {"otlp_http_max_bytes": 4096, "otlp_input": True, "otlp_logs_input": True, **kafka}
+    settings = make_settings(kafka=kafka, dashboard={"token": TOKEN})
     ctx = new_context(settings, app=None)  # type: ignore[arg-type]
     for name in ctx.names.all():
         ctx.topics[name] = Topic()
@@ -141,3 +142,14 @@ async def test_a_broker_that_does_not_take_the_request_is_a_503_the_exporter_ret
     topic.fail = True
     answer = await client.post("/v1/traces", data=trace_request(), headers=PROTO)
     assert answer.status == 503 and "broker gone" in (await answer.json())["error"]
+
+
+async def test_what_this_deployment_does_not_read_is_refused_not_produced() -> None:
+    ctx = context(otlp_logs_input=False)
+    app = web.Application()
+    add_otlp_routes(app, ctx)
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        answer = await client.post("/v1/logs", data=b"", headers=PROTO)
+        assert answer.status == 404 and "OTLP_LOGS_INPUT=true" in (await answer.json())["error"]
+        assert (await client.post("/v1/traces", data=trace_request(), headers=PROTO)).status == 200
+    assert sent(ctx, ctx.names.otlp_logs) == [] and len(sent(ctx, ctx.names.otlp)) == 1
