@@ -45,6 +45,7 @@ def search_kb(query: str) -> str:
 #: framework -> (instrumentation, mode): what ``run`` sets up
 FRAMEWORKS = (
     "openai-v2",
+    "openai-v2-events",
     "openinference-openai",
     "openllmetry-openai",
     "openinference-langgraph",
@@ -69,9 +70,11 @@ def plain_client(name: str, base_url: str, tracer: Any) -> Callable[[list[tuple[
 
     def tool_span(call: Any) -> str:
         arguments = call.function.arguments
-        with tracer.start_as_current_span(f"execute_tool {TOOL}" if name == "openai-v2" else TOOL) as span:
+        with tracer.start_as_current_span(
+            f"execute_tool {TOOL}" if name.startswith("openai-v2") else TOOL
+        ) as span:
             result = search_kb(**json.loads(arguments))
-            if name == "openai-v2":
+            if name.startswith("openai-v2"):
                 span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": TOOL,
                                      "gen_ai.tool.call.id": call.id, "gen_ai.tool.call.arguments": arguments,
                                      "gen_ai.tool.call.result": result})  # fmt: skip
@@ -168,9 +171,10 @@ def pydantic_ai(base_url: str) -> Callable[[list[tuple[str, str]], str], str]:
 
 def instrument(name: str, tracer_provider: Any, logger_provider: Any) -> None:
     providers = {"tracer_provider": tracer_provider}
-    if name == "openai-v2":
+    if name.startswith("openai-v2"):
+        mode = "EVENT_ONLY" if name.endswith("-events") else "SPAN_ONLY"
         os.environ.update({"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-                           "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"})  # fmt: skip
+                           "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": mode})  # fmt: skip
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as OpenAIv2
 
         OpenAIv2().instrument(**providers, logger_provider=logger_provider)
@@ -231,7 +235,7 @@ def run(name: str, base_url: str, out: Path) -> None:
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     instrument(name, tracer_provider, logger_provider)
     tracer = tracer_provider.get_tracer("support-app")
-    if name.endswith("-openai") or name == "openai-v2":
+    if name.endswith("-openai") or name.startswith("openai-v2"):
         turn = plain_client(name, base_url, tracer)
     elif name.endswith("-langgraph"):
         turn = langgraph(base_url)

@@ -53,6 +53,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 #: framework -> the environment it runs in (``make dev``: openai 2.x, or the openai 3.x one)
 ENVIRONMENTS = {
     "openai-v2": "openai2",
+    "openai-v2-events": "openai2",
     "openinference-openai": "openai2",
     "openllmetry-openai": "openai2",
     "openinference-langgraph": "openai2",

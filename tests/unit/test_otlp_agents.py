@@ -2,7 +2,8 @@
 
 The fixtures in tests/fixtures/otlp_agents/ were recorded by tests/contract/agent_app.py (a two-turn
 tool-calling support bot against the fake OpenAI server, each turn: a model call that only asks for the
-``search_kb`` tool, the tool, a model call that answers) under each framework and instrumentation; the
+``search_kb`` tool, the tool, a model call that answers) under each framework and instrumentation (a
+file holds the traces, and the logs where the messages were recorded as log events); the
 other traces here are built by hand for what the recordings do not show (errors, a lost result,
 sub-agents, pieces arriving apart)."""
 
