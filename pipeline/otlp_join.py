@@ -14,9 +14,10 @@ A trace is held whole, because its answer is judged with every step before it. I
 - otherwise after ``hold_s`` (a setting: ``kafka.otlp_hold_s``) from its first piece, with what came (it
   is judged so and says it: a tool call whose result never came is a step without a result).
 
-The keys of the pieces of recently ready traces are remembered (``keep_done``), so a piece arriving after
+The model calls of recently ready traces are remembered (``keep_done``), so a piece of one arriving after
 its trace went out (the events of a span that held its messages) is dropped instead of making a second
-interaction; a new span of a trace already out starts it again, held until its own root or ``hold_s``.
+interaction; another span of a trace already out starts it again, held until a root or ``hold_s`` (a
+late tool span alone is let go then).
 
 Each piece comes with an opaque ticket (the worker's ack of the export request it came in): a ticket is
 handed back once every trace it fed is out (``settled``) or let go, so the request is acked only then
@@ -160,7 +161,7 @@ class OtlpBuffer:
     def _out(self, trace_id: str, now: float, expired: bool) -> Ready:
         entry = self._traces.pop(trace_id)
         trace = entry.trace
-        keys = [*trace.calls, *trace.tools, *trace.others]
+        keys = list(trace.calls)  # (a late tool or other span starts an entry of its own, let go in time)
         for span_id in keys:
             self._done[(trace_id, span_id)] = None
             self._done.move_to_end((trace_id, span_id))
