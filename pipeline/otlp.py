@@ -755,8 +755,11 @@ def _langchain(value: Any) -> Any:
 
 
 def _tool_message(value: Any) -> tuple[str | None, str | None, bool] | None:
-    """(content, tool call id, error) of a serialised LangChain ToolMessage, else None."""
+    """(content, tool call id, error) of a serialised LangChain ToolMessage (its ``{"lc": 1, ...}`` form,
+    ``message_to_dict``'s ``{"type": "tool", "data": {...}}``, or a plain dict), else None."""
     value = _langchain(_loads(value))
+    if isinstance(value, dict) and value.get("type") == "tool" and isinstance(value.get("data"), dict):
+        value = {**value["data"], "type": "tool"}  # LangChain's message_to_dict form
     if not isinstance(value, dict):
         return None
     if value.get("_lc_kind") != "ToolMessage" and not (value.get("type") == "tool" and "content" in value):
@@ -766,27 +769,32 @@ def _tool_message(value: Any) -> tuple[str | None, str | None, bool] | None:
     return result, _opt_str(value.get("tool_call_id")), value.get("status") == "error"
 
 
+def _any(attrs: dict[str, Any], *keys: str) -> Any:
+    return next((attrs[k] for k in keys if attrs.get(k) is not None), None)
+
+
 def tool_span(
     span_id: str, parent: str, name: str, attrs: dict[str, Any], item: dict[str, Any], start: int, end: int
 ) -> ToolSpan | None:
     """A tool execution's span (GenAI ``execute_tool``, OpenInference TOOL, OpenLLMetry ``tool``), else
     None. Its status is an error when the span's status is, or it recorded an exception."""
-    if attrs.get("gen_ai.operation.name") == "execute_tool":
-        tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool ").strip()
-        call_id = attrs.get("gen_ai.tool.call.id")
-        arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("tool_arguments"))
-        result: Any = attrs.get("gen_ai.tool.call.result", attrs.get("tool_response"))
-    elif attrs.get("openinference.span.kind") == "TOOL":
-        tool_name = attrs.get("tool.name") or name
-        call_id = attrs.get("tool_call.id") or attrs.get("tool.id")
-        arguments, result = attrs.get("input.value"), attrs.get("output.value")
-    elif attrs.get("traceloop.span.kind") == "tool":
-        tool_name = attrs.get("traceloop.entity.name") or name.removesuffix(".tool")
-        call_id = None
-        arguments = _langchain(_loads(attrs.get("traceloop.entity.input")))
-        result = attrs.get("traceloop.entity.output")
-    else:
+    if not (
+        attrs.get("gen_ai.operation.name") == "execute_tool"
+        or attrs.get("openinference.span.kind") == "TOOL"
+        or attrs.get("traceloop.span.kind") == "tool"
+    ):
         return None
+    # each convention's attribute, the first one recorded (OpenLLMetry marks its tool spans both ways)
+    tool_name = _any(attrs, "gen_ai.tool.name", "tool.name", "traceloop.entity.name") or (
+        name.removeprefix("execute_tool ").removesuffix(".tool").strip()
+    )
+    call_id = _any(attrs, "gen_ai.tool.call.id", "tool_call.id", "tool.id")
+    arguments = _any(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "input.value")
+    if arguments is None:
+        arguments = _langchain(_loads(attrs.get("traceloop.entity.input")))
+    result: Any = _any(
+        attrs, "gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output"
+    )
     found_status, found_events = item.get("status"), item.get("events")
     status: dict[str, Any] = found_status if isinstance(found_status, dict) else {}
     error = status.get("code") in STATUS_ERROR or bool(attrs.get("error.type"))

@@ -276,3 +276,14 @@ def test_the_conversation_id_is_found_on_a_span_above_the_call(key: str, kind: d
     other = span("8" * 16, "elsewhere", {key: "not-this-one"}, start=9)  # another root of the trace
     (interaction,), _, _ = convert(request(top, middle, chat("c" * 16, [USER], [ANSWER], start=3), other))
     assert interaction.conversation_id == "conv-3"
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_each_frameworks_tool_spans_alone_carry_the_result(name: str) -> None:
+    """Without the model calls' messages, the tool spans still give each turn's result (every framework
+    records it on the span; LangChain's serialised ToolMessage unwrapped to its content)."""
+    [batch] = [read_batch(r) for r in requests(name) if "resourceSpans" in r]
+    tools = sorted((t for ts in batch.tools.values() for t in ts), key=lambda t: t.start_ns)
+    assert [t.name for t in tools] == ["search_kb", "search_kb"]
+    assert [json.loads(t.result or "")[0]["id"] for t in tools] == DOCS
+    assert not any(t.error for t in tools)
