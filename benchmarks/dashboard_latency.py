@@ -506,6 +506,10 @@ def evaluation_chunk(
             "context_documents": [document_name(int(k)) for k in doc_ids],
             "question_hash": int(d["question"][i]) + 1,  # any non-zero 64-bit value per question
             "dimensions": dims[i - lo],
+            "tool_calls": 0,  # the synthetic traffic calls no tools
+            "tool_error": None,
+            "no_evidence": None if refusal else 0,
+            "ungrounded_arguments": None,
         }
         assert values.keys() == cols.keys(), set(values).symmetric_difference(cols)
         for col, value in values.items():

@@ -172,6 +172,8 @@ class InteractionRow(BaseModel):
     answer_refusal: bool | None
     ground_truth_refusal: bool | None
     grounded_precision: float | None
+    no_evidence: bool | None = Field(None, description="answered with no evidence at all (Evaluation)")
+    tool_calls: int | None = Field(None, description="tool calls of the question (Evaluation)")
     unsupported_claims: int
     judge_calls: int
     tokens: int

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.interaction import Interaction
+from schemas.interaction import Interaction, Passage
 from schemas.results import JudgeCall, PairResult
+
+#: what became of an answer: a refusal; stated with no evidence at all; judged against its evidence,
+#: under the hallucination threshold (hallucination) or not (supported)
+Outcome = Literal["supported", "hallucination", "refusal", "unsupported_no_evidence"]
 
 
 class Evaluation(BaseModel):
@@ -35,6 +40,41 @@ class Evaluation(BaseModel):
     relevance: float | None = None  # cosine(last user message, answer)
 
     pairs: list[PairResult] = Field(default_factory=list)  # statement-level detail
+
+    # the answer's outcome and tool calls (README "Agents and tools", pipeline/evidence.py)
+    outcome: Outcome | None = Field(
+        None,
+        description="refusal (answer_refusal); unsupported_no_evidence (answered, not a refusal, a factual "
+        "statement and no evidence at all: no context and no tool result that counts); hallucination or "
+        "supported (hallucination true or false); None when not known (not judged, refusal unknown, or "
+        "nothing factual said without evidence)",
+    )
+    no_evidence: bool | None = Field(
+        None,
+        description="an answer that is not a refusal with a factual statement had no evidence (outcome "
+        "unsupported_no_evidence); false: it had evidence; None: a refusal, unknown, or nothing to support",
+    )
+    evidence: list[Passage] = Field(
+        default_factory=list,
+        description="the tool-result passages judged beside the contexts (pipeline.evidence), each naming "
+        "its tool, call id and step: a statement's passage indexes the contexts, then these",
+    )
+    tool_calls: int | None = Field(
+        None, description="tool calls of the current question (steps not of earlier turns); None before tools"
+    )
+    tool_error: bool | None = Field(
+        None,
+        description="one of the current question's tool calls failed (status error: an error status, an "
+        "exception, an error result); None without tool calls",
+    )
+    ungrounded_arguments: bool | None = Field(
+        None,
+        description="a current tool call's argument value (an id, a number, a name) appears nowhere in the "
+        "conversation nor in earlier tool results (pipeline.tool_arguments); None when none was checked",
+    )
+    ungrounded_argument_values: list[str] = Field(
+        default_factory=list, description="those values, as '<tool>.<argument>=<value>'"
+    )
 
     # cost and time
     calls: list[JudgeCall] = Field(default_factory=list)

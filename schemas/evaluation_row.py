@@ -24,6 +24,11 @@ class EvalRow(BaseModel):
     ground_truth_refusal: bool | None = None
     hallucination: bool | None = None
     grounded_precision: float | None = None
+    # tool calls (Evaluation's fields of the same names; NULL in rows written before they were stored)
+    tool_calls: int | None = None
+    tool_error: bool | None = None
+    no_evidence: bool | None = None
+    ungrounded_arguments: bool | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0

@@ -22,12 +22,20 @@ MAX_FLAGS = 50
 
 
 class Passage(BaseModel):
-    """One retrieved context passage, with the name of its document when known."""
+    """One retrieved context passage, with the name of its document when known; or one passage of a tool's
+    result taken as evidence (``pipeline.evidence``), naming the tool, its call and its step."""
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str
-    document: str | None = None
+    text: str = Field(description="the passage's text")
+    document: str | None = Field(
+        None,
+        description="the document's name: as given for a context; for a tool result's passage the "
+        "document's id or source when the result lists documents, else 'tool:<name>'",
+    )
+    tool: str | None = Field(None, description="the tool whose result this passage is; None for a context")
+    call_id: str | None = Field(None, description="the id of the tool call whose result this passage is")
+    step: int | None = Field(None, ge=0, description="the index in Interaction.steps of that call")
 
 
 class ChatMessage(BaseModel):

@@ -139,6 +139,22 @@ METRICS: tuple[Metric, ...] = (
         "mean_grounded_precision", "Grounded-unit precision", "gr prec", "grounded_precision",
         "grounded_precision_scored",
     ),
+    Metric(
+        name="mean_tool_calls", label="Tool calls per interaction", short="tools", kind=MetricKind.MEAN,
+        source="tool_calls", count_column="tool_calls_scored", unit="count",
+    ),
+    _rate(
+        "tool_error_rate", "Tool error rate", "tool err", "tool_error",
+        "tool_error_known", "tool_errors",
+    ),
+    _rate(
+        "no_evidence_rate", "Answers without evidence", "no evid", "no_evidence", "no_evidence_known",
+        "no_evidence_answers",
+    ),
+    _rate(
+        "ungrounded_arguments_rate", "Ungrounded tool arguments", "ungr arg", "ungrounded_arguments",
+        "ungrounded_arguments_known", "ungrounded_arguments_events",
+    ),
     _sum("interactions", "Interactions", "n", ("count",), "count"),
     _sum("judged", "Judged interactions (the rest skipped by sampling)", "judged", ("judged",), "count"),
     _sum("skipped", "Skipped interactions (sampling rules, judge budget)", "skipped", ("skipped",), "count"),

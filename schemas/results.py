@@ -60,8 +60,9 @@ class StatementVerdict(BaseModel):
         ge=0,
         description="the passage the statement was judged against: the one that states or contradicts it, "
         "else the closest (context pair only). A judge gives its position in Premise.passages; the NLI stage "
-        "turns it into the index of the interaction's contexts. None where the judge cannot say, in the "
-        "ground-truth pairs, and in evaluations stored before passages were recorded",
+        "turns it into an index of the evidence: the interaction's contexts, then the tool-result passages "
+        "(Evaluation.evidence). None where the judge cannot say, in the ground-truth pairs, and in "
+        "evaluations stored before passages were recorded",
     )
 
 

@@ -969,7 +969,7 @@ class SamplingSettings(BaseModel):
 
 
 #: dimensions every evaluation carries beside the configured metadata paths (pipeline/dimensions.py)
-BUILTIN_DIMENSIONS: tuple[str, ...] = ("answer_length", "has_ground_truth", "turn")
+BUILTIN_DIMENSIONS: tuple[str, ...] = ("answer_length", "has_ground_truth", "turn", "tool")
 _DIMENSION_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
 
@@ -983,7 +983,7 @@ class DimensionSettings(BaseModel):
         max_length=32,
         description="metadata paths stored as dimensions of each evaluation (a dot reaches into a nested "
         "object: customer.tier); an interaction without one has no value for it. The built-ins "
-        "answer_length, has_ground_truth and turn are always stored",
+        "answer_length, has_ground_truth, turn and tool (the tools called) are always stored",
     )
     max_values_per_day: int = Field(
         100,
@@ -1253,6 +1253,55 @@ class LabelsSettings(BaseModel):
     )
 
 
+class ToolSettings(BaseModel):
+    """Tool calls and their results (README "Agents and tools")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    evidence: bool = Field(
+        True,
+        description="a tool's result the model received before answering is evidence for grounding beside "
+        "the contexts (split into passages, named by tool and call id)",
+    )
+    evidence_allow: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="only these tools' results are evidence (names as called); empty: every tool",
+    )
+    evidence_deny: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="these tools' results are never evidence (applied after evidence_allow)",
+    )
+    evidence_earlier_turns: bool = Field(
+        True,
+        description="results of tool calls made for earlier user turns of the conversation count as "
+        "evidence too (the model saw them); false: only the current question's calls",
+    )
+    max_evidence_passages: int = Field(
+        50,
+        ge=1,
+        le=1000,
+        description="most passages one tool result is split into (a JSON list of documents gives one "
+        "each); the rest of the result is the last passage",
+    )
+    argument_min_chars: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="an argument value shorter than this (characters) is never checked for grounding "
+        "(ungrounded tool arguments)",
+    )
+
+    @field_validator("evidence_allow", "evidence_deny")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        blank = [v for v in value if not v.strip()]
+        if blank:
+            raise ValueError("a tool name is blank")
+        return value
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
@@ -1301,6 +1350,9 @@ class Settings(BaseSettings):
     )
     privacy: PrivacySettings = Field(
         default_factory=PrivacySettings, description="personal data: masking before the judge and storage"
+    )
+    tools: ToolSettings = Field(
+        default_factory=ToolSettings, description="tool calls: their results as evidence, their arguments"
     )
 
     def with_changes(self, **sections: Mapping[str, Any] | BaseModel) -> Settings:

@@ -2,7 +2,9 @@
 
 Counted where things happen: events in and out per processor, dead letters by stage and error type,
 interactions received, judged and skipped by app and reason (pipeline.sampling), sink rows and flush
-time; windows closed, alert transitions and failed deliveries are read at scrape time; judge calls,
+time, tool calls by app, tool and status, answers without evidence and ungrounded tool arguments by app
+(from each Evaluation the sink writes); windows closed, alert transitions and failed deliveries are
+read at scrape time; judge calls,
 retries, errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records
 as the sink writes it (one place sees every call of every stage, on either topology). Consumer lag is
 read from the consumer when Prometheus scrapes.
@@ -115,6 +117,20 @@ class WorkerMetrics:
             "groundwatch_interactions_skipped", "interactions stored unjudged (sampling rules, judge budget)",
             ["app", "reason"], registry=r,
         )  # fmt: skip
+        self.tool_calls = Counter(
+            "groundwatch_tool_calls", "tool calls of the questions judged (steps not of earlier turns)",
+            ["app", "tool", "status"], registry=r,
+        )  # fmt: skip
+        self.answers_without_evidence = Counter(
+            "groundwatch_answers_without_evidence",
+            "answers with a factual statement and no evidence at all (outcome unsupported_no_evidence)",
+            ["app"], registry=r,
+        )  # fmt: skip
+        self.ungrounded_tool_arguments = Counter(
+            "groundwatch_ungrounded_tool_arguments",
+            "interactions whose tool calls used an argument value found nowhere before the call",
+            ["app"], registry=r,
+        )  # fmt: skip
         self.sink_rows = Counter("groundwatch_sink_rows", "evaluations written to ClickHouse", registry=r)
         self.sink_flush = Histogram("groundwatch_sink_flush_seconds", "ClickHouse insert time", registry=r)
 
@@ -143,6 +159,17 @@ class WorkerMetrics:
         self.sink_flush.observe(seconds)
         for evaluation in evaluations:
             self._calls(evaluation)
+            self._tools(evaluation)
+
+    def _tools(self, evaluation: Evaluation) -> None:
+        steps = evaluation.interaction.steps if evaluation.interaction is not None else []
+        for step in steps:
+            if not step.earlier_turn:
+                self.tool_calls.labels(evaluation.app, step.name, step.status).inc()
+        if evaluation.no_evidence:
+            self.answers_without_evidence.labels(evaluation.app).inc()
+        if evaluation.ungrounded_arguments:
+            self.ungrounded_tool_arguments.labels(evaluation.app).inc()
 
     def _calls(self, evaluation: Evaluation) -> None:
         for call in evaluation.calls:

@@ -17,7 +17,11 @@ SELECT
     mean_context_entailment,
     mean_ground_truth_entails_answer,
     mean_answer_entails_ground_truth,
-    mean_grounded_precision
+    mean_grounded_precision,
+    mean_tool_calls,
+    tool_error_rate,
+    no_evidence_rate,
+    ungrounded_arguments_rate
 FROM groundwatch.window_aggregates FINAL
 WHERE $__timeFilter(window_start)
 ORDER BY t;
@@ -33,6 +37,10 @@ SELECT
     sum(ifNull(mean_ground_truth_entails_answer, 0) * ground_truth_answer_scored) / nullIf(sum(ground_truth_answer_scored), 0) AS mean_ground_truth_entails_answer,
     sum(ifNull(mean_answer_entails_ground_truth, 0) * answer_ground_truth_scored) / nullIf(sum(answer_ground_truth_scored), 0) AS mean_answer_entails_ground_truth,
     sum(ifNull(mean_grounded_precision, 0) * grounded_precision_scored) / nullIf(sum(grounded_precision_scored), 0) AS mean_grounded_precision,
+    sum(ifNull(mean_tool_calls, 0) * tool_calls_scored) / nullIf(sum(tool_calls_scored), 0) AS mean_tool_calls,
+    sum(tool_errors) / nullIf(sum(tool_error_known), 0) AS tool_error_rate,
+    sum(no_evidence_answers) / nullIf(sum(no_evidence_known), 0) AS no_evidence_rate,
+    sum(ungrounded_arguments_events) / nullIf(sum(ungrounded_arguments_known), 0) AS ungrounded_arguments_rate,
     sum(count) AS interactions,
     sum(judged) AS judged,
     sum(skipped) AS skipped,

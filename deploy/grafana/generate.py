@@ -348,7 +348,7 @@ def metric_panel(metric: Metric, db: str) -> Json:
         metric_sql(metric, db),
         description=_describe(metric),
         unit=_UNITS.get(metric.unit, "short"),
-        share=metric.kind is not MetricKind.SUM,
+        share=metric.kind is not MetricKind.SUM and metric.unit == "",
     )
 
 
@@ -481,7 +481,7 @@ def build_dashboard(db: str = DATABASE) -> Json:
     panels: list[Json] = [
         row("Rates"),
         *(metric_panel(m, db) for m in rates),
-        row("Entailment and grounded-unit precision (means)"),
+        row("Means: entailment, grounded-unit precision, tool calls"),
         *(metric_panel(m, db) for m in means),
         row("Volume, failures and judge cost"),
         *(metric_panel(m, db) for m in sums),

@@ -246,6 +246,11 @@ def run(args: argparse.Namespace) -> int:
         else f" from {args.data}"
     )
     _say(f"{len(plan.lines)} interactions stamped over {plan.start:{stamp}} - {plan.end:{stamp}} UTC{drift}")
+    if plan.tool_agent and plan.kb_outage:
+        _say(
+            f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
+            f"base starts returning empty results at {plan.kb_outage:{stamp}}"
+        )
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
         _say(

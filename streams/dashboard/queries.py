@@ -180,18 +180,20 @@ class DashboardQueries:
         return out
 
     async def bucket(self, q: BucketQuery) -> BucketInteractions:
-        """The interactions of one series' bucket, worst first; of one slice when ``q.slice`` names one
-        (a point of a chart filtered to that slice)."""
+        """The interactions of one series' bucket, worst first (hallucinated or answered without evidence,
+        then the lowest context entailment); of one slice when ``q.slice`` names one (a point of a chart
+        filtered to that slice)."""
         condition, values = slice_condition(q.slice, "f")
         where = f"FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS} AND {condition}"
         params = {**self._range(q), "app": q.app, "model": q.model, "limit": q.limit, **values}
         rows = await self.store.query(
             "SELECT interaction_id, timestamp, hallucination, context_entailment, "
             "ground_truth_entails_answer, answer_entails_ground_truth, answer_refusal, ground_truth_refusal, "
-            "grounded_precision, "
+            "grounded_precision, no_evidence, tool_calls, "
             "length(unsupported_claims) AS unsupported_claims, judge_calls, "
             "input_tokens + output_tokens AS tokens, cost_usd, judge_latency_ms, complete "
-            f"{where} ORDER BY ifNull(hallucination, 0) DESC, ifNull(context_entailment, 2) ASC, "
+            f"{where} ORDER BY greatest(ifNull(hallucination, 0), ifNull(no_evidence, 0)) DESC, "
+            "ifNull(context_entailment, 2) ASC, "
             "ifNull(answer_entails_ground_truth, 2) ASC, interaction_id LIMIT {limit:UInt32}",
             params,
         )

@@ -138,6 +138,10 @@ def _full_window(start: datetime) -> WindowAggregate:
             output_tokens=3,
             cost_usd=0.001 * i,
             complete=i != 2,
+            tool_calls=i % 3,
+            tool_error=(i % 2 == 0) if i % 3 else None,
+            no_evidence=i % 5 == 0,
+            ungrounded_arguments=(i == 4) if i % 3 else None,
         )
         for i in range(10)
     ] + [EvalRow(interaction_id="s", timestamp=start, app="a", model="m", judged=False, skip_reason="x")]
@@ -179,7 +183,9 @@ async def test_every_metric_is_charted_alerted_on_reported_and_in_grafana(store:
     assert served == [m.name for m in METRICS]  # the dashboard's charts are drawn from this list
     for m in METRICS:
         value = pooled(m, [window])
-        assert value is not None and (m.kind is MetricKind.SUM or 0 <= value <= 1), m.name
+        assert value is not None and (m.kind is MetricKind.SUM or m.unit == "count" or 0 <= value <= 1), (
+            m.name
+        )
         # charted: the API serves the metric and its bucket's value
         assert series.values[m.name] == [pytest.approx(value)], m.name
         # alerted on: a rule parses and fires at the window's value

@@ -7,7 +7,9 @@ from types import SimpleNamespace
 from prometheus_client import generate_latest
 
 from schemas.evaluation import Evaluation
+from schemas.interaction import Interaction
 from schemas.results import JudgeCall
+from schemas.tools import ToolStep
 from streams.telemetry import WorkerMetrics, faust_lag
 
 
@@ -38,6 +40,24 @@ def test_judge_calls_tokens_cost_and_cache_hits_come_from_the_call_records() -> 
     assert value(metrics, "groundwatch_judge_cache_hits_total", judge="openai", model="m") == 1
     assert value(metrics, "groundwatch_judge_call_seconds_count", judge="openai", model="m") == 1
     assert value(metrics, "groundwatch_sink_flush_seconds_sum") == 0.25
+
+
+def test_tool_calls_answers_without_evidence_and_ungrounded_arguments_are_counted() -> None:
+    interaction = Interaction(
+        interaction_id="t", question="q?", answer="a.",
+        steps=[ToolStep(name="search_kb", result="[]"), ToolStep(name="get_order", status="error"),
+               ToolStep(name="search_kb", result="x", earlier_turn=True)],
+    )  # fmt: skip
+    metrics = WorkerMetrics()
+    evaluation = Evaluation(interaction_id="t", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
+                            judge="lexical", interaction=interaction, no_evidence=True,
+                            ungrounded_arguments=False)  # fmt: skip
+    metrics.written([evaluation, Evaluation(interaction_id="u", timestamp="2026-11-20T10:00:00Z", app="a",
+                                            model="x", judge="lexical")], 0.1)  # fmt: skip
+    assert value(metrics, "groundwatch_tool_calls_total", app="a", tool="search_kb", status="ok") == 1
+    assert value(metrics, "groundwatch_tool_calls_total", app="a", tool="get_order", status="error") == 1
+    assert value(metrics, "groundwatch_answers_without_evidence_total", app="a") == 1
+    assert value(metrics, "groundwatch_ungrounded_tool_arguments_total", app="a") == 0
 
 
 def test_dead_letters_judge_errors_lag_and_totals() -> None:
