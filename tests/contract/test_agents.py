@@ -2,7 +2,8 @@
 (tests/contract/agent_app.py, a process of its own in the environment its framework needs) against the
 fake OpenAI server, which calls the knowledge-base tool once a turn and then answers from its result.
 Through `groundwatch otlp`, each framework must give exactly one interaction per final answer (two),
-with the tool's result as a step, the question and history of the turn, and no model call left over."""
+with the tool's result as a step, the question and history of the turn, and no model call left over;
+judged, each answer is supported by its turn's tool result (the evidence names the tool and call)."""
 
 from __future__ import annotations
 
@@ -117,6 +118,19 @@ def test_one_interaction_per_final_answer_with_the_tool_result_as_a_step(
     code, interactions, err = groundwatch_otlp(capsys, out / "traces.jsonl", out / "logs.jsonl")
     assert code == 0 and err.strip().splitlines()[-1].endswith(", 0 model calls not mapped"), err
     expect_turns(interactions, framework)
+    # judged (lexical), each answer is supported by its turn's tool result, named by tool and call id
+    path = tmp_path / "interactions.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in interactions))
+    assert cli.main(["eval", str(path), "--judge", "lexical", "--out", str(tmp_path / "report.json")]) == 0
+    rows = (tmp_path / "report.evaluations.jsonl").read_text().splitlines()
+    evaluations = {e["interaction_id"]: e for e in map(json.loads, rows)}
+    for interaction, (_, _, doc) in zip(interactions, agent_app.TURNS, strict=True):
+        judged = evaluations[interaction["interaction_id"]]
+        assert judged["outcome"] == "supported" and not judged["hallucination"], judged
+        [call] = [s["call_id"] for s in interaction["steps"] if not s["earlier_turn"]]
+        assert {(e["tool"], e["call_id"], e["document"]) for e in judged["evidence"]} >= {
+            (agent_app.TOOL, call, doc)
+        }
 
 
 def test_an_agent_trace_sent_span_by_span_through_a_worker_gives_one_evaluation_per_answer(
