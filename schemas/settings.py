@@ -720,10 +720,18 @@ class KafkaSettings(BaseModel):
         30.0,
         gt=0,
         le=3600,
-        description="how long the pieces of one OpenTelemetry model call (its span, its log records, the "
-        "retrieved passages of its trace) are held waiting for the rest when they arrive apart; then the "
-        "call is evaluated with what came, or dead-lettered (stage otlp) with the reason. Its export "
-        "requests are acked only then, so this also delays their commit",
+        description="how long the pieces of one OpenTelemetry trace (its model calls' spans and log records, "
+        "its tool spans, its other spans, its retrieved passages) are held waiting for the rest (its root "
+        "span, each call's content) when they arrive apart; then its final answer is evaluated with what "
+        "came (a tool call without its result is a step without one), or its calls dead-lettered (stage "
+        "otlp) with the reason. Its export requests are acked only then, so this also delays their commit",
+    )
+    otlp_http_max_bytes: int = Field(
+        1_000_000,
+        ge=1024,
+        description="largest OTLP/HTTP request body the worker's web server takes on POST /v1/traces and "
+        "/v1/logs (as sent, unpacked from gzip, and as the OTLP/JSON message produced to Kafka; the broker's "
+        "and the producer's message size limits must allow it); larger ones are answered 413",
     )
     web_enabled: bool = Field(
         False,

@@ -44,6 +44,7 @@ from streams.fetch import use_fetch_wait
 from streams.heap import settle_heap
 from streams.kafka_auth import faust_credentials
 from streams.lifecycle import BrokerWatch, ShutdownDeadline, end_process, exit_line
+from streams.otlp_http import add_otlp_routes
 from streams.probes import add_probe_routes
 from streams.processors.convert import ConvertProcessor
 from streams.processors.dead_letters import DeadLetterRecorder
@@ -158,7 +159,8 @@ def faust_app(settings: Settings, datadir: Path) -> faust.App:
 
 def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) -> None:
     """The built-in dashboard at /dashboard/ on faust's web server (this process owns the ClickHouse
-    store: with chDB, the only process that may open its path), and /metrics, /healthz, /readyz. Off
+    store: with chDB, the only process that may open its path), /metrics, /healthz, /readyz, and OTLP/HTTP
+    (POST /v1/traces and /v1/logs, ``streams.otlp_http``). Off
     loopback, credentials are required and guard every page of the web server, faust's own included."""
     host = settings.dashboard.host
     require_credentials(host, settings.dashboard)
@@ -172,6 +174,7 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
     web_app.add_subapp(
         "/dashboard/", dashboard_app(lambda: resources.store, settings.dashboard, settings, resources.privacy)
     )
+    add_otlp_routes(web_app, resources.ctx)
     metrics = resources.ctx.metrics
     metrics.watch_lag(faust_lag(app))
     metrics.watch_counts(resources.totals)

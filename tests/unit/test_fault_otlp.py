@@ -258,7 +258,7 @@ async def test_a_record_without_ids_is_dead_lettered_with_its_reason_and_acked()
 
 
 def test_a_call_without_any_time_says_so() -> None:
-    from pipeline.otlp import CallError, convert_call
+    from pipeline.otlp import CallError, convert_trace
     from pipeline.otlp_join import OtlpBuffer
 
     span = chat_span(T1, S1)
@@ -266,5 +266,5 @@ def test_a_call_without_any_time_says_so() -> None:
     buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=False, at_once=False)
     buffer.add(read_batch(request(span)), None, 0.0)
     [ready] = buffer.drain()
-    result = convert_call(ready.call, ready.passages)
+    [result] = convert_trace(ready.trace).errors
     assert isinstance(result, CallError) and "no time" in result.reason
