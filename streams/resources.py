@@ -27,6 +27,7 @@ from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
 from schemas.evaluation import Evaluation
+from schemas.safe_text import safe_text
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.batch import DeadLetterRows
 from streams.clickhouse.labels import LabelStore
@@ -59,6 +60,7 @@ class Resources(Service):
         self._stack = contextlib.AsyncExitStack()
         self._ready = asyncio.Event()
         self._finished = False
+        self._status_failing = False  # the last status-file write failed (logged once)
         self._judge: Judge | None = None
         self._refusals: RefusalClassifier | None = None
         self._nli_judge: EntailJudge | NliGrouper | None = None
@@ -161,11 +163,11 @@ class Resources(Service):
 
     async def _dead_letters_written(self, rows: int, seconds: float) -> None:
         self.ctx.metrics.recorded(rows)
-        await self.write_status()
+        await self.update_status()
 
     async def _after_flush(self, rows: Sequence[Located]) -> None:
         await self.windows.touch(rows)
-        await self.write_status()
+        await self.update_status()
 
     async def _end_user_labels(self, evaluations: list[Evaluation]) -> None:
         """End users' thumbs of a batch just stored, as labels (``labels.end_user_feedback``), written
@@ -199,6 +201,23 @@ class Resources(Service):
             alerts_fired=self._alerts.fired if self._alerts else 0,
         )
         await asyncio.to_thread(write_status, path, status)
+
+    async def update_status(self) -> None:
+        """``write_status`` after a write that succeeded (rows inserted and acked, windows closed): a
+        status file that cannot be written is logged here, as what failed, once until it is written
+        again, and never raised into the write before it (which would be taken for a failed insert)."""
+        try:
+            await self.write_status()
+        except Exception as exc:
+            if not self._status_failing:
+                log.warning("status file %s: cannot be written (%s: %s); the rows and windows are written; "
+                            "will try again after the next write", self.ctx.settings.clickhouse.status_file,
+                            type(exc).__name__, safe_text(str(exc), 300))  # fmt: skip
+            self._status_failing = True
+            return
+        if self._status_failing:
+            log.warning("status file %s: written again", self.ctx.settings.clickhouse.status_file)
+            self._status_failing = False
 
     async def _publish_alert(self, alert: BaseModel, key: str) -> None:
         await self.ctx.send(self.ctx.names.alerts, key, alert)
