@@ -168,7 +168,7 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
     web_app = web.web_app
     # requests that do not parse (an oversized request line or header): 414/431/400 and one WARNING line
     # a while, not a traceback each (streams.dashboard.edges)
-    web._runner = EdgeRunner(web_app, access_log=None)
+    web._runner = EdgeRunner(web_app, clock=resources.clock, access_log=None)
     if not is_loopback(host):
         web_app.middlewares.append(auth_middleware(settings.dashboard))
     web_app.add_subapp(
