@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from schemas.interaction import Interaction
-from schemas.results import JudgeCall, PairResult
+from schemas.results import CustomScore, JudgeCall, PairResult
 
 
 class Evaluation(BaseModel):
@@ -54,3 +54,5 @@ class Evaluation(BaseModel):
     # the input as evaluated (question, contexts, answer, ground truth): what a drill-down shows beside
     # the verdicts. None in evaluations written before it was carried
     interaction: Interaction | None = None
+    # the custom evaluators (schemas.evaluators) that applied to it: name -> score or why it is missing
+    custom: dict[str, CustomScore] = Field(default_factory=dict)

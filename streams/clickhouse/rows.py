@@ -8,7 +8,7 @@ from typing import Any
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
-from schemas.evaluation_row import call_latencies
+from schemas.evaluation_row import call_latencies, custom_columns
 from schemas.window import WindowAggregate
 
 EVALUATION_COLUMNS = [
@@ -47,6 +47,9 @@ EVALUATION_COLUMNS = [
     "dimensions",
     "context_documents",
     "question_hash",
+    "custom_scores",
+    "custom_missing",
+    "custom_versions",
 ]
 
 STATEMENT_COLUMNS = [
@@ -153,6 +156,8 @@ def evaluation_row(e: Evaluation, dimensions: dict[str, str] | None = None) -> l
         dict(dimensions or {}),
         context_documents(e),
         question_hash(e),
+        *custom_columns(e),
+        {name: c.version for name, c in e.custom.items()},
     ]
 
 

@@ -73,6 +73,10 @@ def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
     (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare)."""
     if metric.kind is MetricKind.SUM:
         return " + ".join(f"sumIf(toFloat64({ROW_SUMS[c]}), {within})" for c in metric.sum_columns), "0"
+    if metric.custom_key is not None:  # a custom evaluator: its score in the custom_scores map
+        key = f"'{metric.custom_key}'"  # a checked name (schemas.evaluators.NAME_PATTERN)
+        carried = f"({within}) AND judged = 1 AND mapContains(custom_scores, {key})"
+        return f"sumIf(custom_scores[{key}], {carried})", f"countIf({carried})"
     carried = f"({within}) AND judged = 1 AND {metric.source} IS NOT NULL"
     return f"sumIf(toFloat64({metric.source}), {carried})", f"countIf({carried})"
 
