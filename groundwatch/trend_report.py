@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
 
 from schemas.alert import Alert
-from schemas.metrics import METRICS, Metric, MetricKind, pooled
+from schemas.metrics import Metric, MetricKind, catalogue, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
@@ -81,10 +81,10 @@ def render(report: Report) -> str:
         groups[(w.app, w.model)].append(w)
     header = (
         f"{'window start (UTC)':<20}"
-        + "".join(f" {m.short:>{_width(m)}}" for m in METRICS)
+        + "".join(f" {m.short:>{_width(m)}}" for m in catalogue())
         + f" {'p50 ms':>8} {'p95 ms':>8}"
     )
-    rates = [m for m in METRICS if m.kind is MetricKind.RATE]
+    rates = [m for m in catalogue() if m.kind is MetricKind.RATE]
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
         judged = sum(w.judged for w in windows)
@@ -98,7 +98,7 @@ def render(report: Report) -> str:
         for w in sorted(windows, key=lambda w: w.window_start):
             lines.append(
                 f"{w.window_start:%Y-%m-%d %H:%M:%S} "
-                + "".join(f" {figure(m, pooled(m, [w])):>{_width(m)}}" for m in METRICS)
+                + "".join(f" {figure(m, pooled(m, [w])):>{_width(m)}}" for m in catalogue())
                 + f" {_f(w.judge_latency_p50_ms, 1):>8} {_f(w.judge_latency_p95_ms, 1):>8}"
             )
     lines += ["", f"alerts: {len(report.alerts)}"]

@@ -259,9 +259,11 @@ class CustomEvaluators:
             if not core.cancelled() and core.exception() is None:
                 await asyncio.wait(tasks, timeout=self.settings.wait_after_core_s)
         finally:
-            for task in tasks:
-                if not task.done():
-                    task.cancel()
+            late = [task for task in tasks if not task.done()]
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
         scores: dict[str, CustomScore] = {}
         calls: list[JudgeCall] = []
         for ev, task in zip(chosen, tasks, strict=True):

@@ -93,6 +93,10 @@ class _Evaluator(_Strict):
         kind = MetricKind.RATE if self.is_rate() else MetricKind.MEAN
         return custom_metric(self.name, kind, self.label or self.name, not self.good_when_high())
 
+    def missing_metric(self) -> Metric:
+        """``custom.<name>.missing``: the interactions it failed to score (a total)."""
+        return custom_missing_metric(self.name, self.label or self.name)
+
 
 class PatternEvaluator(_Evaluator):
     """Flags an interaction when any (or none) of its patterns matches the chosen fields."""
@@ -208,7 +212,8 @@ class EvaluatorsFile(_Strict):
         return self
 
     def metrics(self) -> tuple[Metric, ...]:
-        return tuple(e.metric() for e in self.evaluators)
+        """Each evaluator's two catalogue entries: its score and its missing scores."""
+        return tuple(m for e in self.evaluators for m in (e.metric(), e.missing_metric()))
 
 
 def custom_metric(name: str, kind: MetricKind, label: str, lower_is_better: bool) -> Metric:
@@ -223,4 +228,17 @@ def custom_metric(name: str, kind: MetricKind, label: str, lower_is_better: bool
         count_column=f"custom_scored['{name}']",
         custom_key=name,
         lower_is_better=lower_is_better,
+    )
+
+
+def custom_missing_metric(name: str, label: str) -> Metric:
+    """A custom evaluator's missing scores per window (``custom_missing`` of window_aggregates)."""
+    return Metric(
+        name=f"{CUSTOM_PREFIX}{name}.missing",
+        label=f"{label}: scores missing",
+        short=f"{name[:6]}?",
+        kind=MetricKind.SUM,
+        sum_columns=(f"custom_missing['{name}']",),
+        custom_key=name,
+        unit="count",
     )

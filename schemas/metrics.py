@@ -55,7 +55,7 @@ class Metric(BaseModel):
     custom_key: str | None = Field(
         None,
         description="a custom evaluator's metric (schemas.evaluators): its name, the key of its value and "
-        "count in the Map columns custom_values and custom_scored",
+        "count in the Map columns custom_values and custom_scored (a sum: of its count in custom_missing)",
     )
 
     @model_validator(mode="after")
@@ -87,6 +87,8 @@ class Metric(BaseModel):
 
     def totals(self, window: WindowAggregate) -> tuple[float, int]:
         """(numerator, denominator) of one window, as the SQL above computes them; (sum, 0) for a sum."""
+        if self.kind is MetricKind.SUM and self.custom_key is not None:
+            return float(window.custom_missing.get(self.custom_key, 0)), 0
         if self.kind is MetricKind.SUM:
             return float(sum(getattr(window, c) for c in self.sum_columns)), 0
         if self.custom_key is not None:
@@ -233,6 +235,14 @@ def catalogue() -> tuple[Metric, ...]:
 def metric_named(name: str) -> Metric | None:
     """A fixed or installed custom metric by name; None when there is none."""
     return METRICS_BY_NAME.get(name) or _CUSTOM.get(name)
+
+
+def named(name: str) -> Metric:
+    """A fixed or installed custom metric by a name already checked; KeyError when there is none."""
+    metric = metric_named(name)
+    if metric is None:
+        raise KeyError(f"no metric {name!r} in the catalogue")
+    return metric
 
 
 def alert_metric_names() -> tuple[str, ...]:

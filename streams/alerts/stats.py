@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from schemas.metrics import METRICS, SUM_SUPPORT_COLUMN, MetricKind, metric_named
+from schemas.metrics import METRICS, SUM_SUPPORT_COLUMN, MetricKind, metric_named, named
 from schemas.window import WindowAggregate
 
 #: the WindowAggregate field that counts the interactions a metric is computed over (its denominator; a
@@ -43,9 +43,7 @@ EMPTY = Obs(0.0, 0)
 def observe(metric: str, window: WindowAggregate) -> Obs:
     """The window's observation of one metric (an empty one when it has no value), as the catalogue
     (schemas.metrics) pools it."""
-    known = metric_named(metric)
-    if known is None:
-        raise KeyError(f"no metric {metric!r} in the catalogue")
+    known = named(metric)
     total, n = known.totals(window)
     if known.kind is MetricKind.SUM:
         n = int(getattr(window, SUM_SUPPORT_COLUMN))

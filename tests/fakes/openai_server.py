@@ -105,6 +105,14 @@ def default_refusal(text: str) -> bool:
     return any(p in low for p in REFUSAL_PHRASES)
 
 
+def default_rubric(instructions: str, fields: dict[str, str]) -> bool | int:
+    """Fails (and scores 1) an answer that names a dose in mg; else passes (and scores 5)."""
+    return not re.search(r"\b\d+\s*mg\b", fields.get("answer", ""))
+
+
+_RUBRIC_FIELD = re.compile(r"<(question|answer|ground_truth)>(.*?)</\1>", re.DOTALL)
+
+
 @dataclass
 class Script:
     """What the fake answers; each callable can be replaced by a test."""
@@ -117,6 +125,9 @@ class Script:
     # (premise, hypothesis) -> P(entailed) given in the logprobs of each of its statements' verdicts
     # None: each generated verdict is certain
     entailed_probability: Callable[[str, str], float] | None = None
+    # a custom rubric (prompts/rubric.md): (instructions, fenced fields by tag) -> a pass (True) / fail
+    # (False) for output pass_fail, or a score 1-5 for score_1_5 (what the rubric's system text asks)
+    rubric: Callable[[str, dict[str, str]], bool | int] = field(default=lambda i, f: default_rubric(i, f))
     # an app's own chat call (no groundwatch prompt in it): the messages -> the reply's text; None: the
     # "prompt not recognised" JSON
     chat: Callable[[list[dict[str, Any]]], str] | None = None
@@ -305,7 +316,8 @@ class FakeOpenAIServer:
         messages = body.get("messages") or []
         user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         prompt_text = "".join(str(m.get("content", "")) for m in messages)
-        kind, answer, probabilities = self._scripted(user)
+        system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+        kind, answer, probabilities = self._scripted(user, system)
         content = json.dumps(answer)
         finish = "stop"
         if fault is not None:
@@ -349,10 +361,18 @@ class FakeOpenAIServer:
             }
         )
 
-    def _scripted(self, user: str) -> tuple[str, dict[str, Any], list[float]]:
+    def _scripted(self, user: str, system: str = "") -> tuple[str, dict[str, Any], list[float]]:
         """The prompt's kind, the answer and P(entailed) of each NLI statement in answer order."""
         script = self.config.script
         probabilities: list[float] = []
+        if user.startswith("Check this exchange against the instructions."):
+            instructions = system.partition("The reviewer's instructions:\n")[2]
+            fields = {m.group(1): m.group(2) for m in _RUBRIC_FIELD.finditer(user)}
+            outcome = script.rubric(instructions, fields)
+            if "a score from 1" in system:
+                score = int(outcome) if not isinstance(outcome, bool) else (5 if outcome else 1)
+                return "rubric", {"reason": "scripted", "score": score}, []
+            return "rubric", {"reason": "scripted", "verdict": "pass" if outcome else "fail"}, []
 
         def judged(premise: str, hypotheses: list[str]) -> list[dict[str, Any]]:
             out = []
