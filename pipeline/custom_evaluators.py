@@ -11,9 +11,10 @@ evaluator (``failures``). Kinds:
 
 - pattern: compiled once; a field that is absent (no ground truth) is searched as empty text;
 - python: the function runs in a thread of the evaluator's own pool (``evaluators.python_threads``),
-  under its ``timeout_s``. A thread cannot be stopped: a call past its timeout keeps its thread until it
-  returns, and while every thread of an evaluator is held so, its further calls are missing at once
-  (reason busy) instead of queueing behind them; the other evaluators have pools of their own;
+  under its ``timeout_s`` (time queued for a thread included). A thread cannot be stopped: a call past
+  its timeout keeps its thread until it returns, and while every thread of an evaluator is held so, its
+  further calls are missing at once (reason busy) instead of queueing behind them; the other evaluators
+  have pools of their own;
 - rubric: rendered from prompts/rubric.md and sent through the judge's ``JudgeClient`` (retries, request
   slots, cost), its verdict cached by content with the evaluator's name and version in the key. Needs an
   LLM judge (openai, local, or a cascade's LLM); with the lexical judge its score is missing.
@@ -29,10 +30,12 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
+
+from pydantic import BaseModel, Field
 
 from pipeline.assemble import count_judge_calls
 from pipeline.judges.base import Judge
@@ -61,6 +64,13 @@ PythonFunction = Callable[[Interaction], Any]
 REASON_CHARS = 400  # a reason longer than this is cut
 
 
+def install_from_settings(settings: EvaluatorsSettings) -> None:
+    """The evaluators file's metrics in the catalogue, for a command that reads them (report, dashboard,
+    export) without running the evaluators (their functions are not imported)."""
+    if settings.file is not None:
+        load_evaluators(settings.file, functions=False)
+
+
 def open_custom(settings: EvaluatorsSettings, judge: Judge | None) -> CustomEvaluators | None:
     """The custom evaluators of ``evaluators.file`` (installed in the catalogue), or None without one."""
     if settings.file is None:
@@ -68,27 +78,27 @@ def open_custom(settings: EvaluatorsSettings, judge: Judge | None) -> CustomEval
     return CustomEvaluators(load_evaluators(settings.file), settings, judge)
 
 
-def load_evaluators(path: Path, *, install: bool = True) -> LoadedEvaluators:
-    """Read, validate and import the evaluators file; with ``install``, its metrics join the catalogue.
-    Raises ConfigError: ``evaluators file F: evaluator 'name' (evaluators.N) field: why``."""
+def load_evaluators(path: Path, *, install: bool = True, functions: bool = True) -> LoadedEvaluators:
+    """Read, validate and (``functions``) import the evaluators file; with ``install``, its metrics join
+    the catalogue. Raises ConfigError: ``evaluators file F: evaluator 'name' (evaluators.N) field: why``."""
     where = f"evaluators file {path}"
     try:
         spec = read_rules_file(path, EvaluatorsFile, "evaluators file", key="evaluators")
     except ConfigError as exc:
         raise ConfigError(_name_the_evaluator(str(exc), path)) from None
-    functions: dict[str, PythonFunction] = {}
+    imported: dict[str, PythonFunction] = {}
     folder = str(path.resolve().parent)
     for i, ev in enumerate(spec.evaluators):
-        if isinstance(ev, PythonEvaluator):
+        if functions and isinstance(ev, PythonEvaluator):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
             try:
-                functions[ev.name] = import_function(ev.function)
+                imported[ev.name] = import_function(ev.function)
             except ConfigError as exc:
                 raise ConfigError(
                     f"{where}: evaluator {ev.name!r} (evaluators.{i}) function: {exc}"
                 ) from None
-    loaded = LoadedEvaluators(spec, functions)
+    loaded = LoadedEvaluators(spec, imported)
     if install:
         install_custom(spec.metrics())
     return loaded
@@ -239,7 +249,7 @@ class CustomEvaluators:
             for e in loaded.evaluators
             if isinstance(e, PythonEvaluator)
         }
-        self._running: Counter[str] = Counter()  # python calls holding a thread, by evaluator
+        self._hung: Counter[str] = Counter()  # python calls still running past their timeout, by evaluator
         self.failures: Counter[str] = Counter()
 
     def __bool__(self) -> bool:
@@ -310,17 +320,20 @@ class CustomEvaluators:
             return self.missing(ev, f"error: {type(exc).__name__}: {exc}"), None
 
     async def _python(self, ev: PythonEvaluator, interaction: Interaction) -> CustomScore:
-        if self._running[ev.name] >= self.settings.python_threads:
+        if self._hung[ev.name] >= self.settings.python_threads:
             return self.missing(ev, "busy: every thread still runs an earlier call past its timeout")
-        fn = self.loaded.functions[ev.name]
         loop = asyncio.get_running_loop()
-        self._running[ev.name] += 1
-        future = loop.run_in_executor(self._pools[ev.name], fn, interaction)
-        future.add_done_callback(lambda _: self._running.subtract([ev.name]))
+        job = self._pools[ev.name].submit(self.loaded.functions[ev.name], interaction)
         try:
-            value = await asyncio.wait_for(asyncio.shield(future), ev.timeout_s)
+            value = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), ev.timeout_s)
         except TimeoutError:
+            if not job.cancel():  # running: it holds its thread until it returns
+                self._hung[ev.name] += 1
+                job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._hung.subtract, [ev.name]))
             return self.missing(ev, f"timeout: still running after {ev.timeout_s:g} s")
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
         except Exception as exc:
             return self.missing(ev, f"raised {type(exc).__name__}: {exc}")
         try:
@@ -415,3 +428,66 @@ def with_custom(
             "judge_latency_ms": evaluation.judge_latency_ms + sum(c.latency_ms for c in calls),
         }
     )
+
+
+class CustomSummary(BaseModel):
+    """One custom evaluator over a run (``groundwatch eval --evaluators``): its metric's value, how many
+    it scored and failed to, the commonest reasons of its failures and a few of its scores' reasons."""
+
+    metric: str = Field(description="custom.<name>")
+    kind: str = Field(description="rate or mean")
+    version: str
+    value: float | None = Field(description="the rate of 1s (a flag, a pass) or the mean score")
+    scored: int
+    missing: int
+    missing_reasons: dict[str, int] = Field(default_factory=dict, description="why, with counts (top 5)")
+    reasons: list[str] = Field(default_factory=list, description="reasons of up to 5 flagged or low scores")
+
+
+def summarise(loaded: LoadedEvaluators, evaluations: Iterable[Evaluation]) -> dict[str, CustomSummary]:
+    """Each evaluator of the file over these evaluations (those it applied to)."""
+    scores: dict[str, list[float]] = {e.name: [] for e in loaded.evaluators}
+    failed: dict[str, Counter[str]] = {e.name: Counter() for e in loaded.evaluators}
+    low: dict[str, list[str]] = {e.name: [] for e in loaded.evaluators}
+    for evaluation in evaluations:
+        for name, c in evaluation.custom.items():
+            if name not in scores:
+                continue
+            if c.score is None:
+                failed[name][c.reason.split(":")[0] if ":" in c.reason else c.reason] += 1
+                continue
+            scores[name].append(c.score)
+            flagged = c.score >= 0.5 if _flag_is_bad(loaded, name) else c.score < 0.5
+            if flagged and c.reason and len(low[name]) < 5:
+                low[name].append(f"{evaluation.interaction_id}: {c.reason}")
+    out = {}
+    for ev in loaded.evaluators:
+        values = scores[ev.name]
+        metric = ev.metric()
+        out[ev.name] = CustomSummary(
+            metric=metric.name, kind=metric.kind.value, version=ev.version,
+            value=sum(values) / len(values) if values else None, scored=len(values),
+            missing=sum(failed[ev.name].values()), missing_reasons=dict(failed[ev.name].most_common(5)),
+            reasons=low[ev.name],
+        )  # fmt: skip
+    return out
+
+
+def _flag_is_bad(loaded: LoadedEvaluators, name: str) -> bool:
+    ev = next(e for e in loaded.evaluators if e.name == name)
+    return not ev.good_when_high()
+
+
+def summary_lines(summaries: Mapping[str, CustomSummary]) -> list[str]:
+    """The printed per-evaluator block of ``groundwatch eval --evaluators``."""
+    lines = []
+    for name, s in summaries.items():
+        value = "n/a" if s.value is None else f"{s.value:.3f}"
+        what = "rate" if s.kind == "rate" else "mean"
+        lines.append(
+            f"  {s.metric} v{s.version}: {what} {value} over {s.scored} scored, {s.missing} missing"
+            + (" (" + ", ".join(f"{k} {v}" for k, v in s.missing_reasons.items()) + ")" if s.missing else "")
+        )
+        lines.extend(f"    {reason[:160]}" for reason in s.reasons[:3])
+        del name
+    return lines

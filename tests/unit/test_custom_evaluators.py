@@ -551,3 +551,72 @@ async def test_fused_evaluations_carry_the_custom_scores_to_the_join_shape(tmp_p
     assert joined.custom == result.custom and joined.judge_calls == base.judge_calls + 1
     assert joined.input_tokens == base.input_tokens + 10 and joined.cost_usd == pytest.approx(0.5)
     await asyncio.sleep(0)
+
+
+# ---- offline: groundwatch eval --evaluators, --estimate, export ----------------------------------------
+
+
+def dataset(tmp_path: Path) -> Path:
+    lines = [
+        interaction(0, answer="Globex opens at 9 am.").model_dump_json(),
+        interaction(1, answer="Take 400 mg of ibuprofen.").model_dump_json(),
+        interaction(
+            2, question="Est-ce que le magasin est ouvert le dimanche ?", answer="It is open on Sunday."
+        ).model_dump_json(),
+        "{not json",
+    ]
+    return write(tmp_path, "\n".join(lines) + "\n", "in.jsonl")
+
+
+def test_eval_reports_each_evaluators_rate_failures_and_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from groundwatch.cli import main
+
+    out = tmp_path / "report.json"
+    argv = ["eval", str(dataset(tmp_path)), "--judge", "lexical", "--out", str(out), "--quiet"]
+    assert main([*argv, "--bootstrap", "0", "--evaluators", str(EXAMPLES)]) == 0
+    report = json.loads(out.read_text())
+    custom = report["custom"]
+    assert custom["names_competitor"]["value"] == pytest.approx(1 / 3)
+    assert custom["names_competitor"]["reasons"] == ["i0: matched answer: 'Globex'"]
+    assert custom["same_language"]["value"] == pytest.approx(2 / 3)
+    assert custom["same_language"]["reasons"] == ["i2: question fr, answer en"]
+    medical = custom["no_medical_advice"]
+    assert medical["scored"] == 0  # sampled at 0.5, and the lexical judge cannot run a rubric
+    assert medical["missing_reasons"] == ({"no LLM judge": medical["missing"]} if medical["missing"] else {})
+    printed = capsys.readouterr().err
+    assert "custom.names_competitor v1: rate 0.333 over 3 scored, 0 missing" in printed
+    stored = [json.loads(line) for line in (tmp_path / "report.evaluations.jsonl").read_text().splitlines()]
+    assert stored[0]["custom"]["names_competitor"]["score"] == 1.0
+    bad = write(
+        tmp_path, "evaluators:\n  - {name: a, version: '1', kind: python, function: 'x:y'}\n", "b.yaml"
+    )
+    assert main([*argv, "--evaluators", str(bad)]) == 2
+    assert "evaluator 'a' (evaluators.0) function" in capsys.readouterr().err
+
+
+async def test_the_estimate_prices_the_rubrics_without_calling_a_judge(tmp_path: Path) -> None:
+    from pipeline.estimate import estimate
+
+    path = write(tmp_path, RUBRIC.format(version="1", output="pass_fail"))
+    prices = {"gpt-4o-mini": {"input_per_1k": 0.001, "output_per_1k": 0.002}}
+    base = make_settings(judge={"kind": "openai", "model": "gpt-4o-mini", "prices": prices})
+    items = [interaction(i, answer=f"The store opens at {i} am.") for i in range(6)]
+    without = await estimate(items, base)
+    with_ = await estimate(items, base.with_changes(evaluators={"file": path}))
+    assert "custom" not in without.stages
+    assert with_.stages["custom"].calls == 6 and with_.stages["custom"].cost_usd > 0
+    assert with_.total.calls == without.total.calls + 6
+
+
+def test_export_lines_carry_the_custom_scores() -> None:
+    from pipeline.export_file import export_line
+
+    e = evaluation(0, T0, flagged(0, 2)).model_copy(update={"interaction": interaction()})
+    line = export_line(e, [], correct_threshold=0.5)
+    assert line is not None
+    assert line["custom"]["competitor"] == {"score": 1.0, "reason": "", "version": "2"}
+    assert line["custom"]["no_citation"]["score"] is None
