@@ -263,10 +263,19 @@ class CustomEvaluators:
         chosen = [e for e in self.loaded.evaluators if applies(e, interaction)]
         if not chosen:
             return {}, []
-        tasks = [asyncio.ensure_future(self._one(e, interaction)) for e in chosen]
+        scores: dict[str, CustomScore] = {}
+        calls: list[JudgeCall] = []
+        # patterns at once (pure CPU, microseconds); python functions and rubrics as tasks
+        waiting = []
+        for ev in chosen:
+            if isinstance(ev, PatternEvaluator):
+                scores[ev.name] = self._pattern(ev, interaction)
+            else:
+                waiting.append(ev)
+        tasks = [asyncio.ensure_future(self._one(e, interaction)) for e in waiting]
         try:
             await asyncio.wait([core])
-            if not core.cancelled() and core.exception() is None:
+            if tasks and not core.cancelled() and core.exception() is None:
                 await asyncio.wait(tasks, timeout=self.settings.wait_after_core_s)
         finally:
             late = [task for task in tasks if not task.done()]
@@ -274,9 +283,7 @@ class CustomEvaluators:
                 task.cancel()
             if late:
                 await asyncio.wait(late)
-        scores: dict[str, CustomScore] = {}
-        calls: list[JudgeCall] = []
-        for ev, task in zip(chosen, tasks, strict=True):
+        for ev, task in zip(waiting, tasks, strict=True):
             if task.cancelled():
                 wait = self.settings.wait_after_core_s
                 scores[ev.name] = self.missing(ev, f"timeout: not done {wait:g} s after the core verdicts")
@@ -285,7 +292,7 @@ class CustomEvaluators:
             scores[ev.name] = score
             if call is not None:
                 calls.append(call)
-        return scores, calls
+        return {e.name: scores[e.name] for e in chosen}, calls
 
     async def run(self, interaction: Interaction) -> tuple[dict[str, CustomScore], list[JudgeCall]]:
         """Every evaluator that applies, concurrently: name -> score (or why it is missing), and the judge
@@ -306,10 +313,16 @@ class CustomEvaluators:
         self.failures[ev.name] += 1
         return CustomScore(score=None, reason=reason[:REASON_CHARS], version=ev.version)
 
+    def _pattern(self, ev: PatternEvaluator, interaction: Interaction) -> CustomScore:
+        try:
+            return self._patterns[ev.name].score(interaction)
+        except Exception as exc:  # a catastrophic pattern on a huge text: RecursionError, MemoryError
+            return self.missing(ev, f"error: {type(exc).__name__}: {exc}")
+
     async def _one(self, ev: Evaluator, interaction: Interaction) -> tuple[CustomScore, JudgeCall | None]:
         try:
             if isinstance(ev, PatternEvaluator):
-                return self._patterns[ev.name].score(interaction), None
+                return self._pattern(ev, interaction), None
             if isinstance(ev, PythonEvaluator):
                 return await self._python(ev, interaction), None
             return await self._rubric(ev, interaction)
