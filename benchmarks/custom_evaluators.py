@@ -126,8 +126,10 @@ def main() -> int:
                 rate = f"{batch / seconds:7.1f} interactions a CPU second"
                 print(f"  round {r + 1} {name:>3}: {rate} ({missing} scores missing)")
         off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
+        extra_ms = 1000 * (1 / on - 1 / off)
         print(
-            f"  median: off {off:.1f}/s, on (3 patterns + 1 python) {on:.1f}/s: {100 * (on / off - 1):+.1f} %"
+            f"  median: off {off:.1f}, on (3 patterns + 1 python) {on:.1f} interactions a CPU second: "
+            f"{100 * (on / off - 1):+.1f} %, {extra_ms:.2f} ms of CPU more an interaction"
         )
 
         print(f"2. a rubric (pass_fail), {len(items)} interactions, judge openai")

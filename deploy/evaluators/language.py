@@ -33,10 +33,17 @@ _SCRIPTS = (
 
 
 def script(text: str) -> str | None:
-    """The writing system most of the text's letters are in (kana anywhere makes it Japanese)."""
+    """The writing system most of the text's first 200 letters are in (kana among them makes it Japanese)."""
     counts: dict[str, int] = {}
+    seen = 0
     for ch in text:
         if not ch.isalpha():
+            continue
+        seen += 1
+        if seen > 200:
+            break
+        if ch.isascii():
+            counts["latin"] = counts.get("latin", 0) + 1
             continue
         name = unicodedata.name(ch, "")
         for prefix, label in _SCRIPTS:
@@ -55,7 +62,7 @@ def language(text: str) -> str | None:
     found = script(text)
     if found != "latin":
         return found
-    words = [w.casefold() for w in _WORD.findall(text)]
+    words = [w.casefold() for w in _WORD.findall(text[:2000])]
     scores = {lang: sum(w in common for w in words) for lang, common in _WORDS.items()}
     best = max(scores, key=lambda k: scores[k])
     ranked = sorted(scores.values(), reverse=True)

@@ -620,3 +620,24 @@ def test_export_lines_carry_the_custom_scores() -> None:
     assert line is not None
     assert line["custom"]["competitor"] == {"score": 1.0, "reason": "", "version": "2"}
     assert line["custom"]["no_citation"]["score"] is None
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "same"),
+    [
+        ("Est-ce que le magasin est ouvert le dimanche ?", "Oui, le magasin est ouvert le dimanche.", True),
+        ("Est-ce que le magasin est ouvert le dimanche ?", "Yes, the store is open on Sunday.", False),
+        ("Где находится магазин?", "The store is on the main square.", False),
+        ("店はいつ開きますか", "店は9時に開きます", True),
+        ("¿A qué hora abre la tienda los domingos?", "La tienda abre a las 9 los domingos.", True),
+        ("Hours?", "9 am.", True),  # too short to tell: not flagged
+    ],
+)
+async def test_the_shipped_language_evaluator(question: str, answer: str, same: bool) -> None:
+    loaded = load_evaluators(EXAMPLES)
+    custom = CustomEvaluators(loaded, EvaluatorsSettings())
+    try:
+        scores, _ = await custom.run(interaction(question=question, answer=answer))
+        assert scores["same_language"].score == float(same), scores["same_language"].reason
+    finally:
+        custom.close()
