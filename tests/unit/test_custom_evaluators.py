@@ -641,3 +641,55 @@ async def test_the_shipped_language_evaluator(question: str, answer: str, same: 
         assert scores["same_language"].score == float(same), scores["same_language"].reason
     finally:
         custom.close()
+
+
+async def test_the_staged_judge_processor_sends_the_custom_scores_even_when_its_stages_fail(
+    tmp_path: Path,
+) -> None:
+    """Staged topology: the JudgeProcessor runs the evaluators beside NLI and refusal; both failing (dead
+    letters under their own stages) leaves the scores in the JudgeResult the join receives."""
+    from schemas.results import JudgeResult
+    from streams.processors.judge import JudgeProcessor
+    from tests.unit.test_processors_dead_letters import CONVERTED, Event, context, resources, run
+
+    ctx, dead = context()
+    res = resources()
+    text = PATTERNS + "  - {name: door, version: '3', kind: pattern, field: answer, words: [door]}\n"
+    res.custom = CustomEvaluators(load_evaluators(write(tmp_path, text)), EvaluatorsSettings())
+    event = Event(CONVERTED.model_dump_json().encode())
+    await run(JudgeProcessor(ctx, res), [event])
+    (sent,) = ctx.topics[ctx.names.judged].sent
+    result = JudgeResult.model_validate_json(sent)
+    assert result.nli is None and result.refusal is None and len(dead.sent) == 2
+    assert result.custom["door"] == CustomScore(score=1.0, reason="matched answer: 'door'", version="3")
+    assert set(result.custom) == {"competitor", "door"}  # no_citation is scoped to app bot
+    assert event.acked
+
+
+def test_a_baseline_rule_watches_a_custom_mean_downwards(tmp_path: Path) -> None:
+    """A python score that falls (higher is better): a baseline rule fires on the fall, not on a rise."""
+    from schemas.window import WindowAggregate
+
+    load_evaluators(python_file(tmp_path, "answer_length"))
+    rule = AlertRules.model_validate(
+        {"rules": [{"name": "len", "kind": "baseline", "metric": "custom.fn", "baseline_windows": 6,
+                    "windows": 1, "min_interactions": 50, "min_baseline_interactions": 100,
+                    "cooldown_seconds": 0}]}
+    ).rules[0]  # fmt: skip
+    assert rule.bad_direction == "down"  # type: ignore[union-attr]
+
+    def window(k: int, mean: float) -> WindowAggregate:
+        start = T0 + k * MINUTE
+        stats = WindowStats().result(window_start=start, window_end=start + MINUTE, app="bot", model="m")
+        return stats.model_copy(
+            update={"count": 100, "custom_values": {"fn": mean}, "custom_scored": {"fn": 100}}
+        )
+
+    def slots(last: float) -> list[Slot]:
+        windows = [window(k, 0.8 + 0.01 * (k % 2)) for k in range(6)] + [window(6, last)]
+        return [Slot(w.window_start, w.window_end, observe(rule.metric, w)) for w in windows]
+
+    fired = decide(rule, "bot", "m", slots(0.4), None, None, T0)
+    assert fired is not None and fired.value == pytest.approx(0.4)
+    assert decide(rule, "bot", "m", slots(0.95), None, None, T0) is None
+    assert decide(rule, "bot", "m", slots(0.79), None, None, T0) is None
