@@ -410,6 +410,9 @@ async function loadInteraction() {
   add("grounded precision", fmt(e.grounded_precision)); add("judge calls", String(e.judge_calls));
   add("tokens in / out", `${e.input_tokens} / ${e.output_tokens}`); add("cost", fmt(e.cost_usd, "usd"));
   add("judge latency", `${e.judge_latency_ms.toFixed(0)} ms`); add("complete", e.complete ? "yes" : `no (missing ${e.missing.join(", ")})`);
+  // your own evaluators (README "Your own evaluators"): score or why it is missing, with the version
+  Object.entries(e.custom || {}).forEach(([name, c]) => add(`custom.${name} v${c.version}`,
+    c.score === null || c.score === undefined ? `missing: ${c.reason}` : `${fmt(c.score)}${c.reason ? " · " + c.reason : ""}`));
   const contexts = el("div", { class: "panel" }, el("h3", {}, `Context (${(i.contexts || []).length} passage${(i.contexts || []).length === 1 ? "" : "s"})`));
   const supporting = new Set(e.pairs.filter((p) => p.pair === "context_answer").flatMap((p) => p.hypotheses.flatMap((h) => h.statements))
     .filter((s) => s.verdict === "entailed" && s.passage !== null && s.passage !== undefined).map((s) => s.passage));
