@@ -40,12 +40,14 @@ from pydantic import BaseModel, Field
 from pipeline.assemble import count_judge_calls
 from pipeline.judges.base import Judge
 from pipeline.llm.cache import cache_key
+from pipeline.metrics.agreement import Agreement, LabeledCase, agreement
 from pipeline.rules_file import read_rules_file
 from pipeline.sampling import conditions_hold, stable_fraction
 from prompts import Prompts, PronounTurn, RubricInput, RubricPassFailAnswer, RubricScoreAnswer
 from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.evaluators import (
+    CUSTOM_PREFIX,
     Evaluator,
     EvaluatorField,
     EvaluatorsFile,
@@ -455,6 +457,12 @@ class CustomSummary(BaseModel):
     missing: int
     missing_reasons: dict[str, int] = Field(default_factory=dict, description="why, with counts (top 5)")
     reasons: list[str] = Field(default_factory=list, description="reasons of up to 5 flagged or low scores")
+    agreement: Agreement | None = Field(
+        None,
+        description="against the lines' labels 'custom.<name>' (1: the evaluator should give 1, a flag or a "
+        "pass; a score counts 1 from 0.5), with 95 % bootstrap intervals by conversation; None without "
+        "labels",
+    )
 
 
 def summarise(loaded: LoadedEvaluators, evaluations: Iterable[Evaluation]) -> dict[str, CustomSummary]:
@@ -462,6 +470,7 @@ def summarise(loaded: LoadedEvaluators, evaluations: Iterable[Evaluation]) -> di
     scores: dict[str, list[float]] = {e.name: [] for e in loaded.evaluators}
     failed: dict[str, Counter[str]] = {e.name: Counter() for e in loaded.evaluators}
     low: dict[str, list[str]] = {e.name: [] for e in loaded.evaluators}
+    labeled: dict[str, list[LabeledCase]] = {e.name: [] for e in loaded.evaluators}
     for evaluation in evaluations:
         for name, c in evaluation.custom.items():
             if name not in scores:
@@ -470,6 +479,12 @@ def summarise(loaded: LoadedEvaluators, evaluations: Iterable[Evaluation]) -> di
                 failed[name][c.reason.split(":")[0] if ":" in c.reason else c.reason] += 1
                 continue
             scores[name].append(c.score)
+            label = (evaluation.labels or {}).get(CUSTOM_PREFIX + name)
+            if label in (0, 1):
+                group = evaluation.conversation_id or evaluation.interaction_id
+                labeled[name].append(
+                    LabeledCase(evaluation.interaction_id, group, bool(label), c.score >= 0.5)
+                )
             flagged = c.score >= 0.5 if _flag_is_bad(loaded, name) else c.score < 0.5
             if flagged and c.reason and len(low[name]) < 5:
                 low[name].append(f"{evaluation.interaction_id}: {c.reason}")
@@ -481,7 +496,7 @@ def summarise(loaded: LoadedEvaluators, evaluations: Iterable[Evaluation]) -> di
             metric=metric.name, kind=metric.kind.value, version=ev.version,
             value=sum(values) / len(values) if values else None, scored=len(values),
             missing=sum(failed[ev.name].values()), missing_reasons=dict(failed[ev.name].most_common(5)),
-            reasons=low[ev.name],
+            reasons=low[ev.name], agreement=agreement(labeled[ev.name]) if labeled[ev.name] else None,
         )  # fmt: skip
     return out
 
@@ -501,6 +516,14 @@ def summary_lines(summaries: Mapping[str, CustomSummary]) -> list[str]:
             f"  {s.metric} v{s.version}: {what} {value} over {s.scored} scored, {s.missing} missing"
             + (" (" + ", ".join(f"{k} {v}" for k, v in s.missing_reasons.items()) + ")" if s.missing else "")
         )
+        if s.agreement is not None:
+            ba, kappa = s.agreement.balanced_accuracy, s.agreement.kappa
+            interval = f" [{ba.low:.3f}, {ba.high:.3f}]" if ba.low is not None and ba.high is not None else ""
+            lines.append(
+                f"    against {s.agreement.cases} labels: balanced accuracy "
+                f"{'n/a' if ba.value is None else f'{ba.value:.3f}'}{interval}, kappa "
+                f"{'n/a' if kappa.value is None else f'{kappa.value:.3f}'}"
+            )
         lines.extend(f"    {reason[:160]}" for reason in s.reasons[:3])
         del name
     return lines

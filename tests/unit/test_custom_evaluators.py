@@ -693,3 +693,30 @@ def test_a_baseline_rule_watches_a_custom_mean_downwards(tmp_path: Path) -> None
     assert fired is not None and fired.value == pytest.approx(0.4)
     assert decide(rule, "bot", "m", slots(0.95), None, None, T0) is None
     assert decide(rule, "bot", "m", slots(0.79), None, None, T0) is None
+
+
+def test_eval_measures_an_evaluator_against_labels_of_its_own(tmp_path: Path) -> None:
+    """Lines labeled ``custom.<name>`` (1: the evaluator should flag it) give its agreement."""
+    import json
+
+    from groundwatch.cli import main
+
+    # the pattern flags Globex; people say the third flag is wrong and the competitor in the last is missed
+    answers = [("Globex opens at 9.", 1), ("Try Globex.", 1), ("The Globex museum.", 0), ("Ask Acme.", 1)]
+    answers += [(f"The store opens at {k}.", 0) for k in range(6)]
+    lines = [
+        interaction(k, answer=a, conversation_id=f"c{k}", labels={"custom.competitor": y}).model_dump_json()
+        for k, (a, y) in enumerate(answers)
+    ]
+    data = write(tmp_path, "\n".join(lines) + "\n", "labeled.jsonl")
+    spec = write(tmp_path, "evaluators:\n  - {name: competitor, version: '1', kind: pattern, field: answer, "
+                 "words: [Globex]}\n")  # fmt: skip
+    out = tmp_path / "r.json"
+    assert main(["eval", str(data), "--judge", "lexical", "--out", str(out), "--quiet", "--bootstrap", "0",
+                 "--evaluators", str(spec)]) == 0  # fmt: skip
+    agreement = json.loads(out.read_text())["custom"]["competitor"]["agreement"]
+    assert agreement["cases"] == 10 and agreement["condition_cases"] == 3
+    assert agreement["confusion"] == {
+        "true_positives": 2.0, "false_negatives": 1.0, "false_positives": 1.0, "true_negatives": 6.0,
+    }  # fmt: skip
+    assert agreement["balanced_accuracy"]["value"] == pytest.approx((2 / 3 + 6 / 7) / 2)
