@@ -506,6 +506,9 @@ def evaluation_chunk(
             "context_documents": [document_name(int(k)) for k in doc_ids],
             "question_hash": int(d["question"][i]) + 1,  # any non-zero 64-bit value per question
             "dimensions": dims[i - lo],
+            "custom_scores": {},  # no custom evaluator in this build
+            "custom_missing": {},
+            "custom_versions": {},
         }
         assert values.keys() == cols.keys(), set(values).symmetric_difference(cols)
         for col, value in values.items():
