@@ -568,8 +568,8 @@ def window_columns(win: dict[str, Any], rows: np.ndarray, recomputed: bool = Fal
     for col in WINDOW_COLUMNS:
         if col in out or col in ("computed_at", "version"):
             continue
-        if col == "skipped_by_reason":
-            out[col] = [{} for _ in range(len(rows))]
+        if col in ("skipped_by_reason", "custom_values", "custom_scored", "custom_missing"):
+            out[col] = [{} for _ in range(len(rows))]  # maps this build leaves empty
             continue
         values = win[col][rows]
         if col in ("judge_latency_histogram", "skipped_by_reason"):
