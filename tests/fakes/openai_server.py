@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible server on 127.0.0.1 for protocol, retry, fault and cost tests.
 
 A test double, never offered as a judge. It speaks real HTTP (aiohttp, in a thread of its own so
-that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's three
+that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's
 prompts from their fences, and answers with scripted verdicts:
 
 - pronouns: the sentences unchanged (a conversation's earlier turns, fenced as ``<turn role=...>``, are
@@ -9,7 +9,9 @@ prompts from their fences, and answers with scripted verdicts:
 - nli: one statement per hypothesis, entailed when at least half of its content words appear in the
   premise, else not_stated; with the refusal question, the refusal flag of the joined hypotheses;
 - nli_cases (several premises a prompt): the same, each case's hypotheses against its own premise;
-- refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...).
+- refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...);
+- rubric (a custom evaluator's, prompts/rubric.md): ``Script.rubric`` over the instructions and the fenced
+  fields; by default a pass (score 5) unless the answer names a dose in mg.
 
 With ``logprobs`` in the request, the answer carries token log-probabilities (one token per word,
 punctuation mark or run of spaces), each certain, except that with ``Script.entailed_probability`` set
@@ -317,7 +319,8 @@ class FakeOpenAIServer:
         user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         prompt_text = "".join(str(m.get("content", "")) for m in messages)
         system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-        kind, answer, probabilities = self._scripted(user, system)
+        rubric = self._rubric(user, system)
+        kind, answer, probabilities = rubric if rubric is not None else self._scripted(user)
         content = json.dumps(answer)
         finish = "stop"
         if fault is not None:
@@ -361,18 +364,22 @@ class FakeOpenAIServer:
             }
         )
 
-    def _scripted(self, user: str, system: str = "") -> tuple[str, dict[str, Any], list[float]]:
+    def _rubric(self, user: str, system: str) -> tuple[str, dict[str, Any], list[float]] | None:
+        """A custom rubric's answer (prompts/rubric.md), or None for any other prompt."""
+        if not user.startswith("Check this exchange against the instructions."):
+            return None
+        instructions = system.partition("The reviewer's instructions:\n")[2]
+        fields = {m.group(1): m.group(2) for m in _RUBRIC_FIELD.finditer(user)}
+        outcome = self.config.script.rubric(instructions, fields)
+        if "a score from 1" in system:
+            score = int(outcome) if not isinstance(outcome, bool) else (5 if outcome else 1)
+            return "rubric", {"reason": "scripted", "score": score}, []
+        return "rubric", {"reason": "scripted", "verdict": "pass" if outcome else "fail"}, []
+
+    def _scripted(self, user: str) -> tuple[str, dict[str, Any], list[float]]:
         """The prompt's kind, the answer and P(entailed) of each NLI statement in answer order."""
         script = self.config.script
         probabilities: list[float] = []
-        if user.startswith("Check this exchange against the instructions."):
-            instructions = system.partition("The reviewer's instructions:\n")[2]
-            fields = {m.group(1): m.group(2) for m in _RUBRIC_FIELD.finditer(user)}
-            outcome = script.rubric(instructions, fields)
-            if "a score from 1" in system:
-                score = int(outcome) if not isinstance(outcome, bool) else (5 if outcome else 1)
-                return "rubric", {"reason": "scripted", "score": score}, []
-            return "rubric", {"reason": "scripted", "verdict": "pass" if outcome else "fail"}, []
 
         def judged(premise: str, hypotheses: list[str]) -> list[dict[str, Any]]:
             out = []
