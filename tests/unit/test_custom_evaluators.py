@@ -720,3 +720,28 @@ def test_eval_measures_an_evaluator_against_labels_of_its_own(tmp_path: Path) ->
         "true_positives": 2.0, "false_negatives": 1.0, "false_positives": 1.0, "true_negatives": 6.0,
     }  # fmt: skip
     assert agreement["balanced_accuracy"]["value"] == pytest.approx((2 / 3 + 6 / 7) / 2)
+
+
+async def test_a_changed_evaluator_is_a_slice_of_its_own_by_its_version(tmp_path: Path) -> None:
+    """Each score's version is the dimension custom.<name>.version: a breakdown by it parts the versions."""
+    from schemas.slices import SliceQuery
+    from streams.clickhouse.slices import SliceReader
+
+    load_evaluators(write(tmp_path, PATTERNS))
+    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    try:
+        old = [
+            evaluation(i, T0, {"competitor": CustomScore(score=float(i < 2), version="1")}) for i in range(10)
+        ]
+        new = [evaluation(i, T0 + MINUTE, {"competitor": CustomScore(score=float(i < 6), version="2")})
+               for i in range(10)]  # fmt: skip
+        plain = [evaluation(i, T0 + 2 * MINUTE, {}) for i in range(3)]
+        s.insert_evaluations_sync([*old, *new, *plain])
+        metric = metric_named("custom.competitor")
+        assert metric is not None
+        q = SliceQuery(start=T0, end=T0 + 5 * MINUTE)
+        totals = await SliceReader(s).totals(metric, "custom.competitor.version", q, q.start, q.end)
+        by = {t.value: (t.total, t.n, t.interactions) for t in totals}
+        assert by == {"1": (2.0, 10, 10), "2": (6.0, 10, 10), "(none)": (0.0, 0, 3)}
+    finally:
+        s.close()
