@@ -510,6 +510,9 @@ def evaluation_chunk(
             "tool_error": None,
             "no_evidence": None if refusal else 0,
             "ungrounded_arguments": None,
+            "custom_scores": {},  # no custom evaluator in this build
+            "custom_missing": {},
+            "custom_versions": {},
         }
         assert values.keys() == cols.keys(), set(values).symmetric_difference(cols)
         for col, value in values.items():
@@ -569,8 +572,8 @@ def window_columns(win: dict[str, Any], rows: np.ndarray, recomputed: bool = Fal
     for col in WINDOW_COLUMNS:
         if col in out or col in ("computed_at", "version"):
             continue
-        if col == "skipped_by_reason":
-            out[col] = [{} for _ in range(len(rows))]
+        if col in ("skipped_by_reason", "custom_values", "custom_scored", "custom_missing"):
+            out[col] = [{} for _ in range(len(rows))]  # maps this build leaves empty
             continue
         values = win[col][rows]
         if col in ("judge_latency_histogram", "skipped_by_reason"):

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from groundwatch.figures import defined, fixed
 from schemas.alert import Alert
-from schemas.metrics import METRICS, Metric, MetricKind, pooled
+from schemas.metrics import Metric, MetricKind, catalogue, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
@@ -81,16 +81,24 @@ def render(report: Report) -> str:
     groups: dict[tuple[str, str], list[WindowAggregate]] = defaultdict(list)
     for w in report.windows:
         groups[(w.app, w.model)].append(w)
+    # a custom evaluator's missing scores are a total in the summary line, not a column of their own
+    columns = [m for m in catalogue() if not (m.custom_key and m.kind is MetricKind.SUM)]
+    missing = [m for m in catalogue() if m.custom_key and m.kind is MetricKind.SUM]
     header = (
         f"{'window start (UTC)':<20}"
-        + "".join(f" {m.short:>{_width(m)}}" for m in METRICS)
+        + "".join(f" {m.short:>{_width(m)}}" for m in columns)
         + f" {'p50 ms':>8} {'p95 ms':>8}"
     )
-    rates = [m for m in METRICS if m.kind is MetricKind.RATE]
+    rates = [
+        m for m in catalogue() if m.kind is MetricKind.RATE or (m.custom_key and m.kind is MetricKind.MEAN)
+    ]
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
         judged = sum(w.judged for w in windows)
         summary = ", ".join(f"{m.label.lower()} {figure(m, pooled(m, windows))}" for m in rates)
+        summary += "".join(
+            f", {m.label.lower()} {int(n)}" for m in missing if (n := pooled(m, windows) or 0) > 0
+        )
         lines += [
             "",
             f"== {safe_text(app)} / {safe_text(model)}: {total} interactions ({judged} judged) in "
@@ -100,7 +108,7 @@ def render(report: Report) -> str:
         for w in sorted(windows, key=lambda w: w.window_start):
             lines.append(
                 f"{w.window_start:%Y-%m-%d %H:%M:%S} "
-                + "".join(f" {figure(m, pooled(m, [w])):>{_width(m)}}" for m in METRICS)
+                + "".join(f" {figure(m, pooled(m, [w])):>{_width(m)}}" for m in columns)
                 + f" {_f(w.judge_latency_p50_ms, 1):>8} {_f(w.judge_latency_p95_ms, 1):>8}"
             )
     lines += ["", f"alerts: {len(report.alerts)}"]

@@ -8,6 +8,8 @@ nested object; a key that itself holds the dot wins) or a built-in:
 - ``answer_length``: the answer's length in characters, bucketed (``<100``, ``100-499``, ``500-1999``,
   ``2000+``);
 - ``has_ground_truth``: ``yes`` or ``no``;
+- ``custom.<name>.version``: the version a custom evaluator scored the interaction with (only where one
+  did; ``evaluator_versions``);
 - ``turn``: the question's turn in its conversation (``1``, ``2``, ``3-5``, ``6-10``, ``11+``), counted
   from the user turns of its history; a history cut to the limits (``history_truncated``) counts the
   turns kept, so its bucket is a lower bound;
@@ -109,6 +111,12 @@ def extract(interaction: Interaction | None, settings: DimensionSettings) -> dic
             out[path] = value
     out.update(builtins(interaction))
     return out
+
+
+def evaluator_versions(custom: Mapping[str, Any]) -> dict[str, str]:
+    """``custom.<name>.version`` -> the version each custom evaluator scored with (schemas.evaluators): a
+    dimension, so a breakdown of ``custom.<name>`` by it shows a changed evaluator as a series of its own."""
+    return {f"custom.{name}.version": str(score.version) for name, score in custom.items() if score.version}
 
 
 #: (day, dimension) -> the values already admitted that day, read from storage

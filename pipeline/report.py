@@ -182,6 +182,8 @@ class EvalReport(BaseModel):
     labels: dict[str, LabelReport]
     trust_eval: TrustEvalResult | None = None
     settings: dict[str, Any]
+    # your own evaluators (``--evaluators``; pipeline.custom_evaluators.CustomSummary as JSON), by name
+    custom: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 def distribution(values: Sequence[float], bins: int = 10, lo: float = 0.0, hi: float = 1.0) -> Distribution:

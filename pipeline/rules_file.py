@@ -25,11 +25,11 @@ def validation_problems(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def read_rules_file(path: Path, model: type[M], what: str) -> M:
+def read_rules_file(path: Path, model: type[M], what: str, *, key: str = "rules") -> M:
     """``what`` (e.g. "alert rules file") at ``path``: JSON when it ends in .json, else YAML; a bare list is
     its ``rules``, an empty file none. Raises ConfigError naming the file when it is missing or unreadable,
     is not YAML/JSON (with the line), holds neither a mapping nor a list, or does not validate (the rule's
-    index, the field and the reason)."""
+    index, the field and the reason). ``key``: what a bare list is (``rules``, ``evaluators``)."""
     where = f"{what} {path}"
     try:
         text = path.read_text(encoding="utf-8")
@@ -47,11 +47,11 @@ def read_rules_file(path: Path, model: type[M], what: str) -> M:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where} is not YAML: {at}{' '.join(str(problem).split())}") from None
     if isinstance(data, list):
-        data = {"rules": data}
+        data = {key: data}
     if data is None:
-        data = {"rules": []}
+        data = {key: []}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where} must hold a mapping (rules: ...) or a list of rules, not {data!r:.80}")
+        raise ConfigError(f"{where} must hold a mapping ({key}: ...) or a list of {key}, not {data!r:.80}")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

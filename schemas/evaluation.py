@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from schemas.interaction import Interaction, Passage
-from schemas.results import JudgeCall, PairResult
+from schemas.results import CustomScore, JudgeCall, PairResult
 
 #: what became of an answer: a refusal; stated with no evidence at all; judged against its evidence,
 #: under the hallucination threshold (hallucination) or not (supported)
@@ -94,3 +94,5 @@ class Evaluation(BaseModel):
     # the input as evaluated (question, contexts, answer, ground truth): what a drill-down shows beside
     # the verdicts. None in evaluations written before it was carried
     interaction: Interaction | None = None
+    # the custom evaluators (schemas.evaluators) that applied to it: name -> score or why it is missing
+    custom: dict[str, CustomScore] = Field(default_factory=dict)

@@ -37,12 +37,22 @@ class EvalRow(BaseModel):
     complete: bool = True
     judged: bool = True  # False: skipped by sampling rules or a judge budget (no score)
     skip_reason: str | None = None
+    custom_scores: dict[str, float] = Field(default_factory=dict)  # custom evaluator -> its score
+    custom_missing: dict[str, str] = Field(default_factory=dict)  # custom evaluator -> why it has none
 
     @classmethod
     def from_evaluation(cls, e: Evaluation) -> EvalRow:
         data = e.model_dump(include=set(cls.model_fields))
         data["call_latencies_ms"] = call_latencies(e)
+        data["custom_scores"], data["custom_missing"] = custom_columns(e)
         return cls.model_validate(data)
+
+
+def custom_columns(e: Evaluation) -> tuple[dict[str, float], dict[str, str]]:
+    """The custom evaluators' scores, and the reasons of those without one."""
+    scores = {name: c.score for name, c in e.custom.items() if c.score is not None}
+    missing = {name: c.reason or "missing" for name, c in e.custom.items() if c.score is None}
+    return scores, missing
 
 
 def call_latencies(e: Evaluation) -> list[float]:

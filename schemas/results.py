@@ -23,6 +23,7 @@ Stage = Literal[
     "otlp",
     "labels",
     "privacy",
+    "custom",
 ]
 
 #: the score a verdict contributes to its hypothesis (a hypothesis scores the mean over its statements)
@@ -45,6 +46,15 @@ class JudgeCall(BaseModel):
     # latency_ms is the time of the request(s) themselves; wall_ms the caller's whole wait for the call
     # (queueing for a request slot, retries and backoff included); 0 where not measured (cache hits)
     wall_ms: float = 0.0
+
+
+class CustomScore(BaseModel):
+    """One custom evaluator's outcome for one interaction (schemas.evaluators): its score in [0, 1] (1 for a
+    flag, a pass), or None when it failed, with why."""
+
+    score: float | None = Field(None, ge=0.0, le=1.0, description="0-1; None: missing (see reason)")
+    reason: str = Field("", description="the judge's or function's reason; for a missing score, why")
+    version: str = Field("", description="the evaluator's version when it scored")
 
 
 class StatementVerdict(BaseModel):
@@ -139,3 +149,7 @@ class JudgeResult(BaseModel):
     digest: str = Field("", description=DIGEST_DESCRIPTION)
     nli: NliResult | None = None
     refusal: RefusalResult | None = None
+    custom: dict[str, CustomScore] = Field(
+        default_factory=dict, description="the custom evaluators that applied (pipeline.custom_evaluators)"
+    )
+    custom_calls: list[JudgeCall] = Field(default_factory=list, description="the rubrics' judge calls")

@@ -989,6 +989,30 @@ class SamplingSettings(BaseModel):
     )
 
 
+class EvaluatorsSettings(BaseModel):
+    """Your own evaluators (schemas.evaluators; README "Your own evaluators")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: Path | None = Field(
+        None,
+        description="YAML/JSON file of your evaluators (pattern, python, rubric; deploy/evaluators/); each "
+        "becomes the metric custom.<name>. A file that does not validate stops the worker at start. "
+        "none: no custom evaluators",
+    )
+    wait_after_core_s: float = Field(
+        5.0,
+        ge=0.0,
+        le=600.0,
+        description="once an interaction's core verdicts are in, how long its custom evaluators still "
+        "running may take before they are given up (their scores missing, reason timeout): a slow "
+        "evaluator never holds the core verdicts longer than this",
+    )
+    python_threads: int = Field(
+        4, ge=1, le=64, description="threads running python evaluators, per evaluator (off the event loop)"
+    )
+
+
 #: dimensions every evaluation carries beside the configured metadata paths (pipeline/dimensions.py)
 BUILTIN_DIMENSIONS: tuple[str, ...] = ("answer_length", "has_ground_truth", "turn", "tool")
 _DIMENSION_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
@@ -1374,6 +1398,9 @@ class Settings(BaseSettings):
     )
     tools: ToolSettings = Field(
         default_factory=ToolSettings, description="tool calls: their results as evidence, their arguments"
+    )
+    evaluators: EvaluatorsSettings = Field(
+        default_factory=EvaluatorsSettings, description="your own evaluators (custom.<name> metrics)"
     )
 
     def with_changes(self, **sections: Mapping[str, Any] | BaseModel) -> Settings:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from schemas.alert import Alert
 from schemas.dashboard import _NAME, Rollup, Series, TimeRange, _utc
-from schemas.metrics import METRICS_BY_NAME
+from schemas.metrics import catalogue, metric_named
 from schemas.slice_filter import SliceFilter, SliceTerms, check_dimension
 
 
@@ -40,8 +40,8 @@ class BreakdownQuery(SliceQuery):
     @field_validator("metric")
     @classmethod
     def _metric(cls, value: str) -> str:
-        if value not in METRICS_BY_NAME:
-            raise ValueError(f"not a metric; one of {', '.join(METRICS_BY_NAME)}")
+        if metric_named(value) is None:
+            raise ValueError(f"not a metric; one of {', '.join(m.name for m in catalogue())}")
         return value
 
     @field_validator("dimension")

@@ -63,6 +63,15 @@ class WindowAggregate(BaseModel):
     judged: int = Field(0, description="interactions judged (count - skipped when not given)")
     skipped: int = Field(0, description="interactions stored unjudged (sampling rules, judge budget)")
     skipped_by_reason: dict[str, int] = Field(default_factory=dict, description="skip reason -> count")
+    # custom evaluators (schemas.evaluators), by name: the mean score over the judged interactions it scored
+    # (a flag's rate), how many it scored, and how many it failed to score
+    custom_values: dict[str, float] = Field(default_factory=dict, description="evaluator -> mean score")
+    custom_scored: dict[str, int] = Field(
+        default_factory=dict, description="evaluator -> interactions scored"
+    )
+    custom_missing: dict[str, int] = Field(
+        default_factory=dict, description="evaluator -> interactions it failed to score"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from mode import Service
 from pydantic import BaseModel
 
 from pipeline.clock import Clock
+from pipeline.custom_evaluators import CustomEvaluators, open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.feedback import feedback_labels
 from pipeline.judges.base import Judge
@@ -65,6 +66,7 @@ class Resources(Service):
         self._refusals: RefusalClassifier | None = None
         self._nli_judge: EntailJudge | NliGrouper | None = None
         self._evaluator: Evaluator | None = None  # the fused topology's
+        self.custom: CustomEvaluators | None = None  # evaluators.file (pipeline.custom_evaluators)
         self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
         self.store: ClickHouseStore | None = None
         self._sink: EvaluationSink | None = None
@@ -152,8 +154,12 @@ class Resources(Service):
         if settings.pipeline.relevance:
             self.relevance = RelevanceScorer()
             self.relevance.require()
+        # your own evaluators (evaluators.file, read and checked before start by the worker command)
+        self.custom = open_custom(settings.evaluators, judge)
+        if self.custom is not None:
+            self._stack.callback(self.custom.close)
         if settings.kafka.topology == "fused":
-            self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance)
+            self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance, custom=self.custom)
             self._stack.push_async_callback(self._evaluator.aclose)
 
     def _written(self, evaluations: list[Evaluation], seconds: float) -> None:

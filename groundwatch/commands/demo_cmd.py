@@ -27,11 +27,14 @@ from groundwatch.demo_history import History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
+from pipeline.custom_evaluators import install_from_settings
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
 
 SAMPLE = "sample_interactions.jsonl"
 RULES = "demo_alert_rules.yaml"
+#: the shipped examples of your own evaluators (a source checkout; a wheel install has none)
+EXAMPLE_EVALUATORS = Path(__file__).resolve().parents[2] / "deploy" / "evaluators" / "evaluators.yaml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="replay your own JSONL interactions instead of the bundled sample: every line once, its id "
         "kept, stamped over the simulated days (no labels are imported: groundwatch labels import FILE)",
+    )
+    parser.add_argument(
+        "--evaluators",
+        type=Path,
+        default=EXAMPLE_EVALUATORS if EXAMPLE_EVALUATORS.is_file() else None,
+        help="your own evaluators file run by the worker (default: deploy/evaluators/evaluators.yaml in a "
+        "source checkout: a rubric, patterns and a python check)",
     )
     parser.add_argument(
         "--label-share",
@@ -147,7 +157,13 @@ def _say(text: str) -> None:
 
 
 def _stack_env(args: argparse.Namespace) -> dict[str, str]:
+    evaluators = (
+        {"GROUNDWATCH_EVALUATORS__FILE": str(args.evaluators.resolve())}
+        if args.evaluators is not None
+        else {}
+    )
     return {
+        **evaluators,
         "GROUNDWATCH_JUDGE__KIND": args.judge,
         "GROUNDWATCH_ALERTS__RULES_FILE": str(_data_file(RULES)),
         # replayed history arrives about in time order, partitions interleaved: a window closes once the
@@ -232,7 +248,9 @@ def run(args: argparse.Namespace) -> int:
     ).resolve()
     tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
     stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
-    stack.settings()  # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts
+    # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts; the evaluators
+    # file's custom.<name> metrics in this process's catalogue too, for the report printed at the end
+    install_from_settings(stack.settings().evaluators)
     # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     plan = user_history(args.data, args.days) if args.data else history(args.events, args.days)

@@ -36,6 +36,7 @@ from tqdm import tqdm
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.figures import UNDEFINED, defined, fixed
+from pipeline.custom_evaluators import CustomSummary, open_custom, summarise, summary_lines
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
@@ -98,6 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=RESAMPLES,
         metavar="N",
         help=f"resamples for the 95%% intervals of AUC and balanced accuracy (default {RESAMPLES}; 0: none)",
+    )
+    parser.add_argument(
+        "--evaluators",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="your own evaluators (README 'Your own evaluators'; default: GROUNDWATCH_EVALUATORS__FILE): "
+        "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -170,6 +179,8 @@ def _settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
         settings = settings.model_copy(
             update={"pipeline": settings.pipeline.model_copy(update={"relevance": True})}, deep=True
         )
+    if getattr(args, "evaluators", None) is not None:
+        settings = settings.with_changes(evaluators={"file": args.evaluators})
     return settings
 
 
@@ -193,7 +204,8 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
 
         privacy = PrivacyGuard(settings.privacy)
         async with open_judge(settings) as judge:
-            evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
+            custom = open_custom(settings.evaluators, judge)
+            evaluator = Evaluator(judge, settings, relevance_scorer=scorer, custom=custom)
             bar = tqdm(
                 total=len(to_judge),
                 desc=f"eval {args.input.name} ({judge.name})",
@@ -222,6 +234,11 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 judge=judge,
                 bootstrap=getattr(args, "bootstrap", RESAMPLES),
             )
+            if custom is not None:
+                summaries = summarise(custom.loaded, (e for _, e in rows))
+                report = report.model_copy(
+                    update={"custom": {k: v.model_dump(mode="json") for k, v in summaries.items()}}
+                )
     report = estimate_cmd.with_sampling(report, args, skipped)
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
@@ -263,6 +280,9 @@ def summary(report: EvalReport) -> str:
             peers = ", ".join(f"{k}={_fmt(v, p.peers_ci.get(k))}" for k, v in p.peers.items())
             ours = _fmt(p.ours_balanced_accuracy, p.ours_balanced_accuracy_ci)
             lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
+    if report.custom:
+        lines.append("  your evaluators:")
+        lines.extend(summary_lines({k: CustomSummary.model_validate(v) for k, v in report.custom.items()}))
     for error in report.errors[:5]:
         lines.append(f"  line {error.line}: [{error.stage}] {error.reason}")
     if len(report.errors) > 5:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from schemas.metrics import METRICS, METRICS_BY_NAME, RATE_METRICS, SUM_SUPPORT_COLUMN, MetricKind
+from schemas.metrics import METRICS, SUM_SUPPORT_COLUMN, MetricKind, metric_named, named
 from schemas.window import WindowAggregate
 
 #: the WindowAggregate field that counts the interactions a metric is computed over (its denominator; a
@@ -43,7 +43,7 @@ EMPTY = Obs(0.0, 0)
 def observe(metric: str, window: WindowAggregate) -> Obs:
     """The window's observation of one metric (an empty one when it has no value), as the catalogue
     (schemas.metrics) pools it."""
-    known = METRICS_BY_NAME[metric]
+    known = named(metric)
     total, n = known.totals(window)
     if known.kind is MetricKind.SUM:
         n = int(getattr(window, SUM_SUPPORT_COLUMN))
@@ -154,7 +154,8 @@ def significant(
     zc = z_critical(confidence)
     if current.n <= 0 or baseline.n <= 0:
         return False, 0.0
-    if metric in RATE_METRICS:
+    known = metric_named(metric)
+    if known is not None and known.kind is MetricKind.RATE:
         z = z_rates(current, baseline)
         if not up:  # a fall in the rate is a rise in its complement
             current = Obs(current.n - current.total, current.n)

@@ -10,6 +10,7 @@ from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import call_latencies
 from schemas.interaction import Passage
+from schemas.evaluation_row import call_latencies, custom_columns
 from schemas.window import WindowAggregate
 
 EVALUATION_COLUMNS = [
@@ -52,6 +53,9 @@ EVALUATION_COLUMNS = [
     "tool_error",
     "no_evidence",
     "ungrounded_arguments",
+    "custom_scores",
+    "custom_missing",
+    "custom_versions",
 ]
 
 STATEMENT_COLUMNS = [
@@ -170,6 +174,8 @@ def evaluation_row(e: Evaluation, dimensions: dict[str, str] | None = None) -> l
         _flag(e.tool_error),
         _flag(e.no_evidence),
         _flag(e.ungrounded_arguments),
+        *custom_columns(e),
+        {name: c.version for name, c in e.custom.items()},
     ]
 
 

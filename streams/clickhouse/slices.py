@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.dimensions import NONE
-from schemas.metrics import METRICS, Metric, MetricKind
+from schemas.metrics import Metric, MetricKind, catalogue
 from schemas.slice_filter import COLUMNS, SliceFilter
 from schemas.slices import SliceQuery, SliceTotals
 from streams.clickhouse.store import ClickHouseStore
@@ -71,8 +71,14 @@ def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
     """(numerator, denominator) aggregate expressions of one metric over the ``evaluations`` rows
     ``within`` holds: a rate or mean over the judged rows carrying its source; a sum over its columns
     (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare)."""
+    key = f"'{metric.custom_key}'"  # a custom evaluator's checked name (schemas.evaluators.NAME_PATTERN)
+    if metric.kind is MetricKind.SUM and metric.custom_key is not None:  # its missing scores
+        return f"sumIf(toFloat64(mapContains(custom_missing, {key})), ({within}) AND judged = 1)", "0"
     if metric.kind is MetricKind.SUM:
         return " + ".join(f"sumIf(toFloat64({ROW_SUMS[c]}), {within})" for c in metric.sum_columns), "0"
+    if metric.custom_key is not None:  # a custom evaluator: its score in the custom_scores map
+        carried = f"({within}) AND judged = 1 AND mapContains(custom_scores, {key})"
+        return f"sumIf(custom_scores[{key}], {carried})", f"countIf({carried})"
     carried = f"({within}) AND judged = 1 AND {metric.source} IS NOT NULL"
     return f"sumIf(toFloat64({metric.source}), {carried})", f"countIf({carried})"
 
@@ -89,7 +95,7 @@ def series_sql(db: str, condition: str) -> str:
     """One row per (bucket, app, model) with every metric's numerator and denominator and the judge
     calls' latency quantiles."""
     parts = []
-    for m in METRICS:
+    for m in catalogue():
         num, den = metric_sql(m)
         parts += [f"{num} AS `{m.name}__num`", f"{den} AS `{m.name}__den`"]
     return (

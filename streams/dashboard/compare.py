@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.metrics.wilson import Z95
 from schemas.compare import CompareQuery, CompareReport, MetricDifference, QuestionDifference
 from schemas.evaluation import Evaluation
-from schemas.metrics import METRICS, Metric, MetricKind
+from schemas.metrics import Metric, MetricKind, catalogue
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
 from streams.clickhouse.slices import metric_sql, slice_condition
 from streams.clickhouse.store import ClickHouseStore
@@ -33,7 +33,7 @@ def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
     and mean its n, sum (and sum of squares), for each sum its total."""
     parts = []
     for side, cond in (("a", cond_a), ("b", cond_b)):
-        for m in METRICS:
+        for m in catalogue():
             num, den = metric_sql(m, cond)  # the catalogue per interaction: one translation
             if m.kind is MetricKind.SUM:
                 parts.append(f"{num} AS `{side}__{m.name}__total`")
@@ -197,7 +197,7 @@ async def read_compare(store: ClickHouseStore, q: CompareQuery) -> CompareReport
         end=q.end,
         a=a,
         b=b,
-        metrics=[metric_difference(m, row_a, row_b) for m in METRICS],
+        metrics=[metric_difference(m, row_a, row_b) for m in catalogue()],
         repeated_questions=int(counts["repeated"]),
         differing_questions=int(counts["differing"]),
         questions=[

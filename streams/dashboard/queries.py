@@ -24,7 +24,7 @@ from schemas.dashboard import (
 )
 from schemas.evaluation import Evaluation
 from schemas.latency import add_histograms, quantile
-from schemas.metrics import METRICS, MetricKind
+from schemas.metrics import MetricKind, catalogue
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import ALERT_COLUMNS, utc
 from streams.clickhouse.slices import slice_condition
@@ -37,7 +37,7 @@ _BUCKET = "toUnixTimestamp(toStartOfInterval({col}, toIntervalSecond({{step:UInt
 
 def _metric_columns() -> str:
     parts = []
-    for m in METRICS:
+    for m in catalogue():
         parts.append(f"sum({m.numerator}) AS `{m.name}__num`")
         if m.denominator is not None:
             parts.append(f"sum({m.denominator}) AS `{m.name}__den`")
@@ -60,7 +60,7 @@ def overview_sql(db: str) -> str:
 def _point(row: dict[str, Any], series: Series) -> None:
     """Append one bucket's figures to ``series``."""
     series.t.append(int(row["t"]))
-    for m in METRICS:
+    for m in catalogue():
         num = float(row[f"{m.name}__num"] or 0)
         if m.denominator is None:
             series.values[m.name].append(num)
@@ -78,15 +78,15 @@ def _point(row: dict[str, Any], series: Series) -> None:
 
 
 def _empty_series(app: str, model: str) -> Series:
-    rates = [m.name for m in METRICS if m.kind is MetricKind.RATE]
+    rates = [m.name for m in catalogue() if m.kind is MetricKind.RATE]
     return Series(
         app=app,
         model=model,
         t=[],
-        values={m.name: [] for m in METRICS},
+        values={m.name: [] for m in catalogue()},
         lower={name: [] for name in rates},
         upper={name: [] for name in rates},
-        support={m.name: [] for m in METRICS if m.denominator is not None},
+        support={m.name: [] for m in catalogue() if m.denominator is not None},
         latency_p50_ms=[],
         latency_p95_ms=[],
     )
@@ -118,7 +118,7 @@ class DashboardQueries:
             window_seconds=await self.window_seconds(),
             refresh_seconds=self.refresh_seconds,
             metrics=[
-                {"name": m.name, "label": m.label, "kind": m.kind.value, "unit": m.unit} for m in METRICS
+                {"name": m.name, "label": m.label, "kind": m.kind.value, "unit": m.unit} for m in catalogue()
             ],
         )
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline.assemble import assemble
 from pipeline.clock import Clock
+from pipeline.custom_evaluators import with_custom
 from pipeline.metrics.relevance import score_relevance
 from pipeline.privacy.mask import restore_interaction
 from pipeline.retry import Backoff, retry
@@ -77,6 +78,13 @@ class JoinProcessor(HoldingProcessor):
 
     # ---- emitting ---------------------------------------------------------------------------------
     async def evaluation(self, entry: Pending) -> Evaluation:
+        """The entry's Evaluation with its custom scores (from the judge result)."""
+        evaluation = await self._core_evaluation(entry)
+        if entry.judged is None:
+            return evaluation
+        return with_custom(evaluation, entry.judged.custom, entry.judged.custom_calls)
+
+    async def _core_evaluation(self, entry: Pending) -> Evaluation:
         """The entry's Evaluation; relevance, when on, is scored here (a failure marks it missing)."""
         assert entry.converted is not None
         missing = list(entry.missing(self.need_refusal))

@@ -4,7 +4,9 @@ Every rate and mean comes from the metric catalogue (``schemas.metrics.SCORED``)
 per-interaction ``source`` over the rows where it is known, with that count as its denominator column. The
 remaining columns are the window's own totals (interactions received, judged and skipped by reason,
 incomplete ones, tokens, cost) and the judge calls' latencies. A skipped row (``judged`` false: sampling
-rules or a judge budget, pipeline.sampling) counts as received only.
+rules or a judge budget, pipeline.sampling) counts as received only. Custom evaluators' scores
+(``custom_scores``) are windowed by name, whatever evaluators are configured now: each one's mean, how
+many it scored and how many it failed to.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class WindowStats:
         self.skipped: dict[str, int] = {}  # skip reason -> interactions (pipeline.sampling)
         self._values: dict[str, list[float]] = {m.name: [] for m in SCORED}
         self._latency: list[float] = []  # one per judge call (not per interaction)
+        self._custom: dict[str, list[float]] = {}  # custom evaluator -> its scores (schemas.evaluators)
+        self._custom_missing: dict[str, int] = {}
 
     def add(self, row: EvalRow) -> None:
         self.count += 1
@@ -62,6 +66,10 @@ class WindowStats:
         self.output_tokens += row.output_tokens
         self.cost_usd += row.cost_usd
         self._latency.extend(row.call_latencies_ms)
+        for name, score in row.custom_scores.items():
+            self._custom.setdefault(name, []).append(score)
+        for name in row.custom_missing:
+            self._custom_missing[name] = self._custom_missing.get(name, 0) + 1
         if not row.complete:
             self.incomplete += 1
 
@@ -101,6 +109,9 @@ class WindowStats:
             judged=self.judged,
             skipped=sum(self.skipped.values()),
             skipped_by_reason=dict(sorted(self.skipped.items())),
+            custom_values={k: sum(v) / len(v) for k, v in sorted(self._custom.items())},
+            custom_scored={k: len(v) for k, v in sorted(self._custom.items())},
+            custom_missing=dict(sorted(self._custom_missing.items())),
             **self._scored(),
         )
 

@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible server on 127.0.0.1 for protocol, retry, fault and cost tests.
 
 A test double, never offered as a judge. It speaks real HTTP (aiohttp, in a thread of its own so
-that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's three
+that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's
 prompts from their fences, and answers with scripted verdicts:
 
 - pronouns: the sentences unchanged (a conversation's earlier turns, fenced as ``<turn role=...>``, are
@@ -9,7 +9,9 @@ prompts from their fences, and answers with scripted verdicts:
 - nli: one statement per hypothesis, entailed when at least half of its content words appear in the
   premise, else not_stated; with the refusal question, the refusal flag of the joined hypotheses;
 - nli_cases (several premises a prompt): the same, each case's hypotheses against its own premise;
-- refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...).
+- refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...);
+- rubric (a custom evaluator's, prompts/rubric.md): ``Script.rubric`` over the instructions and the fenced
+  fields; by default a pass (score 5) unless the answer names a dose in mg.
 
 An app's own calls (no groundwatch prompt) are answered by ``Script.chat``; when the request offers
 ``tools`` and ``Script.tool_call`` names one, the reply is that tool call instead. Both on the chat
@@ -110,6 +112,14 @@ def default_refusal(text: str) -> bool:
     return any(p in low for p in REFUSAL_PHRASES)
 
 
+def default_rubric(instructions: str, fields: dict[str, str]) -> bool | int:
+    """Fails (and scores 1) an answer that names a dose in mg; else passes (and scores 5)."""
+    return not re.search(r"\b\d+\s*mg\b", fields.get("answer", ""))
+
+
+_RUBRIC_FIELD = re.compile(r"<(question|answer|ground_truth)>(.*?)</\1>", re.DOTALL)
+
+
 @dataclass
 class Script:
     """What the fake answers; each callable can be replaced by a test."""
@@ -122,6 +132,9 @@ class Script:
     # (premise, hypothesis) -> P(entailed) given in the logprobs of each of its statements' verdicts
     # None: each generated verdict is certain
     entailed_probability: Callable[[str, str], float] | None = None
+    # a custom rubric (prompts/rubric.md): (instructions, fenced fields by tag) -> a pass (True) / fail
+    # (False) for output pass_fail, or a score 1-5 for score_1_5 (what the rubric's system text asks)
+    rubric: Callable[[str, dict[str, str]], bool | int] = field(default=lambda i, f: default_rubric(i, f))
     # an app's own chat call (no groundwatch prompt in it): the messages -> the reply's text; None: the
     # "prompt not recognised" JSON
     chat: Callable[[list[dict[str, Any]]], str] | None = None
@@ -314,7 +327,9 @@ class FakeOpenAIServer:
         messages = body.get("messages") or []
         user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         prompt_text = "".join(str(m.get("content", "")) for m in messages)
-        kind, answer, probabilities = self._scripted(user)
+        system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+        rubric = self._rubric(user, system)
+        kind, answer, probabilities = rubric if rubric is not None else self._scripted(user)
         content = json.dumps(answer)
         finish = "stop"
         if fault is not None:
@@ -419,6 +434,18 @@ class FakeOpenAIServer:
                       "total_tokens": usage_in + usage_out, "input_tokens_details": {"cached_tokens": 0},
                       "output_tokens_details": {"reasoning_tokens": 0}},
         })  # fmt: skip
+
+    def _rubric(self, user: str, system: str) -> tuple[str, dict[str, Any], list[float]] | None:
+        """A custom rubric's answer (prompts/rubric.md), or None for any other prompt."""
+        if not user.startswith("Check this exchange against the instructions."):
+            return None
+        instructions = system.partition("The reviewer's instructions:\n")[2]
+        fields = {m.group(1): m.group(2) for m in _RUBRIC_FIELD.finditer(user)}
+        outcome = self.config.script.rubric(instructions, fields)
+        if "a score from 1" in system:
+            score = int(outcome) if not isinstance(outcome, bool) else (5 if outcome else 1)
+            return "rubric", {"reason": "scripted", "score": score}, []
+        return "rubric", {"reason": "scripted", "verdict": "pass" if outcome else "fail"}, []
 
     def _scripted(self, user: str) -> tuple[str, dict[str, Any], list[float]]:
         """The prompt's kind, the answer and P(entailed) of each NLI statement in answer order."""

@@ -109,6 +109,7 @@ def resources() -> Any:
         refusals=refusals,
         evaluator=evaluator,
         relevance=None,
+        custom=None,  # no evaluators file
         sampler=Sampler.from_files(None, 1.0),  # every interaction judged
         privacy=PrivacyGuard(PrivacySettings()),  # privacy.mode off
     )

@@ -78,3 +78,21 @@ def test_dead_letters_judge_errors_lag_and_totals() -> None:
     assert value(metrics, "groundwatch_windows_closed_total") == 7
     text = generate_latest(metrics.registry).decode()
     assert "groundwatch_alert_transitions_total 1.0" in text
+
+
+def test_custom_evaluators_scores_and_failures_are_counted_per_evaluator_and_version() -> None:
+    from schemas.results import CustomScore
+
+    metrics = WorkerMetrics()
+    scores = [CustomScore(score=1.0, version="2"), CustomScore(score=0.0, version="2"),
+              CustomScore(score=None, reason="timeout: still running after 2 s", version="2")]  # fmt: skip
+    evaluations = [
+        Evaluation(interaction_id=f"i{k}", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
+                   judge="lexical", custom={"comp": score})
+        for k, score in enumerate(scores)
+    ]  # fmt: skip
+    metrics.written(evaluations, 0.1)
+    labels = {"evaluator": "comp", "version": "2", "app": "a", "model": "x"}
+    assert value(metrics, "groundwatch_custom_scored_total", **labels) == 2
+    assert value(metrics, "groundwatch_custom_score_total", **labels) == 1.0
+    assert value(metrics, "groundwatch_custom_missing_total", **labels, reason="timeout") == 1
