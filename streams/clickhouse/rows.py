@@ -8,9 +8,8 @@ from typing import Any
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
-from schemas.evaluation_row import call_latencies
-from schemas.interaction import Passage
 from schemas.evaluation_row import call_latencies, custom_columns
+from schemas.interaction import Passage
 from schemas.window import WindowAggregate
 
 EVALUATION_COLUMNS = [
