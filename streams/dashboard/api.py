@@ -27,6 +27,7 @@ served by ``groundwatch dashboard``.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import logging
 import re
@@ -51,8 +52,10 @@ from schemas.dashboard import (
 )
 from schemas.label import Label, LabelSource
 from schemas.settings import DashboardSettings, JudgeKind, PrivacySettings, Settings
+from schemas.validation import problems
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
+from streams.codec import parse_json
 from streams.dashboard.auth import auth_middleware
 from streams.dashboard.queries import DashboardQueries
 
@@ -100,6 +103,27 @@ def bad_request(error: str, details: list[dict[str, str]] | None = None) -> web.
     return web.HTTPBadRequest(text=body, content_type="application/json")
 
 
+async def json_body(request: web.Request, max_depth: int) -> Any:
+    """The request's JSON body, read as untrusted input (``streams.codec.parse_json``: nesting checked
+    without recursion); a charset Python does not know, bytes that are not in it, or text that is not
+    JSON is a 400 saying which."""
+    charset = request.charset or "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        reason = f"unknown charset {charset[:40]!r}"
+        raise bad_request("invalid label", [{"field": "body", "reason": reason}]) from None
+    raw = await request.read()
+    try:
+        text = raw.decode(charset)
+    except UnicodeDecodeError:
+        raise bad_request("invalid label", [{"field": "body", "reason": f"not {charset} text"}]) from None
+    try:
+        return parse_json(text, max_depth)
+    except ValueError as exc:
+        raise bad_request("invalid label", [{"field": "body", "reason": f"not valid JSON: {exc}"}]) from None
+
+
 def parse_query(
     request: web.Request, model: type[Q], lists: tuple[str, ...] = (), repeated: tuple[str, ...] = ()
 ) -> Q:
@@ -120,9 +144,7 @@ def parse_query(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        details = [
-            {"field": ".".join(str(p) for p in e["loc"]) or "query", "reason": e["msg"]} for e in exc.errors()
-        ]
+        details = [{"field": where or "query", "reason": why} for where, why in problems(exc)]
         raise bad_request("invalid query parameters", details) from None
 
 
@@ -230,18 +252,11 @@ async def add_label(request: web.Request) -> web.Response:
     inclusion probability, so agreement weighs it back to the whole traffic."""
     if request.content_type != "application/json":
         raise bad_request("send the label as application/json")
+    data = await json_body(request, request.app[SETTINGS_KEY].limits.max_json_depth)
     try:
-        data = await request.json()
         req = LabelRequest.model_validate(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        details = (
-            [
-                {"field": ".".join(str(p) for p in e["loc"]) or "body", "reason": e["msg"]}
-                for e in exc.errors()
-            ]
-            if isinstance(exc, ValidationError)
-            else [{"field": "body", "reason": "not valid JSON"}]
-        )
+    except ValidationError as exc:
+        details = [{"field": where or "body", "reason": why} for where, why in problems(exc)]
         raise bad_request("invalid label", details) from None
     dashboard = request.app[DASHBOARD_KEY]
     reviewer = dashboard.username if dashboard.username and dashboard.password else req.reviewer

@@ -277,6 +277,9 @@ async def test_a_reviewers_note_is_masked_in_privacy_mode_all(store: ClickHouseS
         ('{"interaction_id": "x", "kind": "vibes", "value": 1, "reviewer": "a"}', "application/json", "kind"),
         ("\xff not json", "application/json", "body"),
         ("interaction_id=x&kind=grounded&value=1", "application/x-www-form-urlencoded", ""),
+        ("[" * 100_000 + "]" * 100_000, "application/json", "nested deeper than"),
+        ('{"interaction_id": "x"}', "application/json; charset=no-such-charset", "unknown charset"),
+        ('{"interaction_id": "x"}', "application/json; charset=utf-16", "not utf-16 text"),
     ],
 )
 async def test_a_bad_label_is_a_400_naming_the_field(
