@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from schemas.errors import GroundwatchError, SettingError
 from schemas.safe_text import safe_text
 from schemas.settings import Settings, describe_settings_error
+from schemas.validation import describe_validation_error
 
 # sub-command name -> module under groundwatch.commands; each module has add_arguments(parser) and run(args)
 COMMANDS: dict[str, str] = {
@@ -68,11 +69,7 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, SettingError):
         return "invalid setting", str(exc)
     if isinstance(exc, ValidationError):
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err.get("loc", ()))
-            problems.append(f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg")))
-        return f"invalid {exc.title}", "; ".join(problems)
+        return f"invalid {exc.title}", describe_validation_error(exc)
     if isinstance(exc, OSError):
         where = exc.filename if exc.filename is not None else type(exc).__name__
         return str(where), exc.strerror or str(exc) or type(exc).__name__

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from schemas.results import Stage
 
@@ -27,4 +27,4 @@ class DeadLetter(BaseModel):
     truncated: bool = False
     # the Interaction JSON when known (the interaction a Converted carried): replay it onto interactions
     original: str | None = None
-    failed_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    failed_at: datetime  # on the worker's clock (streams.codec.dead_letter)

@@ -37,6 +37,7 @@ from pydantic_settings import (
 )
 
 from schemas.slice_filter import COLUMNS as SLICE_COLUMNS
+from schemas.validation import problems as validation_problems
 
 PREFIX = "GROUNDWATCH_"
 
@@ -1384,9 +1385,9 @@ def describe_settings_error(exc: ValidationError) -> str:
     """One line naming each invalid setting by its environment variable, for a ValidationError of
     ``Settings`` (from ``Settings()``, ``from_values`` or ``with_changes``)."""
     problems = []
-    for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ())]
-        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    for problem in validation_problems(exc):
+        loc = [str(p) for p in problem.loc]
+        message = problem.why
         if len(loc) >= 2:
             where = variable_name(loc[0], loc[1]) + (f" ({'.'.join(loc[2:])})" if len(loc) > 2 else "")
             problems.append(f"{where}: {message}")

@@ -42,6 +42,7 @@ from prompts import RenderedPrompt
 from schemas.errors import JudgeError
 from schemas.results import JudgeCall, Stage
 from schemas.settings import JudgeSettings
+from schemas.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
@@ -407,8 +408,7 @@ def _answer(prompt: RenderedPrompt[OutT], resp: dict[str, Any], usage: Usage) ->
         return prompt.output_model.model_validate(data)
     except ValidationError as exc:
         raise ParseFailure(
-            f"output does not match {prompt.output_model.__name__}: "
-            f"{exc.error_count()} errors, first: {exc.errors()[0]['msg']}"
+            f"output does not match {prompt.output_model.__name__}: {describe_validation_error(exc)}"
         ) from exc
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.deadletter import DeadLetter
+from schemas.validation import describe_validation_error
 from streams.clickhouse.rows import utc
 
 DEAD_LETTER_COLUMNS = [
@@ -62,8 +63,12 @@ def dead_letter_row(raw: bytes, received_at: datetime | None = None) -> list[Any
     try:
         letter = DeadLetter.model_validate_json(raw)
     except (ValidationError, ValueError, RecursionError) as exc:
+        # what the message holds stays out of the row: it was never masked
+        why = type(exc).__name__
+        if isinstance(exc, ValidationError):
+            why = describe_validation_error(exc, values=False)
         when = utc(received_at or datetime.now(UTC))
-        return [digest, when, "validate", "InvalidDeadLetter", str(exc)[:4000], "", None, "", "", len(raw), 0]
+        return [digest, when, "validate", "InvalidDeadLetter", why[:4000], "", None, "", "", len(raw), 0]
     app, model = _app_model(letter)
     return [
         letter.dead_letter_id or digest,

@@ -144,7 +144,7 @@ def parse_query(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        details = [{"field": where or "query", "reason": why} for where, why in problems(exc)]
+        details = [{"field": p.where or "query", "reason": p.why} for p in problems(exc)]
         raise bad_request("invalid query parameters", details) from None
 
 
@@ -256,7 +256,7 @@ async def add_label(request: web.Request) -> web.Response:
     try:
         req = LabelRequest.model_validate(data)
     except ValidationError as exc:
-        details = [{"field": where or "body", "reason": why} for where, why in problems(exc)]
+        details = [{"field": p.where or "body", "reason": p.why} for p in problems(exc)]
         raise bad_request("invalid label", details) from None
     dashboard = request.app[DASHBOARD_KEY]
     reviewer = dashboard.username if dashboard.username and dashboard.password else req.reviewer

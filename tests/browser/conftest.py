@@ -68,12 +68,12 @@ def _fixed_clock_script() -> str:
     ``new Date()`` run on from there at the real pace."""
     shift_ms = round((NOW.timestamp() - _SESSION_START) * 1000)
     return (
-        "(() => { const Real = Date; const shift = %d;"
+        "(() => { const Real = Date; const shift = SHIFT;"
         " class Shifted extends Real {"
         " constructor(...a) { if (a.length === 0) { super(Real.now() + shift); } else { super(...a); } }"
         " static now() { return Real.now() + shift; } }"
-        " globalThis.Date = Shifted; })();" % shift_ms
-    )
+        " globalThis.Date = Shifted; })();"
+    ).replace("SHIFT", str(shift_ms))
 
 
 @dataclass

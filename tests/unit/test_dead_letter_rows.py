@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from schemas.deadletter import DeadLetter
 from schemas.settings import ClickHouseSettings
@@ -10,9 +11,11 @@ from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS, dead_letter
 from streams.clickhouse.store import ClickHouseStore
 from tests.integration.chdb import fresh_chdb_url
 
+FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
+
 
 def letter(payload: str, original: str | None = None) -> bytes:
-    return DeadLetter(
+    return DeadLetter(failed_at=FAILED_AT,
         stage="validate", error_type="InvalidMessage", error="answer: too long",
         source_topic="gw.interactions", interaction_id="i1", payload=payload, original=original,
     ).model_dump_json().encode()  # fmt: skip

@@ -26,6 +26,8 @@ from streams.clickhouse.erase import erase, interaction_tables
 from streams.clickhouse.store import ClickHouseStore
 from tests.integration.chdb import fresh_chdb_url
 
+FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
+
 T0 = datetime(2026, 11, 1, 10, tzinfo=UTC)
 TOKEN = "<EMAIL_3f9a0c2d1b7e>"
 LABEL_COLUMNS = [
@@ -65,7 +67,8 @@ def fill(store: ClickHouseStore) -> None:
         ]
     )
     letters = [
-        DeadLetter(stage="nli", error_type="JudgeError", error="x", interaction_id=iid, payload="{}")
+        DeadLetter(failed_at=FAILED_AT,
+            stage="nli", error_type="JudgeError", error="x", interaction_id=iid, payload="{}")
         for iid in ("e-2", "k-1")
     ]
     rows = [dead_letter_row(d.model_dump_json().encode()) for d in letters]

@@ -25,6 +25,8 @@ from streams.windows.tumbling import MAX_TIME, MIN_TIME, TumblingWindows
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_clickhouse_store import evaluation
 
+FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
+
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
@@ -50,7 +52,8 @@ def test_implausible_timestamps_are_refused_with_the_reason(timestamp: object, r
         decode(raw(timestamp), Interaction, Limits(), now=NOW)
     assert "timestamp" in str(err.value) and reason in str(err.value)
     assert err.value.interaction_id == "t1"
-    letter = dead_letter(stage="validate", error=err.value, payload=raw(timestamp), source_topic="in")
+    letter = dead_letter(failed_at=FAILED_AT,
+        stage="validate", error=err.value, payload=raw(timestamp), source_topic="in")
     assert letter.stage == "validate" and reason in letter.error
 
 
