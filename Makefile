@@ -8,7 +8,7 @@ PUNKT := llama-index-core==0.14.25
 OPENLLMETRY_054 := opentelemetry-instrumentation-openai==0.54.0
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
-.PHONY: install dev local embeddings demo test lint typecheck unit integration browser test-local accuracy clean system-deps
+.PHONY: install dev local embeddings demo test lint typecheck architecture unit integration browser test-local accuracy clean system-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -54,6 +54,11 @@ lint: $(VENV)/.dev
 
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy schemas pipeline streams prompts groundwatch
+
+# the house rules read from the code: layers and no import cycles, one clock, one dead-letter builder, one
+# error hierarchy (also part of unit and test)
+architecture: $(VENV)/.dev
+	$(BIN)/pytest tests/unit/test_architecture_rules.py -q
 
 unit: $(VENV)/.dev
 	$(BIN)/pytest tests/unit -q -m "not local_model"

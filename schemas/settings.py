@@ -36,6 +36,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from schemas.errors import SettingError
 from schemas.slice_filter import COLUMNS as SLICE_COLUMNS
 from schemas.validation import problems as validation_problems
 
@@ -1404,8 +1405,6 @@ class _CheckedEnvSource(EnvSettingsSource):
     or mapping is not JSON."""
 
     def __call__(self) -> dict[str, Any]:
-        from schemas.errors import SettingError  # schemas.errors -> schemas.results -> this module
-
         problems = unknown_variables(name for name in self.env_vars)
         if problems:
             raise SettingError("; ".join(problems))

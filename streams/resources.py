@@ -26,6 +26,7 @@ from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
+from schemas.errors import GroundwatchError
 from schemas.evaluation import Evaluation
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.labels import LabelStore
@@ -38,7 +39,7 @@ from streams.windows.closer import WindowCloser
 log = logging.getLogger(__name__)
 
 
-class NotReady(RuntimeError):
+class NotReady(GroundwatchError, RuntimeError):
     """A resource was used before the worker opened it."""
 
 
@@ -179,6 +180,7 @@ class Resources(Service):
         if path is None or self.store is None:
             return
         status = WorkerStatus(
+            updated_at=self.clock.now(),
             counts=await self.store.counts(),
             windows_written=self._windows.written if self._windows else 0,
             alerts_fired=self._alerts.fired if self._alerts else 0,

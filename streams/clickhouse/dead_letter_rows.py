@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.deadletter import DeadLetter
+from schemas.utc import utc
 from schemas.validation import describe_validation_error
-from streams.clickhouse.rows import utc
 
 DEAD_LETTER_COLUMNS = [
     "dead_letter_id",

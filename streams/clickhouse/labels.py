@@ -20,7 +20,7 @@ from schemas.label import Label, LabeledRow, LabelKind
 from schemas.metrics import METRICS, MetricKind
 from schemas.settings import LabelsSettings
 from schemas.slice_filter import SliceFilter
-from streams.clickhouse.rows import utc
+from schemas.utc import utc
 from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import ClickHouseStore
 

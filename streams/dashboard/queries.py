@@ -25,8 +25,9 @@ from schemas.dashboard import (
 from schemas.evaluation import Evaluation
 from schemas.latency import add_histograms, quantile
 from schemas.metrics import METRICS, MetricKind
+from schemas.utc import utc
 from streams.clickhouse.labels import LabelStore
-from streams.clickhouse.rows import ALERT_COLUMNS, utc
+from streams.clickhouse.rows import ALERT_COLUMNS
 from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 from streams.dashboard.rollup import choose_rollup

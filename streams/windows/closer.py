@@ -27,9 +27,10 @@ from typing import Protocol
 from pipeline.clock import Clock, SystemClock
 from schemas.evaluation_row import EvalRow
 from schemas.settings import WindowSettings
+from schemas.utc import utc
 from schemas.window import WindowAggregate
 from streams.windows.aggregator import aggregate
-from streams.windows.tumbling import TumblingWindows, shift, utc
+from streams.windows.tumbling import TumblingWindows, shift
 
 log = logging.getLogger(__name__)
 
