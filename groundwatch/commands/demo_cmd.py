@@ -16,7 +16,6 @@ import importlib.resources
 import json
 import shlex
 import signal
-import socket
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from groundwatch.demo_history import History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
+from pipeline.net import free_port
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
 
@@ -197,18 +197,6 @@ def _print_queries(stack: LocalStack) -> None:
     print(f"  groundwatch dashboard --clickhouse {shlex.quote(url)}")
     print(f"  python -c {shlex.quote(py)}")
     print()
-
-
-def free_port(preferred: int) -> int:
-    """``preferred`` when it is free on 127.0.0.1, else one the system picks."""
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise OSError("no free port on 127.0.0.1")
 
 
 def _serve(stack: LocalStack, port: int) -> None:

@@ -19,7 +19,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import IO
 import httpx
 
 from pipeline.clock import Clock, SystemClock
+from pipeline.net import free_port
 from schemas.errors import LocalModelError
 from schemas.settings import JudgeSettings
 
@@ -173,12 +173,6 @@ def ensure_local_model(settings: JudgeSettings, spec: ModelSpec = QWEN_CODER_1_5
 
 
 # ---------------------------------------------------------------------- the llama.cpp server
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _die_with_parent() -> None:
     """In the child, before exec (Linux): SIGKILL it when groundwatch dies, so no server is orphaned.
 

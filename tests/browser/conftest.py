@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from groundwatch.commands.demo_cmd import free_port
 from groundwatch.demo_history import History, simulate
 from groundwatch.local.stack import LocalStack
+from pipeline.net import free_port
 from tests.system_parts import mark_directory, require
 
 ROOT = Path(__file__).resolve().parents[2]
