@@ -20,7 +20,7 @@ from pipeline.privacy.mask import restore_interaction
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
-from schemas.results import Converted, JudgeResult
+from schemas.topics import TOPIC_MESSAGES
 from streams.acks import OrderedAcks, Ticket
 from streams.codec import Origin, decode
 from streams.context import StreamContext
@@ -51,8 +51,8 @@ class JoinProcessor(HoldingProcessor):
         names = ctx.names
         self.need_refusal = settings.pipeline.refusal_mode != "same"
         self.models: dict[str, type[Part]] = {
-            names.converted: Converted,
-            names.judged: JudgeResult,
+            names.converted: TOPIC_MESSAGES.converted,
+            names.judged: TOPIC_MESSAGES.judged,
         }
         self.timeout_s = join_timeout(settings)
         self.buffer = JoinBuffer(

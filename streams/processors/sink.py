@@ -13,8 +13,8 @@ from typing import Any
 from pipeline.clock import Clock
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage
-from schemas.evaluation import Evaluation
 from schemas.safe_text import safe_text
+from schemas.topics import TOPIC_MESSAGES
 from streams.acks import OrderedAcks
 from streams.clickhouse.sink import EvaluationSink
 from streams.codec import Origin, decode
@@ -55,7 +55,13 @@ class SinkProcessor:
             ticket = self.acks.track(event)
             self.ctx.metrics.events_in.labels("sink").inc()
             try:
-                evaluation = decode(event.value, Evaluation, self.ctx.settings.limits, between_stages=True)
+                evaluation = decode(
+                    event.value,
+                    TOPIC_MESSAGES.evaluations,
+                    self.ctx.settings.limits,
+                    between_stages=True,
+                    values=self.ctx.reasons_show_values,
+                )
             except InvalidMessage as exc:
                 await self.ctx.dead_letter(exc, "validate", event.value, origin=Origin.of_event(event))
                 self.acks.done(ticket)
