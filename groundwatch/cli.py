@@ -1,4 +1,10 @@
-"""`groundwatch` command line: one sub-command a module under groundwatch/commands/."""
+"""groundwatch watches a RAG chatbot's answers as they stream: it judges whether each answer is grounded
+in the retrieved passages, agrees with the ground truth or refuses, windows those metrics per app and
+model, alerts on drift, and serves a dashboard. Start with `groundwatch demo`; `groundwatch eval FILE`
+judges a JSONL file offline; `groundwatch worker` runs against your Kafka and ClickHouse.
+"""
+
+# one sub-command a module under groundwatch/commands/
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from schemas.results import Stage
 
 class DeadLetter(BaseModel):
     # stable for one failed message (streams.codec.dead_letter_id): a redelivered message dead-lettered
-    # again gets the same id, so its ``dead_letters`` row is replaced, not added; "" in letters written
-    # before the id existed (their row is keyed by the letter's bytes)
+    # again gets the same id, so its ``dead_letters`` row is replaced, not added; "" in a letter that
+    # carries none (its row is keyed by the letter's bytes)
     dead_letter_id: str = ""
     stage: Stage
     error_type: str

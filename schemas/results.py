@@ -71,7 +71,7 @@ class PairResult(BaseModel):
 #: parts of one message even when another message has the same interaction_id
 DIGEST_DESCRIPTION = (
     "schemas.interaction.interaction_digest of the interaction this part was made from (sha256 of its "
-    "canonical JSON); empty in a part written before digests existed"
+    "canonical JSON); empty in a part that carries none (then the join keys it by interaction_id alone)"
 )
 
 

@@ -3,8 +3,8 @@
 A row keeps where and why a message failed, not its payload (that stays on the dead-letter topic, where
 it can be replayed). ``dead_letter_id`` is the letter's own id, stable for one failed message
 (``streams.codec.dead_letter_id``: where it was read and the stage), so a letter sent again for a
-redelivered message, or read twice from the topic, replaces its row; a letter without one (written before
-the id existed, or not a DeadLetter at all) is keyed by the sha256 of its bytes.
+redelivered message, or read twice from the topic, replaces its row; a letter without one (an empty
+id, or not a DeadLetter at all) is keyed by the sha256 of its bytes.
 """
 
 from __future__ import annotations
