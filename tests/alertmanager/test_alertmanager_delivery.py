@@ -8,12 +8,10 @@ the same time): the delivery ledger lets one of them post each transition.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import pytest
 
 from pipeline.clock import SystemClock
 from schemas.alert import AlertRules
@@ -22,7 +20,6 @@ from streams.alerts.engine import AlertEngine
 from streams.alerts.rules import load_rules
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
@@ -43,13 +40,6 @@ receivers:
     retries: 2
     backoff_s: 0
 """
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
-    yield s
-    s.close()
 
 
 def window(start: datetime, bad: int, n: int = 200) -> WindowAggregate:

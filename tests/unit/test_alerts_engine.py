@@ -24,7 +24,6 @@ from streams.alerts.engine import AlertEngine
 from streams.alerts.receivers import resolve
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
@@ -57,13 +56,6 @@ def hook() -> Iterator[tuple[str, Hook]]:
     yield f"http://127.0.0.1:{server.server_address[1]}/hook", state
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
-    yield s
-    s.close()
 
 
 def window(i: int, n: int, bad: int) -> WindowAggregate:

@@ -3,7 +3,6 @@ when a new judge model disagrees with reviewers, name that judge, and resolve wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,20 +20,12 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import correct_threshold
 from streams.windows.tumbling import TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
 OLD = ("openai", "gpt-judge-2025-01", "nli@v3")
 NEW = ("openai", "gpt-judge-2025-06", "nli@v4")
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
-    yield s
-    s.close()
 
 
 def window(hour: int) -> WindowAggregate:

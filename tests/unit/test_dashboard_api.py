@@ -19,12 +19,11 @@ from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
-from schemas.settings import ClickHouseSettings, DashboardSettings, Settings
+from schemas.settings import DashboardSettings, Settings
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.dashboard.auth import require_credentials
 from streams.windows.aggregator import WindowStats
-from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -53,8 +52,9 @@ def evaluation(i: int, at: datetime, *, model: str = "m1", hallucination: bool |
 
 
 @pytest.fixture()
-async def store() -> AsyncIterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
+    """The shared fixture's store with this module's rows."""
+    s = store
     # two 1-minute windows of m1 (3 of 10 hallucinated, then 1 of 4) and one of m2
     plan = [(T0, "m1", 10, 3), (T0 + MINUTE, "m1", 4, 1), (T0, "m2", 5, 0)]
     n = 0
@@ -75,7 +75,6 @@ async def store() -> AsyncIterator[ClickHouseStore]:
               message="hallucination_rate 0.3 > 0.2")
     )  # fmt: skip
     yield s
-    s.close()
 
 
 async def client_for(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,12 +18,10 @@ from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
-from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.dead_letter_rows import dead_letter_row
 from streams.clickhouse.erase import erase, interaction_tables
 from streams.clickhouse.store import ClickHouseStore
-from tests.integration.chdb import fresh_chdb_url
 
 FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
 
@@ -121,13 +118,6 @@ def erase_scenario(store: ClickHouseStore) -> None:
     ]
     again = erase(store, "conversation", "c-erase", T0 + timedelta(seconds=1))
     assert again.interaction_ids == [] and again.total_rows == 0  # nothing left to find
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def test_erase_a_conversation_from_every_table(store: ClickHouseStore) -> None:

@@ -20,6 +20,7 @@ from schemas.settings import KafkaSettings
 from streams.codec import Origin, dead_letter, encode, fit_letter, original_of, stage_of
 from streams.context import StreamContext, new_context
 from streams.resources import Resources
+from tests.fixtures import messages
 from tests.settings_factory import make_settings
 
 FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
@@ -28,10 +29,8 @@ INTERACTION = Interaction(interaction_id="i1", question="Where is it?", answer="
 
 
 def converted() -> Converted:
-    return Converted(
-        interaction=INTERACTION, question_sentences=["Where is it?"], answer_sentences=["It is here."],
-        ground_truth_sentences=[],
-    )  # fmt: skip
+    sentences = {"question_sentences": ["Where is it?"], "answer_sentences": ["It is here."]}
+    return messages.converted(INTERACTION, **sentences)
 
 
 def test_a_long_payload_is_cut_to_the_budget_with_its_digest_and_length() -> None:
