@@ -240,8 +240,8 @@ def test_window_figures_equal_a_recomputation_from_the_rows(run: Run) -> None:
                 assert actual is None, (key, name)
             else:
                 assert actual == pytest.approx(value, rel=1e-9, abs=1e-9), (key, name)
-    # what is compared are figures: every window judged its answers
-    assert all(want["mean_context_entailment"] is not None for want in expected.values())
+    # what is compared are figures, not absences: windows with judged answers and hallucinations
+    assert any(want["mean_context_entailment"] is not None for want in expected.values())
     assert any(want["hallucinations"] > 0 for want in expected.values())
 
 
