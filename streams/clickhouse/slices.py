@@ -13,9 +13,8 @@ from pipeline.dimensions import NONE
 from schemas.metrics import METRICS, Metric, MetricKind
 from schemas.slice_filter import COLUMNS, SliceFilter
 from schemas.slices import SliceQuery, SliceTotals
+from streams.clickhouse.sql import APP_FILTER, in_range
 from streams.clickhouse.store import ClickHouseStore
-
-_TS = "DateTime64(3, 'UTC')"
 
 #: per-interaction SQL over ``evaluations`` adding up to each ``window_aggregates`` column a sum metric
 #: names, as streams/windows/aggregator.py counts it (tokens, cost and incomplete over judged rows only)
@@ -30,8 +29,8 @@ ROW_SUMS: dict[str, str] = {
 }
 
 RANGE = (
-    f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} "
-    "AND ({app:String} = '' OR app = {app:String}) "
+    f"{in_range()} "
+    f"AND {APP_FILTER} "
     "AND (empty({models:Array(String)}) OR has({models:Array(String)}, model))"
 )
 
@@ -137,7 +136,7 @@ class SliceReader:
         """The dimension names stored in a period."""
         rows = await self.store.query(
             f"SELECT DISTINCT arrayJoin(mapKeys(dimensions)) AS name FROM {self.db}.evaluations "
-            f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} ORDER BY name",
+            f"WHERE {in_range()} ORDER BY name",
             {"start": start, "end": end},
         )
         return [str(r["name"]) for r in rows]
