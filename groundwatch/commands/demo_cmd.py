@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     _say("broker and worker stopped")
     print()
     print(render(report, every_window=False))
-    print(f"(every window: groundwatch report, below; {len(report.windows)} windows)")
+    print(f"({len(report.windows)} windows in all: `groundwatch report` lists each, see below)")
     if not args.data and args.label_share > 0:
         label_demo(stack, plan, args.label_share)
     print()
