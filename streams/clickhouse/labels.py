@@ -22,7 +22,7 @@ from schemas.settings import LabelsSettings
 from schemas.slice_filter import SliceFilter
 from schemas.utc import utc
 from streams.clickhouse.slices import slice_condition
-from streams.clickhouse.sql import APP_FILTER, MODEL_FILTER, in_range
+from streams.clickhouse.sql import APP_FILTER, MODEL_FILTER, in_range, pooled_columns
 from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import ClickHouseStore
 
@@ -206,9 +206,7 @@ class LabelStore:
         """Flags and denominators of every rate metric per app/model, pooled from the windows that
         start in [start, end) exactly as the catalogue pools them."""
         rates = [m for m in METRICS if m.kind is MetricKind.RATE]
-        columns = ", ".join(
-            f"sum({m.numerator}) AS `{m.name}__num`, sum({m.denominator}) AS `{m.name}__den`" for m in rates
-        )
+        columns = pooled_columns(rates)
         rows = await self.store.query(
             f"SELECT app, model, {columns} FROM {self.db}.window_aggregates FINAL "
             f"WHERE {in_range('window_start')} AND {_FILTER} "

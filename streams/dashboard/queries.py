@@ -29,7 +29,7 @@ from schemas.utc import utc
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import ALERT_COLUMNS
 from streams.clickhouse.slices import slice_condition
-from streams.clickhouse.sql import APP_FILTER, in_range
+from streams.clickhouse.sql import APP_FILTER, in_range, pooled_columns
 from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 from streams.dashboard.rollup import choose_rollup
@@ -38,12 +38,7 @@ _BUCKET = "toUnixTimestamp(toStartOfInterval({col}, toIntervalSecond({{step:UInt
 
 
 def _metric_columns() -> str:
-    parts = []
-    for m in METRICS:
-        parts.append(f"sum({m.numerator}) AS `{m.name}__num`")
-        if m.denominator is not None:
-            parts.append(f"sum({m.denominator}) AS `{m.name}__den`")
-    return ",\n  ".join(parts)
+    return pooled_columns(METRICS)
 
 
 def overview_sql(db: str) -> str:
