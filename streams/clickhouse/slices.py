@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.dimensions import NONE
+from schemas.latency import LATENCY_BUCKET_EDGES_MS
 from schemas.metrics import METRICS, Metric, MetricKind
 from schemas.slice_filter import COLUMNS, SliceFilter
 from schemas.slices import SliceQuery, SliceTotals
@@ -84,9 +85,18 @@ def breakdown_sql(db: str, metric: Metric, condition: str) -> str:
     )
 
 
+#: a judge call's latency bucket (``schemas.latency.bucket_of``: how many edges lie below it), in SQL
+_LATENCY_BUCKET = (
+    "toUInt16(arraySum(arrayMap(e -> x > e, ["
+    + ", ".join(repr(e) for e in LATENCY_BUCKET_EDGES_MS)
+    + "])))"
+)
+
+
 def series_sql(db: str, condition: str) -> str:
     """One row per (bucket, app, model) with every metric's numerator and denominator and the judge
-    calls' latency quantiles."""
+    calls' latency histogram (``latency_buckets``, ``latency_counts``: the windows' histogram, so a
+    sliced chart's quantiles are defined as the unsliced one's, ``schemas.latency.quantile``)."""
     parts = []
     for m in METRICS:
         num, den = metric_sql(m)
@@ -94,7 +104,8 @@ def series_sql(db: str, condition: str) -> str:
     return (
         "SELECT toUnixTimestamp(toStartOfInterval(timestamp, toIntervalSecond({step:UInt32}))) AS t, "
         f"app, model, {', '.join(parts)}, "
-        "quantilesArrayIf(0.5, 0.95)(call_latencies_ms, judged = 1) AS latency "
+        f"sumMapIf(arrayMap(x -> {_LATENCY_BUCKET}, call_latencies_ms), "
+        "arrayMap(x -> toUInt64(1), call_latencies_ms), judged = 1) AS latency "
         f"FROM {db}.evaluations FINAL WHERE {where(condition)} GROUP BY t, app, model ORDER BY app, model, t"
     )
 
