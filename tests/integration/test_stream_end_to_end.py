@@ -24,6 +24,7 @@ from groundwatch.replay import replay
 from groundwatch.trend_report import Report
 from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
+from schemas.latency import histogram, quantile
 from schemas.window import WindowAggregate
 from tests.integration.helpers import REPO, Deployment, jsonl
 
@@ -188,11 +189,7 @@ def _recompute(rows: list[Evaluation], size_s: int) -> dict[tuple[str, str, date
                      if not c.cached and c.attempts > 0 and c.judge != "lexical")  # fmt: skip
 
         def pct(q: float, lat: list[float] = lat) -> float | None:
-            if not lat:
-                return None
-            pos = (len(lat) - 1) * q
-            lo, hi = math.floor(pos), math.ceil(pos)
-            return lat[lo] + (lat[hi] - lat[lo]) * (pos - lo)
+            return quantile(histogram(lat), q)  # the one definition (schemas.latency)
 
         answered = [e for e in es if e.hallucination is not None]
         halluc = sum(1 for e in answered if e.hallucination)
