@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -50,6 +51,11 @@ class LabelTarget(BaseModel):
     rate_metric: str | None = Field(
         description="the metric catalogue's rate counting the flag (schemas.metrics), None when there is none"
     )
+    threshold: tuple[str, Literal["hallucination", "correct"]] | None = Field(
+        None,
+        description="the score the judge's flag thresholds and that threshold's key in "
+        "pipeline.app_thresholds (what groundwatch calibrate chooses); None: the flag is the judge's own",
+    )
 
 
 LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
@@ -61,6 +67,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="hallucination",
             rate_metric="hallucination_rate",
+            threshold=("context_entailment", "hallucination"),
         ),
         LabelTarget(
             kind=LabelKind.CORRECT,
@@ -68,6 +75,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="answer_entails_ground_truth",
             rate_metric=None,
+            threshold=("answer_entails_ground_truth", "correct"),
         ),
         LabelTarget(
             kind=LabelKind.ANSWER_REFUSAL,
