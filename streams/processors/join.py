@@ -194,7 +194,13 @@ class JoinProcessor(HoldingProcessor):
         topic = event.message.topic
         self.ctx.metrics.events_in.labels("join").inc()
         try:
-            part = decode(event.value, self.models[topic], self.ctx.settings.limits, between_stages=True)
+            part = decode(
+                event.value,
+                self.models[topic],
+                self.ctx.settings.limits,
+                between_stages=True,
+                values=self.ctx.reasons_show_values,
+            )
         except InvalidMessage as exc:
             if topic != self.ctx.names.converted:  # the judge processor dead-letters a bad Converted
                 await self.ctx.dead_letter(
