@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -24,25 +24,11 @@ from streams.context import StreamContext, new_context
 from streams.processors.holding import HoldingProcessor
 from streams.processors.otlp import OtlpProcessor
 from streams.task_pool import TaskPool
-from streams.testing import Event, Topic
+from streams.testing import Event, Stream, Topic
 from tests.settings_factory import make_settings
 from tests.unit.test_otlp_logs import DETAILS, kv, logs
 
 HOLD_S = 10.0
-
-
-class Stream:
-    """faust's stream as ``consume`` reads it: ``noack().events()``."""
-
-    def __init__(self, events: Iterable[Event]) -> None:
-        self.queue = list(events)
-
-    def noack(self) -> Stream:
-        return self
-
-    async def events(self) -> AsyncIterator[Event]:
-        for event in self.queue:
-            yield event
 
 
 class GatedTopic(Topic):
