@@ -49,7 +49,7 @@ from schemas.dashboard import (
     QualityQuery,
     ReviewQuery,
 )
-from schemas.label import Label, LabelSource
+from schemas.label import LABEL_TARGETS, Label, LabelSource
 from schemas.settings import DashboardSettings, JudgeKind, PrivacySettings, Settings
 from schemas.validation import problems
 from streams.clickhouse.labels import LabelStore
@@ -187,6 +187,14 @@ async def review(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
+async def label_kinds(request: web.Request) -> web.Response:
+    """The label kinds a reviewer is asked about on the interaction page, as ``schemas.label`` declares
+    them (question, the two answers' words and keys)."""
+    fields = {"kind", "question", "yes_text", "no_text", "keys"}
+    asked = [t.model_dump(mode="json", include=fields) for t in LABEL_TARGETS.values() if t.keys is not None]
+    return web.json_response(asked)
+
+
 async def add_label(request: web.Request) -> web.Response:
     """Store a reviewer's label. JSON only (a cross-site form cannot send it); the reviewer is the
     dashboard's basic-auth user when it has one. An interaction the review queue draws keeps its
@@ -282,6 +290,7 @@ def dashboard_app(
     app.router.add_get("/api/quality", quality)
     app.router.add_get("/api/review", review)
     app.router.add_post("/api/labels", add_label)
+    app.router.add_get("/api/label-kinds", label_kinds)
     add_slice_routes(app)
     add_insight_routes(app)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)

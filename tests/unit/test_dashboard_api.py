@@ -391,3 +391,21 @@ async def test_the_drill_down_exports_its_interactions_as_eval_jsonl(store: Clic
         assert bad.status == 400 and "model" in await bad.text()
     finally:
         await client.close()
+
+
+async def test_the_label_kinds_asked_on_the_interaction_page_come_from_the_registry(
+    store: ClickHouseStore,
+) -> None:
+    from schemas.label import LABEL_TARGETS
+
+    client = await client_for(store)
+    try:
+        kinds = await (await client.get("/dashboard/api/label-kinds")).json()
+    finally:
+        await client.close()
+    assert [k["kind"] for k in kinds] == [t.kind.value for t in LABEL_TARGETS.values() if t.keys]
+    assert {k["kind"] for k in kinds} == {"grounded", "correct", "answer_refusal"}
+    keys = [key for k in kinds for key in k["keys"]]
+    assert len(keys) == len(set(keys))  # one key, one answer
+    assert kinds[0] == {"kind": "grounded", "question": "Grounded in its context?", "yes_text": "grounded",
+                        "no_text": "hallucinated", "keys": ["g", "h"]}  # fmt: skip
