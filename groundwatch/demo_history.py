@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from schemas.interaction import Interaction
+
 
 @dataclass(frozen=True)
 class SeriesPlan:
@@ -68,12 +70,16 @@ class History:
     tool_agent: tuple[str, str] | None = None  # (app, model) of the tool-calling agent
 
     def windows(self, size_seconds: int) -> int:
-        """How many (app, model, window) the interactions fall in: the window rows the worker writes."""
+        """How many (app, model, window) the interactions fall in: the window rows the worker writes. A
+        line without app or model is in the schema's default one, as the worker stores it."""
+        fields = Interaction.model_fields
         keys = set()
         for line in self.lines:
             record = json.loads(line)
             stamp = datetime.fromisoformat(record["timestamp"]).timestamp()
-            keys.add((record["app"], record["model"], int(stamp // size_seconds)))
+            app = record.get("app", fields["app"].default)
+            model = record.get("model", fields["model"].default)
+            keys.add((app, model, int(stamp // size_seconds)))
         return len(keys)
 
 

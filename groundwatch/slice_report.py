@@ -16,6 +16,7 @@ from schemas.metrics import MetricKind, catalogue, metric_named
 from schemas.safe_text import safe_text
 from schemas.settings import Settings
 from schemas.slices import Breakdown, BreakdownQuery, ChangesQuery, WhatChanged
+from schemas.validation import describe_validation_error
 
 
 def parse_ago(text: str, flag: str) -> timedelta:
@@ -101,9 +102,7 @@ def run_by(args: argparse.Namespace, settings: Settings, now: datetime | None = 
         else:
             query = BreakdownQuery(**common)
     except ValidationError as exc:
-        raise ConfigError(
-            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        ) from None
+        raise ConfigError(describe_validation_error(exc)) from None
     store = open_store(settings, migrate=False)
     try:
         reader = SliceReader(store)

@@ -70,11 +70,11 @@ def _width(metric: Metric) -> int:
     return max(len(metric.short), 9 if metric.unit == "USD" else 7)
 
 
-def render(report: Report) -> str:
-    """The report as text: per app/model, every rate pooled over the range, then a row per window with
-    every metric of the catalogue (schemas.metrics) and the judge's latency. App and model names and alert
-    messages are shown escaped (one line each, no terminal control sequences: ``schemas.safe_text``),
-    while stored values stay as sent."""
+def render(report: Report, *, every_window: bool = True) -> str:
+    """The report as text: per app/model, every rate pooled over the range, then (``every_window``) a
+    row per window with every metric of the catalogue (schemas.metrics) and the judge's latency. App and
+    model names and alert messages are shown escaped (one line each, no terminal control sequences:
+    ``schemas.safe_text``), while stored values stay as sent."""
     lines = [
         "rows: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()),
     ]
@@ -103,8 +103,10 @@ def render(report: Report) -> str:
             "",
             f"== {safe_text(app)} / {safe_text(model)}: {total} interactions ({judged} judged) in "
             f"{len(windows)} windows, {summary} ==",
-            header,
         ]
+        if not every_window:
+            continue
+        lines.append(header)
         for w in sorted(windows, key=lambda w: w.window_start):
             lines.append(
                 f"{w.window_start:%Y-%m-%d %H:%M:%S} "

@@ -72,6 +72,7 @@ from pydantic import ValidationError
 from schemas.interaction import Interaction
 from schemas.settings import Limits
 from schemas.tools import FLAG_RESULT_WITHOUT_CALL, json_text
+from schemas.validation import describe_validation_error
 
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 #: span message roles -> the interaction's turn roles; other roles (tool, function) are not conversation
@@ -1186,7 +1187,7 @@ def interaction(
 
 def reason(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return describe_validation_error(exc)
     return str(exc)
 
 

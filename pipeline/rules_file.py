@@ -11,18 +11,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from schemas.errors import ConfigError
+from schemas.validation import describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def validation_problems(exc: ValidationError) -> str:
-    """``rules.0.metric: Input should be ...; ...``: each problem with where it is, on one line."""
-    problems = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        problems.append(f"{loc}: {message}" if loc else message)
-    return "; ".join(problems)
 
 
 def read_rules_file(path: Path, model: type[M], what: str, *, key: str = "rules") -> M:
@@ -55,4 +46,4 @@ def read_rules_file(path: Path, model: type[M], what: str, *, key: str = "rules"
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {validation_problems(exc)}") from None
+        raise ConfigError(f"{where}: {describe_validation_error(exc)}") from None

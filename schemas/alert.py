@@ -38,6 +38,8 @@ from schemas.metrics import (
     higher_is_bad,
     metric_named,
 )
+from schemas.slice_filter import check_dimension
+from schemas.utc import utc
 
 
 def _alertable(name: str) -> str:
@@ -80,8 +82,6 @@ class _RuleBase(BaseModel):
     @field_validator("group_by")
     @classmethod
     def _dimensions(cls, value: list[str]) -> list[str]:
-        from schemas.slices import check_dimension  # schemas.slices -> schemas.alert
-
         if len(set(value)) != len(value):
             raise ValueError("a dimension is given twice")
         return [check_dimension(v) for v in value]
@@ -263,9 +263,7 @@ class Alert(BaseModel):
     @field_validator("window_start", "window_end", "fired_at", "starts_at", "ends_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return None if value is None else utc(value)
 
     @property
     def incident(self) -> str:

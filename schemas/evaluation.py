@@ -23,7 +23,7 @@ class Evaluation(BaseModel):
     model: str
     conversation_id: str | None = None
     judge: str
-    judge_model: str = ""  # the judge's model ("lexical" for the lexical judge); '' before it was recorded
+    judge_model: str = ""  # the judge's model ("lexical" for the lexical judge); '' when not recorded
     prompt_version: str = ""  # the NLI prompt's version+fingerprint an LLM judge used; '' for lexical
 
     # the NLI scores and refusal flags (docs/method.md)
@@ -92,7 +92,7 @@ class Evaluation(BaseModel):
     missing: list[str] = Field(default_factory=list)  # parts absent when the join timed out
     labels: dict[str, int] | None = None  # passed through from the input, for accuracy reports
     # the input as evaluated (question, contexts, answer, ground truth): what a drill-down shows beside
-    # the verdicts. None in evaluations written before it was carried
+    # the verdicts. None in a stored evaluation that does not carry it
     interaction: Interaction | None = None
     # the custom evaluators (schemas.evaluators) that applied to it: name -> score or why it is missing
     custom: dict[str, CustomScore] = Field(default_factory=dict)

@@ -7,24 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from schemas.interaction import Interaction
+from schemas.stages import Stage
 
 Verdict = Literal["entailed", "contradicted", "not_stated"]
 PairName = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
-Stage = Literal[
-    "convert",
-    "pronouns",
-    "nli",
-    "refusal",
-    "relevance",
-    "join",
-    "sink",
-    "validate",
-    "evaluate",
-    "otlp",
-    "labels",
-    "privacy",
-    "custom",
-]
 
 #: the score a verdict contributes to its hypothesis (a hypothesis scores the mean over its statements)
 VERDICT_SCORE: dict[str, float] = {"entailed": 1.0, "contradicted": 0.0, "not_stated": 0.0}
@@ -95,7 +81,7 @@ class PairResult(BaseModel):
 #: parts of one message even when another message has the same interaction_id
 DIGEST_DESCRIPTION = (
     "schemas.interaction.interaction_digest of the interaction this part was made from (sha256 of its "
-    "canonical JSON); empty in a part written before digests existed"
+    "canonical JSON); empty in a part that carries none (then the join keys it by interaction_id alone)"
 )
 
 

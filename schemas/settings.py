@@ -36,7 +36,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from schemas.errors import SettingError
 from schemas.slice_filter import COLUMNS as SLICE_COLUMNS
+from schemas.validation import problems as validation_problems
 
 PREFIX = "GROUNDWATCH_"
 
@@ -1510,9 +1512,9 @@ def describe_settings_error(exc: ValidationError) -> str:
     """One line naming each invalid setting by its environment variable, for a ValidationError of
     ``Settings`` (from ``Settings()``, ``from_values`` or ``with_changes``)."""
     problems = []
-    for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ())]
-        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    for problem in validation_problems(exc):
+        loc = [str(p) for p in problem.loc]
+        message = problem.why
         if len(loc) >= 2:
             where = variable_name(loc[0], loc[1]) + (f" ({'.'.join(loc[2:])})" if len(loc) > 2 else "")
             problems.append(f"{where}: {message}")
@@ -1529,8 +1531,6 @@ class _CheckedEnvSource(EnvSettingsSource):
     or mapping is not JSON."""
 
     def __call__(self) -> dict[str, Any]:
-        from schemas.errors import SettingError  # schemas.errors -> schemas.results -> this module
-
         problems = unknown_variables(name for name in self.env_vars)
         if problems:
             raise SettingError("; ".join(problems))

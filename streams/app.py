@@ -1,21 +1,21 @@
-"""The faust app: built by a factory from Settings (the faust app is the only global the brief allows,
-and we do not even keep one: ``create_app`` returns a fresh app and its resources service).
+"""The faust app, built by a factory from Settings: ``create_app`` returns a fresh app and its resources
+service (no module-level app).
 
 Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same partition count;
 docs/architecture.md draws it with the processors' names):
 
     otlp, otlp_logs -> [otlp] -> interactions (kafka.otlp_input, kafka.otlp_logs_input)
-    interactions -> [convert] -> converted -> [judge] -> nli, refusals -+-> [join] -> evaluations
-                                          \\-------------------------------/ (the Converted, for the join)
+    interactions -> [convert] -> converted -> [judge] -> judged -+-> [join] -> evaluations
+                                          \\-------------------------/ (the Converted, for the join)
     interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
     evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
     labels -> [labels] -> ClickHouse labels   (people's labels, schemas/label.py)
     deadletter -> [dead_letters] -> ClickHouse dead_letters
     any stage: invalid message / judge error -> deadletter
 
-Delivery is at-least-once: no exactly_once / transactions / idempotent producer (the test broker has
-none); every ClickHouse write is idempotent (ReplacingMergeTree), events are acked in offset order after
-their outputs are sent or written (streams.acks, streams.join).
+Delivery is at-least-once: no exactly_once / transactions / idempotent producer (Tansu, the embedded
+broker, has none); every ClickHouse write is idempotent (ReplacingMergeTree), events are acked in offset
+order after their outputs are sent or written (streams.acks, streams.join).
 
 Stopping (streams.lifecycle): a broker that lost the topics makes the worker end with one line, a
 BrokerUnavailable, and exit code 2 (for its supervisor to start it again); every stop is bounded by

@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from schemas.errors import GroundwatchError
 from streams.context import StreamContext
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
 
-class BadBody(ValueError):
+class BadBody(GroundwatchError, ValueError):
     """A request body that cannot be read, with the reason (answered 400, 413 or 415)."""
 
     def __init__(self, status: int, reason: str) -> None:

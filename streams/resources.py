@@ -27,6 +27,7 @@ from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
+from schemas.errors import GroundwatchError
 from schemas.evaluation import Evaluation
 from schemas.safe_text import safe_text
 from streams.alerts.engine import AlertEngine
@@ -41,7 +42,7 @@ from streams.windows.closer import WindowCloser
 log = logging.getLogger(__name__)
 
 
-class NotReady(RuntimeError):
+class NotReady(GroundwatchError, RuntimeError):
     """A resource was used before the worker opened it."""
 
 
@@ -202,6 +203,7 @@ class Resources(Service):
         if path is None or self.store is None:
             return
         status = WorkerStatus(
+            updated_at=self.clock.now(),
             counts=await self.store.counts(),
             windows_written=self._windows.written if self._windows else 0,
             alerts_fired=self._alerts.fired if self._alerts else 0,

@@ -4,12 +4,12 @@ pipeline/slices.py; past ``limit`` slices the rest are summed into one ``(rest)`
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pipeline.metrics.wilson import wilson_interval
 from pipeline.slices import breakdown, decompose, overall
 from schemas.dashboard import Series
+from schemas.latency import LATENCY_BUCKETS, quantile
 from schemas.metrics import MetricKind, catalogue, named
 from schemas.slices import (
     Breakdown,
@@ -118,7 +118,10 @@ def slice_series(rows: list[dict[str, Any]]) -> list[Series]:
                 interval = wilson_interval(min(den, round(num)), den) if den else None
                 s.lower[m.name].append(interval[0] if interval else None)
                 s.upper[m.name].append(interval[1] if interval else None)
-        p50, p95 = ([float(v) for v in row["latency"]] + [math.nan, math.nan])[:2]  # NaN: no judge call
-        s.latency_p50_ms.append(None if math.isnan(p50) else p50)
-        s.latency_p95_ms.append(None if math.isnan(p95) else p95)
+        buckets, counts = row["latency"]
+        latency = [0] * LATENCY_BUCKETS
+        for bucket, count in zip(buckets, counts, strict=True):
+            latency[int(bucket)] += int(count)
+        s.latency_p50_ms.append(quantile(latency, 0.5))  # None: no judge call
+        s.latency_p95_ms.append(quantile(latency, 0.95))
     return list(out.values())

@@ -16,11 +16,12 @@ import importlib.resources
 import json
 import shlex
 import signal
-import socket
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from tqdm import tqdm
 
 from groundwatch.commands.arg_types import port_number, positive_float, positive_int
 from groundwatch.demo_history import History, simulate, stamp_file
@@ -28,6 +29,7 @@ from groundwatch.local.stack import LocalStack
 from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
 from pipeline.custom_evaluators import install_from_settings
+from pipeline.net import free_port
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
 
@@ -175,14 +177,13 @@ def _stack_env(args: argparse.Namespace) -> dict[str, str]:
 def _replay_and_wait(stack: LocalStack, plan: History, timeout: float, window_seconds: int) -> Report:
     result = stack.replay(plan.lines)
     _say(f"replayed {result.sent} interactions onto {stack.prefix}interactions in {result.seconds:.1f}s")
-    last = [-1]
+    # one bar while the worker judges and stores them (stderr; a line of its own when not a terminal)
+    with tqdm(total=len(plan.lines), desc="evaluations stored", unit="it", mininterval=1.0) as bar:
 
-    def progress(count: int) -> None:
-        if count != last[0]:
-            _say(f"waiting for every interaction in ClickHouse: {count}/{len(plan.lines)} evaluations stored")
-            last[0] = count
+        def progress(count: int) -> None:
+            bar.update(max(0, count - bar.n))
 
-    stack.wait_for_evaluations(len(plan.lines), timeout_s=timeout, on_progress=progress)
+        stack.wait_for_evaluations(len(plan.lines), timeout_s=timeout, on_progress=progress)
     windows = plan.windows(window_seconds)
     _say(f"all interactions stored; waiting for their {windows} windows (and the alerts they fire)")
     stack.wait_for_windows(windows, timeout_s=timeout)
@@ -213,18 +214,6 @@ def _print_queries(stack: LocalStack) -> None:
     print(f"  groundwatch dashboard --clickhouse {shlex.quote(url)}")
     print(f"  python -c {shlex.quote(py)}")
     print()
-
-
-def free_port(preferred: int) -> int:
-    """``preferred`` when it is free on 127.0.0.1, else one the system picks."""
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise OSError("no free port on 127.0.0.1")
 
 
 def _serve(stack: LocalStack, port: int) -> None:
@@ -281,7 +270,8 @@ def run(args: argparse.Namespace) -> int:
         report = _replay_and_wait(stack, plan, timeout, args.window_seconds)
     _say("broker and worker stopped")
     print()
-    print(render(report))
+    print(render(report, every_window=False))
+    print(f"({len(report.windows)} windows in all: `groundwatch report` lists each, see below)")
     if not args.data and args.label_share > 0:
         label_demo(stack, plan, args.label_share)
     print()

@@ -28,6 +28,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
 
@@ -169,23 +170,8 @@ def masked_unjudged(privacy: PrivacyGuard, evaluation: Evaluation) -> Evaluation
     return evaluation.model_copy(update={"interaction": privacy.for_storage(evaluation.interaction)})
 
 
-def _settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
-    """The settings with ``--judge`` and ``--relevance`` applied."""
-    if args.judge:
-        settings = settings.model_copy(
-            update={"judge": settings.judge.model_copy(update={"kind": args.judge})}, deep=True
-        )
-    if args.relevance:
-        settings = settings.model_copy(
-            update={"pipeline": settings.pipeline.model_copy(update={"relevance": True})}, deep=True
-        )
-    if getattr(args, "evaluators", None) is not None:
-        settings = settings.with_changes(evaluators={"file": args.evaluators})
-    return settings
-
-
 async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
-    settings = _settings_for(args, settings or Settings())
+    settings = estimate_cmd.settings_for(args, settings or Settings())
     concurrency = args.concurrency or settings.kafka.stage_concurrency
     dataset = read_dataset(args.input, settings.limits, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
@@ -222,6 +208,7 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 await evaluator.aclose()
             wall = time.perf_counter() - started
             report = await build_report(
+                generated_at=datetime.now(UTC),
                 input_path=str(args.input),
                 rows=rows,
                 errors=[*dataset.errors, *failures],

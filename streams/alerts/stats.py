@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from pipeline.metrics.wilson import wilson_interval
 from schemas.metrics import METRICS, SUM_SUPPORT_COLUMN, MetricKind, metric_named, named
 from schemas.window import WindowAggregate
 
@@ -98,11 +99,12 @@ def z_means(current: Obs, baseline: Obs, variance: float) -> float:
 
 
 def wilson(obs: Obs, z: float) -> tuple[float, float]:
-    """Wilson score interval of a rate (z: the one-sided critical value of each bound)."""
-    n, p = obs.n, obs.total / obs.n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
+    """The Wilson score interval of a rate (``pipeline.metrics.wilson``; z: the one-sided critical value
+    of each bound); the observation has a denominator."""
+    interval = wilson_interval(obs.total, obs.n, z)
+    if interval is None:
+        raise ValueError("a rate without a denominator has no interval")
+    return interval
 
 
 def newcombe_lower(current: Obs, baseline: Obs, z: float) -> float:

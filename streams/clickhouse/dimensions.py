@@ -21,7 +21,7 @@ from typing import Any
 from pipeline.dimensions import CardinalityGuard, evaluator_versions, extract
 from schemas.evaluation import Evaluation
 from schemas.settings import DimensionSettings
-from streams.clickhouse.rows import utc
+from schemas.utc import utc
 
 Query = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import call_latencies, custom_columns
 from schemas.interaction import Passage
+from schemas.utc import utc
 from schemas.window import WindowAggregate
 
 EVALUATION_COLUMNS = [
@@ -79,10 +80,6 @@ STATEMENT_COLUMNS = [
 
 WINDOW_COLUMNS = [*WindowAggregate.model_fields, "computed_at", "version"]
 ALERT_COLUMNS = list(Alert.model_fields)
-
-
-def utc(ts: datetime) -> datetime:
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
 def _flag(value: bool | None) -> int | None:

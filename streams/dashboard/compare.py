@@ -18,9 +18,9 @@ from schemas.evaluation import Evaluation
 from schemas.metrics import Metric, MetricKind, catalogue
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
 from streams.clickhouse.slices import metric_sql, slice_condition
+from streams.clickhouse.sql import in_range
 from streams.clickhouse.store import ClickHouseStore
 
-_TS = "DateTime64(3, 'UTC')"
 SIGNIFICANCE = 0.05
 
 
@@ -42,7 +42,7 @@ def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
             parts.append(f"{den} AS `{side}__{m.name}__n`")
             parts.append(f"{num} AS `{side}__{m.name}__sum`")
             parts.append(f"sumIf(pow({_column(m)}, 2), {known}) AS `{side}__{m.name}__sq`")
-    where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND (({cond_a}) OR ({cond_b}))"
+    where = f"{in_range()} AND (({cond_a}) OR ({cond_b}))"
     return f"SELECT {', '.join(parts)} FROM {db}.evaluations FINAL WHERE {where}"
 
 
@@ -123,7 +123,7 @@ def per_question_sql(db: str, cond_a: str, cond_b: str) -> str:
     lowest context entailment, and how far the sides differ on the two (rounded; 0 where a side is
     unknown)."""
     in_a, in_b = f"({cond_a})", f"({cond_b})"
-    where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND ({in_a} OR {in_b})"
+    where = f"{in_range()} AND ({in_a} OR {in_b})"
     known = "hallucination IS NOT NULL"
     return (
         "SELECT question_hash, countIf(in_a) AS a_n, countIf(in_b) AS b_n, "

@@ -25,23 +25,20 @@ from schemas.dashboard import (
 from schemas.evaluation import Evaluation
 from schemas.latency import add_histograms, quantile
 from schemas.metrics import MetricKind, catalogue
+from schemas.utc import utc
 from streams.clickhouse.labels import LabelStore
-from streams.clickhouse.rows import ALERT_COLUMNS, utc
+from streams.clickhouse.rows import ALERT_COLUMNS
 from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.sql import APP_FILTER, in_range, pooled_columns
+from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 from streams.dashboard.rollup import choose_rollup
 
-_TS = "DateTime64(3, 'UTC')"
 _BUCKET = "toUnixTimestamp(toStartOfInterval({col}, toIntervalSecond({{step:UInt32}})))"
 
 
 def _metric_columns() -> str:
-    parts = []
-    for m in catalogue():
-        parts.append(f"sum({m.numerator}) AS `{m.name}__num`")
-        if m.denominator is not None:
-            parts.append(f"sum({m.denominator}) AS `{m.name}__den`")
-    return ",\n  ".join(parts)
+    return pooled_columns(catalogue())
 
 
 def overview_sql(db: str) -> str:
@@ -50,8 +47,8 @@ def overview_sql(db: str) -> str:
         f"SELECT {_BUCKET.format(col='window_start')} AS t, app, model,\n  {_metric_columns()},\n"
         "  sumForEach(judge_latency_histogram) AS latency_histogram\n"
         f"FROM {db}.window_aggregates FINAL\n"
-        f"WHERE window_start >= {{start:{_TS}}} AND window_start < {{end:{_TS}}}\n"
-        "  AND ({app:String} = '' OR app = {app:String})\n"
+        f"WHERE {in_range('window_start')}\n"
+        f"  AND {APP_FILTER}\n"
         "  AND (empty({models:Array(String)}) OR has({models:Array(String)}, model))\n"
         "GROUP BY t, app, model ORDER BY app, model, t"
     )
@@ -156,7 +153,7 @@ class DashboardQueries:
         rows = await self.store.query(
             f"SELECT {_BUCKET.format(col='failed_at')} AS t, stage, count() AS count "
             f"FROM {self.db}.dead_letters FINAL "
-            f"WHERE failed_at >= {{start:{_TS}}} AND failed_at < {{end:{_TS}}} "
+            f"WHERE {in_range('failed_at')} "
             "AND ({app:String} = '' OR app IN ({app:String}, '')) "
             "GROUP BY t, stage ORDER BY t, stage",
             {**self._range(q), "step": step, "app": q.app or ""},
@@ -167,7 +164,7 @@ class DashboardQueries:
         rows = await self.store.query(
             "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
             f"WHERE window_end > {{start:{_TS}}} AND window_start < {{end:{_TS}}} "
-            "AND ({app:String} = '' OR app = {app:String}) "
+            f"AND {APP_FILTER} "
             "AND ({model:String} = '' OR model = {model:String}) "
             "ORDER BY window_end DESC, rule LIMIT {limit:UInt32}",
             {**self._range(q), "app": q.app or "", "model": q.model or "", "limit": q.limit},

@@ -22,6 +22,7 @@ from streams.acks import OrderedAcks
 from streams.clickhouse.batch import FlushFailures, write_until_written
 from streams.clickhouse.dead_letter_rows import dead_letter_row
 from streams.context import StreamContext
+from streams.processors.base import record_time
 from streams.resources import Resources
 from streams.revoke import forget_on_revoke
 
@@ -46,7 +47,8 @@ class DeadLetterRecorder:
             self.ctx.metrics.events_in.labels("dead_letters").inc()
             raw = event.value if isinstance(event.value, bytes) else bytes(event.value or b"")
             try:
-                await rows.add(dead_letter_row(raw), functools.partial(self.acks.done, ticket))
+                received = record_time(event) or self.clock.now()
+                await rows.add(dead_letter_row(raw, received), functools.partial(self.acks.done, ticket))
             except Exception:
                 await write_until_written(rows.flush, f"dead letters: insert of {len(rows)} rows", self.clock)
 

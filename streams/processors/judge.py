@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from pipeline.nli import run_nli
 from schemas.errors import GroundwatchError
 from schemas.results import Converted, JudgeResult, NliResult, RefusalResult, Stage
+from schemas.topics import TOPIC_MESSAGES
 from streams.processors.base import Processor, StageFailures
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ R = TypeVar("R")
 class JudgeProcessor(Processor[Converted]):
     name = "groundwatch.judge"
     stage = "nli"
-    input_model = Converted
+    input_model = TOPIC_MESSAGES.converted
     between_stages = True
 
     @property

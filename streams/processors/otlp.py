@@ -145,7 +145,8 @@ class OtlpProcessor(HoldingProcessor):
         origin = Origin.of(ticket.tp, ticket.offset)
         model = OtlpTraces if topic == self.ctx.names.otlp else OtlpLogs
         try:
-            message = decode(event.value, model, self.ctx.settings.limits)
+            values = self.ctx.reasons_show_values
+            message = decode(event.value, model, self.ctx.settings.limits, values=values)
         except InvalidMessage as exc:
             await self.ctx.dead_letter(exc, "validate", event.value, origin=origin, source_topic=topic)
             self.acks.done(ticket)

@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.clock import Clock
 from schemas.errors import InvalidMessage
-from schemas.evaluation import Evaluation
+from schemas.topics import TOPIC_MESSAGES
 from streams.acks import OrderedAcks
 from streams.clickhouse.batch import FlushFailures, write_until_written
 from streams.codec import Origin, decode
@@ -39,7 +39,13 @@ class SinkProcessor:
             ticket = self.acks.track(event)
             self.ctx.metrics.events_in.labels("sink").inc()
             try:
-                evaluation = decode(event.value, Evaluation, self.ctx.settings.limits, between_stages=True)
+                evaluation = decode(
+                    event.value,
+                    TOPIC_MESSAGES.evaluations,
+                    self.ctx.settings.limits,
+                    between_stages=True,
+                    values=self.ctx.reasons_show_values,
+                )
             except InvalidMessage as exc:
                 await self.ctx.dead_letter(exc, "validate", event.value, origin=Origin.of_event(event))
                 self.acks.done(ticket)

@@ -11,28 +11,14 @@ many it scored and how many it failed to.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from schemas.evaluation_row import EvalRow
-from schemas.latency import histogram
+from schemas.latency import histogram, quantile
 from schemas.metrics import SCORED
 from schemas.window import WindowAggregate
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default), q in [0, 1]."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo = math.floor(pos)
-    hi = math.ceil(pos)
-    if lo == hi:
-        return float(ordered[lo])
-    return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
 
 
 class WindowStats:
@@ -92,6 +78,7 @@ class WindowStats:
     def result(
         self, *, window_start: datetime, window_end: datetime, app: str, model: str
     ) -> WindowAggregate:
+        latency = histogram(self._latency)
         return WindowAggregate(
             window_start=window_start,
             window_end=window_end,
@@ -102,10 +89,12 @@ class WindowStats:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,
-            judge_latency_p50_ms=percentile(self._latency, 0.5),
-            judge_latency_p95_ms=percentile(self._latency, 0.95),
+            # one definition of the latency quantiles: the histogram's (schemas.latency), as the
+            # dashboard pools windows and slices
+            judge_latency_p50_ms=quantile(latency, 0.5),
+            judge_latency_p95_ms=quantile(latency, 0.95),
             judge_latency_calls=len(self._latency),
-            judge_latency_histogram=histogram(self._latency),
+            judge_latency_histogram=latency,
             judged=self.judged,
             skipped=sum(self.skipped.values()),
             skipped_by_reason=dict(sorted(self.skipped.items())),

@@ -56,10 +56,11 @@ from typing import Protocol
 from pipeline.clock import Clock, SystemClock
 from schemas.evaluation_row import EvalRow
 from schemas.settings import WindowSettings
+from schemas.utc import utc
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import is_unavailable
 from streams.windows.aggregator import aggregate
-from streams.windows.tumbling import TumblingWindows, shift, utc
+from streams.windows.tumbling import TumblingWindows, shift
 
 log = logging.getLogger(__name__)
 

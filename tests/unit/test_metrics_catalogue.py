@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -16,14 +15,12 @@ from schemas.alert import AlertRules
 from schemas.dashboard import OverviewQuery
 from schemas.evaluation_row import EvalRow
 from schemas.metrics import METRICS, METRICS_BY_NAME, Metric, MetricKind, pooled
-from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
 from streams.alerts.lifecycle import Slot, decide
 from streams.alerts.stats import observe
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.queries import DashboardQueries
 from streams.windows.aggregator import WindowStats
-from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 GENERATOR = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "generate.py"
@@ -148,13 +145,6 @@ def _full_window(start: datetime) -> WindowAggregate:
     return WindowStats().extend(rows).result(
         window_start=start, window_end=start + timedelta(hours=1), app="a", model="m"
     )  # fmt: skip
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def test_the_ddl_holds_every_window_column(store: ClickHouseStore) -> None:

@@ -42,3 +42,6 @@ def test_render_groups_by_app_and_model() -> None:
         "ungrounded tool arguments - ==" in text
     )
     assert "0.550" in text and "alerts: 0" in text
+    summary = render(Report(counts={"evaluations": 2}, windows=[w, w], alerts=[]), every_window=False)
+    assert "== shop / m1: 4 interactions (4 judged) in 2 windows" in summary
+    assert "window start" not in summary and "0.550" not in summary and "alerts: 0" in summary

@@ -382,11 +382,13 @@ function stepsPanel(i) {
 function textPanel(title, text) { return el("div", { class: "panel" }, el("h3", {}, title), el("div", { class: "text" }, text == null ? "–" : text)); }
 
 /* ---- labels ---------------------------------------------------------------------------------- */
-const LABEL_KINDS = [
-  { kind: "grounded", title: "Grounded in its context?", yes: "g", no: "h", yesText: "grounded", noText: "hallucinated" },
-  { kind: "correct", title: "Agrees with the ground truth?", yes: "c", no: "x", yesText: "correct", noText: "incorrect" },
-  { kind: "answer_refusal", title: "Is the answer a refusal?", yes: "r", no: "a", yesText: "refusal", noText: "answers" },
-];
+// the label kinds asked about, as schemas/label.py declares them (api/label-kinds, read once)
+let LABEL_KINDS = [];
+async function loadLabelKinds() {
+  if (LABEL_KINDS.length) return;
+  const kinds = await api("label-kinds");
+  LABEL_KINDS = kinds.map((k) => ({ kind: k.kind, title: k.question, yes: k.keys[0], no: k.keys[1], yesText: k.yes_text, noText: k.no_text }));
+}
 async function postLabel(interactionId, kind, value) {
   let reviewer = localStorage.getItem("groundwatch_reviewer") || "";
   const note = ($("label-note") || {}).value || null;
@@ -428,6 +430,7 @@ function labelKeys(event) {
 }
 
 async function loadInteraction() {
+  await loadLabelKinds();
   const id = params().get("id") || "";
   const { evaluation: e, labels } = await api("interactions/" + encodeURIComponent(id));
   $("interaction-title").textContent = `${e.app} / ${e.model} · ${e.interaction_id}`;
