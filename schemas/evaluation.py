@@ -41,7 +41,7 @@ class Evaluation(BaseModel):
 
     pairs: list[PairResult] = Field(default_factory=list)  # statement-level detail
 
-    # the answer's outcome and tool calls (README "Agents and tools", pipeline/evidence.py)
+    # the answer's outcome and tool calls (docs/input.md "Agents and tools", pipeline/evidence.py)
     outcome: Outcome | None = Field(
         None,
         description="refusal (answer_refusal); unsupported_no_evidence (answered, not a refusal, a factual "

@@ -973,7 +973,7 @@ class AlertSettings(BaseModel):
 
 
 class SamplingSettings(BaseModel):
-    """Which interactions are judged (pipeline.sampling; README "Sampling and budgets")."""
+    """Which interactions are judged (pipeline.sampling; docs/sampling.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -992,7 +992,7 @@ class SamplingSettings(BaseModel):
 
 
 class EvaluatorsSettings(BaseModel):
-    """Your own evaluators (schemas.evaluators; README "Your own evaluators")."""
+    """Your own evaluators (schemas.evaluators; docs/evaluators.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1021,7 +1021,7 @@ _DIMENSION_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
 
 class DimensionSettings(BaseModel):
-    """What evaluations are sliced by (README "Slices: why did it move?")."""
+    """What evaluations are sliced by (docs/slices.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1241,8 +1241,7 @@ class FeedbackRule(BaseModel):
 
 
 class LabelsSettings(BaseModel):
-    """People's labels: the review queue, and when agreement may correct a rate (README "Is the judge
-    right?")."""
+    """People's labels: the review queue, and when agreement may correct a rate (docs/trust.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1301,7 +1300,7 @@ class LabelsSettings(BaseModel):
 
 
 class ToolSettings(BaseModel):
-    """Tool calls and their results (README "Agents and tools")."""
+    """Tool calls and their results (docs/input.md "Agents and tools")."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

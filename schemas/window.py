@@ -42,7 +42,7 @@ class WindowAggregate(BaseModel):
     judge_latency_histogram: list[int] = Field(default_factory=list)
     # sampling (pipeline.sampling): ``count`` is every interaction received; the rates and means above are
     # over judged ones only (a skipped one carries no score)
-    # tool calls (README "Agents and tools"): each a mean or rate with its denominator (and events)
+    # tool calls (docs/input.md "Agents and tools"): each a mean or rate with its denominator (and events)
     mean_tool_calls: float | None = Field(None, description="tool calls per judged interaction")
     tool_calls_scored: int = Field(0, description="judged interactions whose tool calls are known")
     tool_error_rate: float | None = Field(

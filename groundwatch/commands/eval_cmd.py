@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="RULES",
-        help="sampling rules (YAML/JSON, README 'Sampling and budgets'): judge only what they pick "
+        help="sampling rules (YAML/JSON, docs/sampling.md): judge only what they pick "
         "(the others are written unjudged with their reason); with --estimate: the figure after them",
     )
     parser.add_argument(
@@ -106,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="your own evaluators (README 'Your own evaluators'; default: GROUNDWATCH_EVALUATORS__FILE): "
+        help="your own evaluators (docs/evaluators.md; default: GROUNDWATCH_EVALUATORS__FILE): "
         "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -447,7 +447,7 @@ async function loadInteraction() {
   if (e.tool_calls) add("tool calls", String(e.tool_calls));
   if ((e.ungrounded_argument_values || []).length) add("ungrounded tool arguments", e.ungrounded_argument_values.join(", "));
   if ((i.flags || []).length) add("flags", i.flags.join("; "));
-  // your own evaluators (README "Your own evaluators"): score or why it is missing, with the version
+  // your own evaluators (docs/evaluators.md): score or why it is missing, with the version
   Object.entries(e.custom || {}).forEach(([name, c]) => add(`custom.${name} v${c.version}`,
     c.score === null || c.score === undefined ? `missing: ${c.reason}` : `${fmt(c.score)}${c.reason ? " · " + c.reason : ""}`));
   const evidence = evidenceOf(e);
