@@ -917,6 +917,36 @@ class WindowSettings(BaseModel):
     )
 
 
+class ConversationSettings(BaseModel):
+    """Conversation rollups (pipeline.conversations, streams.windows.conversations)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(
+        True,
+        description="roll the turns of each conversation (app, model, conversation_id) up into a "
+        "conversations row when it closes, and count conversation metrics in the windows",
+    )
+    idle_seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="a conversation closes once its app and model's event-time watermark is this far past "
+        "its last turn (or, on a quiet stream, no turn of it has arrived for this long on the wall clock); "
+        "a turn with metadata.conversation_end true closes it at once. A later turn reopens it and its row "
+        "is written again",
+    )
+    reask_similarity: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="a user turn is a re-ask when the Jaccard similarity of its content words with an "
+        "earlier user turn's of the conversation reaches this",
+    )
+    close_batch: int = Field(
+        200, ge=1, le=10_000, description="due conversations closed together (one read per app and model)"
+    )
+
+
 class AlertSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1281,6 +1311,9 @@ class Settings(BaseSettings):
         default_factory=ClickHouseSettings, description="ClickHouse connection, retention and sink"
     )
     window: WindowSettings = Field(default_factory=WindowSettings, description="tumbling windows")
+    conversations: ConversationSettings = Field(
+        default_factory=ConversationSettings, description="conversation rollups and their metrics"
+    )
     alerts: AlertSettings = Field(default_factory=AlertSettings, description="alert rules and webhook")
     sampling: SamplingSettings = Field(
         default_factory=SamplingSettings, description="sampling rules and judge budgets"

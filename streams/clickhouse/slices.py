@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.dimensions import NONE
-from schemas.metrics import METRICS, Metric, MetricKind
+from schemas.metrics import METRICS, Metric, MetricKind, Over
 from schemas.slice_filter import COLUMNS, SliceFilter
 from schemas.slices import SliceQuery, SliceTotals
 from streams.clickhouse.store import ClickHouseStore
@@ -70,7 +70,10 @@ def where(condition: str) -> str:
 def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
     """(numerator, denominator) aggregate expressions of one metric over the ``evaluations`` rows
     ``within`` holds: a rate or mean over the judged rows carrying its source; a sum over its columns
-    (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare)."""
+    (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare).
+    A conversation metric has no per-interaction value: 0 over 0 (undefined)."""
+    if metric.over is Over.CONVERSATION:
+        return "toFloat64(0)", "toUInt64(0)"
     if metric.kind is MetricKind.SUM:
         return " + ".join(f"sumIf(toFloat64({ROW_SUMS[c]}), {within})" for c in metric.sum_columns), "0"
     carried = f"({within}) AND judged = 1 AND {metric.source} IS NOT NULL"

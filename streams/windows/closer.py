@@ -22,6 +22,10 @@ the window's key and counted, the others are closed regardless, and it is tried 
 ``max_close_attempts`` times in all; then it is dropped from the pending windows with an ERROR log (it
 is no message, so it cannot be dead-lettered; rows that arrive for it later touch it again).
 
+With a conversation source (``conversations``: the ``conversations`` table), a window also counts the
+conversations whose last turn falls in it (schemas/metrics.py, the conversation metrics); the
+conversation closer touches a window again when it writes a conversation that counts there.
+
 The stop (``finish``): a timer round under way ends after its current batch; then one final round
 closes every pending window, oldest first, for as long as its time budget lasts (a batch is begun only
 while the time the last one took still fits). The windows left are logged as left and not closed: their
@@ -40,6 +44,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from pipeline.clock import Clock, SystemClock
+from schemas.conversation import ConversationRollup
 from schemas.evaluation_row import EvalRow
 from schemas.settings import WindowSettings
 from schemas.window import WindowAggregate
@@ -69,6 +74,14 @@ class WindowStore(Protocol):
     async def insert_windows(self, windows: Sequence[WindowAggregate], computed_at: datetime) -> None: ...
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[WindowKey]: ...
+
+
+class ConversationSource(Protocol):
+    """The closed conversations a window counts (streams.clickhouse.conversations.ConversationRows)."""
+
+    async def of_windows(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[ConversationRollup]: ...
 
 
 class WindowListener(Protocol):
@@ -102,10 +115,12 @@ class WindowCloser:
         store: WindowStore,
         listener: WindowListener | None = None,
         clock: Clock | None = None,
+        conversations: ConversationSource | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.listener = listener
+        self.conversations = conversations  # None: no conversation metrics
         self.clock: Clock = clock or SystemClock()
         self.windows = TumblingWindows(settings.size_seconds)
         self._dirty: dict[WindowKey, float] = {}  # -> monotonic time of the last row
@@ -167,11 +182,18 @@ class WindowCloser:
             by_start: dict[datetime, list[EvalRow]] = defaultdict(list)
             for row in rows:
                 by_start[self.windows.start_of(utc(row.timestamp))].append(row)
+            closed: dict[datetime, list[ConversationRollup]] | None = None
+            if self.conversations is not None:
+                closed = defaultdict(list)
+                size = self.settings.size_seconds
+                for c in await self.conversations.of_windows(app, model, starts, size):
+                    closed[self.windows.start_of(utc(c.last_turn_at))].append(c)
             for start in starts:
                 end = self.windows.end_of(start)
                 out[(app, model, start)] = aggregate(
-                    by_start.get(start, []), window_start=start, window_end=end, app=app, model=model
-                )
+                    by_start.get(start, []), window_start=start, window_end=end, app=app, model=model,
+                    conversations=None if closed is None else closed.get(start, []),
+                )  # fmt: skip
         return out
 
     async def close_due(self, final: bool = False) -> list[WindowAggregate]:

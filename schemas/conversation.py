@@ -1,0 +1,66 @@
+"""A conversation's turns as stored, and its rollup (one ``conversations`` row)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: the interaction metadata key that marks a conversation's last turn (``"conversation_end": true``)
+END_KEY = "conversation_end"
+
+
+def marks_end(metadata: dict[str, Any] | None) -> bool:
+    """The interaction's metadata says its conversation ends with it (``conversation_end`` true, or the
+    string "true")."""
+    value = (metadata or {}).get(END_KEY)
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+class ConversationTurn(BaseModel):
+    """One stored interaction of a conversation: what the rollup reads (one deduplicated row)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    interaction_id: str
+    timestamp: datetime
+    question: str = ""
+    answer: str = ""
+    judged: bool = True
+    hallucination: bool | None = None
+    answer_refusal: bool | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    ends: bool = Field(False, description="its metadata marks the conversation's end")
+
+
+class ConversationRollup(BaseModel):
+    """One conversation's outcome, computed from its stored turns (pipeline.conversations.rollup)."""
+
+    app: str
+    model: str
+    conversation_id: str = Field(description="the conversation's id ('' for a conversation of one turn)")
+    first_turn_at: datetime
+    last_turn_at: datetime = Field(
+        description="the latest turn's event time: the conversation's close time, the window it counts in"
+    )
+    turns: int
+    judged_turns: int = 0
+    hallucinated_turns: int = 0
+    refusals: int = 0
+    reasked_turns: int = Field(0, description="user turns asking again what an earlier user turn asked")
+    contradictions: int = Field(
+        0, description="answers whose numbers or named values for a subject differ from an earlier answer's"
+    )
+    ended: bool = Field(False, description="a turn's metadata marked the conversation's end")
+    ended_unresolved: bool = Field(False, description="the last judged answer was a refusal or hallucinated")
+    any_hallucinated: bool = False
+    reasked: bool = False
+    contradicted: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    worst_turn_id: str = Field("", description="the turn that went worst ('' when none went wrong)")
+    unresolving_turn_id: str = Field("", description="the turn that left it unresolved ('' when resolved)")
