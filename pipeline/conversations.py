@@ -16,13 +16,16 @@ the worst turn. An interaction without a conversation_id is a conversation of on
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pipeline.text_normalise import tokens_of
-from schemas.conversation import ConversationRollup, ConversationTurn
+from schemas.conversation import ConversationFigures, ConversationRollup, ConversationTurn, marks_end
+from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
+from schemas.metrics import CONVERSATION_SCORED
 
 ConversationKey = tuple[str, str, str]  # app, model, conversation_id
 
@@ -236,3 +239,54 @@ class OpenConversations:
 
     def keys(self) -> list[ConversationKey]:
         return list(self._open)
+
+
+def turn_of(e: Evaluation) -> ConversationTurn:
+    """An evaluation as a turn of its conversation (texts and end mark from the interaction it carries)."""
+    i = e.interaction
+    return ConversationTurn(
+        interaction_id=e.interaction_id,
+        timestamp=e.timestamp,
+        question=i.question if i is not None else "",
+        answer=i.answer if i is not None else "",
+        judged=e.judged,
+        hallucination=e.hallucination,
+        answer_refusal=e.answer_refusal,
+        input_tokens=e.input_tokens,
+        output_tokens=e.output_tokens,
+        cost_usd=e.cost_usd,
+        ends=i is not None and marks_end(i.metadata),
+    )
+
+
+def badness(c: ConversationRollup) -> tuple[int, int, int, int, int]:
+    """Sorts worst first (descending): unresolved, hallucinated turns, contradictions, re-asks, refusals."""
+    return (int(c.ended_unresolved), c.hallucinated_turns, c.contradictions, c.reasked_turns, c.refusals)
+
+
+def rollups_of(evaluations: Iterable[Evaluation], reask_similarity: float) -> list[ConversationRollup]:
+    """Every conversation of these evaluations (one per app, model and conversation_id; an evaluation
+    without one is a conversation of one turn); an interaction id seen twice counts once (the last)."""
+    grouped: dict[ConversationKey, dict[str, ConversationTurn]] = defaultdict(dict)
+    out = []
+    for e in evaluations:
+        if e.conversation_id is None:
+            out.append(single(EvalRow.from_evaluation(e)))
+        else:
+            grouped[(e.app, e.model, e.conversation_id)][e.interaction_id] = turn_of(e)
+    for (app, model, cid), turns in grouped.items():
+        out.append(rollup(app, model, cid, list(turns.values()), reask_similarity))
+    return out
+
+
+def figures(evaluations: Iterable[Evaluation], reask_similarity: float) -> ConversationFigures:
+    """The catalogue's conversation metrics over the conversations of these evaluations, as a window
+    computes them (``streams.windows.aggregator``), and the worst conversations."""
+    rollups = rollups_of(evaluations, reask_similarity)
+    values: dict[str, float | None] = {}
+    for metric in CONVERSATION_SCORED:
+        known = [float(getattr(c, str(metric.source))) for c in rollups]
+        values[metric.name] = sum(known) / len(known) if known else None
+    multi = [c for c in rollups if c.conversation_id]
+    worst = sorted((c for c in multi if any(badness(c))), key=badness, reverse=True)[:20]
+    return ConversationFigures(conversations=len(rollups), multi_turn=len(multi), metrics=values, worst=worst)

@@ -64,3 +64,18 @@ class ConversationRollup(BaseModel):
     cost_usd: float = 0.0
     worst_turn_id: str = Field("", description="the turn that went worst ('' when none went wrong)")
     unresolving_turn_id: str = Field("", description="the turn that left it unresolved ('' when resolved)")
+
+
+class ConversationFigures(BaseModel):
+    """The conversation metrics of a set of evaluations (``groundwatch eval``): each catalogue conversation
+    metric over every conversation, and the conversations that went worst."""
+
+    conversations: int = Field(description="conversations (an interaction without conversation_id is one)")
+    multi_turn: int = Field(0, description="conversations with a conversation_id")
+    metrics: dict[str, float | None] = Field(
+        default_factory=dict, description="catalogue conversation metric -> its value over the conversations"
+    )
+    worst: list[ConversationRollup] = Field(
+        default_factory=list,
+        description="up to 20 conversations with a conversation_id that went wrong, worst first",
+    )
