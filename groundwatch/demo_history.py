@@ -7,7 +7,10 @@ with prompt ``v2``, and those answers come from the hallucinated half of its poo
 hallucination rate rises, the demo's alert rules fire near the onset (one of them on the
 ``prompt_version=v2`` slice) and the dashboard's Breakdown puts ``v2`` first in "what changed". Every
 interaction carries the metadata ``prompt_version`` (``v1`` everywhere else) and ``retriever`` (``bm25``
-or ``dense``, half each, unrelated to the drift). Each drawn record gets an interaction id of its own,
+or ``dense``, half each, unrelated to the drift). ``car-manual / gamma`` is multi-turn: conversations of
+2 to 3 turns a few minutes apart (a ``conversation_id`` each), and from the onset on most of them end on a
+refusal, so its unresolved-conversation rate rises and the demo's rule on it fires. Each drawn record
+gets an interaction id of its own,
 and each of the sample's passages a document name of its own (``wiki-qa/passage-NNN``). Deterministic
 for a seed.
 """
@@ -34,6 +37,8 @@ class SeriesPlan:
     bad_share: float  # share of records drawn from the "bad" label value (hallucinated, incorrect)
     bad_share_after_onset: float | None = None  # the drift, in prompt v2's answers: None keeps bad_share
     v2_share_after_onset: float = 0.0  # share of its traffic served with prompt v2 from the onset on
+    max_turns: int = 1  # > 1: conversations of 2 to max_turns turns
+    unresolved_after_onset: float | None = None  # share of conversations ending on a bad answer from onset
 
 
 PLANS: tuple[SeriesPlan, ...] = (
@@ -42,7 +47,7 @@ PLANS: tuple[SeriesPlan, ...] = (
         "wiki-qa", "beta", "wiki-qa", 0.30, 0.08, bad_share_after_onset=0.75, v2_share_after_onset=0.7
     ),
     SeriesPlan("open-qa", "alpha", "open-qa", 0.20, 0.40),
-    SeriesPlan("car-manual", "gamma", "car-manual", 0.20, 0.30),
+    SeriesPlan("car-manual", "gamma", "car-manual", 0.20, 0.30, max_turns=3, unresolved_after_onset=0.8),
 )
 
 
@@ -53,6 +58,16 @@ class History:
     end: datetime
     onset: datetime | None  # None: a user's own traffic (no simulated drift)
     drifting: tuple[str, str] | None  # (app, model) whose hallucination rate rises at onset
+
+    def conversations(self) -> int:
+        """How many conversations (with a conversation_id) the interactions hold: the rows the worker
+        writes to ``conversations``."""
+        keys = set()
+        for line in self.lines:
+            record = json.loads(line)
+            if record.get("conversation_id"):
+                keys.add((record["app"], record["model"], record["conversation_id"]))
+        return len(keys)
 
     def windows(self, size_seconds: int) -> int:
         """How many (app, model, window) the interactions fall in: the window rows the worker writes."""
@@ -124,6 +139,9 @@ def simulate(
     pools = _pools(records)
     stamped: list[tuple[datetime, str]] = []
     for plan in PLANS:
+        if plan.max_turns > 1:  # its own generator: the single-turn series draw as they always did
+            stamped += _conversations(plan, pools, events, start, end, onset, random.Random(seed * 7919 + 34))
+            continue
         count = max(1, round(events * plan.share))
         for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
             v2 = when >= onset and rng.random() < plan.v2_share_after_onset
@@ -151,6 +169,53 @@ def simulate(
     stamped.sort(key=lambda pair: pair[0])
     drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
     return History(lines=[line for _, line in stamped], start=start, end=end, onset=onset, drifting=drifting)
+
+
+def _conversations(
+    plan: SeriesPlan,
+    pools: dict[tuple[str, bool], list[dict[str, Any]]],
+    events: int,
+    start: datetime,
+    end: datetime,
+    onset: datetime,
+    rng: random.Random,
+) -> list[tuple[datetime, str]]:
+    """A multi-turn series: conversations of 2 to ``max_turns`` turns, 20 s to 3 min apart; each turn
+    drawn bad with ``bad_share``, but from ``onset`` on a conversation's last turn with
+    ``unresolved_after_onset``."""
+    mean_turns = (2 + plan.max_turns) / 2
+    count = max(1, round(events * plan.share / mean_turns))
+    out: list[tuple[datetime, str]] = []
+    for j, begin in enumerate(_times(rng, count, start, (end - start).total_seconds())):
+        turns = rng.randint(2, plan.max_turns)
+        when = begin
+        for k in range(turns):
+            if k:
+                when += timedelta(seconds=rng.uniform(20, 180))
+            last = k == turns - 1
+            bad = plan.bad_share
+            if last and when >= onset and plan.unresolved_after_onset is not None:
+                bad = plan.unresolved_after_onset
+            pool = (
+                pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
+            )
+            if not pool:
+                continue
+            record = dict(rng.choice(pool))
+            metadata = dict(record.get("metadata") or {})
+            metadata.update(prompt_version="v1", retriever=rng.choice(("bm25", "dense")))
+            if last:
+                metadata["conversation_end"] = True
+            record.update(
+                metadata=metadata,
+                id=f"{record['id']}-{plan.model}-c{j}-{k}",
+                conversation_id=f"{plan.app}-{plan.model}-conversation-{j}",
+                app=plan.app,
+                model=plan.model,
+                timestamp=when.isoformat(),
+            )
+            out.append((when, json.dumps(record, ensure_ascii=False)))
+    return out
 
 
 def stamp_file(

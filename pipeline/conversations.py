@@ -3,9 +3,9 @@
 A conversation is (app, model, conversation_id). ``OpenConversations`` tracks the ones with new turns:
 one is due when the event-time watermark of its app and model (the latest turn time seen for them, each
 taken at most wall clock + ``max_skew``) is ``idle`` past its last turn, when a turn marked its end
-(``metadata.conversation_end``), or, on a stream gone quiet, when no turn of it has arrived for ``idle``
-on the wall clock and its last turn is that far in the past. Closing does not forget: a later turn
-opens it again and its rollup is computed again from every stored turn.
+(``metadata.conversation_end``), or, on a stream gone quiet, when no turn of it has arrived for ``quiet``
+(default ``idle``) on the wall clock and its last turn is ``idle`` in the past. Closing does not forget:
+a later turn opens it again and its rollup is computed again from every stored turn.
 
 ``rollup`` computes the outcome from the turns (deduplicated, any order): turns, judged turns,
 hallucinated turns, refusals, whether it ended unresolved (the last judged answer a refusal or
@@ -182,9 +182,10 @@ class _Open:
 class OpenConversations:
     """The conversations with turns not yet rolled up, and when each is due (module docstring)."""
 
-    def __init__(self, idle: timedelta, max_skew: timedelta) -> None:
+    def __init__(self, idle: timedelta, max_skew: timedelta, quiet: timedelta | None = None) -> None:
         self.idle = idle
         self.max_skew = max_skew
+        self.quiet = idle if quiet is None else quiet
         self._open: dict[ConversationKey, _Open] = {}
         self.watermarks: dict[tuple[str, str], datetime] = {}
 
@@ -216,12 +217,12 @@ class OpenConversations:
 
     def due(self, wall: datetime, monotonic: float) -> list[ConversationKey]:
         """The conversations to close now, oldest last turn first."""
-        idle_s = self.idle.total_seconds()
+        quiet_s = self.quiet.total_seconds()
         out = []
         for key, c in self._open.items():
             watermark = self.watermarks.get((key[0], key[1]))
             by_watermark = watermark is not None and watermark >= c.last_turn + self.idle
-            quiet = monotonic - c.touched >= idle_s and c.last_turn + self.idle <= wall
+            quiet = monotonic - c.touched >= quiet_s and c.last_turn + self.idle <= wall
             if c.ended or by_watermark or quiet:
                 out.append(key)
         return sorted(out, key=lambda k: (self._open[k].last_turn, k))

@@ -935,6 +935,13 @@ class ConversationSettings(BaseModel):
         "a turn with metadata.conversation_end true closes it at once. A later turn reopens it and its row "
         "is written again",
     )
+    quiet_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="on a stream gone quiet, a conversation whose last turn is idle_seconds old closes after "
+        "this many seconds without a turn of it on the wall clock (none: idle_seconds); a replay of old "
+        "traffic sets it low so its last conversations close soon after it ends",
+    )
     reask_similarity: float = Field(
         0.5,
         gt=0,

@@ -153,6 +153,8 @@ def _stack_env(args: argparse.Namespace) -> dict[str, str]:
         # replayed history arrives about in time order, partitions interleaved: a window closes once the
         # stream's event time is a tenth of a window past its end (later rows recompute it anyway)
         "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(max(1, args.window_seconds // 10)),
+        # the replay ends in seconds: its last conversations close 3 s after their last turn arrived
+        "GROUNDWATCH_CONVERSATIONS__QUIET_SECONDS": "3",
     }
 
 
@@ -167,6 +169,10 @@ def _replay_and_wait(stack: LocalStack, plan: History, timeout: float, window_se
             last[0] = count
 
     stack.wait_for_evaluations(len(plan.lines), timeout_s=timeout, on_progress=progress)
+    conversations = plan.conversations()
+    if conversations:
+        _say(f"waiting for the {conversations} conversations to close")
+        stack.wait_for_conversations(conversations, timeout_s=timeout)
     windows = plan.windows(window_seconds)
     _say(f"all interactions stored; waiting for their {windows} windows (and the alerts they fire)")
     stack.wait_for_windows(windows, timeout_s=timeout)

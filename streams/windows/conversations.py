@@ -89,8 +89,9 @@ class ConversationCloser:
         self.store = store
         self.windows = windows
         self.clock: Clock = clock or SystemClock()
+        quiet = None if settings.quiet_seconds is None else timedelta(seconds=settings.quiet_seconds)
         self.open = OpenConversations(
-            timedelta(seconds=settings.idle_seconds), timedelta(seconds=window.max_skew_seconds)
+            timedelta(seconds=settings.idle_seconds), timedelta(seconds=window.max_skew_seconds), quiet
         )
         self.written = 0  # rollups written
         self.failed = 0  # batches that failed

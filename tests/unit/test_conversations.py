@@ -124,6 +124,14 @@ def test_open_conversations_close_on_event_time_an_end_mark_or_a_quiet_stream() 
     q.touch(("a", "m", "q"), T0, False, T0, 0.0)
     assert q.due(T0 + timedelta(seconds=99), 99.0) == []
     assert q.due(T0 + timedelta(seconds=100), 100.0) == [("a", "m", "q")]
+    # a quiet time of its own (a replay of old traffic): closes sooner on the wall clock, never before
+    # its last turn is idle seconds old
+    r = OpenConversations(timedelta(seconds=100), timedelta(seconds=300), quiet=timedelta(seconds=3))
+    r.touch(("a", "m", "r"), T0, False, T0 + timedelta(seconds=500), 0.0)
+    assert r.due(T0 + timedelta(seconds=502), 2.0) == []
+    assert r.due(T0 + timedelta(seconds=503), 3.0) == [("a", "m", "r")]
+    r.touch(("a", "m", "new"), T0 + timedelta(seconds=500), False, T0 + timedelta(seconds=500), 3.0)
+    assert ("a", "m", "new") not in r.due(T0 + timedelta(seconds=510), 10.0)
     # a turn while it was being closed keeps it open
     gen = q.generation(("a", "m", "q"))
     q.touch(("a", "m", "q"), T0 - timedelta(seconds=5), False, T0, 100.0)  # a late, older turn
