@@ -943,11 +943,12 @@ class ConversationSettings(BaseModel):
         "traffic sets it low so its last conversations close soon after it ends",
     )
     reask_similarity: float = Field(
-        0.5,
+        0.35,
         gt=0,
         le=1,
         description="a user turn is a re-ask when the Jaccard similarity of its content words with an "
-        "earlier user turn's of the conversation reaches this",
+        "earlier user turn's of the conversation reaches this (chosen by grouped cross-validation on "
+        "planted re-asks: benchmarks/conversation_detection.py)",
     )
     close_batch: int = Field(
         200, ge=1, le=10_000, description="due conversations closed together (one read per app and model)"
