@@ -7,6 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.dashboard import TimeRange
+from schemas.slice_filter import SliceFilter, SliceTerms
+
 #: the interaction metadata key that marks a conversation's last turn (``"conversation_end": true``)
 END_KEY = "conversation_end"
 
@@ -79,3 +82,46 @@ class ConversationFigures(BaseModel):
         default_factory=list,
         description="up to 20 conversations with a conversation_id that went wrong, worst first",
     )
+
+
+class ConversationsQuery(TimeRange):
+    """The Conversations page: the conversations whose last turn is in [start, end), worst first."""
+
+    slice: SliceTerms = Field(
+        default_factory=SliceFilter,
+        description="only conversations with a turn in this slice: repeated key:value terms (app, model, "
+        "dimensions); all when none",
+    )
+    limit: int = Field(100, ge=1, le=5000, description="conversations returned, worst first")
+
+
+class ConversationList(BaseModel):
+    start: datetime
+    end: datetime
+    slice: SliceFilter
+    conversations: list[ConversationRollup] = Field(
+        description="worst first: unresolved, then hallucinated turns, contradictions, re-asks, refusals"
+    )
+    total: int = Field(description="conversations in the range and slice (the list may be cut at the limit)")
+
+
+class TurnView(BaseModel):
+    """One turn of the conversation view, with its verdicts."""
+
+    interaction_id: str
+    timestamp: datetime
+    question: str
+    answer: str
+    judged: bool
+    hallucination: bool | None
+    answer_refusal: bool | None
+    context_entailment: float | None
+    reasked: bool = Field(description="asks again what an earlier user turn asked")
+    contradicts: bool = Field(description="gives another value than an earlier answer for the same subject")
+    unresolving: bool = Field(description="the turn that left the conversation unresolved")
+
+
+class ConversationView(BaseModel):
+    rollup: ConversationRollup = Field(description="the conversation as computed from its stored turns now")
+    stored: bool = Field(description="a rollup of it is in the conversations table (it has closed)")
+    turns: list[TurnView] = Field(description="every stored turn, in event-time order")

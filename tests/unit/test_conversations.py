@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.clock import ManualClock
 from pipeline.conversations import (
@@ -20,9 +21,16 @@ from schemas.conversation import ConversationTurn, marks_end
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
-from schemas.settings import ClickHouseSettings, ConversationSettings, Settings, WindowSettings
+from schemas.settings import (
+    ClickHouseSettings,
+    ConversationSettings,
+    DashboardSettings,
+    Settings,
+    WindowSettings,
+)
 from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.store import ClickHouseStore
+from streams.dashboard.api import root_app
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
 from tests.integration.chdb import fresh_chdb_url
@@ -283,3 +291,64 @@ async def test_turns_out_of_order_and_duplicated_count_exactly(store: ClickHouse
     stored = ConversationRows(store).all_sync()
     assert {c.conversation_id: c.turns for c in stored} == want
     assert len(convs.open) == 0
+
+
+# ---- the dashboard's Conversations page and conversation view -------------------------------------------
+
+
+async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_order(
+    store: ClickHouseStore,
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    convs, windows = closers(store, clock)
+    good = [ev("g1", "good", 1), ev("g2", "good", 2, end=True)]
+    bad = [
+        ev(
+            "b2",
+            "bad",
+            6,
+            question="Can I return it?",
+            answer="I can't help with that.",
+            refusal=True,
+            end=True,
+        ),
+        ev("b1", "bad", 5, question="Can I return it now?", answer="Returns take 30 days."),
+    ]
+    other = [ev("o1", "elsewhere", 3, app="other", halluc=True, end=True)]
+    await deliver(store, convs, windows, [*good, *bad, *other])
+    assert len(await convs.close_due()) == 3
+    app = root_app(lambda: store, DashboardSettings(), Settings.from_values({}))
+    client = TestClient(TestServer(app, host="127.0.0.1"))
+    await client.start_server()
+    try:
+        span = {"start": T0.isoformat(), "end": (T0 + timedelta(minutes=5)).isoformat()}
+        listed = await (await client.get("/dashboard/api/conversations", params=span)).json()
+        # both unresolved; "elsewhere" also hallucinated
+        assert [c["conversation_id"] for c in listed["conversations"]] == ["elsewhere", "bad", "good"]
+        assert listed["total"] == 3
+        one_app = await (
+            await client.get("/dashboard/api/conversations", params={**span, "slice": "app:other"})
+        ).json()
+        assert [c["conversation_id"] for c in one_app["conversations"]] == ["elsewhere"]
+        later = {
+            "start": (T0 + timedelta(minutes=5)).isoformat(),
+            "end": (T0 + timedelta(minutes=9)).isoformat(),
+        }
+        assert (await (await client.get("/dashboard/api/conversations", params=later)).json())["total"] == 0
+        view = await (
+            await client.get("/dashboard/api/conversation", params={"app": "a", "model": "m", "id": "bad"})
+        ).json()
+        assert view["stored"] and view["rollup"]["ended_unresolved"]
+        assert [(t["interaction_id"], t["reasked"], t["unresolving"]) for t in view["turns"]] == [
+            ("b1", False, False),
+            ("b2", True, True),
+        ]
+        missing = await client.get(
+            "/dashboard/api/conversation", params={"app": "a", "model": "m", "id": "x"}
+        )
+        assert missing.status == 404
+        assert (await client.get("/dashboard/api/conversation", params={"app": "a"})).status == 400
+        index = await (await client.get("/dashboard/")).text()
+        assert 'data-view="conversations"' in index and "static/conversations.js" in index
+    finally:
+        await client.close()
