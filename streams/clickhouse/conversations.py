@@ -36,10 +36,6 @@ def conversation_row(c: ConversationRollup, written_at: datetime, version: int) 
     return [values[f] for f in ConversationRollup.model_fields] + [utc(written_at), version]
 
 
-def version_of(written_at: datetime) -> int:
-    return int(utc(written_at).timestamp() * 1_000_000)
-
-
 class ConversationRows:
     """Reads and writes of the conversation rollups, through the one store (its lock and thread)."""
 

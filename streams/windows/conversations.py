@@ -30,7 +30,6 @@ from pipeline.clock import Clock, SystemClock
 from pipeline.conversations import ConversationKey, OpenConversations, rollup
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
 from schemas.settings import ConversationSettings, WindowSettings
-from streams.clickhouse.conversations import version_of
 from streams.windows.closer import Located
 from streams.windows.tumbling import utc
 
@@ -55,6 +54,11 @@ class WindowToucher(Protocol):
     """The window closer: a written conversation makes the window it counts in due again."""
 
     async def touch(self, evaluations: Sequence[Located]) -> None: ...
+
+
+def version_of(written_at: datetime) -> int:
+    """A rollup's version from when it was written (microseconds): a later rollup replaces an earlier."""
+    return int(utc(written_at).timestamp() * 1_000_000)
 
 
 @dataclass
