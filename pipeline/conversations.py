@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from pipeline.text_normalise import tokens_of
 from schemas.conversation import ConversationFigures, ConversationRollup, ConversationTurn, marks_end
+from schemas.errors import ConversationError
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.metrics import CONVERSATION_SCORED
@@ -115,7 +116,7 @@ def rollup(
 ) -> ConversationRollup:
     """The conversation's outcome from its turns (deduplicated by the caller; any order)."""
     if not turns:
-        raise ValueError(f"conversation {app}/{model}/{conversation_id} has no turns")
+        raise ConversationError(f"conversation {app}/{model}/{conversation_id} has no turns")
     ordered = sorted(turns, key=_order)
     reasked = reasks([t.question for t in ordered], reask_similarity)
     contra = contradictions([t.answer for t in ordered])
