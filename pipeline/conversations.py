@@ -1,10 +1,11 @@
 """Conversations, pure: when one closes on event time, and its rollup from its stored turns.
 
 A conversation is (app, model, conversation_id). ``OpenConversations`` tracks the ones with new turns:
-one is due when the event-time watermark of its app and model (the latest turn time seen for them, each
-taken at most wall clock + ``max_skew``) is ``idle`` past its last turn, when a turn marked its end
-(``metadata.conversation_end``), or, on a stream gone quiet, when no turn of it has arrived for ``quiet``
-(default ``idle``) on the wall clock and its last turn is ``idle`` in the past. Closing does not forget:
+one is due when the event-time watermark of its app and model (the latest event time of any of their
+rows, in a conversation or not, each taken at most wall clock + ``max_skew``) is ``idle`` past its last
+turn, when a turn marked its end (``metadata.conversation_end``), or, on a stream gone quiet, when no turn
+of it has arrived for ``quiet`` (default ``idle``) on the wall clock and its last turn is ``idle`` in the
+past. Closing does not forget:
 a later turn opens it again and its rollup is computed again from every stored turn.
 
 ``rollup`` computes the outcome from the turns (deduplicated, any order): turns, judged turns,
@@ -206,8 +207,13 @@ class OpenConversations:
             current.ended = current.ended or ends
             current.touched = monotonic
             current.generation += 1
+        self.advance(key[0], key[1], at, wall)
+
+    def advance(self, app: str, model: str, at: datetime, wall: datetime) -> None:
+        """Event time of ``app`` and ``model`` reached ``at`` (any row of theirs, in a conversation or
+        not), taken at most ``wall`` + ``max_skew``."""
         mark = min(at, wall + self.max_skew)
-        series = (key[0], key[1])
+        series = (app, model)
         if series not in self.watermarks or mark > self.watermarks[series]:
             self.watermarks[series] = mark
 

@@ -105,9 +105,11 @@ class ConversationCloser:
         wall, now = self.clock.now(), self.clock.monotonic()
         for row in rows:
             found = conversation_of(row)
-            if found is not None:
-                key, at, ends = found
-                self.open.touch(key, at, ends, wall, now)
+            if found is None:  # a conversation of one turn: counted by its window; event time moves on
+                self.open.advance(row.app, row.model, utc(row.timestamp), wall)
+                continue
+            key, at, ends = found
+            self.open.touch(key, at, ends, wall, now)
 
     async def reconcile(self, lookback: timedelta) -> tuple[int, int]:
         """Reopen the conversations an earlier worker left unrolled and touch the windows it wrote a

@@ -214,7 +214,8 @@ async def test_a_conversation_closes_is_reopened_by_a_late_turn_and_counts_once(
     await deliver(store, convs, windows, first)
     await deliver(store, convs, windows, first)  # redelivered
     assert await convs.close_due() == []  # the watermark (5 s) is not 100 s past the last turn
-    await deliver(store, convs, windows, [ev("o1", "other", 106)])  # another conversation moves it
+    # an interaction of no conversation moves the app's event time too
+    await deliver(store, convs, windows, [ev("o1", None, 106)])
     [c] = await convs.close_due()
     assert (c.conversation_id, c.turns, c.reasked, c.contradicted, c.input_tokens) == ("c1", 2, True, True, 6)
     assert not c.ended_unresolved
@@ -225,7 +226,7 @@ async def test_a_conversation_closes_is_reopened_by_a_late_turn_and_counts_once(
     await deliver(store, convs, windows, [late])
     await deliver(store, convs, windows, [ev("o2", "other", 300)])
     closed = await convs.close_due()
-    # "other" (turns at 106 s and 300 s) stays open until the watermark is 100 s past its last turn
+    # "other" (a turn at 300 s) stays open until the watermark is 100 s past its last turn
     assert [(c.conversation_id, c.turns, c.ended_unresolved, c.unresolving_turn_id) for c in closed] == [
         ("c1", 3, True, "t3")
     ]
