@@ -353,3 +353,16 @@ async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_or
         assert 'data-view="conversations"' in index and "static/conversations.js" in index
     finally:
         await client.close()
+
+
+def test_the_table_is_kept_as_long_as_the_evaluations() -> None:
+    s = ClickHouseStore.open_sync(
+        ClickHouseSettings(url=fresh_chdb_url(), ttl_days=9, aggregate_ttl_days=300)
+    )
+    try:
+        ddl = s.client.command(f"SHOW CREATE TABLE {s.db}.conversations")
+        assert "ReplacingMergeTree(version)" in ddl and "ORDER BY (app, model, conversation_id)" in ddl
+        assert "toIntervalDay(9)" in ddl and "written_at" in ddl
+        assert "toIntervalDay(9)" in s.client.command(f"SHOW CREATE TABLE {s.db}.evaluations")
+    finally:
+        s.close()
