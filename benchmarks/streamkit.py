@@ -27,8 +27,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from benchmarks.machine import REPO, Machine, cpu_seconds, rss_mb
 from groundwatch.local.supervise import WorkerProcess, spawn_worker, wait_for
-from groundwatch.local.tansu import TansuBroker, free_port, worker_env
+from groundwatch.local.tansu import TansuBroker, worker_env
 from pipeline.dataset import read_dataset
+from pipeline.net import free_port
 from schemas.settings import Settings
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
 

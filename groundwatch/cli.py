@@ -1,4 +1,10 @@
-"""`groundwatch` command line: one sub-command a module under groundwatch/commands/."""
+"""groundwatch watches a RAG chatbot's answers as they stream: it judges whether each answer is grounded
+in the retrieved passages, agrees with the ground truth or refuses, windows those metrics per app and
+model, alerts on drift, and serves a dashboard. Start with `groundwatch demo`; `groundwatch eval FILE`
+judges a JSONL file offline; `groundwatch worker` runs against your Kafka and ClickHouse.
+"""
+
+# one sub-command a module under groundwatch/commands/
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from pydantic import ValidationError
 from schemas.errors import GroundwatchError, SettingError
 from schemas.safe_text import safe_text
 from schemas.settings import Settings, describe_settings_error
+from schemas.validation import describe_validation_error
 
 # sub-command name -> module under groundwatch.commands; each module has add_arguments(parser) and run(args)
 COMMANDS: dict[str, str] = {
@@ -68,11 +75,7 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, SettingError):
         return "invalid setting", str(exc)
     if isinstance(exc, ValidationError):
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err.get("loc", ()))
-            problems.append(f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg")))
-        return f"invalid {exc.title}", "; ".join(problems)
+        return f"invalid {exc.title}", describe_validation_error(exc)
     if isinstance(exc, OSError):
         where = exc.filename if exc.filename is not None else type(exc).__name__
         return str(where), exc.strerror or str(exc) or type(exc).__name__

@@ -7,12 +7,21 @@ with prompt ``v2``, and those answers come from the hallucinated half of its poo
 hallucination rate rises, the demo's alert rules fire near the onset (one of them on the
 ``prompt_version=v2`` slice) and the dashboard's Breakdown puts ``v2`` first in "what changed". Every
 interaction carries the metadata ``prompt_version`` (``v1`` everywhere else) and ``retriever`` (``bm25``
-or ``dense``, half each, unrelated to the drift). ``car-manual / gamma`` is multi-turn: conversations of
-2 to 3 turns a few minutes apart (a ``conversation_id`` each), and from the onset on most of them end on a
-refusal, so its unresolved-conversation rate rises and the demo's rule on it fires. Each drawn record
-gets an interaction id of its own,
-and each of the sample's passages a document name of its own (``wiki-qa/passage-NNN``). Deterministic
-for a seed.
+or ``dense``, half each, unrelated to the drift). Each drawn record gets an interaction id of its own,
+and each of the sample's passages a document name of its own (``wiki-qa/passage-NNN``).
+
+One series is a tool-calling agent (``support-agent / delta``, ``SeriesPlan.tool``): each of its records
+becomes an OpenAI chat-format conversation (a system turn, the question, an assistant turn calling
+``search_kb`` with the question as its query, and the tool's result: the record's passages as a JSON list
+of documents) with no ``contexts`` of their own, so the answer is judged against what the tool returned.
+From ``kb_outage`` on (the knowledge base's index breaks) most of its searches return ``[]``; the agent
+answers anyway, so its answers without evidence step up and the demo's rule on ``no_evidence_rate`` fires
+for its ``search_kb`` slice.
+
+``car-manual / gamma`` is multi-turn: conversations of 2 to 3 turns a few minutes apart (a
+``conversation_id`` each, the last turn marked ``conversation_end``), and from the onset on most of them
+end on a refusal, so its unresolved-conversation rate rises and the demo's rule on it fires.
+Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -24,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from schemas.interaction import Interaction
 
 
 @dataclass(frozen=True)
@@ -37,18 +48,22 @@ class SeriesPlan:
     bad_share: float  # share of records drawn from the "bad" label value (hallucinated, incorrect)
     bad_share_after_onset: float | None = None  # the drift, in prompt v2's answers: None keeps bad_share
     v2_share_after_onset: float = 0.0  # share of its traffic served with prompt v2 from the onset on
+    tool: bool = False  # a tool-calling agent: its passages come back from a search_kb call
+    empty_share_after_outage: float = 0.0  # share of its searches that return nothing from kb_outage on
     max_turns: int = 1  # > 1: conversations of 2 to max_turns turns
     unresolved_after_onset: float | None = None  # share of conversations ending on a bad answer from onset
 
 
 PLANS: tuple[SeriesPlan, ...] = (
-    SeriesPlan("wiki-qa", "alpha", "wiki-qa", 0.30, 0.08),
+    SeriesPlan("wiki-qa", "alpha", "wiki-qa", 0.25, 0.08),
     SeriesPlan(
         "wiki-qa", "beta", "wiki-qa", 0.30, 0.08, bad_share_after_onset=0.75, v2_share_after_onset=0.7
     ),
-    SeriesPlan("open-qa", "alpha", "open-qa", 0.20, 0.40),
-    SeriesPlan("car-manual", "gamma", "car-manual", 0.20, 0.30, max_turns=3, unresolved_after_onset=0.8),
+    SeriesPlan("open-qa", "alpha", "open-qa", 0.15, 0.40),
+    SeriesPlan("car-manual", "gamma", "car-manual", 0.15, 0.30, max_turns=3, unresolved_after_onset=0.8),
+    SeriesPlan("support-agent", "delta", "wiki-qa", 0.15, 0.0, tool=True, empty_share_after_outage=0.7),
 )
+SYSTEM_PROMPT = "You are the support agent. Search the knowledge base before you answer."
 
 
 @dataclass(frozen=True)
@@ -58,6 +73,8 @@ class History:
     end: datetime
     onset: datetime | None  # None: a user's own traffic (no simulated drift)
     drifting: tuple[str, str] | None  # (app, model) whose hallucination rate rises at onset
+    kb_outage: datetime | None = None  # when the tool-calling agent's search starts returning nothing
+    tool_agent: tuple[str, str] | None = None  # (app, model) of the tool-calling agent
 
     def conversations(self) -> int:
         """How many conversations (with a conversation_id) the interactions hold: the rows the worker
@@ -70,12 +87,16 @@ class History:
         return len(keys)
 
     def windows(self, size_seconds: int) -> int:
-        """How many (app, model, window) the interactions fall in: the window rows the worker writes."""
+        """How many (app, model, window) the interactions fall in: the window rows the worker writes. A
+        line without app or model is in the schema's default one, as the worker stores it."""
+        fields = Interaction.model_fields
         keys = set()
         for line in self.lines:
             record = json.loads(line)
             stamp = datetime.fromisoformat(record["timestamp"]).timestamp()
-            keys.add((record["app"], record["model"], int(stamp // size_seconds)))
+            app = record.get("app", fields["app"].default)
+            model = record.get("model", fields["model"].default)
+            keys.add((app, model, int(stamp // size_seconds)))
         return len(keys)
 
 
@@ -120,22 +141,53 @@ def _times(rng: random.Random, n: int, start: datetime, seconds: float) -> list[
     return sorted(out)
 
 
+def as_tool_call(record: dict[str, Any], call_id: str, empty: bool) -> dict[str, Any]:
+    """A RAG record as a tool-calling agent's interaction: its question asked in an OpenAI chat-format
+    conversation whose assistant turn calls ``search_kb`` and whose tool turn returns the record's passages
+    as documents (``[]`` when ``empty``); the record's own contexts are dropped (the tool result is the
+    evidence). A record without a question string is not one of the sample's: callers leave it as it is."""
+    documents = [
+        {"id": c.get("document") or f"kb-{n + 1}", "content": c["text"]}
+        for n, c in enumerate(record.get("contexts") or [])
+        if isinstance(c, dict) and isinstance(c.get("text"), str)
+    ]
+    question = record["question"]
+    call = {"id": call_id, "type": "function",
+            "function": {"name": "search_kb", "arguments": json.dumps({"query": question})}}  # fmt: skip
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": json.dumps([] if empty else documents, ensure_ascii=False),
+        },
+    ]
+    out = {k: v for k, v in record.items() if k not in ("question", "contexts")}
+    return {**out, "messages": messages}
+
+
 def simulate(
     records: Sequence[dict[str, Any]],
     events: int,
     *,
     days: float = 14.0,
     onset_fraction: float = 0.65,
+    outage_fraction: float = 0.8,
     now: datetime | None = None,
     seed: int = 7,
 ) -> History:
     """``events`` interactions over the ``days`` before ``now`` (see the module docstring)."""
-    if events < 1 or days <= 0 or not 0 < onset_fraction < 1:
-        raise ValueError("events >= 1, days > 0 and 0 < onset_fraction < 1 are required")
+    if events < 1 or days <= 0 or not 0 < onset_fraction < 1 or not 0 < outage_fraction < 1:
+        raise ValueError(
+            "events >= 1, days > 0, 0 < onset_fraction < 1 and 0 < outage_fraction < 1 are required"
+        )
     rng = random.Random(seed)
     end = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(days=days)
     onset = start + (end - start) * onset_fraction
+    outage = start + (end - start) * outage_fraction
     pools = _pools(records)
     stamped: list[tuple[datetime, str]] = []
     for plan in PLANS:
@@ -165,10 +217,22 @@ def simulate(
                 model=plan.model,
                 timestamp=when.isoformat(),
             )
+            if plan.tool and isinstance(record.get("question"), str):
+                empty = when >= outage and rng.random() < plan.empty_share_after_outage
+                record = as_tool_call(record, f"call_{plan.model}_{i}", empty)
             stamped.append((when, json.dumps(record, ensure_ascii=False)))
     stamped.sort(key=lambda pair: pair[0])
     drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
-    return History(lines=[line for _, line in stamped], start=start, end=end, onset=onset, drifting=drifting)
+    agent = next(((p.app, p.model) for p in PLANS if p.tool), None)
+    return History(
+        lines=[line for _, line in stamped],
+        start=start,
+        end=end,
+        onset=onset,
+        drifting=drifting,
+        kb_outage=outage if agent else None,
+        tool_agent=agent,
+    )
 
 
 def _conversations(

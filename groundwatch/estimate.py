@@ -93,14 +93,27 @@ async def run_estimate_async(args: argparse.Namespace, settings: Settings) -> Co
     )
 
 
-def run_estimate(args: argparse.Namespace, settings: Settings | None = None) -> int:
-    from groundwatch.commands.eval_cmd import _settings_for
+def settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The settings with ``groundwatch eval``'s ``--judge``, ``--relevance`` and ``--evaluators`` applied."""
+    if args.judge:
+        settings = settings.model_copy(
+            update={"judge": settings.judge.model_copy(update={"kind": args.judge})}, deep=True
+        )
+    if args.relevance:
+        settings = settings.model_copy(
+            update={"pipeline": settings.pipeline.model_copy(update={"relevance": True})}, deep=True
+        )
+    if getattr(args, "evaluators", None) is not None:
+        settings = settings.with_changes(evaluators={"file": args.evaluators})
+    return settings
 
+
+def run_estimate(args: argparse.Namespace, settings: Settings | None = None) -> int:
     if not args.estimate.is_file():
         raise ConfigError(f"no such file: {args.estimate}")
     if args.input is not None:
         raise ConfigError("give INPUT or --estimate FILE, not both")
-    result = asyncio.run(run_estimate_async(args, _settings_for(args, settings or Settings())))
+    result = asyncio.run(run_estimate_async(args, settings_for(args, settings or Settings())))
     print(summary(result))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pipeline.dataset import describe_validation_error
 from pipeline.review import drawn
 from schemas.label import Label, LabelKind, LabelSource
+from schemas.validation import describe_validation_error
 
 KINDS = {k.value for k in LabelKind}
 #: the import sample's own draw, independent of the review queue's

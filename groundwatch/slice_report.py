@@ -12,10 +12,11 @@ from pydantic import ValidationError
 from groundwatch.figures import defined
 from groundwatch.trend_report import parse_duration
 from schemas.errors import ConfigError
-from schemas.metrics import METRICS_BY_NAME, MetricKind
+from schemas.metrics import MetricKind, catalogue, metric_named
 from schemas.safe_text import safe_text
 from schemas.settings import Settings
 from schemas.slices import Breakdown, BreakdownQuery, ChangesQuery, WhatChanged
+from schemas.validation import describe_validation_error
 
 
 def parse_ago(text: str, flag: str) -> timedelta:
@@ -82,8 +83,8 @@ def run_by(args: argparse.Namespace, settings: Settings, now: datetime | None = 
     if args.by is None:
         raise ConfigError("--compare-to goes with --by DIMENSION")
     metric = args.metric or "hallucination_rate"
-    if metric not in METRICS_BY_NAME:
-        raise ConfigError(f"--metric: not a metric; one of {', '.join(METRICS_BY_NAME)}")
+    if metric_named(metric) is None:
+        raise ConfigError(f"--metric: not a metric; one of {', '.join(m.name for m in catalogue())}")
     end = now or datetime.now(UTC)
     try:
         start = parse_since(args.since or "7d", end)
@@ -101,9 +102,7 @@ def run_by(args: argparse.Namespace, settings: Settings, now: datetime | None = 
         else:
             query = BreakdownQuery(**common)
     except ValidationError as exc:
-        raise ConfigError(
-            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        ) from None
+        raise ConfigError(describe_validation_error(exc)) from None
     store = open_store(settings, migrate=False)
     try:
         reader = SliceReader(store)

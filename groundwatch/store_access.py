@@ -27,9 +27,14 @@ def add_clickhouse_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_with_clickhouse(url: str | None) -> Settings:
+    """The settings with ``--clickhouse`` applied; the evaluators file's custom.<name> metrics (when
+    ``evaluators.file`` is set) installed in the catalogue the command reads."""
+    from pipeline.custom_evaluators import install_from_settings
+
     settings = Settings()
     if url:
         settings = settings.with_changes(clickhouse={"url": SecretStr(url)})
+    install_from_settings(settings.evaluators)
     return settings
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from groundwatch.figures import defined, fixed
 from schemas.alert import Alert
-from schemas.metrics import METRICS, Metric, MetricKind, Over, pooled
+from schemas.metrics import Metric, MetricKind, Over, catalogue, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
@@ -70,23 +70,28 @@ def _width(metric: Metric) -> int:
     return max(len(metric.short), 9 if metric.unit == "USD" else 7)
 
 
-def render(report: Report) -> str:
-    """The report as text: per app/model, every rate pooled over the range, then a row per window with
-    every metric of the catalogue (schemas.metrics) and the judge's latency. App and model names and alert
-    messages are shown escaped (one line each, no terminal control sequences: ``schemas.safe_text``),
-    while stored values stay as sent."""
+def render(report: Report, *, every_window: bool = True) -> str:
+    """The report as text: per app/model, every rate pooled over the range, then (``every_window``) a
+    row per window with every metric of the catalogue (schemas.metrics) and the judge's latency. App and
+    model names and alert messages are shown escaped (one line each, no terminal control sequences:
+    ``schemas.safe_text``), while stored values stay as sent."""
     lines = [
         "rows: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()),
     ]
     groups: dict[tuple[str, str], list[WindowAggregate]] = defaultdict(list)
     for w in report.windows:
         groups[(w.app, w.model)].append(w)
+    # a custom evaluator's missing scores are a total in the summary line, not a column of their own
+    columns = [m for m in catalogue() if not (m.custom_key and m.kind is MetricKind.SUM)]
+    missing = [m for m in catalogue() if m.custom_key and m.kind is MetricKind.SUM]
     header = (
         f"{'window start (UTC)':<20}"
-        + "".join(f" {m.short:>{_width(m)}}" for m in METRICS)
+        + "".join(f" {m.short:>{_width(m)}}" for m in columns)
         + f" {'p50 ms':>8} {'p95 ms':>8}"
     )
-    rates = [m for m in METRICS if m.kind is MetricKind.RATE]
+    rates = [
+        m for m in catalogue() if m.kind is MetricKind.RATE or (m.custom_key and m.kind is MetricKind.MEAN)
+    ]
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
         judged = sum(w.judged for w in windows)
@@ -95,16 +100,21 @@ def render(report: Report) -> str:
             for m in rates
             if m.over is Over.INTERACTION or pooled(m, windows) is not None  # conversation rates when counted
         )
+        summary += "".join(
+            f", {m.label.lower()} {int(n)}" for m in missing if (n := pooled(m, windows) or 0) > 0
+        )
         lines += [
             "",
             f"== {safe_text(app)} / {safe_text(model)}: {total} interactions ({judged} judged) in "
             f"{len(windows)} windows, {summary} ==",
-            header,
         ]
+        if not every_window:
+            continue
+        lines.append(header)
         for w in sorted(windows, key=lambda w: w.window_start):
             lines.append(
                 f"{w.window_start:%Y-%m-%d %H:%M:%S} "
-                + "".join(f" {figure(m, pooled(m, [w])):>{_width(m)}}" for m in METRICS)
+                + "".join(f" {figure(m, pooled(m, [w])):>{_width(m)}}" for m in columns)
                 + f" {_f(w.judge_latency_p50_ms, 1):>8} {_f(w.judge_latency_p95_ms, 1):>8}"
             )
     lines += ["", f"alerts: {len(report.alerts)}"]

@@ -31,6 +31,7 @@ from schemas.interaction import Interaction
 ALTERNATIVE_SEPARATOR = " | "
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans({ch: " " for ch in string.punctuation})
+_PUNCT_REMOVED = str.maketrans("", "", string.punctuation)
 
 
 def split_alternatives(ground_truth: str | None) -> list[str]:
@@ -56,10 +57,19 @@ def ground_truth_alternatives(interaction: Interaction) -> list[str]:
     return split_alternatives(interaction.ground_truth)
 
 
-def squad_normalise(text: str) -> str:
-    """SQuAD normalisation: lower case, punctuation and articles removed, single spaces."""
-    text = text.lower().translate(_PUNCT)
+def squad_normalise(text: str, *, split_on_punctuation: bool = True) -> str:
+    """SQuAD normalisation: lower case, punctuation and articles removed, single spaces. A punctuation
+    mark becomes a space ("state-of-the-art" is three words), or, with ``split_on_punctuation`` False,
+    is dropped as SQuAD's own evaluation script does ("U.S." is "us"; Trust-Eval's exact match)."""
+    text = text.lower().translate(_PUNCT if split_on_punctuation else _PUNCT_REMOVED)
     return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def contains_normalised(text: str, gold: str, *, split_on_punctuation: bool = True) -> bool:
+    """True when ``gold`` occurs in ``text`` as whole words, both SQuAD-normalised; never for a gold
+    answer that normalises to nothing."""
+    wanted = squad_normalise(gold, split_on_punctuation=split_on_punctuation)
+    return bool(wanted) and f" {wanted} " in f" {_squad(text, split_on_punctuation)} "
 
 
 #: an answer with one of these is not decided by containment: "It is not Paris, it is Lyon" contains "Paris"
@@ -73,8 +83,9 @@ def _negates_or_refuses(answer: str) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _squad(text: str) -> str:
-    return squad_normalise(text)
+def _squad(text: str, split_on_punctuation: bool) -> str:
+    """Once per answer, however many alternatives it is compared with."""
+    return squad_normalise(text, split_on_punctuation=split_on_punctuation)
 
 
 def exact_match(answer: str, alternative: str) -> bool:
@@ -84,8 +95,7 @@ def exact_match(answer: str, alternative: str) -> bool:
     a content word ("No.", "it"), which would match almost anything."""
     if _negates_or_refuses(answer) or not normalise_text(alternative):
         return False
-    gold = squad_normalise(alternative)
-    if gold and f" {gold} " in f" {_squad(answer)} ":
+    if contains_normalised(answer, alternative):
         return True
     gold_tokens = normalise_text(alternative)
     return bool(gold_tokens) and f" {gold_tokens} " in f" {normalise_text(answer)} "

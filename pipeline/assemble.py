@@ -9,6 +9,13 @@
   given (it has at least one sentence), is known not to be a refusal, and the context pair was judged;
   otherwise None (no context, a refusal, or an unknown refusal flag).
 - ``grounded_precision`` and ``unsupported_claims`` from the context pair (``metrics.grounded``).
+- Evidence and tools: ``evidence`` holds the tool-result passages judged beside the contexts
+  (``pipeline.evidence``). ``no_evidence`` is True when the answer was given, is known not to be a
+  refusal, has a factual statement (``pipeline.evidence.is_factual``) and there is no evidence at all (no
+  non-blank context, no tool passage); False when such an answer had evidence. ``outcome``: refusal,
+  unsupported_no_evidence, else hallucination or supported from ``hallucination``, else None.
+  ``tool_calls``, ``tool_error`` and ``ungrounded_arguments`` describe the current question's steps
+  (``pipeline.tool_arguments``).
 - Cost and time: every call of every stage; ``judge_calls`` counts the records that reached the
   judge's model (not cached, ``attempts > 0``: shares of a refusal batch led by another interaction
   have ``attempts=0``, see ``pipeline.refusal``); tokens, cost and latency are summed over all records.
@@ -21,11 +28,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from pipeline.evidence import has_factual_statement, tool_passages
 from pipeline.judges.identity import judge_model, prompt_version
 from pipeline.metrics.grounded import grounded_precision, unsupported_claims
 from pipeline.privacy.mask import restore_evaluation
-from schemas.evaluation import Evaluation
+from pipeline.tool_arguments import ungrounded_arguments
+from schemas.evaluation import Evaluation, Outcome
+from schemas.interaction import Interaction
 from schemas.results import Converted, JudgeCall, NliResult, PairName, PairResult, RefusalResult
 from schemas.settings import Settings
 
@@ -88,6 +99,30 @@ def _calls_and_seconds(
     return calls, stage_seconds
 
 
+def _outcome(
+    answer_refusal: bool | None, no_evidence: bool | None, hallucination: bool | None
+) -> Outcome | None:
+    if answer_refusal:
+        return "refusal"
+    if no_evidence:
+        return "unsupported_no_evidence"
+    if hallucination is None:
+        return None
+    return "hallucination" if hallucination else "supported"
+
+
+def _tools(interaction: Interaction, settings: Settings) -> dict[str, Any]:
+    """The Evaluation's tool fields: calls and errors of the current question, ungrounded arguments."""
+    current = [s for s in interaction.steps if not s.earlier_turn]
+    values = ungrounded_arguments(interaction, settings.tools.argument_min_chars)
+    return {
+        "tool_calls": len(current),
+        "tool_error": any(s.status == "error" for s in current) if current else None,
+        "ungrounded_arguments": bool(values) if values is not None else None,
+        "ungrounded_argument_values": values or [],
+    }
+
+
 def assemble(
     converted: Converted,
     nli: NliResult | None,
@@ -115,6 +150,15 @@ def assemble(
         )
         hallucination = context_entailment < threshold
 
+    passages = tool_passages(interaction, settings.tools)
+    no_evidence: bool | None = None
+    if answered and answer_refusal is False:
+        has_evidence = bool(passages) or any(p.text.strip() for p in interaction.contexts)
+        if has_evidence:
+            no_evidence = False
+        elif has_factual_statement(converted.answer_sentences):
+            no_evidence = True
+
     absent = _absent(nli, refusal, same, missing)
 
     calls, stage_seconds = _calls_and_seconds(converted, nli, refusal, extra_seconds)
@@ -139,6 +183,9 @@ def assemble(
         hallucination=hallucination,
         relevance=relevance,
         pairs=list(nli.pairs) if nli is not None else [],
+        outcome=_outcome(answer_refusal, no_evidence, hallucination),
+        no_evidence=no_evidence,
+        evidence=passages,
         calls=calls,
         judge_calls=count_judge_calls(calls),
         input_tokens=sum(c.input_tokens for c in calls),
@@ -151,4 +198,5 @@ def assemble(
         labels=interaction.labels,
         interaction=interaction,
     )
+    evaluation = evaluation.model_copy(update=_tools(interaction, settings))
     return restore_evaluation(evaluation, converted.originals)

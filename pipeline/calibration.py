@@ -33,12 +33,11 @@ from pipeline.metrics.crossval import (
     grouped_folds,
     mean_sd,
 )
-from schemas.label import LabeledRow, LabelKind
+from schemas.label import LABEL_TARGETS, LabeledRow, LabelKind
 
 #: the score a label kind's threshold applies to, and its key in ``PipelineSettings.app_thresholds``
 SCORE_OF: dict[LabelKind, tuple[str, Literal["hallucination", "correct"]]] = {
-    LabelKind.GROUNDED: ("context_entailment", "hallucination"),
-    LabelKind.CORRECT: ("answer_entails_ground_truth", "correct"),
+    kind: target.threshold for kind, target in LABEL_TARGETS.items() if target.threshold is not None
 }
 #: the setting holding every app's and model's thresholds
 APP_THRESHOLDS = "GROUNDWATCH_PIPELINE__APP_THRESHOLDS"

@@ -40,6 +40,10 @@ class SystemClock:
         await asyncio.sleep(seconds)
 
 
+#: the real clock, for a caller that has no clock injected
+SYSTEM_CLOCK = SystemClock()
+
+
 class ManualClock:
     """A clock that moves only when told to: ``advance(seconds)`` moves both readings together, ``set``
     moves them to a wall time. ``sleep`` advances it by the wait at once (and lets other tasks run),

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.interaction import Interaction
 from schemas.settings import Limits
+from schemas.validation import describe_validation_error
 
 
 class LineError(BaseModel):
@@ -42,15 +43,6 @@ class Dataset:
     read_lines: int = 0  # non-blank lines read (valid or not)
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """'field: message; field: message' for every problem pydantic found."""
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item.get("loc", ())) or "line"
-        parts.append(f"{where}: {item.get('msg', 'invalid')}")
-    return "; ".join(parts)
-
-
 def parse_line(text: str, line: int, limits: Limits) -> DatasetLine | LineError:
     try:
         data: Any = json.loads(text)
@@ -63,7 +55,8 @@ def parse_line(text: str, line: int, limits: Limits) -> DatasetLine | LineError:
     try:
         interaction = Interaction.model_validate(data, context={"limits": limits})
     except ValidationError as exc:
-        return LineError(line=line, interaction_id=interaction_id, reason=describe_validation_error(exc))
+        reason = describe_validation_error(exc, whole="line")
+        return LineError(line=line, interaction_id=interaction_id, reason=reason)
     return DatasetLine(line=line, interaction=interaction)
 
 

@@ -8,9 +8,13 @@ nested object; a key that itself holds the dot wins) or a built-in:
 - ``answer_length``: the answer's length in characters, bucketed (``<100``, ``100-499``, ``500-1999``,
   ``2000+``);
 - ``has_ground_truth``: ``yes`` or ``no``;
+- ``custom.<name>.version``: the version a custom evaluator scored the interaction with (only where one
+  did; ``evaluator_versions``);
 - ``turn``: the question's turn in its conversation (``1``, ``2``, ``3-5``, ``6-10``, ``11+``), counted
   from the user turns of its history; a history cut to the limits (``history_truncated``) counts the
-  turns kept, so its bucket is a lower bound.
+  turns kept, so its bucket is a lower bound;
+- ``tool``: the tools the current question called (steps not of earlier turns): the tool's name, or the
+  distinct names sorted and joined by ``+`` (``get_order+search_kb``); absent without tool calls.
 
 An interaction without a metadata path has no value for it (queries show ``(none)``). A string value is
 kept as sent (an empty one as ``(empty)``), cut to ``max_value_chars``; a number or boolean becomes its
@@ -77,13 +81,23 @@ def as_value(raw: Any, max_chars: int) -> str | None:
     return text if text else EMPTY
 
 
+def tools_called(interaction: Interaction) -> str | None:
+    """The ``tool`` dimension's value (module docstring); None without tool calls."""
+    names = sorted({s.name for s in interaction.steps if not s.earlier_turn})
+    return "+".join(names) if names else None
+
+
 def builtins(interaction: Interaction) -> dict[str, str]:
     turn = 1 + sum(1 for t in interaction.history if t.role == "user")
-    return {
+    out = {
         "answer_length": answer_length_bucket(len(interaction.answer)),
         "has_ground_truth": "yes" if interaction.ground_truth else "no",
         "turn": turn_bucket(turn),
     }
+    tool = tools_called(interaction)
+    if tool is not None:
+        out["tool"] = tool
+    return out
 
 
 def extract(interaction: Interaction | None, settings: DimensionSettings) -> dict[str, str]:
@@ -97,6 +111,12 @@ def extract(interaction: Interaction | None, settings: DimensionSettings) -> dic
             out[path] = value
     out.update(builtins(interaction))
     return out
+
+
+def evaluator_versions(custom: Mapping[str, Any]) -> dict[str, str]:
+    """``custom.<name>.version`` -> the version each custom evaluator scored with (schemas.evaluators): a
+    dimension, so a breakdown of ``custom.<name>`` by it shows a changed evaluator as a series of its own."""
+    return {f"custom.{name}.version": str(score.version) for name, score in custom.items() if score.version}
 
 
 #: (day, dimension) -> the values already admitted that day, read from storage

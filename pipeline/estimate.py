@@ -4,7 +4,9 @@ The interactions go through the real ``Evaluator`` with the configured judge kin
 ``DryRunClient``: every request is built exactly as it would be sent (the prompts of prompts/, the same
 sentence splitting, pronoun prefilter, exact-match shortcut, NLI grouping and refusal batching of
 concurrent interactions, premise splitting at the judge's window, the in-memory verdict cache) and
-counted, then answered locally with a valid answer that sends the pipeline no further. Counting:
+counted, then answered locally with a valid answer that sends the pipeline no further; with an
+evaluators file, its rubrics' requests too (stage ``custom``; patterns and python evaluators call no
+judge). Counting:
 
 - input tokens: the characters of the request's messages (and its ``response_format`` schema, which a
   hosted model is billed for) divided by ``pipeline.chars_per_token``, the ratio the pipeline already
@@ -34,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr
 
+from pipeline.custom_evaluators import open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.judges.base import Judge
 from pipeline.llm.client import JudgeClient, price
@@ -53,6 +56,9 @@ from prompts import (
     RefusalInput,
     RefusalItem,
     RenderedPrompt,
+    RubricInput,
+    RubricPassFailAnswer,
+    RubricScoreAnswer,
     StatementAnswer,
 )
 from schemas.interaction import Interaction
@@ -127,6 +133,10 @@ def fabricate(prompt: RenderedPrompt[Any]) -> BaseModel:
         return prompt.output_model.model_validate({"cases": [c.model_dump() for c in cases]})
     if isinstance(inp, RefusalInput):
         return RefusalAnswer(texts=[RefusalItem(id=i, refusal=False) for i in range(1, len(inp.texts) + 1)])
+    if isinstance(inp, RubricInput):  # a custom rubric: a reason of the same length, the lowest grade
+        if prompt.output_model is RubricScoreAnswer:
+            return RubricScoreAnswer(reason=REASON, score=1)
+        return RubricPassFailAnswer(reason=REASON, verdict="fail")
     raise ValueError(f"no dry-run answer for prompt {prompt.name} (input {type(inp).__name__})")
 
 
@@ -255,7 +265,8 @@ async def estimate(
     concurrency: int = 32,
     source: str = "",
 ) -> CostEstimate:
-    """The judge calls, tokens and cost of judging ``interactions`` (after ``sampler``'s rules)."""
+    """The judge calls, tokens and cost of judging ``interactions`` (after ``sampler``'s rules), the
+    rubrics of ``evaluators.file`` included (stage ``custom``)."""
     settings = dry_run_settings(settings)
     judged: list[Interaction] = []
     skipped: Counter[str] = Counter()
@@ -266,7 +277,7 @@ async def estimate(
         else:
             skipped[decision.reason] += 1
     async with dry_run_judge(settings) as (judge, client):
-        evaluator = Evaluator(judge, settings)
+        evaluator = Evaluator(judge, settings, custom=open_custom(settings.evaluators, judge))
         try:
             errors = await _evaluate(evaluator, judged, concurrency)
         finally:

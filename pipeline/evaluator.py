@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from pipeline.assemble import assemble
 from pipeline.convert import convert
+from pipeline.custom_evaluators import CustomEvaluators, with_custom
 from pipeline.judges.base import Judge
 from pipeline.metrics.relevance import RelevanceScore, RelevanceScorerLike, score_relevance
 from pipeline.nli import run_nli
@@ -30,11 +31,17 @@ from schemas.settings import Settings
 
 class Evaluator:
     def __init__(
-        self, judge: Judge, settings: Settings, relevance_scorer: RelevanceScorerLike | None = None
+        self,
+        judge: Judge,
+        settings: Settings,
+        relevance_scorer: RelevanceScorerLike | None = None,
+        custom: CustomEvaluators | None = None,
     ) -> None:
+        """``custom``: your own evaluators (pipeline.custom_evaluators), run beside the core stages."""
         self.judge = judge
         self.settings = settings
         self.relevance_scorer = relevance_scorer
+        self.custom = custom if custom else None
         self.refusals = RefusalClassifier(judge, settings)
         # batched NLI: cases of concurrent interactions share prompts (pipeline.nli_grouping)
         self.nli_judge = nli_judge(judge, settings)
@@ -68,7 +75,21 @@ class Evaluator:
         self, interaction: Interaction, originals: Mapping[str, str] | None = None
     ) -> Evaluation:
         """``originals``: the values behind a masked interaction's placeholders (``privacy.mode``
-        judge), put back in the Evaluation."""
+        judge), put back in the Evaluation. The custom evaluators start with the core stages and never
+        fail them; once the core is done they get ``evaluators.wait_after_core_s`` more."""
+        if self.custom is None:
+            return await self._core(interaction, originals)
+        core = asyncio.ensure_future(self._core(interaction, originals))
+        custom = asyncio.ensure_future(self.custom.run_bounded(interaction, core))
+        try:
+            evaluation = await core
+        except BaseException:
+            custom.cancel()
+            raise
+        scores, calls = await custom
+        return with_custom(evaluation, scores, calls)
+
+    async def _core(self, interaction: Interaction, originals: Mapping[str, str] | None) -> Evaluation:
         converted = await self._convert(interaction, originals)
         try:
             # a TaskGroup: when one stage fails, the others are cancelled instead of spending judge calls
@@ -88,7 +109,9 @@ class Evaluator:
 
     async def aclose(self, *, cancel: bool = False) -> None:
         """Finish the refusal batches and NLI groups still in flight, or with ``cancel`` drop them (the
-        judge is closed by whoever opened it)."""
+        judge is closed by whoever opened it); stop the python evaluators' threads."""
+        if self.custom is not None:
+            self.custom.close()
         await self.refusals.aclose(cancel=cancel)
         if isinstance(self.nli_judge, NliGrouper):
             await self.nli_judge.aclose(cancel=cancel)

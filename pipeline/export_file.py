@@ -3,7 +3,8 @@
 Each line is the interaction as it arrived (question or conversation, contexts, answer, ground truth,
 metadata), ``labels`` (people's majority per kind; end users' only when asked) and ``peers``: this
 judge's verdict as a 0/1 beside them, named ``<judge>:<its model>``, on the first labeled kind in the
-order grounded, correct, answer_refusal (1 = the label's positive class: grounded, correct, a refusal).
+order grounded, correct, answer_refusal (1 = the label's positive class: grounded, correct, a refusal),
+and ``custom``: your own evaluators' scores, reasons and versions (schemas/evaluators.py), when it has any.
 ``groundwatch eval FILE --judge openai`` then measures another judge on the same cases, this one beside.
 ``groundwatch export`` and the dashboard's "export these interactions" (api/export) both write these
 lines (``export_lines``).
@@ -54,6 +55,8 @@ def export_line(
             line["peers"] = {f"{e.judge}:{e.judge_model or e.judge}": verdict}
     if line["labels"] is None:
         del line["labels"]
+    if e.custom:  # your own evaluators' scores (None: it failed, with why)
+        line["custom"] = {name: c.model_dump(mode="json") for name, c in sorted(e.custom.items())}
     return line
 
 

@@ -80,15 +80,12 @@ CorrectThreshold = Callable[[Verdicts], float]
 def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectThreshold) -> bool | None:
     """Whether the judge flagged the label kind's condition (``LABEL_TARGETS``) on this interaction;
     None: it gave no verdict."""
-    if kind is LabelKind.GROUNDED:
-        return verdicts.hallucination
-    if kind is LabelKind.ANSWER_REFUSAL:
-        return verdicts.answer_refusal
-    if kind is LabelKind.GROUND_TRUTH_REFUSAL:
-        return verdicts.ground_truth_refusal
-    if verdicts.answer_entails_ground_truth is None:
-        return None
-    return verdicts.answer_entails_ground_truth < correct_threshold(verdicts)
+    target = LABEL_TARGETS[kind]
+    if kind is not LabelKind.CORRECT:  # the flag is a column of its own
+        flag: bool | None = getattr(verdicts, target.flag)
+        return flag
+    score: float | None = getattr(verdicts, target.flag)  # flagged under the correct threshold
+    return None if score is None else score < correct_threshold(verdicts)
 
 
 def _block(

@@ -2,8 +2,9 @@
 
 Pairs (``schemas.results.PairName``):
 
-1. ``context_answer``: premise = the context passages joined by a blank line (``Premise.document``
-   = their document names, comma-separated, when given); hypotheses = the answer's sentences. A short
+1. ``context_answer``: premise = the evidence passages joined by a blank line: the contexts, then the
+   passages of the tool results that count as evidence (``pipeline.evidence``; ``Premise.document`` =
+   their document names, comma-separated, when given); hypotheses = the answer's sentences. A short
    answer (one sentence of at most ``short_answer_words`` words, per judge kind) is one hypothesis
    framed by the question's asking sentence (its last sentence ending in "?", else its last sentence:
    "Which state is Reno in? Nevada."), so that the judge checks the claim it makes, not a bare name
@@ -57,6 +58,7 @@ from dataclasses import dataclass, field, replace
 
 from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
 from pipeline.convert import batches
+from pipeline.evidence import evidence
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise, PremisePassage
 from pipeline.judges.window import window_tokens
 from pipeline.nli_grouping import EntailJudge
@@ -72,7 +74,7 @@ from schemas.results import (
     PairResult,
     StatementVerdict,
 )
-from schemas.settings import Settings
+from schemas.settings import Settings, ToolSettings
 
 _VERDICT_RANK = {"entailed": 2, "contradicted": 1, "not_stated": 0}
 
@@ -207,9 +209,10 @@ def context_hypotheses(question: str, answer: list[str], settings: Settings | No
 
 
 def build_pairs(
-    converted: Converted, settings: Settings | None = None
+    converted: Converted, settings: Settings | None = None, passages: Sequence[Passage] | None = None
 ) -> list[tuple[PairName, list[Passage], list[str]]]:
-    """The three pairs as (name, premise passages, hypotheses); empty passages = not judged.
+    """The three pairs as (name, premise passages, hypotheses); empty passages = not judged. The context
+    pair's passages are ``passages`` (the evidence, ``pipeline.evidence.evidence``; computed when None).
 
     With ``ground_truth_alternatives`` on (default) and a ground truth of alternatives, pair 3's
     hypotheses are the alternatives (see the module docstring).
@@ -217,7 +220,9 @@ def build_pairs(
     interaction = converted.interaction
     question_end = converted.question_sentences[-1] if converted.question_sentences else ""
     asked = question_asked(converted.question_sentences)
-    contexts = [p for p in interaction.contexts if p.text.strip()]
+    if passages is None:
+        passages = evidence(interaction, settings.tools if settings is not None else ToolSettings())
+    contexts = [p for p in passages if p.text.strip()]
     answer = converted.answer_sentences
     gt_premise: list[Passage] = []
     answer_premise: list[Passage] = []
@@ -289,7 +294,8 @@ class _Plan:
     premises: dict[tuple[PairName, int], Premise] = field(default_factory=dict)
     part_counts: dict[PairName, int] = field(default_factory=dict)
     decided: dict[PairName, dict[int, HypothesisResult]] = field(default_factory=dict)
-    # the contexts' indices (in the interaction) of the context pair's passages (the non-blank ones)
+    # the indices in pipeline.evidence.evidence (contexts, then tool passages) of the context pair's
+    # passages (the non-blank ones)
     context_indices: list[int] = field(default_factory=list)
 
 
@@ -297,14 +303,15 @@ def _plan(converted: Converted, settings: Settings) -> _Plan:
     """Decide what exact match settles, split long premises, and batch the rest into judge calls."""
     pipe = settings.pipeline
     same = pipe.refusal_mode == "same"
+    judged = evidence(converted.interaction, settings.tools)
     plan = _Plan(
         pairs=[
             (name, passages if name in pipe.pairs else [], hypotheses)
-            for name, passages, hypotheses in build_pairs(converted, settings)
+            for name, passages, hypotheses in build_pairs(converted, settings, judged)
         ],
         alternatives_pair=pipe.ground_truth_alternatives
         and bool(ground_truth_alternatives(converted.interaction)),
-        context_indices=[i for i, p in enumerate(converted.interaction.contexts) if p.text.strip()],
+        context_indices=[i for i, p in enumerate(judged) if p.text.strip()],
     )
     answer_refusal_pair: PairName | None = None
     if same:  # the refusal question reads the answer as written, never one framed by the question
@@ -403,7 +410,8 @@ def locate_passages(
     result: HypothesisResult, premise: Premise, context_indices: Sequence[int]
 ) -> HypothesisResult:
     """The judge's passage of each statement (a position in ``premise.passages``) as the index of the
-    interaction's context it came from; None where the judge named none, or a position the premise lacks."""
+    evidence passage it came from (``pipeline.evidence.evidence``: the contexts, then the tool passages);
+    None where the judge named none, or a position the premise lacks."""
 
     def located(position: int | None) -> int | None:
         if position is None or not 0 <= position < len(premise.passages):

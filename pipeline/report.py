@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -167,7 +167,7 @@ class EvalReport(BaseModel):
     input: str
     judge: str
     judge_model: str
-    generated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    generated_at: datetime
     wall_seconds: float
     interactions_per_second: float | None
     lines_read: int
@@ -186,6 +186,8 @@ class EvalReport(BaseModel):
     conversations: ConversationFigures | None = Field(
         None, description="the conversation metrics of the file's conversations (None: conversations off)"
     )
+    # your own evaluators (``--evaluators``; pipeline.custom_evaluators.CustomSummary as JSON), by name
+    custom: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 def distribution(values: Sequence[float], bins: int = 10, lo: float = 0.0, hi: float = 1.0) -> Distribution:
@@ -454,6 +456,7 @@ async def build_report(
     judge_model: str,
     settings: Settings,
     wall_seconds: float,
+    generated_at: datetime,
     judge: Judge | None = None,
     bootstrap: int = RESAMPLES,
 ) -> EvalReport:
@@ -475,6 +478,7 @@ async def build_report(
         input=input_path,
         judge=judge_name,
         judge_model=judge_model,
+        generated_at=generated_at,
         wall_seconds=wall_seconds,
         interactions_per_second=(len(evaluations) / wall_seconds) if wall_seconds > 0 else None,
         lines_read=lines_read,

@@ -3,8 +3,8 @@
 Used by the judge's HTTP client (``pipeline.llm.client``), the alert deliveries
 (``streams.alerts.webhook``) and the worker for what must not be lost when the broker or ClickHouse
 hiccups (a dead letter that cannot be sent, an Evaluation the join cannot emit, a batch ClickHouse
-refuses, a dead-letter row). ``sleep`` and ``rng`` are injectable so tests advance time instead of
-waiting for it.
+refuses, a dead-letter row). ``sleep`` is the caller's clock's (``pipeline.clock``: the worker's, or a
+test's ``ManualClock``, which advances instead of waiting); ``rng`` is injectable too.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from pipeline.clock import SYSTEM_CLOCK
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +74,12 @@ async def retry(
     attempts: int | None = None,
     backoff: Backoff = Backoff(),
     retry_on: tuple[type[BaseException], ...] = (Exception,),
-    sleep: Sleep = asyncio.sleep,
+    sleep: Sleep | None = None,
     rng: random.Random | None = None,
     level: int = logging.ERROR,
 ) -> Tried[T]:
-    """Call ``attempt`` until it returns; after a failure wait ``backoff.delay`` (``sleep``). With
+    """Call ``attempt`` until it returns; after a failure wait ``backoff.delay`` (``sleep``; None: the
+    system clock's, for a caller without a clock of its own). With
     ``attempts`` set, give up after that many calls and return the last failure in ``Tried.error``;
     without, keep trying (the caller holds its input unacked meanwhile). Only ``retry_on`` failures
     are retried; any other exception propagates at once. Cancellation is never swallowed. Each failure
@@ -97,4 +100,4 @@ async def retry(
             )  # fmt: skip
         if attempts is not None and tried >= attempts:
             return Tried(None, tried, last)
-        await sleep(backoff.delay(tried, last, rng))
+        await (sleep or SYSTEM_CLOCK.sleep)(backoff.delay(tried, last, rng))

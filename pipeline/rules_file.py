@@ -11,25 +11,16 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from schemas.errors import ConfigError
+from schemas.validation import describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def validation_problems(exc: ValidationError) -> str:
-    """``rules.0.metric: Input should be ...; ...``: each problem with where it is, on one line."""
-    problems = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        problems.append(f"{loc}: {message}" if loc else message)
-    return "; ".join(problems)
-
-
-def read_rules_file(path: Path, model: type[M], what: str) -> M:
+def read_rules_file(path: Path, model: type[M], what: str, *, key: str = "rules") -> M:
     """``what`` (e.g. "alert rules file") at ``path``: JSON when it ends in .json, else YAML; a bare list is
     its ``rules``, an empty file none. Raises ConfigError naming the file when it is missing or unreadable,
     is not YAML/JSON (with the line), holds neither a mapping nor a list, or does not validate (the rule's
-    index, the field and the reason)."""
+    index, the field and the reason). ``key``: what a bare list is (``rules``, ``evaluators``)."""
     where = f"{what} {path}"
     try:
         text = path.read_text(encoding="utf-8")
@@ -47,12 +38,12 @@ def read_rules_file(path: Path, model: type[M], what: str) -> M:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where} is not YAML: {at}{' '.join(str(problem).split())}") from None
     if isinstance(data, list):
-        data = {"rules": data}
+        data = {key: data}
     if data is None:
-        data = {"rules": []}
+        data = {key: []}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where} must hold a mapping (rules: ...) or a list of rules, not {data!r:.80}")
+        raise ConfigError(f"{where} must hold a mapping ({key}: ...) or a list of {key}, not {data!r:.80}")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {validation_problems(exc)}") from None
+        raise ConfigError(f"{where}: {describe_validation_error(exc)}") from None

@@ -41,6 +41,9 @@ from prompts.models import (
     RefusalAnswer,
     RefusalInput,
     RefusalItem,
+    RubricInput,
+    RubricPassFailAnswer,
+    RubricScoreAnswer,
     StatementAnswer,
 )
 
@@ -64,6 +67,9 @@ __all__ = [
     "RefusalInput",
     "RefusalItem",
     "RenderedPrompt",
+    "RubricInput",
+    "RubricPassFailAnswer",
+    "RubricScoreAnswer",
     "StatementAnswer",
     "fence",
     "load_template",
@@ -157,6 +163,7 @@ class Prompts:
         self.nli_t = load_template("nli")
         self.nli_cases_t = load_template("nli_cases")
         self.refusal_t = load_template("refusal")
+        self.rubric_t = load_template("rubric")
 
     @staticmethod
     def _messages(t: PromptTemplate, **values: str) -> list[dict[str, str]]:
@@ -242,8 +249,37 @@ class Prompts:
         messages = self._messages(t, texts=items, count=str(len(inp.texts)))
         return RenderedPrompt(t.name, self._version(t), messages, RefusalAnswer, len(inp.texts), inp)
 
+    def rubric(
+        self, inp: RubricInput, output: str
+    ) -> RenderedPrompt[RubricPassFailAnswer] | RenderedPrompt[RubricScoreAnswer]:
+        """A custom rubric (schemas.evaluators.RubricEvaluator): the user's instructions in the system
+        text, the fields it shows fenced in the user text; ``output`` pass_fail or score_1_5."""
+        t = self.rubric_t
+        parts: list[str] = []
+        if inp.history:
+            turns = "\n".join(f'<turn role="{u.role}">{neutralise(u.text)}</turn>' for u in inp.history)
+            parts.append(f"<conversation>\n{turns}\n</conversation>")
+        if inp.question is not None:
+            parts.append(fence("question", inp.question))
+        if inp.contexts is not None:
+            parts.extend(fence("passage", c, i) for i, c in enumerate(inp.contexts, 1))
+        if inp.answer is not None:
+            parts.append(fence("answer", inp.answer))
+        if inp.ground_truth is not None:
+            parts.append(fence("ground_truth", inp.ground_truth))
+        system = Template(t.sections["system"]).substitute(
+            instructions=inp.instructions.strip(), output=t.section(output)
+        )
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": t.section("user", fields="\n".join(parts))},
+        ]
+        if output == "score_1_5":
+            return RenderedPrompt(t.name, self._version(t), messages, RubricScoreAnswer, None, inp)
+        return RenderedPrompt(t.name, self._version(t), messages, RubricPassFailAnswer, None, inp)
+
     def versions(self) -> dict[str, str]:
-        templates = (self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t)
+        templates = (self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t, self.rubric_t)
         return {t.name: self._version(t) for t in templates}
 
 

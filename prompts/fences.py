@@ -41,6 +41,9 @@ FENCE_TAGS = (
     "texts",
     "text",
     "refusal_question",
+    "question",
+    "answer",
+    "ground_truth",
 )
 MARK = "‹"  # what a neutralised tag starts with instead of "<"
 

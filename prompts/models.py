@@ -128,6 +128,35 @@ class RefusalAnswer(_Strict):
     texts: list[RefusalItem]
 
 
+class RubricInput(_Input):
+    """rubric.md: a custom evaluator's instructions and the interaction's fields it shows (absent: None)."""
+
+    instructions: str
+    question: str | None = None
+    history: list[PronounTurn] | None = None
+    contexts: list[str] | None = None
+    answer: str | None = None
+    ground_truth: str | None = None
+
+
+class RubricPassFailAnswer(_Strict):
+    """rubric.md, output pass_fail: a short reason, then the verdict."""
+
+    reason: str
+    verdict: Literal["pass", "fail"]
+
+
+class RubricScoreAnswer(_Strict):
+    """rubric.md, output score_1_5: a short reason, then a score from 1 to 5."""
+
+    reason: str
+    score: int = Field(ge=1, le=5)
+
+
 OUTPUT_MODELS: dict[str, type[BaseModel]] = {
-    m.__name__: m for m in (PronounsAnswer, NliAnswer, NliRefusalAnswer, NliCasesAnswer, RefusalAnswer)
-}
+    m.__name__: m
+    for m in (
+        PronounsAnswer, NliAnswer, NliRefusalAnswer, NliCasesAnswer, RefusalAnswer, RubricPassFailAnswer,
+        RubricScoreAnswer,
+    )
+}  # fmt: skip

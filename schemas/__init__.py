@@ -20,22 +20,15 @@ from schemas.results import (
     Verdict,
 )
 from schemas.settings import Settings
+from schemas.topics import TOPIC_MESSAGES, message_models
 from schemas.window import WindowAggregate
 
-ALL_MESSAGES: dict[str, type[BaseModel]] = {
-    "Interaction": Interaction,
-    "Converted": Converted,
-    "NliResult": NliResult,
-    "RefusalResult": RefusalResult,
-    "Evaluation": Evaluation,
-    "WindowAggregate": WindowAggregate,
-    "Alert": Alert,
-    "AlertRule": AlertRule,
-    "DeadLetter": DeadLetter,
-}
+#: every message model by name (``schemas.topics``: the topics' models, the rules file's, a window's row)
+ALL_MESSAGES: dict[str, type[BaseModel]] = message_models()
 
 __all__ = [
     "ALL_MESSAGES",
+    "TOPIC_MESSAGES",
     "VERDICT_SCORE",
     "Alert",
     "AlertMetric",

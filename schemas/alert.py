@@ -30,16 +30,27 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.metrics import AGREEMENT_BY_NAME, ALERT_METRICS, METRICS_BY_NAME, MetricKind, higher_is_bad
+from schemas.metrics import (
+    AGREEMENT_BY_NAME,
+    ALERT_METRICS,
+    MetricKind,
+    alert_metric_names,
+    higher_is_bad,
+    metric_named,
+)
+from schemas.slice_filter import check_dimension
+from schemas.utc import utc
 
 
 def _alertable(name: str) -> str:
-    if name not in ALERT_METRICS:
-        raise ValueError(f"unknown metric {name!r}: one of {', '.join(ALERT_METRICS)}")
+    known = alert_metric_names()
+    if name not in known:
+        raise ValueError(f"unknown metric {name!r}: one of {', '.join(known)}")
     return name
 
 
-#: a metric of the catalogue (schemas.metrics) or of the judge's agreement with people's labels
+#: a metric of the catalogue (schemas.metrics) or of the judge's agreement with people's labels; a custom
+#: evaluator's (custom.<name>) once the evaluators file is loaded
 AlertMetric = Annotated[
     str, AfterValidator(_alertable), WithJsonSchema({"type": "string", "enum": list(ALERT_METRICS)})
 ]
@@ -71,8 +82,6 @@ class _RuleBase(BaseModel):
     @field_validator("group_by")
     @classmethod
     def _dimensions(cls, value: list[str]) -> list[str]:
-        from schemas.slices import check_dimension  # schemas.slices -> schemas.alert
-
         if len(set(value)) != len(value):
             raise ValueError("a dimension is given twice")
         return [check_dimension(v) for v in value]
@@ -138,7 +147,7 @@ class BaselineRule(_RuleBase):
     def _check(self) -> BaselineRule:
         if self.resolve_effect is not None and self.resolve_effect >= self.min_effect:
             raise ValueError("resolve_effect must be below min_effect (the hysteresis)")
-        known = METRICS_BY_NAME.get(self.metric)
+        known = metric_named(self.metric)
         if known is not None and known.kind is MetricKind.SUM:
             raise ValueError(f"{self.metric} is a total: a baseline rule watches a rate, a mean or the judge")
         return self
@@ -254,9 +263,7 @@ class Alert(BaseModel):
     @field_validator("window_start", "window_end", "fired_at", "starts_at", "ends_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return None if value is None else utc(value)
 
     @property
     def incident(self) -> str:

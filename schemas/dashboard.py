@@ -15,16 +15,13 @@ from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.label import Label, LabelKind
 from schemas.slice_filter import SliceFilter, SliceTerms
+from schemas.utc import utc
 
 Rollup = Literal["auto", "window", "hour", "6h", "day"]
 
 #: the longest range one request may ask for
 MAX_RANGE = timedelta(days=400)
-_NAME = 200  # longest app or model name accepted in a filter
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+MAX_NAME_CHARS = 200  # longest app or model name accepted in a filter
 
 
 class TimeRange(BaseModel):
@@ -36,7 +33,7 @@ class TimeRange(BaseModel):
     @field_validator("start", "end")
     @classmethod
     def _as_utc(cls, value: datetime) -> datetime:
-        value = _utc(value)
+        value = utc(value)
         if not datetime(1971, 1, 1, tzinfo=UTC) <= value <= datetime(2299, 12, 31, tzinfo=UTC):
             raise ValueError("must be between 1971 and 2299")
         return value
@@ -51,7 +48,7 @@ class TimeRange(BaseModel):
 
 
 class OverviewQuery(TimeRange):
-    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
+    app: str | None = Field(None, max_length=MAX_NAME_CHARS, description="one app, or every app when absent")
     models: list[str] = Field(
         default_factory=list, max_length=20, description="models to overlay; every model when empty"
     )
@@ -60,14 +57,14 @@ class OverviewQuery(TimeRange):
     @field_validator("models")
     @classmethod
     def _names(cls, value: list[str]) -> list[str]:
-        if any(not m or len(m) > _NAME for m in value):
-            raise ValueError(f"each model must be 1-{_NAME} characters")
+        if any(not m or len(m) > MAX_NAME_CHARS for m in value):
+            raise ValueError(f"each model must be 1-{MAX_NAME_CHARS} characters")
         return value
 
 
 class BucketQuery(TimeRange):
-    app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
-    model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
+    app: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="the app of the series")
+    model: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="the model of the series")
     limit: int = Field(100, ge=1, le=1000, description="interactions returned, worst first")
     slice: SliceTerms = Field(
         default_factory=SliceFilter,
@@ -76,8 +73,8 @@ class BucketQuery(TimeRange):
 
 
 class ExportQuery(TimeRange):
-    app: str = Field(min_length=1, max_length=_NAME, description="the app of the series")
-    model: str = Field(min_length=1, max_length=_NAME, description="the model of the series")
+    app: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="the app of the series")
+    model: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="the model of the series")
     slice: SliceTerms = Field(
         default_factory=SliceFilter,
         description="only this slice's interactions: repeated key:value terms (schemas.slice_filter)",
@@ -85,8 +82,10 @@ class ExportQuery(TimeRange):
 
 
 class AlertsQuery(TimeRange):
-    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
-    model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")
+    app: str | None = Field(None, max_length=MAX_NAME_CHARS, description="one app, or every app when absent")
+    model: str | None = Field(
+        None, max_length=MAX_NAME_CHARS, description="one model, or every model when absent"
+    )
     limit: int = Field(500, ge=1, le=5000, description="alerts returned, newest first")
 
 
@@ -172,6 +171,8 @@ class InteractionRow(BaseModel):
     answer_refusal: bool | None
     ground_truth_refusal: bool | None
     grounded_precision: float | None
+    no_evidence: bool | None = Field(None, description="answered with no evidence at all (Evaluation)")
+    tool_calls: int | None = Field(None, description="tool calls of the question (Evaluation)")
     unsupported_claims: int
     judge_calls: int
     tokens: int
@@ -196,13 +197,17 @@ class InteractionDetail(BaseModel):
 
 
 class QualityQuery(TimeRange):
-    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
-    model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")
+    app: str | None = Field(None, max_length=MAX_NAME_CHARS, description="one app, or every app when absent")
+    model: str | None = Field(
+        None, max_length=MAX_NAME_CHARS, description="one model, or every model when absent"
+    )
 
 
 class ReviewQuery(TimeRange):
-    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
-    model: str | None = Field(None, max_length=_NAME, description="one model, or every model when absent")
+    app: str | None = Field(None, max_length=MAX_NAME_CHARS, description="one app, or every app when absent")
+    model: str | None = Field(
+        None, max_length=MAX_NAME_CHARS, description="one model, or every model when absent"
+    )
     limit: int = Field(50, ge=1, le=500, description="interactions returned, newest first")
 
 

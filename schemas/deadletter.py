@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from schemas.results import Stage
 
 
 class DeadLetter(BaseModel):
     # stable for one failed message (streams.codec.dead_letter_id): a redelivered message dead-lettered
-    # again gets the same id, so its ``dead_letters`` row is replaced, not added; "" in letters written
-    # before the id existed (their row is keyed by the letter's bytes)
+    # again gets the same id, so its ``dead_letters`` row is replaced, not added; "" in a letter that
+    # carries none (its row is keyed by the letter's bytes)
     dead_letter_id: str = ""
     stage: Stage
     error_type: str
@@ -27,4 +27,4 @@ class DeadLetter(BaseModel):
     truncated: bool = False
     # the Interaction JSON when known (the interaction a Converted carried): replay it onto interactions
     original: str | None = None
-    failed_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    failed_at: datetime  # on the worker's clock (streams.codec.dead_letter)

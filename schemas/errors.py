@@ -22,7 +22,7 @@ and the original message in one place (``streams.context.StreamContext.send_dead
 
 from __future__ import annotations
 
-from schemas.results import Stage
+from schemas.stages import Stage
 
 
 class GroundwatchError(Exception):

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.interaction import Interaction
-from schemas.results import JudgeCall, PairResult
+from schemas.interaction import Interaction, Passage
+from schemas.results import CustomScore, JudgeCall, PairResult
+
+#: what became of an answer: a refusal; stated with no evidence at all; judged against its evidence,
+#: under the hallucination threshold (hallucination) or not (supported)
+Outcome = Literal["supported", "hallucination", "refusal", "unsupported_no_evidence"]
 
 
 class Evaluation(BaseModel):
@@ -18,7 +23,7 @@ class Evaluation(BaseModel):
     model: str
     conversation_id: str | None = None
     judge: str
-    judge_model: str = ""  # the judge's model ("lexical" for the lexical judge); '' before it was recorded
+    judge_model: str = ""  # the judge's model ("lexical" for the lexical judge); '' when not recorded
     prompt_version: str = ""  # the NLI prompt's version+fingerprint an LLM judge used; '' for lexical
 
     # the NLI scores and refusal flags (docs/method.md)
@@ -36,6 +41,41 @@ class Evaluation(BaseModel):
 
     pairs: list[PairResult] = Field(default_factory=list)  # statement-level detail
 
+    # the answer's outcome and tool calls (README "Agents and tools", pipeline/evidence.py)
+    outcome: Outcome | None = Field(
+        None,
+        description="refusal (answer_refusal); unsupported_no_evidence (answered, not a refusal, a factual "
+        "statement and no evidence at all: no context and no tool result that counts); hallucination or "
+        "supported (hallucination true or false); None when not known (not judged, refusal unknown, or "
+        "nothing factual said without evidence)",
+    )
+    no_evidence: bool | None = Field(
+        None,
+        description="an answer that is not a refusal with a factual statement had no evidence (outcome "
+        "unsupported_no_evidence); false: it had evidence; None: a refusal, unknown, or nothing to support",
+    )
+    evidence: list[Passage] = Field(
+        default_factory=list,
+        description="the tool-result passages judged beside the contexts (pipeline.evidence), each naming "
+        "its tool, call id and step: a statement's passage indexes the contexts, then these",
+    )
+    tool_calls: int | None = Field(
+        None, description="tool calls of the current question (steps not of earlier turns); None before tools"
+    )
+    tool_error: bool | None = Field(
+        None,
+        description="one of the current question's tool calls failed (status error: an error status, an "
+        "exception, an error result); None without tool calls",
+    )
+    ungrounded_arguments: bool | None = Field(
+        None,
+        description="a current tool call's argument value (an id, a number, a name) appears nowhere in the "
+        "conversation nor in earlier tool results (pipeline.tool_arguments); None when none was checked",
+    )
+    ungrounded_argument_values: list[str] = Field(
+        default_factory=list, description="those values, as '<tool>.<argument>=<value>'"
+    )
+
     # cost and time
     calls: list[JudgeCall] = Field(default_factory=list)
     judge_calls: int = 0  # calls that reached the judge's model (cache hits excluded)
@@ -52,5 +92,7 @@ class Evaluation(BaseModel):
     missing: list[str] = Field(default_factory=list)  # parts absent when the join timed out
     labels: dict[str, int] | None = None  # passed through from the input, for accuracy reports
     # the input as evaluated (question, contexts, answer, ground truth): what a drill-down shows beside
-    # the verdicts. None in evaluations written before it was carried
+    # the verdicts. None in a stored evaluation that does not carry it
     interaction: Interaction | None = None
+    # the custom evaluators (schemas.evaluators) that applied to it: name -> score or why it is missing
+    custom: dict[str, CustomScore] = Field(default_factory=dict)

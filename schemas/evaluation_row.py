@@ -25,6 +25,11 @@ class EvalRow(BaseModel):
     ground_truth_refusal: bool | None = None
     hallucination: bool | None = None
     grounded_precision: float | None = None
+    # tool calls (Evaluation's fields of the same names; NULL in rows written before they were stored)
+    tool_calls: int | None = None
+    tool_error: bool | None = None
+    no_evidence: bool | None = None
+    ungrounded_arguments: bool | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -33,12 +38,22 @@ class EvalRow(BaseModel):
     complete: bool = True
     judged: bool = True  # False: skipped by sampling rules or a judge budget (no score)
     skip_reason: str | None = None
+    custom_scores: dict[str, float] = Field(default_factory=dict)  # custom evaluator -> its score
+    custom_missing: dict[str, str] = Field(default_factory=dict)  # custom evaluator -> why it has none
 
     @classmethod
     def from_evaluation(cls, e: Evaluation) -> EvalRow:
         data = e.model_dump(include=set(cls.model_fields))
         data["call_latencies_ms"] = call_latencies(e)
+        data["custom_scores"], data["custom_missing"] = custom_columns(e)
         return cls.model_validate(data)
+
+
+def custom_columns(e: Evaluation) -> tuple[dict[str, float], dict[str, str]]:
+    """The custom evaluators' scores, and the reasons of those without one."""
+    scores = {name: c.score for name, c in e.custom.items() if c.score is not None}
+    missing = {name: c.reason or "missing" for name, c in e.custom.items() if c.score is None}
+    return scores, missing
 
 
 def call_latencies(e: Evaluation) -> list[float]:

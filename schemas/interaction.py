@@ -13,25 +13,37 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from schemas.settings import Limits
+from schemas.tools import InputMessage, ReadMessages, ToolStep, limit_steps, read_messages, step_flags
 
-#: the roles a conversation turn may have (OpenAI's chat format, without tool turns)
+#: the roles a text turn of the history may have (tool traffic becomes ``Interaction.steps``)
 Role = Literal["system", "user", "assistant"]
+#: most flags an interaction keeps (each names one thing that could not be used as given)
+MAX_FLAGS = 50
 
 
 class Passage(BaseModel):
-    """One retrieved context passage, with the name of its document when known."""
+    """One retrieved context passage, with the name of its document when known; or one passage of a tool's
+    result taken as evidence (``pipeline.evidence``), naming the tool, its call and its step."""
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str
-    document: str | None = None
+    text: str = Field(description="the passage's text")
+    document: str | None = Field(
+        None,
+        description="the document's name: as given for a context; for a tool result's passage the "
+        "document's id or source when the result lists documents, else 'tool:<name>'",
+    )
+    tool: str | None = Field(None, description="the tool whose result this passage is; None for a context")
+    call_id: str | None = Field(None, description="the id of the tool call whose result this passage is")
+    step: int | None = Field(None, ge=0, description="the index in Interaction.steps of that call")
 
 
 class ChatMessage(BaseModel):
-    """One turn of a conversation in OpenAI's chat format: ``{"role": "user", "content": "..."}``.
+    """One text turn of a conversation's history: ``{"role": "user", "content": "..."}``.
 
     Keys whose value is null (``"refusal": null``, ``"tool_calls": null`` in OpenAI's own dumps) are
-    ignored; any other key is refused, and so are tool turns (role ``tool``) and non-string content."""
+    ignored; any other key is refused, and so are tool turns and non-string content (input ``messages``
+    take those: ``schemas.tools.InputMessage``; their tool calls and results become ``steps``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,7 +62,7 @@ class ChatMessage(BaseModel):
 
 
 def split_conversation(
-    messages: Sequence[ChatMessage], question: str | None
+    messages: Sequence[ChatMessage], question: str | None, positions: Sequence[int] | None = None
 ) -> tuple[str, list[ChatMessage]]:
     """(question, history) of a conversation given as ``messages`` (see ``Interaction``).
 
@@ -59,7 +71,8 @@ def split_conversation(
     kept; with one whose text differs, the messages hold only earlier turns. The history is every turn
     before the current turn (all the messages when there is none); turns after it (the reply, when a log
     carries it) are not history: the ``answer`` field is the reply that is judged. ValueError when there
-    is neither a question nor a user turn, or the question would be blank."""
+    is neither a question nor a user turn, or the question would be blank (naming the turn by its
+    position in ``positions``, the input messages' indexes of these turns, when given)."""
     users = [i for i, m in enumerate(messages) if m.role == "user"]
     last = users[-1] if users else None
     if question is None:
@@ -69,7 +82,8 @@ def split_conversation(
                 "list with at least one turn of role user"
             )
         if not messages[last].content.strip():
-            raise ValueError(f"messages[{last}] (the last user turn, the question) is empty")
+            at = positions[last] if positions is not None else last
+            raise ValueError(f"messages[{at}] (the last user turn, the question) is empty")
         return messages[last].content, list(messages[:last])
     if last is not None and messages[last].content.strip() == question.strip():
         return question, list(messages[:last])
@@ -215,11 +229,13 @@ class Interaction(BaseModel):
         "",
         description="the user's question (the last user message); required unless messages holds a user turn",
     )
-    messages: list[ChatMessage] | None = Field(
+    messages: list[InputMessage] | None = Field(
         None,
         exclude=True,
-        description="input only: the conversation in OpenAI's chat format; its last user turn is the "
-        "question (unless question is given) and the turns before that turn are the history",
+        description="input only: the conversation in OpenAI's chat format (with tool calls and tool turns, "
+        "legacy function turns, or the GenAI semantic conventions' parts); its last user text turn is the "
+        "question (unless question is given), the text turns before that turn are the history and its "
+        "tool calls and results become steps",
     )
     history: list[ChatMessage] = Field(
         default_factory=list,
@@ -229,6 +245,19 @@ class Interaction(BaseModel):
         False, description="oldest history turns were dropped to fit max_history_turns / max_history_chars"
     )
     contexts: list[Passage] = Field(default_factory=list)
+    steps: list[ToolStep] = Field(
+        default_factory=list,
+        description="the tool calls and their results the model made before answering, in order (read from "
+        "messages, or given directly; given ones first, a step from messages with the call_id of a given "
+        "one is not added twice); at most limits.max_steps (the earliest dropped, flagged steps_dropped)",
+    )
+    flags: list[str] = Field(
+        default_factory=list,
+        description="what was read but could not be used as given, each '<code>: <where>' "
+        "(schemas.tools FLAG_*: arguments_not_json, tool_arguments_truncated, tool_result_truncated, "
+        "tool_result_not_text, tool_result_without_call, content_not_text, steps_dropped); the "
+        "interaction is judged with what is there",
+    )
     ground_truth: str | None = None
     answer: str
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -263,19 +292,25 @@ class Interaction(BaseModel):
 
     @model_validator(mode="after")
     def _conversation(self, info: ValidationInfo) -> Interaction:
-        """The question and history from ``messages``; the history cut to the limits (oldest first)."""
+        """The question, history and steps from ``messages``; history and steps cut to the limits."""
         limits = _limits(info)
         given = "question" in self.model_fields_set
+        flags = list(self.flags)
         if self.messages is not None:
             if self.history:
                 raise ValueError(
                     "give messages or history, not both (history is the turns before the question)"
                 )
-            question, self.history = split_conversation(self.messages, self.question if given else None)
+            read = read_messages(self.messages)
+            turns = [ChatMessage(role=t.role, content=t.content, name=t.name) for t in read.turns]
+            positions = [t.index for t in read.turns]
+            question, self.history = split_conversation(turns, self.question if given else None, positions)
             if not given:
                 self.question = _check_len(
                     question, limits.max_question_chars, "question (the last user turn)"
                 )
+            self.steps = _merge_steps(self.steps, _mark_earlier_turns(read, self.question, given))
+            flags.extend(read.flags)
             self.messages = None
         elif not given:
             raise ValueError("question: missing (give question, or messages with a user turn)")
@@ -285,6 +320,15 @@ class Interaction(BaseModel):
                 self.history, given_limits.max_history_turns, given_limits.max_history_chars
             )
             self.history_truncated = self.history_truncated or dropped > 0
+            self.steps, cut = limit_steps(
+                self.steps,
+                given_limits.max_steps,
+                given_limits.max_tool_result_chars,
+                given_limits.max_tool_arguments_chars,
+            )
+            flags.extend(cut)
+            flags.extend(step_flags(self.steps, flags))
+        self.flags = _cap_flags(flags)
         return self
 
     @field_validator("timestamp", mode="before")
@@ -377,6 +421,41 @@ class Interaction(BaseModel):
                 f"of {limits.max_context_chars}"
             )
         return value
+
+
+def _mark_earlier_turns(read: ReadMessages, question: str, given: bool) -> list[ToolStep]:
+    """The steps read from messages, each marked ``earlier_turn`` when it belongs to a user turn before
+    the current question. When the question is the messages' last user turn, the steps before that turn
+    are earlier. When it is not in the messages (``question`` given and differing, or no user turn), the
+    steps before the last user turn are earlier, and so are later ones that an assistant text turn
+    without tool calls answered (that turn was the reply to an earlier question)."""
+    users = [t for t in read.turns if t.role == "user"]
+    last_user = users[-1].index if users else -1
+    in_messages = bool(users) and (not given or users[-1].content.strip() == question.strip())
+    replies = [t.index for t in read.turns if t.role == "assistant" and not t.calls_tools]
+    last_reply = replies[-1] if replies and not in_messages else -1
+    out: list[ToolStep] = []
+    for at, step in read.steps:
+        earlier = at < max(last_user, last_reply)
+        out.append(step.model_copy(update={"earlier_turn": True}) if earlier else step)
+    return out
+
+
+def _merge_steps(given: list[ToolStep], read: list[ToolStep]) -> list[ToolStep]:
+    """The steps given directly, then those read from messages whose call_id none of them has."""
+    if not given:
+        return read
+    ids = {s.call_id for s in given if s.call_id is not None}
+    return [*given, *(s for s in read if s.call_id is None or s.call_id not in ids)]
+
+
+def _cap_flags(flags: list[str]) -> list[str]:
+    """The flags without repeats, at most MAX_FLAGS (the last saying how many more there were)."""
+    unique = list(dict.fromkeys(flags))
+    if len(unique) <= MAX_FLAGS:
+        return unique
+    more = len(unique) - (MAX_FLAGS - 1)
+    return [*unique[: MAX_FLAGS - 1], f"more_flags: {more} more not kept"]
 
 
 def interaction_digest(interaction: Interaction) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -50,6 +51,17 @@ class LabelTarget(BaseModel):
     rate_metric: str | None = Field(
         description="the metric catalogue's rate counting the flag (schemas.metrics), None when there is none"
     )
+    question: str = Field(description="what a reviewer is asked, on the dashboard's interaction page")
+    yes_text: str = Field(description="the answer of value 1, in words")
+    no_text: str = Field(description="the answer of value 0, in words")
+    keys: tuple[str, str] | None = Field(
+        None, description="the dashboard's keys for 1 and 0; None: not asked on the dashboard"
+    )
+    threshold: tuple[str, Literal["hallucination", "correct"]] | None = Field(
+        None,
+        description="the score the judge's flag thresholds and that threshold's key in "
+        "pipeline.app_thresholds (what groundwatch calibrate chooses); None: the flag is the judge's own",
+    )
 
 
 LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
@@ -61,6 +73,9 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="hallucination",
             rate_metric="hallucination_rate",
+            question="Grounded in its context?", yes_text="grounded", no_text="hallucinated",
+            keys=("g", "h"),
+            threshold=("context_entailment", "hallucination"),
         ),
         LabelTarget(
             kind=LabelKind.CORRECT,
@@ -68,6 +83,9 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="answer_entails_ground_truth",
             rate_metric=None,
+            question="Agrees with the ground truth?", yes_text="correct", no_text="incorrect",
+            keys=("c", "x"),
+            threshold=("answer_entails_ground_truth", "correct"),
         ),
         LabelTarget(
             kind=LabelKind.ANSWER_REFUSAL,
@@ -75,6 +93,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=1,
             flag="answer_refusal",
             rate_metric="answer_refusal_rate",
+            question="Is the answer a refusal?", yes_text="refusal", no_text="answers", keys=("r", "a"),
         ),
         LabelTarget(
             kind=LabelKind.GROUND_TRUTH_REFUSAL,
@@ -82,6 +101,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=1,
             flag="ground_truth_refusal",
             rate_metric="ground_truth_refusal_rate",
+            question="Is the ground truth a refusal?", yes_text="refusal", no_text="answers",
         ),
     )
 }

@@ -34,7 +34,7 @@ def histogram(latencies_ms: Iterable[float]) -> list[int]:
 
 
 def add_histograms(histograms: Iterable[Sequence[int]]) -> list[int]:
-    """Element-wise sum; an empty histogram (a window written before histograms existed) adds nothing."""
+    """Element-wise sum; an empty histogram (a stored window without one) adds nothing."""
     total = [0] * LATENCY_BUCKETS
     for h in histograms:
         for i, count in enumerate(h[:LATENCY_BUCKETS]):

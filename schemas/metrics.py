@@ -68,6 +68,11 @@ class Metric(BaseModel):
         "", description="unit shown beside values: '' (a share 0-1), 'count', 'tokens', 'USD', 'turns'"
     )
     lower_is_better: bool = Field(True, description="direction of a good change, for colouring")
+    custom_key: str | None = Field(
+        None,
+        description="a custom evaluator's metric (schemas.evaluators): its name, the key of its value and "
+        "count in the Map columns custom_values and custom_scored (a sum: of its count in custom_missing)",
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> Metric:
@@ -87,7 +92,8 @@ class Metric(BaseModel):
             return " + ".join(self.sum_columns)
         if self.events_column:
             return self.events_column
-        scaled = f"ifNull({self.name}, 0) * {self.count_column}"
+        value = f"custom_values['{self.custom_key}']" if self.custom_key else self.name
+        scaled = f"ifNull({value}, 0) * {self.count_column}"
         return f"round({scaled})" if self.kind is MetricKind.RATE else scaled
 
     @property
@@ -97,10 +103,16 @@ class Metric(BaseModel):
 
     def totals(self, window: WindowAggregate) -> tuple[float, int]:
         """(numerator, denominator) of one window, as the SQL above computes them; (sum, 0) for a sum."""
+        if self.kind is MetricKind.SUM and self.custom_key is not None:
+            return float(window.custom_missing.get(self.custom_key, 0)), 0
         if self.kind is MetricKind.SUM:
             return float(sum(getattr(window, c) for c in self.sum_columns)), 0
-        n = int(getattr(window, str(self.count_column)))
-        value = getattr(window, self.name)
+        if self.custom_key is not None:
+            n = window.custom_scored.get(self.custom_key, 0)
+            value = window.custom_values.get(self.custom_key)
+        else:
+            n = int(getattr(window, str(self.count_column)))
+            value = getattr(window, self.name)
         if self.events_column:
             return float(getattr(window, self.events_column)), n
         if value is None or n <= 0:
@@ -169,6 +181,22 @@ METRICS: tuple[Metric, ...] = (
     _mean(
         "mean_grounded_precision", "Grounded-unit precision", "gr prec", "grounded_precision",
         "grounded_precision_scored",
+    ),
+    Metric(
+        name="mean_tool_calls", label="Tool calls per interaction", short="tools", kind=MetricKind.MEAN,
+        source="tool_calls", count_column="tool_calls_scored", unit="count",
+    ),
+    _rate(
+        "tool_error_rate", "Tool error rate", "tool err", "tool_error",
+        "tool_error_known", "tool_errors",
+    ),
+    _rate(
+        "no_evidence_rate", "Answers without evidence", "no evid", "no_evidence", "no_evidence_known",
+        "no_evidence_answers",
+    ),
+    _rate(
+        "ungrounded_arguments_rate", "Ungrounded tool arguments", "ungr arg", "ungrounded_arguments",
+        "ungrounded_arguments_known", "ungrounded_arguments_events",
     ),
     _sum("interactions", "Interactions", "n", ("count",), "count"),
     _sum("judged", "Judged interactions (the rest skipped by sampling)", "judged", ("judged",), "count"),
@@ -257,5 +285,43 @@ ALERT_METRICS: tuple[str, ...] = (*(m.name for m in METRICS), *(m.name for m in 
 
 def higher_is_bad(name: str) -> bool:
     """The bad direction of an alertable metric: up for a rate or a cost, down for a mean or agreement."""
-    metric = METRICS_BY_NAME.get(name)
+    metric = metric_named(name)
     return metric.lower_is_better if metric is not None else False
+
+
+#: the custom evaluators' metrics (``custom.<name>``), installed from the evaluators file at start
+#: (``pipeline.custom_evaluators.load_evaluators``): the dynamic part of the catalogue
+_CUSTOM: dict[str, Metric] = {}
+
+
+def install_custom(metrics: Iterable[Metric]) -> None:
+    """Make these custom metrics (and only these) part of the catalogue."""
+    _CUSTOM.clear()
+    _CUSTOM.update((m.name, m) for m in metrics)
+
+
+def custom_metrics() -> tuple[Metric, ...]:
+    return tuple(_CUSTOM.values())
+
+
+def catalogue() -> tuple[Metric, ...]:
+    """Every metric: the fixed ones, then the custom evaluators' installed from the evaluators file."""
+    return (*METRICS, *_CUSTOM.values())
+
+
+def metric_named(name: str) -> Metric | None:
+    """A fixed or installed custom metric by name; None when there is none."""
+    return METRICS_BY_NAME.get(name) or _CUSTOM.get(name)
+
+
+def named(name: str) -> Metric:
+    """A fixed or installed custom metric by a name already checked; KeyError when there is none."""
+    metric = metric_named(name)
+    if metric is None:
+        raise KeyError(f"no metric {name!r} in the catalogue")
+    return metric
+
+
+def alert_metric_names() -> tuple[str, ...]:
+    """Every metric an alert rule may watch now: ALERT_METRICS and the installed custom metrics."""
+    return (*ALERT_METRICS, *_CUSTOM)

@@ -7,23 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from schemas.interaction import Interaction
+from schemas.stages import Stage
 
 Verdict = Literal["entailed", "contradicted", "not_stated"]
 PairName = Literal["context_answer", "ground_truth_answer", "answer_ground_truth"]
-Stage = Literal[
-    "convert",
-    "pronouns",
-    "nli",
-    "refusal",
-    "relevance",
-    "join",
-    "sink",
-    "validate",
-    "evaluate",
-    "otlp",
-    "labels",
-    "privacy",
-]
 
 #: the score a verdict contributes to its hypothesis (a hypothesis scores the mean over its statements)
 VERDICT_SCORE: dict[str, float] = {"entailed": 1.0, "contradicted": 0.0, "not_stated": 0.0}
@@ -47,6 +34,15 @@ class JudgeCall(BaseModel):
     wall_ms: float = 0.0
 
 
+class CustomScore(BaseModel):
+    """One custom evaluator's outcome for one interaction (schemas.evaluators): its score in [0, 1] (1 for a
+    flag, a pass), or None when it failed, with why."""
+
+    score: float | None = Field(None, ge=0.0, le=1.0, description="0-1; None: missing (see reason)")
+    reason: str = Field("", description="the judge's or function's reason; for a missing score, why")
+    version: str = Field("", description="the evaluator's version when it scored")
+
+
 class StatementVerdict(BaseModel):
     """One statement (a substring of a hypothesis) and whether the premise entails it."""
 
@@ -60,8 +56,9 @@ class StatementVerdict(BaseModel):
         ge=0,
         description="the passage the statement was judged against: the one that states or contradicts it, "
         "else the closest (context pair only). A judge gives its position in Premise.passages; the NLI stage "
-        "turns it into the index of the interaction's contexts. None where the judge cannot say, in the "
-        "ground-truth pairs, and in evaluations stored before passages were recorded",
+        "turns it into an index of the evidence: the interaction's contexts, then the tool-result passages "
+        "(Evaluation.evidence). None where the judge cannot say, in the ground-truth pairs, and in "
+        "evaluations stored before passages were recorded",
     )
 
 
@@ -84,7 +81,7 @@ class PairResult(BaseModel):
 #: parts of one message even when another message has the same interaction_id
 DIGEST_DESCRIPTION = (
     "schemas.interaction.interaction_digest of the interaction this part was made from (sha256 of its "
-    "canonical JSON); empty in a part written before digests existed"
+    "canonical JSON); empty in a part that carries none (then the join keys it by interaction_id alone)"
 )
 
 
@@ -138,3 +135,7 @@ class JudgeResult(BaseModel):
     digest: str = Field("", description=DIGEST_DESCRIPTION)
     nli: NliResult | None = None
     refusal: RefusalResult | None = None
+    custom: dict[str, CustomScore] = Field(
+        default_factory=dict, description="the custom evaluators that applied (pipeline.custom_evaluators)"
+    )
+    custom_calls: list[JudgeCall] = Field(default_factory=list, description="the rubrics' judge calls")

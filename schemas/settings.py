@@ -36,7 +36,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from schemas.errors import SettingError
 from schemas.slice_filter import COLUMNS as SLICE_COLUMNS
+from schemas.validation import problems as validation_problems
 
 PREFIX = "GROUNDWATCH_"
 
@@ -81,6 +83,24 @@ class Limits(BaseModel):
     )
     max_metadata_chars: int = Field(
         20_000, ge=2, description="largest metadata object, as compact JSON (characters)"
+    )
+    max_steps: int = Field(
+        200,
+        ge=0,
+        description="most tool steps (calls and their results) kept per interaction; past it the earliest "
+        "steps are dropped and the interaction is flagged steps_dropped, not refused",
+    )
+    max_tool_result_chars: int = Field(
+        20_000,
+        ge=1,
+        description="longest tool result kept (characters); a longer one is cut to this and its step "
+        "marked truncated, never refused",
+    )
+    max_tool_arguments_chars: int = Field(
+        4_000,
+        ge=2,
+        description="longest tool-call arguments kept, as compact JSON (characters); longer ones are kept "
+        "as their JSON text cut to this, flagged tool_arguments_truncated",
     )
     max_json_depth: int = Field(
         64,
@@ -702,10 +722,18 @@ class KafkaSettings(BaseModel):
         30.0,
         gt=0,
         le=3600,
-        description="how long the pieces of one OpenTelemetry model call (its span, its log records, the "
-        "retrieved passages of its trace) are held waiting for the rest when they arrive apart; then the "
-        "call is evaluated with what came, or dead-lettered (stage otlp) with the reason. Its export "
-        "requests are acked only then, so this also delays their commit",
+        description="how long the pieces of one OpenTelemetry trace (its model calls' spans and log records, "
+        "its tool spans, its other spans, its retrieved passages) are held waiting for the rest (its root "
+        "span, each call's content) when they arrive apart; then its final answer is evaluated with what "
+        "came (a tool call without its result is a step without one), or its calls dead-lettered (stage "
+        "otlp) with the reason. Its export requests are acked only then, so this also delays their commit",
+    )
+    otlp_http_max_bytes: int = Field(
+        1_000_000,
+        ge=1024,
+        description="largest OTLP/HTTP request body the worker's web server takes on POST /v1/traces and "
+        "/v1/logs (as sent, unpacked from gzip, and as the OTLP/JSON message produced to Kafka; the broker's "
+        "and the producer's message size limits must allow it); larger ones are answered 413",
     )
     web_enabled: bool = Field(
         False,
@@ -1001,8 +1029,32 @@ class SamplingSettings(BaseModel):
     )
 
 
+class EvaluatorsSettings(BaseModel):
+    """Your own evaluators (schemas.evaluators; README "Your own evaluators")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: Path | None = Field(
+        None,
+        description="YAML/JSON file of your evaluators (pattern, python, rubric; deploy/evaluators/); each "
+        "becomes the metric custom.<name>. A file that does not validate stops the worker at start. "
+        "none: no custom evaluators",
+    )
+    wait_after_core_s: float = Field(
+        5.0,
+        ge=0.0,
+        le=600.0,
+        description="once an interaction's core verdicts are in, how long its custom evaluators still "
+        "running may take before they are given up (their scores missing, reason timeout): a slow "
+        "evaluator never holds the core verdicts longer than this",
+    )
+    python_threads: int = Field(
+        4, ge=1, le=64, description="threads running python evaluators, per evaluator (off the event loop)"
+    )
+
+
 #: dimensions every evaluation carries beside the configured metadata paths (pipeline/dimensions.py)
-BUILTIN_DIMENSIONS: tuple[str, ...] = ("answer_length", "has_ground_truth", "turn")
+BUILTIN_DIMENSIONS: tuple[str, ...] = ("answer_length", "has_ground_truth", "turn", "tool")
 _DIMENSION_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
 
@@ -1016,7 +1068,7 @@ class DimensionSettings(BaseModel):
         max_length=32,
         description="metadata paths stored as dimensions of each evaluation (a dot reaches into a nested "
         "object: customer.tier); an interaction without one has no value for it. The built-ins "
-        "answer_length, has_ground_truth and turn are always stored",
+        "answer_length, has_ground_truth, turn and tool (the tools called) are always stored",
     )
     max_values_per_day: int = Field(
         100,
@@ -1286,6 +1338,55 @@ class LabelsSettings(BaseModel):
     )
 
 
+class ToolSettings(BaseModel):
+    """Tool calls and their results (README "Agents and tools")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    evidence: bool = Field(
+        True,
+        description="a tool's result the model received before answering is evidence for grounding beside "
+        "the contexts (split into passages, named by tool and call id)",
+    )
+    evidence_allow: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="only these tools' results are evidence (names as called); empty: every tool",
+    )
+    evidence_deny: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="these tools' results are never evidence (applied after evidence_allow)",
+    )
+    evidence_earlier_turns: bool = Field(
+        True,
+        description="results of tool calls made for earlier user turns of the conversation count as "
+        "evidence too (the model saw them); false: only the current question's calls",
+    )
+    max_evidence_passages: int = Field(
+        50,
+        ge=1,
+        le=1000,
+        description="most passages one tool result is split into (a JSON list of documents gives one "
+        "each); the rest of the result is the last passage",
+    )
+    argument_min_chars: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="an argument value shorter than this (characters) is never checked for grounding "
+        "(ungrounded tool arguments)",
+    )
+
+    @field_validator("evidence_allow", "evidence_deny")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        blank = [v for v in value if not v.strip()]
+        if blank:
+            raise ValueError("a tool name is blank")
+        return value
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
@@ -1337,6 +1438,12 @@ class Settings(BaseSettings):
     )
     privacy: PrivacySettings = Field(
         default_factory=PrivacySettings, description="personal data: masking before the judge and storage"
+    )
+    tools: ToolSettings = Field(
+        default_factory=ToolSettings, description="tool calls: their results as evidence, their arguments"
+    )
+    evaluators: EvaluatorsSettings = Field(
+        default_factory=EvaluatorsSettings, description="your own evaluators (custom.<name> metrics)"
     )
 
     def with_changes(self, **sections: Mapping[str, Any] | BaseModel) -> Settings:
@@ -1446,9 +1553,9 @@ def describe_settings_error(exc: ValidationError) -> str:
     """One line naming each invalid setting by its environment variable, for a ValidationError of
     ``Settings`` (from ``Settings()``, ``from_values`` or ``with_changes``)."""
     problems = []
-    for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ())]
-        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    for problem in validation_problems(exc):
+        loc = [str(p) for p in problem.loc]
+        message = problem.why
         if len(loc) >= 2:
             where = variable_name(loc[0], loc[1]) + (f" ({'.'.join(loc[2:])})" if len(loc) > 2 else "")
             problems.append(f"{where}: {message}")
@@ -1465,8 +1572,6 @@ class _CheckedEnvSource(EnvSettingsSource):
     or mapping is not JSON."""
 
     def __call__(self) -> dict[str, Any]:
-        from schemas.errors import SettingError  # schemas.errors -> schemas.results -> this module
-
         problems = unknown_variables(name for name in self.env_vars)
         if problems:
             raise SettingError("; ".join(problems))

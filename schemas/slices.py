@@ -12,13 +12,14 @@ from datetime import datetime
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from schemas.alert import Alert
-from schemas.dashboard import _NAME, Rollup, Series, TimeRange, _utc
-from schemas.metrics import METRICS_BY_NAME
+from schemas.dashboard import MAX_NAME_CHARS, Rollup, Series, TimeRange
+from schemas.metrics import catalogue, metric_named
 from schemas.slice_filter import SliceFilter, SliceTerms, check_dimension
+from schemas.utc import utc
 
 
 class SliceQuery(TimeRange):
-    app: str | None = Field(None, max_length=_NAME, description="one app, or every app when absent")
+    app: str | None = Field(None, max_length=MAX_NAME_CHARS, description="one app, or every app when absent")
     models: list[str] = Field(default_factory=list, max_length=20, description="models; every one when empty")
     slice: SliceTerms = Field(
         default_factory=SliceFilter, description="only this slice: repeated key:value terms (all when none)"
@@ -27,8 +28,8 @@ class SliceQuery(TimeRange):
     @field_validator("models")
     @classmethod
     def _names(cls, value: list[str]) -> list[str]:
-        if any(not m or len(m) > _NAME for m in value):
-            raise ValueError(f"each model must be 1-{_NAME} characters")
+        if any(not m or len(m) > MAX_NAME_CHARS for m in value):
+            raise ValueError(f"each model must be 1-{MAX_NAME_CHARS} characters")
         return value
 
 
@@ -40,8 +41,8 @@ class BreakdownQuery(SliceQuery):
     @field_validator("metric")
     @classmethod
     def _metric(cls, value: str) -> str:
-        if value not in METRICS_BY_NAME:
-            raise ValueError(f"not a metric; one of {', '.join(METRICS_BY_NAME)}")
+        if metric_named(value) is None:
+            raise ValueError(f"not a metric; one of {', '.join(m.name for m in catalogue())}")
         return value
 
     @field_validator("dimension")
@@ -57,7 +58,7 @@ class ChangesQuery(BreakdownQuery):
     @field_validator("baseline_start", "baseline_end")
     @classmethod
     def _as_utc(cls, value: datetime) -> datetime:
-        return _utc(value)
+        return utc(value)
 
     @model_validator(mode="after")
     def _baseline(self) -> ChangesQuery:

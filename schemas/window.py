@@ -42,9 +42,36 @@ class WindowAggregate(BaseModel):
     judge_latency_histogram: list[int] = Field(default_factory=list)
     # sampling (pipeline.sampling): ``count`` is every interaction received; the rates and means above are
     # over judged ones only (a skipped one carries no score)
+    # tool calls (README "Agents and tools"): each a mean or rate with its denominator (and events)
+    mean_tool_calls: float | None = Field(None, description="tool calls per judged interaction")
+    tool_calls_scored: int = Field(0, description="judged interactions whose tool calls are known")
+    tool_error_rate: float | None = Field(
+        None, description="share of interactions with tool calls where one failed"
+    )
+    tool_error_known: int = Field(0, description="interactions with at least one tool call")
+    tool_errors: int = Field(0, description="interactions with a failed tool call")
+    no_evidence_rate: float | None = Field(
+        None, description="share of answers (not refusals, with a factual statement) without any evidence"
+    )
+    no_evidence_known: int = Field(0, description="answers where it is known whether evidence was there")
+    no_evidence_answers: int = Field(0, description="answers without evidence")
+    ungrounded_arguments_rate: float | None = Field(
+        None, description="share of interactions whose tool calls used an argument value found nowhere before"
+    )
+    ungrounded_arguments_known: int = Field(0, description="interactions with a tool argument value checked")
+    ungrounded_arguments_events: int = Field(0, description="interactions with an ungrounded argument value")
     judged: int = Field(0, description="interactions judged (count - skipped when not given)")
     skipped: int = Field(0, description="interactions stored unjudged (sampling rules, judge budget)")
     skipped_by_reason: dict[str, int] = Field(default_factory=dict, description="skip reason -> count")
+    # custom evaluators (schemas.evaluators), by name: the mean score over the judged interactions it scored
+    # (a flag's rate), how many it scored, and how many it failed to score
+    custom_values: dict[str, float] = Field(default_factory=dict, description="evaluator -> mean score")
+    custom_scored: dict[str, int] = Field(
+        default_factory=dict, description="evaluator -> interactions scored"
+    )
+    custom_missing: dict[str, int] = Field(
+        default_factory=dict, description="evaluator -> interactions it failed to score"
+    )
 
     # conversations whose last turn falls in the window (schemas/conversation.py): how many, how many had
     # each outcome, and the rates and mean turns over them (the metric catalogue's conversation metrics)

@@ -1,12 +1,16 @@
-"""The streaming evaluator: faust processors over Kafka, ClickHouse sink, windows and alerts.
+"""What a deployed worker runs: faust processors over Kafka, ClickHouse, windows, alerts, the dashboard.
 
-- ``app.create_app(settings)``: the faust app and its resources (judge, ClickHouse) from Settings.
-- ``topics``: topic names under the prefix, creation with one partition count (co-partitioned).
-- ``processors/``: convert, nli, refusal (concurrent, bounded: ``runner.run_bounded``), sink.
-- ``join``: one Evaluation per interaction from converted + nli + refusals (design notes there).
-- ``acks``: in-order acks per partition, so faust never commits past unfinished work.
-- ``clickhouse/``: client from one URL, versioned DDL (deploy/clickhouse), store, batched sink.
-- ``windows/``: tumbling windows computed from deduplicated rows; ``alerts/``: rules, engine, webhook.
-- ``replay``, ``report``, ``status``: CLI helpers; ``broker.tansu``, ``supervise``, ``localstack``:
-  a local broker, a worker subprocess, and both together (demo, tests).
+- ``app.create_app(settings)``: the faust app, its ``StreamContext`` (``context``: topics, sending, dead
+  letters) and its ``Resources`` (``resources``: judge, ClickHouse, windows, alerts, the clock).
+- ``topics``: topic names under the prefix and their creation (co-partitioned); ``schemas.topics`` says
+  what each carries.
+- ``processors/``: convert, judge (NLI and refusal), join, evaluate (fused), sink, labels, dead letters,
+  OTLP; run concurrently by ``runner.run_bounded`` and acked in offset order (``acks``).
+- ``join``: one Evaluation per interaction from its Converted and its JudgeResult (design notes there).
+- ``codec``: bytes <-> models at every boundary, and the one dead-letter builder.
+- ``clickhouse/``: client from one URL, versioned DDL (deploy/clickhouse), store, batched sink, labels.
+- ``windows/``: tumbling windows closed from the stored rows; ``alerts/``: rules, engine, receivers.
+- ``dashboard/``: the JSON API and page on the worker's web server; ``telemetry``, ``probes``: metrics
+  and health.
+- ``testing``: a harness for processors without a broker (topic, event, stream, ``ManualClock``).
 """

@@ -1,21 +1,21 @@
-"""The faust app: built by a factory from Settings (the faust app is the only global the brief allows,
-and we do not even keep one: ``create_app`` returns a fresh app and its resources service).
+"""The faust app, built by a factory from Settings: ``create_app`` returns a fresh app and its resources
+service (no module-level app).
 
 Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same partition count;
 docs/architecture.md draws it with the processors' names):
 
     otlp, otlp_logs -> [otlp] -> interactions (kafka.otlp_input, kafka.otlp_logs_input)
-    interactions -> [convert] -> converted -> [judge] -> nli, refusals -+-> [join] -> evaluations
-                                          \\-------------------------------/ (the Converted, for the join)
+    interactions -> [convert] -> converted -> [judge] -> judged -+-> [join] -> evaluations
+                                          \\-------------------------/ (the Converted, for the join)
     interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
     evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
     labels -> [labels] -> ClickHouse labels   (people's labels, schemas/label.py)
     deadletter -> [dead_letters] -> ClickHouse dead_letters
     any stage: invalid message / judge error -> deadletter
 
-Delivery is at-least-once: no exactly_once / transactions / idempotent producer (the test broker has
-none); every ClickHouse write is idempotent (ReplacingMergeTree), events are acked in offset order after
-their outputs are sent or written (streams.acks, streams.join).
+Delivery is at-least-once: no exactly_once / transactions / idempotent producer (Tansu, the embedded
+broker, has none); every ClickHouse write is idempotent (ReplacingMergeTree), events are acked in offset
+order after their outputs are sent or written (streams.acks, streams.join).
 
 Stopping (streams.lifecycle): a broker that lost the topics makes the worker end with one line, a
 BrokerUnavailable, and exit code 2 (for its supervisor to start it again); every stop is bounded by
@@ -44,6 +44,7 @@ from streams.fetch import use_fetch_wait
 from streams.heap import settle_heap
 from streams.kafka_auth import faust_credentials
 from streams.lifecycle import BrokerWatch, ShutdownDeadline, end_process, exit_line
+from streams.otlp_http import add_otlp_routes
 from streams.probes import add_probe_routes
 from streams.processors.convert import ConvertProcessor
 from streams.processors.dead_letters import DeadLetterRecorder
@@ -158,7 +159,8 @@ def faust_app(settings: Settings, datadir: Path) -> faust.App:
 
 def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) -> None:
     """The built-in dashboard at /dashboard/ on faust's web server (this process owns the ClickHouse
-    store: with chDB, the only process that may open its path), and /metrics, /healthz, /readyz. Off
+    store: with chDB, the only process that may open its path), /metrics, /healthz, /readyz, and OTLP/HTTP
+    (POST /v1/traces and /v1/logs, ``streams.otlp_http``). Off
     loopback, credentials are required and guard every page of the web server, faust's own included."""
     host = settings.dashboard.host
     require_credentials(host, settings.dashboard)
@@ -166,12 +168,13 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
     web_app = web.web_app
     # requests that do not parse (an oversized request line or header): 414/431/400 and one WARNING line
     # a while, not a traceback each (streams.dashboard.edges)
-    web._runner = EdgeRunner(web_app, access_log=None)
+    web._runner = EdgeRunner(web_app, clock=resources.clock, access_log=None)
     if not is_loopback(host):
         web_app.middlewares.append(auth_middleware(settings.dashboard))
     web_app.add_subapp(
         "/dashboard/", dashboard_app(lambda: resources.store, settings.dashboard, settings, resources.privacy)
     )
+    add_otlp_routes(web_app, resources.ctx)
     metrics = resources.ctx.metrics
     metrics.watch_lag(faust_lag(app))
     metrics.watch_counts(resources.totals)

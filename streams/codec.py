@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -16,6 +16,7 @@ from schemas.deadletter import DeadLetter
 from schemas.errors import InvalidMessage, StageError
 from schemas.results import Stage
 from schemas.settings import Limits
+from schemas.validation import describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -89,15 +90,6 @@ def payload_text(raw: bytes | str | None) -> str:
         return "base64:" + base64.b64encode(raw).decode("ascii")
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line per problem: ``field.path: reason``."""
-    lines = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(message)"
-        lines.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(lines)
-
-
 def _guess_id(data: Any, max_chars: int = 256) -> str | None:
     """The interaction id a message names, when it is a plausible one (a string or integer up to
     ``max_chars``): it keys the dead letter."""
@@ -132,14 +124,17 @@ def decode(
     received_at: datetime | None = None,
     *,
     between_stages: bool = False,
+    values: bool = True,
 ) -> M:
     """Parse and validate one message; raise InvalidMessage naming the field and the reason.
 
     Nothing else escapes: invalid UTF-8, JSON nested deeper than ``limits.max_json_depth`` (checked
     before parsing, without recursion), NaN, numbers Python refuses, RecursionError and MemoryError all
     become InvalidMessage. A model that ``checks_event_time`` (Interaction, the model messages enter by)
-    gets the wall clock ``now`` (default: the system clock) to check its timestamp against, and
-    ``received_at`` (the Kafka record's timestamp) as the timestamp of a message that carries none.
+    gets ``now`` (the worker's clock; without it no time is too far ahead) to check its timestamp
+    against, and ``received_at`` (the Kafka record's timestamp) as the timestamp of a message that
+    carries none. ``values=False`` (``privacy.mode`` all): the reason quotes nothing of the message
+    (``schemas.validation``).
 
     ``between_stages``: a message on a topic between the worker's stages (a Converted, a JudgeResult,
     an Evaluation), written by a worker's ``encode``. It is validated in full all the same, in one pass
@@ -152,7 +147,8 @@ def decode(
     limits = limits or Limits()
     context: dict[str, Any] = {"limits": limits}
     if getattr(model, "checks_event_time", False):
-        context["now"] = now or datetime.now(UTC)
+        if now is not None:
+            context["now"] = now
         if received_at is not None:
             context["received_at"] = received_at
     if between_stages and not _may_hold_constant(raw):
@@ -168,12 +164,13 @@ def decode(
         return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise InvalidMessage(
-            f"invalid {model.__name__}: {describe_validation_error(exc)}",
+            f"invalid {model.__name__}: {describe_validation_error(exc, values=values, model=model)}",
             interaction_id=_guess_id(data, limits.max_id_chars),
         ) from None
     except Exception as exc:  # RecursionError, MemoryError, a validator's own bug: still a bad message
+        why = f"{type(exc).__name__}: {exc}" if values else type(exc).__name__
         raise InvalidMessage(
-            f"invalid {model.__name__}: {type(exc).__name__}: {exc}",
+            f"invalid {model.__name__}: {why}",
             interaction_id=_guess_id(data, limits.max_id_chars),
         ) from None
 
@@ -308,18 +305,24 @@ def dead_letter(
     source_topic: str | None = None,
     interaction_id: str | None = None,
     original: str | None = None,
+    failed_at: datetime,
+    values: bool = True,
 ) -> DeadLetter:
     """The one way a failure becomes a dead letter: the stage, the reason, the original message (as
     text), its topic (``source_topic``, else ``origin``'s), where it was read (``origin``), its
     interaction id (given, or what an undecodable message named) and the original Interaction JSON to
     replay onto ``interactions`` (when not given, the one the payload is or carries: ``original_of``).
-    Its id is stable for the message (``dead_letter_id``). ``StreamContext.dead_letter`` sends it,
-    fitted to the byte budget (``fit_letter``)."""
+    Its id is stable for the message (``dead_letter_id``); ``failed_at`` comes from the worker's clock.
+    A ValidationError's reason is ``schemas.validation``'s, without the input's values when ``values``
+    is False. ``StreamContext.dead_letter`` sends it, fitted to the byte budget (``fit_letter``)."""
     if interaction_id is None and isinstance(error, InvalidMessage):
         interaction_id = error.interaction_id
     text = payload_text(payload)
     try:
-        reason = str(error) or repr(error)
+        if isinstance(error, ValidationError):
+            reason = f"invalid {error.title}: {describe_validation_error(error, values=values)}"
+        else:
+            reason = str(error) or repr(error)
     except Exception as exc:  # an exception whose str() fails still gets its letter
         reason = f"{type(error).__name__} (its message could not be read: {type(exc).__name__})"
     return DeadLetter(
@@ -332,4 +335,5 @@ def dead_letter(
         payload=text,
         payload_bytes=len(text.encode("utf-8", "surrogatepass")),
         original=original if original is not None else original_of(payload),
+        failed_at=failed_at,
     )

@@ -35,6 +35,12 @@ class StreamContext:
     #: the first wait before a dead letter is sent again (doubling from there)
     retry_delay_s: float = 1.0
 
+    @property
+    def reasons_show_values(self) -> bool:
+        """Whether a reason built from bad input may quote its values: not in ``privacy.mode`` all,
+        where no reason, log line or row carries a value the masking did not see."""
+        return self.settings.privacy.mode != "all"
+
     def topic(self, name: str) -> Any:
         if name not in self.topics:
             self.topics[name] = self.app.topic(
@@ -93,6 +99,8 @@ class StreamContext:
             source_topic=source_topic,
             interaction_id=interaction_id,
             original=original,
+            failed_at=self.clock.now(),
+            values=self.reasons_show_values,
         )
         where = (
             str(origin) if origin is not None else f"{letter.source_topic or stage} {interaction_id or ''}"

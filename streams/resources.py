@@ -17,6 +17,7 @@ from mode import Service
 from pydantic import BaseModel
 
 from pipeline.clock import Clock
+from pipeline.custom_evaluators import CustomEvaluators, open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.feedback import feedback_labels
 from pipeline.judges.base import Judge
@@ -26,7 +27,9 @@ from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
+from schemas.errors import GroundwatchError
 from schemas.evaluation import Evaluation
+from schemas.safe_text import safe_text
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.batch import DeadLetterRows
 from streams.clickhouse.conversations import ConversationRows
@@ -41,7 +44,7 @@ from streams.windows.conversations import ConversationCloser
 log = logging.getLogger(__name__)
 
 
-class NotReady(RuntimeError):
+class NotReady(GroundwatchError, RuntimeError):
     """A resource was used before the worker opened it."""
 
 
@@ -61,10 +64,12 @@ class Resources(Service):
         self._stack = contextlib.AsyncExitStack()
         self._ready = asyncio.Event()
         self._finished = False
+        self._status_failing = False  # the last status-file write failed (logged once)
         self._judge: Judge | None = None
         self._refusals: RefusalClassifier | None = None
         self._nli_judge: EntailJudge | NliGrouper | None = None
         self._evaluator: Evaluator | None = None  # the fused topology's
+        self.custom: CustomEvaluators | None = None  # evaluators.file (pipeline.custom_evaluators)
         self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
         self.store: ClickHouseStore | None = None
         self._sink: EvaluationSink | None = None
@@ -161,8 +166,12 @@ class Resources(Service):
         if settings.pipeline.relevance:
             self.relevance = RelevanceScorer()
             self.relevance.require()
+        # your own evaluators (evaluators.file, read and checked before start by the worker command)
+        self.custom = open_custom(settings.evaluators, judge)
+        if self.custom is not None:
+            self._stack.callback(self.custom.close)
         if settings.kafka.topology == "fused":
-            self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance)
+            self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance, custom=self.custom)
             self._stack.push_async_callback(self._evaluator.aclose)
 
     def _written(self, evaluations: list[Evaluation], seconds: float) -> None:
@@ -172,13 +181,13 @@ class Resources(Service):
 
     async def _dead_letters_written(self, rows: int, seconds: float) -> None:
         self.ctx.metrics.recorded(rows)
-        await self.write_status()
+        await self.update_status()
 
     async def _after_flush(self, rows: Sequence[Located]) -> None:
         await self.windows.touch(rows)
         if self.conversations is not None:
             await self.conversations.touch(rows)
-        await self.write_status()
+        await self.update_status()
 
     async def _end_user_labels(self, evaluations: list[Evaluation]) -> None:
         """End users' thumbs of a batch just stored, as labels (``labels.end_user_feedback``), written
@@ -207,11 +216,29 @@ class Resources(Service):
         if path is None or self.store is None:
             return
         status = WorkerStatus(
+            updated_at=self.clock.now(),
             counts=await self.store.counts(),
             windows_written=self._windows.written if self._windows else 0,
             alerts_fired=self._alerts.fired if self._alerts else 0,
         )
         await asyncio.to_thread(write_status, path, status)
+
+    async def update_status(self) -> None:
+        """``write_status`` after a write that succeeded (rows inserted and acked, windows closed): a
+        status file that cannot be written is logged here, as what failed, once until it is written
+        again, and never raised into the write before it (which would be taken for a failed insert)."""
+        try:
+            await self.write_status()
+        except Exception as exc:
+            if not self._status_failing:
+                log.warning("status file %s: cannot be written (%s: %s); the rows and windows are written; "
+                            "will try again after the next write", self.ctx.settings.clickhouse.status_file,
+                            type(exc).__name__, safe_text(str(exc), 300))  # fmt: skip
+            self._status_failing = True
+            return
+        if self._status_failing:
+            log.warning("status file %s: written again", self.ctx.settings.clickhouse.status_file)
+            self._status_failing = False
 
     async def _publish_alert(self, alert: BaseModel, key: str) -> None:
         await self.ctx.send(self.ctx.names.alerts, key, alert)

@@ -4,13 +4,13 @@ pipeline/slices.py; past ``limit`` slices the rest are summed into one ``(rest)`
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pipeline.metrics.wilson import wilson_interval
 from pipeline.slices import breakdown, decompose, overall
 from schemas.dashboard import Series
-from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind
+from schemas.latency import LATENCY_BUCKETS, quantile
+from schemas.metrics import MetricKind, catalogue, named
 from schemas.slices import (
     Breakdown,
     BreakdownQuery,
@@ -60,7 +60,7 @@ def _fold_contributions(items: list[Contribution], limit: int) -> list[Contribut
 
 
 async def read_breakdown(reader: SliceReader, q: BreakdownQuery) -> Breakdown:
-    metric = METRICS_BY_NAME[q.metric]
+    metric = named(q.metric)
     totals = await reader.totals(metric, q.dimension, q, q.start, q.end)
     return Breakdown(
         metric=metric.name, kind=metric.kind.value, dimension=q.dimension,
@@ -73,7 +73,7 @@ async def read_breakdown(reader: SliceReader, q: BreakdownQuery) -> Breakdown:
 
 
 async def read_changes(reader: SliceReader, q: ChangesQuery) -> WhatChanged:
-    metric = METRICS_BY_NAME[q.metric]
+    metric = named(q.metric)
     before = await reader.totals(metric, q.dimension, q, q.baseline_start, q.baseline_end)
     after = await reader.totals(metric, q.dimension, q, q.start, q.end)
     split = decompose(metric, before, after)
@@ -94,20 +94,20 @@ async def read_changes(reader: SliceReader, q: ChangesQuery) -> WhatChanged:
 def slice_series(rows: list[dict[str, Any]]) -> list[Series]:
     """The overview's series of one slice, from ``SliceReader.series_rows`` (the same figures the
     overview pools from windows, here from the interactions)."""
-    rates = [m.name for m in METRICS if m.kind is MetricKind.RATE]
+    rates = [m.name for m in catalogue() if m.kind is MetricKind.RATE]
     out: dict[tuple[str, str], Series] = {}
     for row in rows:
         key = (str(row["app"]), str(row["model"]))
         s = out.get(key)
         if s is None:
             s = out[key] = Series(
-                app=key[0], model=key[1], t=[], values={m.name: [] for m in METRICS},
+                app=key[0], model=key[1], t=[], values={m.name: [] for m in catalogue()},
                 lower={n: [] for n in rates}, upper={n: [] for n in rates},
-                support={m.name: [] for m in METRICS if m.denominator is not None},
+                support={m.name: [] for m in catalogue() if m.denominator is not None},
                 latency_p50_ms=[], latency_p95_ms=[],
             )  # fmt: skip
         s.t.append(int(row["t"]))
-        for m in METRICS:
+        for m in catalogue():
             num, den = float(row[f"{m.name}__num"] or 0), int(row[f"{m.name}__den"] or 0)
             if m.kind is MetricKind.SUM:
                 s.values[m.name].append(num)
@@ -118,7 +118,10 @@ def slice_series(rows: list[dict[str, Any]]) -> list[Series]:
                 interval = wilson_interval(min(den, round(num)), den) if den else None
                 s.lower[m.name].append(interval[0] if interval else None)
                 s.upper[m.name].append(interval[1] if interval else None)
-        p50, p95 = ([float(v) for v in row["latency"]] + [math.nan, math.nan])[:2]  # NaN: no judge call
-        s.latency_p50_ms.append(None if math.isnan(p50) else p50)
-        s.latency_p95_ms.append(None if math.isnan(p95) else p95)
+        buckets, counts = row["latency"]
+        latency = [0] * LATENCY_BUCKETS
+        for bucket, count in zip(buckets, counts, strict=True):
+            latency[int(bucket)] += int(count)
+        s.latency_p50_ms.append(quantile(latency, 0.5))  # None: no judge call
+        s.latency_p95_ms.append(quantile(latency, 0.95))
     return list(out.values())

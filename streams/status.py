@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 class WorkerStatus(BaseModel):
     pid: int = Field(default_factory=os.getpid)
-    updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    updated_at: datetime  # on the worker's clock
     counts: dict[str, int] = Field(default_factory=dict)  # table -> deduplicated rows
     windows_written: int = 0
     alerts_fired: int = 0

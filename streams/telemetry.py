@@ -2,10 +2,13 @@
 
 Counted where things happen: events in and out per processor, dead letters by stage and error type,
 interactions received, judged and skipped by app and reason (pipeline.sampling), sink rows and flush
-time, dead-letter rows written; windows closed, alert transitions, failed deliveries and the dead-letter
-recorder's lag are read at scrape time; judge calls, retries, errors, tokens, cost, cache hits and call
-latency are read off each Evaluation's call records as the sink writes it (one place sees every call of
-every stage, on either topology). Consumer lag is read from the consumer when Prometheus scrapes.
+time, dead-letter rows written, tool calls by app, tool and status, answers without evidence and
+ungrounded tool arguments by app (from each Evaluation the sink writes); windows closed, alert
+transitions, failed deliveries and the dead-letter recorder's lag are read at scrape time; judge calls,
+retries, errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records
+as the sink writes it (one place sees every call of every stage, on either topology), and so are the
+custom evaluators' scores and failures. Consumer lag is
+read from the consumer when Prometheus scrapes.
 """
 
 from __future__ import annotations
@@ -138,6 +141,34 @@ class WorkerMetrics:
             "groundwatch_interactions_skipped", "interactions stored unjudged (sampling rules, judge budget)",
             ["app", "reason"], registry=r,
         )  # fmt: skip
+        self.tool_calls = Counter(
+            "groundwatch_tool_calls", "tool calls of the questions judged (steps not of earlier turns)",
+            ["app", "tool", "status"], registry=r,
+        )  # fmt: skip
+        self.answers_without_evidence = Counter(
+            "groundwatch_answers_without_evidence",
+            "answers with a factual statement and no evidence at all (outcome unsupported_no_evidence)",
+            ["app"], registry=r,
+        )  # fmt: skip
+        self.ungrounded_tool_arguments = Counter(
+            "groundwatch_ungrounded_tool_arguments",
+            "interactions whose tool calls used an argument value found nowhere before the call",
+            ["app"], registry=r,
+        )  # fmt: skip
+        # your own evaluators (schemas.evaluators): a rate or mean is score / scored; the version is a label,
+        # so a changed evaluator is a new series
+        custom = ["evaluator", "version", "app", "model"]
+        self.custom_scored = Counter(
+            "groundwatch_custom_scored", "interactions a custom evaluator scored", custom, registry=r
+        )
+        self.custom_score = Counter(
+            "groundwatch_custom_score", "the sum of a custom evaluator's scores (0-1 each; a flag counts 1)",
+            custom, registry=r,
+        )  # fmt: skip
+        self.custom_missing = Counter(
+            "groundwatch_custom_missing", "interactions a custom evaluator failed to score, by reason",
+            [*custom, "reason"], registry=r,
+        )  # fmt: skip
         self.sink_rows = Counter("groundwatch_sink_rows", "evaluations written to ClickHouse", registry=r)
         self.sink_flush = Histogram("groundwatch_sink_flush_seconds", "ClickHouse insert time", registry=r)
         self.dead_letter_rows = Counter(
@@ -178,6 +209,28 @@ class WorkerMetrics:
         self.sink_flush.observe(seconds)
         for evaluation in evaluations:
             self._calls(evaluation)
+            self._tools(evaluation)
+            self._custom(evaluation)
+
+    def _tools(self, evaluation: Evaluation) -> None:
+        steps = evaluation.interaction.steps if evaluation.interaction is not None else []
+        for step in steps:
+            if not step.earlier_turn:
+                self.tool_calls.labels(evaluation.app, step.name, step.status).inc()
+        if evaluation.no_evidence:
+            self.answers_without_evidence.labels(evaluation.app).inc()
+        if evaluation.ungrounded_arguments:
+            self.ungrounded_tool_arguments.labels(evaluation.app).inc()
+
+    def _custom(self, evaluation: Evaluation) -> None:
+        for name, c in evaluation.custom.items():
+            labels = (name, c.version, evaluation.app, evaluation.model)
+            if c.score is None:  # the reason's kind: timeout, busy, raised ..., error, no LLM judge
+                kind = c.reason.partition(":")[0].split(" ")[0] or "unknown"
+                self.custom_missing.labels(*labels, kind[:32]).inc()
+                continue
+            self.custom_scored.labels(*labels).inc()
+            self.custom_score.labels(*labels).inc(c.score)
 
     def _calls(self, evaluation: Evaluation) -> None:
         for call in evaluation.calls:

@@ -12,6 +12,7 @@ from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from schemas.errors import BrokerUnavailable, ConfigError
 from schemas.settings import KafkaSettings
+from schemas.topics import TOPIC_MESSAGES
 from streams.kafka_auth import aiokafka_auth
 
 log = logging.getLogger(__name__)
@@ -44,18 +45,8 @@ class TopicNames:
 
 
 def topic_names(kafka: KafkaSettings) -> TopicNames:
-    p = kafka.topic_prefix
-    return TopicNames(
-        interactions=f"{p}interactions",
-        converted=f"{p}converted",
-        judged=f"{p}judged",
-        evaluations=f"{p}evaluations",
-        alerts=f"{p}alerts",
-        deadletter=f"{p}deadletter",
-        otlp=f"{p}otlp",
-        otlp_logs=f"{p}otlp_logs",
-        labels=f"{p}labels",
-    )
+    """Every topic of the registry (``schemas.topics``) under ``kafka.topic_prefix``."""
+    return TopicNames(**{topic: f"{kafka.topic_prefix}{topic}" for topic in TOPIC_MESSAGES.by_topic()})
 
 
 def bootstrap_servers(broker: str) -> str:

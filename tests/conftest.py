@@ -1,4 +1,5 @@
-"""Shared fixtures: the fake OpenAI-compatible server (real HTTP on 127.0.0.1)."""
+"""Shared fixtures: the fake OpenAI-compatible server (real HTTP on 127.0.0.1), and the fixtures package
+(``tests/fixtures``: the ClickHouse ``store``, message builders)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
+
+pytest_plugins = ["tests.fixtures.store"]
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from schemas.latency import LATENCY_BUCKET_EDGES_MS, LATENCY_BUCKET_GROWTH, LATENCY_BUCKETS  # noqa: E402
-from schemas.metrics import METRICS, Metric, MetricKind  # noqa: E402
+from schemas.metrics import METRICS, Metric, MetricKind, custom_metrics  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "dashboards" / "groundwatch.json"
 SQL_OUT = REPO / "deploy" / "dashboards" / "groundwatch.sql"
@@ -61,6 +61,20 @@ def series_filter() -> str:
     )
 
 
+def alias(name: str) -> str:
+    """A metric's name as a column alias: as written, or back-quoted when it is not a plain identifier (a
+    custom evaluator's custom.<name>)."""
+    return name if name.isidentifier() else f"`{name}`"
+
+
+def window_value_sql(metric: Metric) -> str:
+    """A rate's or mean's value in one window_aggregates row (NULL when it has none)."""
+    if metric.custom_key is None:
+        return metric.name
+    key = f"'{metric.custom_key}'"
+    return f"if(mapContains(custom_scored, {key}), custom_values[{key}], NULL)"
+
+
 def metric_value_sql(metric: Metric) -> str:
     """One bucket's value of ``metric`` from its windows: sum of numerators / sum of denominators."""
     if metric.denominator is None:
@@ -77,7 +91,7 @@ def metric_sql(metric: Metric, db: str) -> str:
         "  $__timeInterval(window_start) AS time,\n"
         "  app,\n"
         "  model,\n"
-        f"  {metric_value_sql(metric)} AS {metric.name}\n"
+        f"  {metric_value_sql(metric)} AS {alias(metric.name)}\n"
         f"FROM {db}.window_aggregates FINAL\n"
         "WHERE $__timeFilter(window_start)\n"
         f"  AND {series_filter()}\n"
@@ -105,7 +119,7 @@ def wilson_band_sql(metric: Metric, db: str) -> str:
         f"WITH {Z95} AS z\n"
         "SELECT\n"
         "  time,\n"
-        f"  k / n AS {metric.name},\n"
+        f"  k / n AS {alias(metric.name)},\n"
         f"  {lower} AS wilson_lower,\n"
         f"  {upper} AS wilson_upper\n"
         "FROM (\n"
@@ -232,7 +246,11 @@ def series_variable_sql(db: str) -> str:
 
 def per_window_sql(db: str) -> str:
     """Every rate and mean of each closed window, per app/model (one point per window)."""
-    values = ",\n".join(f"    {m.name}" for m in METRICS if m.kind is not MetricKind.SUM)
+    scored = [m for m in (*METRICS, *custom_metrics()) if m.kind is not MetricKind.SUM]
+    values = ",\n".join(
+        f"    {window_value_sql(m)}" + ("" if m.custom_key is None else f" AS {alias(m.name)}")
+        for m in scored
+    )
     return (
         "SELECT\n"
         "    window_start AS t,\n"
@@ -249,9 +267,9 @@ def pooled_sql(db: str) -> str:
     numerators over the sum of its denominators (so a mean is weighted by the interactions it scored,
     not by every interaction), a total summed."""
     values = []
-    for m in METRICS:
+    for m in (*METRICS, *custom_metrics()):
         den = f" / nullIf(sum({m.denominator}), 0)" if m.denominator is not None else ""
-        values.append(f"    sum({m.numerator}){den} AS {m.name}")
+        values.append(f"    sum({m.numerator}){den} AS {alias(m.name)}")
     return (
         "SELECT\n"
         "    app,\n"
@@ -348,7 +366,7 @@ def metric_panel(metric: Metric, db: str) -> Json:
         metric_sql(metric, db),
         description=_describe(metric),
         unit=_UNITS.get(metric.unit, "short"),
-        share=metric.kind is not MetricKind.SUM,
+        share=metric.kind is not MetricKind.SUM and metric.unit == "",
     )
 
 
@@ -481,7 +499,7 @@ def build_dashboard(db: str = DATABASE) -> Json:
     panels: list[Json] = [
         row("Rates"),
         *(metric_panel(m, db) for m in rates),
-        row("Entailment and grounded-unit precision (means)"),
+        row("Means: entailment, grounded-unit precision, tool calls"),
         *(metric_panel(m, db) for m in means),
         row("Volume, failures and judge cost"),
         *(metric_panel(m, db) for m in sums),
@@ -490,6 +508,13 @@ def build_dashboard(db: str = DATABASE) -> Json:
         row("Rates with their 95 % Wilson interval, one panel per app / model"),
         *(wilson_panel(m, db) for m in rates),
     ]
+    custom = custom_metrics()  # the evaluators file's (--evaluators), when one was given
+    if custom:
+        panels += [
+            row("Your evaluators (custom.<name>: schemas/evaluators.py)"),
+            *(metric_panel(m, db) for m in custom),
+            *(wilson_panel(m, db) for m in custom if m.kind is MetricKind.RATE),
+        ]
     return {
         "uid": DASHBOARD_UID,
         "title": "groundwatch",
@@ -547,7 +572,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", default=DATABASE, help="ClickHouse database (default: groundwatch)")
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write (default: {OUT})")
     parser.add_argument("--sql", type=Path, default=SQL_OUT, help=f"the SQL file (default: {SQL_OUT})")
+    parser.add_argument(
+        "--evaluators",
+        type=Path,
+        help="your evaluators file (GROUNDWATCH_EVALUATORS__FILE): adds a panel per custom.<name> metric; "
+        "write it to your own --out and --sql",
+    )
     args = parser.parse_args(argv)
+    if args.evaluators is not None:
+        from pipeline.custom_evaluators import load_evaluators
+
+        load_evaluators(args.evaluators)
     sql = args.sql.read_text(encoding="utf-8")
     outputs = [(args.out, render(args.database)), (args.sql, render_sql(sql, args.database))]
     if args.check:

@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from pydantic import SecretStr
-
 from schemas.errors import ConfigError
-from schemas.settings import ClickHouseSettings, DashboardSettings, Settings
+from schemas.settings import ClickHouseSettings, DashboardSettings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,11 +59,10 @@ async def serve(clickhouse: ClickHouseSettings, dashboard: DashboardSettings, ho
 
 
 def run(args: argparse.Namespace) -> int:
+    from groundwatch.store_access import settings_with_clickhouse
     from streams.dashboard.auth import require_credentials
 
-    settings = Settings()
-    if args.clickhouse:
-        settings = settings.with_changes(clickhouse={"url": SecretStr(args.clickhouse)})
+    settings = settings_with_clickhouse(args.clickhouse)  # with the evaluators' custom.<name> metrics
     clickhouse = settings.clickhouse
     host, port = parse_bind(args.bind, settings.dashboard.host)
     require_credentials(host, settings.dashboard)  # DashboardConfigError naming what is missing

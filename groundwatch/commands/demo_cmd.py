@@ -16,22 +16,27 @@ import importlib.resources
 import json
 import shlex
 import signal
-import socket
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from tqdm import tqdm
 
 from groundwatch.commands.arg_types import port_number, positive_float, positive_int
 from groundwatch.demo_history import History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
+from pipeline.custom_evaluators import install_from_settings
+from pipeline.net import free_port
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
 
 SAMPLE = "sample_interactions.jsonl"
 RULES = "demo_alert_rules.yaml"
+#: the shipped examples of your own evaluators (a source checkout; a wheel install has none)
+EXAMPLE_EVALUATORS = Path(__file__).resolve().parents[2] / "deploy" / "evaluators" / "evaluators.yaml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="replay your own JSONL interactions instead of the bundled sample: every line once, its id "
         "kept, stamped over the simulated days (no labels are imported: groundwatch labels import FILE)",
+    )
+    parser.add_argument(
+        "--evaluators",
+        type=Path,
+        default=EXAMPLE_EVALUATORS if EXAMPLE_EVALUATORS.is_file() else None,
+        help="your own evaluators file run by the worker (default: deploy/evaluators/evaluators.yaml in a "
+        "source checkout: a rubric, patterns and a python check)",
     )
     parser.add_argument(
         "--label-share",
@@ -147,7 +159,13 @@ def _say(text: str) -> None:
 
 
 def _stack_env(args: argparse.Namespace) -> dict[str, str]:
+    evaluators = (
+        {"GROUNDWATCH_EVALUATORS__FILE": str(args.evaluators.resolve())}
+        if args.evaluators is not None
+        else {}
+    )
     return {
+        **evaluators,
         "GROUNDWATCH_JUDGE__KIND": args.judge,
         "GROUNDWATCH_ALERTS__RULES_FILE": str(_data_file(RULES)),
         # replayed history arrives about in time order, partitions interleaved: a window closes once the
@@ -161,14 +179,13 @@ def _stack_env(args: argparse.Namespace) -> dict[str, str]:
 def _replay_and_wait(stack: LocalStack, plan: History, timeout: float, window_seconds: int) -> Report:
     result = stack.replay(plan.lines)
     _say(f"replayed {result.sent} interactions onto {stack.prefix}interactions in {result.seconds:.1f}s")
-    last = [-1]
+    # one bar while the worker judges and stores them (stderr; a line of its own when not a terminal)
+    with tqdm(total=len(plan.lines), desc="evaluations stored", unit="it", mininterval=1.0) as bar:
 
-    def progress(count: int) -> None:
-        if count != last[0]:
-            _say(f"waiting for every interaction in ClickHouse: {count}/{len(plan.lines)} evaluations stored")
-            last[0] = count
+        def progress(count: int) -> None:
+            bar.update(max(0, count - bar.n))
 
-    stack.wait_for_evaluations(len(plan.lines), timeout_s=timeout, on_progress=progress)
+        stack.wait_for_evaluations(len(plan.lines), timeout_s=timeout, on_progress=progress)
     conversations = plan.conversations()
     if conversations:
         _say(f"waiting for the {conversations} conversations to close")
@@ -205,18 +222,6 @@ def _print_queries(stack: LocalStack) -> None:
     print()
 
 
-def free_port(preferred: int) -> int:
-    """``preferred`` when it is free on 127.0.0.1, else one the system picks."""
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise OSError("no free port on 127.0.0.1")
-
-
 def _serve(stack: LocalStack, port: int) -> None:
     """Serve the dashboard over the demo's chDB (the worker has stopped) until Ctrl-C."""
     from groundwatch.commands.dashboard_cmd import serve
@@ -238,7 +243,9 @@ def run(args: argparse.Namespace) -> int:
     ).resolve()
     tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
     stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
-    stack.settings()  # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts
+    # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts; the evaluators
+    # file's custom.<name> metrics in this process's catalogue too, for the report printed at the end
+    install_from_settings(stack.settings().evaluators)
     # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     plan = user_history(args.data, args.days) if args.data else history(args.events, args.days)
@@ -252,6 +259,11 @@ def run(args: argparse.Namespace) -> int:
         else f" from {args.data}"
     )
     _say(f"{len(plan.lines)} interactions stamped over {plan.start:{stamp}} - {plan.end:{stamp}} UTC{drift}")
+    if plan.tool_agent and plan.kb_outage:
+        _say(
+            f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
+            f"base starts returning empty results at {plan.kb_outage:{stamp}}"
+        )
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
         _say(
@@ -264,7 +276,8 @@ def run(args: argparse.Namespace) -> int:
         report = _replay_and_wait(stack, plan, timeout, args.window_seconds)
     _say("broker and worker stopped")
     print()
-    print(render(report))
+    print(render(report, every_window=False))
+    print(f"({len(report.windows)} windows in all: `groundwatch report` lists each, see below)")
     if not args.data and args.label_share > 0:
         label_demo(stack, plan, args.label_share)
     print()

@@ -28,6 +28,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
 
@@ -37,6 +38,7 @@ from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversations import figures
+from pipeline.custom_evaluators import CustomSummary, open_custom, summarise, summary_lines
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
@@ -103,6 +105,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"resamples for the 95%% intervals of AUC and balanced accuracy (default {RESAMPLES}; 0: none)",
     )
+    parser.add_argument(
+        "--evaluators",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="your own evaluators (README 'Your own evaluators'; default: GROUNDWATCH_EVALUATORS__FILE): "
+        "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -164,21 +174,8 @@ def masked_unjudged(privacy: PrivacyGuard, evaluation: Evaluation) -> Evaluation
     return evaluation.model_copy(update={"interaction": privacy.for_storage(evaluation.interaction)})
 
 
-def _settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
-    """The settings with ``--judge`` and ``--relevance`` applied."""
-    if args.judge:
-        settings = settings.model_copy(
-            update={"judge": settings.judge.model_copy(update={"kind": args.judge})}, deep=True
-        )
-    if args.relevance:
-        settings = settings.model_copy(
-            update={"pipeline": settings.pipeline.model_copy(update={"relevance": True})}, deep=True
-        )
-    return settings
-
-
 async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
-    settings = _settings_for(args, settings or Settings())
+    settings = estimate_cmd.settings_for(args, settings or Settings())
     concurrency = args.concurrency or settings.kafka.stage_concurrency
     dataset = read_dataset(args.input, settings.limits, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
@@ -197,7 +194,8 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
 
         privacy = PrivacyGuard(settings.privacy)
         async with open_judge(settings) as judge:
-            evaluator = Evaluator(judge, settings, relevance_scorer=scorer)
+            custom = open_custom(settings.evaluators, judge)
+            evaluator = Evaluator(judge, settings, relevance_scorer=scorer, custom=custom)
             bar = tqdm(
                 total=len(to_judge),
                 desc=f"eval {args.input.name} ({judge.name})",
@@ -214,6 +212,7 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 await evaluator.aclose()
             wall = time.perf_counter() - started
             report = await build_report(
+                generated_at=datetime.now(UTC),
                 input_path=str(args.input),
                 rows=rows,
                 errors=[*dataset.errors, *failures],
@@ -226,6 +225,11 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 judge=judge,
                 bootstrap=getattr(args, "bootstrap", RESAMPLES),
             )
+            if custom is not None:
+                summaries = summarise(custom.loaded, (e for _, e in rows))
+                report = report.model_copy(
+                    update={"custom": {k: v.model_dump(mode="json") for k, v in summaries.items()}}
+                )
     report = estimate_cmd.with_sampling(report, args, skipped)
     if settings.conversations.enabled:
         every = [e for _, e in rows] + skipped
@@ -274,6 +278,9 @@ def summary(report: EvalReport) -> str:
             lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
     if report.conversations is not None:
         lines.append(conversation_summary(report.conversations))
+    if report.custom:
+        lines.append("  your evaluators:")
+        lines.extend(summary_lines({k: CustomSummary.model_validate(v) for k, v in report.custom.items()}))
     for error in report.errors[:5]:
         lines.append(f"  line {error.line}: [{error.stage}] {error.reason}")
     if len(report.errors) > 5:

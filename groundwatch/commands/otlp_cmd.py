@@ -1,9 +1,11 @@
 """`groundwatch otlp FILE [FILE ...]`: OpenTelemetry traces and logs (OTLP/JSON export requests, one a
 line or one document, as the Collector's file exporter writes them) -> interactions JSONL, ready for
-`groundwatch replay` or `groundwatch eval`. The files are read together: a model call's span, its log
-records (GenAI events) and the retrieved passages of its trace are joined by trace and span id, in
-whichever file they are (``pipeline.otlp_join``). Calls that cannot be mapped are listed on stderr with
-the reason; files that hold no span and no log record at all are an error (exit 2)."""
+`groundwatch replay` or `groundwatch eval`. The files are read together: a trace's model calls (span and
+log records), tool spans and retrieved passages are joined by trace and span id, in whichever file they
+are (``pipeline.otlp_join``), and each trace gives one interaction per final answer, its tool calls and
+results as steps (``pipeline.otlp.convert_trace``). Calls that cannot be mapped are listed on stderr with
+the reason. Files that hold no span and no log record at all, and files whose model calls give no
+interaction, are an error (exit 2): the reasons say why."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.otlp import CallError, convert_call, read_batch
+from pipeline.otlp import CallError, convert_trace, read_batch
 from pipeline.otlp_join import OtlpBuffer
 from schemas.errors import ConfigError
 
@@ -82,23 +84,35 @@ def run(args: argparse.Namespace) -> int:
         names = ", ".join(str(p) for p in args.file)
         raise ConfigError(f"{names}: no spans and no log records (resourceSpans / resourceLogs) to read")
     out = args.out.open("w", encoding="utf-8") if args.out else sys.stdout
-    written, failed = 0, len(unjoinable)
+    written, failed, steps, calls = 0, len(unjoinable), 0, len(unjoinable)
     for piece in unjoinable:
         print(f"model call {piece.trace_id}:{piece.span_id} ({piece.name}): {piece.reason}", file=sys.stderr)
     try:
         for ready in buffer.drain():
-            result = convert_call(ready.call, ready.passages)
-            if isinstance(result, CallError):
+            calls += len(ready.trace.calls)
+            result = convert_trace(ready.trace)
+            steps += result.steps
+            for error in result.errors:
                 failed += 1
                 print(
-                    f"model call {result.trace_id}:{result.span_id} ({result.name}): {result.reason}",
+                    f"model call {error.trace_id}:{error.span_id} ({error.name}): {error.reason}",
                     file=sys.stderr,
                 )
-                continue
-            out.write(result.model_dump_json() + "\n")
-            written += 1
+            for found in result.interactions:
+                out.write(found.model_dump_json() + "\n")
+                written += 1
     finally:
         if args.out:
             out.close()
-    print(f"{written} interactions, {failed} model calls not mapped", file=sys.stderr)
+    print(
+        f"{written} interactions, {steps} model calls read as steps, {failed} model calls not mapped",
+        file=sys.stderr,
+    )
+    if calls and not written:
+        print(
+            f"error: {calls} model calls read and no interaction: "
+            + ("the reasons are above" if failed else "no model call answered in text (only tool calls)"),
+            file=sys.stderr,
+        )
+        return 2
     return 0

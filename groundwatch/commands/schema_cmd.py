@@ -3,7 +3,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from schemas import ALL_MESSAGES
+from schemas.topics import message_models
+
+ALL_MESSAGES = message_models()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import SecretStr
 
@@ -49,10 +51,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def read_files(settings: Settings) -> None:
     """Every file the worker reads, read and validated before it connects to anything: a missing or bad
     one is a ConfigError naming the file and its setting."""
+    from pipeline.custom_evaluators import load_evaluators
     from pipeline.sampling import load_sampling_rules
     from streams.alerts.rules import load_rules
 
-    files = [
+    files: list[tuple[Path | None, Callable[[Path], object], str]] = [
+        # first: its custom.<name> metrics join the catalogue the alert rules are checked against
+        (settings.evaluators.file, load_evaluators, variable_name("evaluators", "file")),
         (settings.alerts.rules_file, load_rules, variable_name("alerts", "rules_file")),
         (settings.sampling.rules_file, load_sampling_rules, variable_name("sampling", "rules_file")),
     ]

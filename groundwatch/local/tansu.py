@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from pipeline.net import free_port
 from schemas.errors import DependencyMissing
 
 
@@ -47,12 +48,6 @@ def worker_env(broker_url: str) -> dict[str, str]:
         "GROUNDWATCH_KAFKA__REBALANCE_TIMEOUT_S": "4",
         "GROUNDWATCH_KAFKA__START_OFFSET": "earliest",
     }
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _accepts(port: int) -> bool:

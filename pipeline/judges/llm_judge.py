@@ -192,7 +192,7 @@ class LLMJudge:
         if not originals:
             return JudgeOutput([])
         # the same sentences after other turns may resolve otherwise: the turns are part of the key
-        # (JSON-encoded, so a turn never reads as a sentence); without history the key is as it was
+        # (JSON-encoded, so a turn never reads as a sentence); without history the key is the sentences alone
         turns = [json.dumps([t.role, t.text], ensure_ascii=False) for t in history]
         key = (
             self._key("pronouns", *originals)

@@ -19,9 +19,7 @@ import importlib
 import importlib.util
 import logging
 import os
-import socket
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,8 @@ from typing import IO
 
 import httpx
 
+from pipeline.clock import Clock, SystemClock
+from pipeline.net import free_port
 from schemas.errors import LocalModelError
 from schemas.settings import JudgeSettings
 
@@ -173,12 +173,6 @@ def ensure_local_model(settings: JudgeSettings, spec: ModelSpec = QWEN_CODER_1_5
 
 
 # ---------------------------------------------------------------------- the llama.cpp server
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _die_with_parent() -> None:
     """In the child, before exec (Linux): SIGKILL it when groundwatch dies, so no server is orphaned.
 
@@ -205,9 +199,14 @@ class LocalModelServer:
     """
 
     def __init__(
-        self, settings: JudgeSettings, model_path: Path | None = None, spec: ModelSpec = QWEN_CODER_1_5B
+        self,
+        settings: JudgeSettings,
+        model_path: Path | None = None,
+        spec: ModelSpec = QWEN_CODER_1_5B,
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
+        self.clock: Clock = clock or SystemClock()  # what the wait for the server's start reads
         self.model_path = model_path
         self.spec = spec
         self.model_id = ""
@@ -273,7 +272,7 @@ class LocalModelServer:
 
     async def _wait_ready(self) -> None:
         assert self._proc is not None
-        deadline = time.monotonic() + self.settings.local_start_timeout_s
+        deadline = self.clock.monotonic() + self.settings.local_start_timeout_s
         async with httpx.AsyncClient(timeout=2.0) as http:
             while True:
                 if self._proc.returncode is not None:
@@ -287,12 +286,12 @@ class LocalModelServer:
                         return
                 except httpx.HTTPError:
                     pass
-                if time.monotonic() > deadline:
+                if self.clock.monotonic() > deadline:
                     raise LocalModelError(
                         f"the local model server did not answer on {self.base_url} within "
                         f"{self.settings.local_start_timeout_s:.0f} s; log: {self.log_path}\n{self._tail()}"
                     )
-                await asyncio.sleep(0.25)
+                await self.clock.sleep(0.25)
 
     def _tail(self, lines: int = 15) -> str:
         if self.log_path is None or not self.log_path.is_file():

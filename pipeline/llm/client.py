@@ -39,9 +39,10 @@ from pipeline.llm.slots import PrioritySlots, stage_priority
 from pipeline.llm.verdict_probs import TokenLogprob, parse_logprobs
 from pipeline.retry import Backoff, retry
 from prompts import RenderedPrompt
-from schemas.errors import JudgeError
+from schemas.errors import GroundwatchError, JudgeError
 from schemas.results import JudgeCall, Stage
 from schemas.settings import JudgeSettings
+from schemas.validation import describe_validation_error
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_*\-]{6,}")  # OpenAI-style keys, masked
 JSON_ONLY_HINT = "Answer with one JSON object only, no other text."
 
 
-class ParseFailure(Exception):
+class ParseFailure(GroundwatchError):
     """The model's output is not a valid answer (bad JSON, wrong shape, truncated, wrong ids)."""
 
 
@@ -407,8 +408,7 @@ def _answer(prompt: RenderedPrompt[OutT], resp: dict[str, Any], usage: Usage) ->
         return prompt.output_model.model_validate(data)
     except ValidationError as exc:
         raise ParseFailure(
-            f"output does not match {prompt.output_model.__name__}: "
-            f"{exc.error_count()} errors, first: {exc.errors()[0]['msg']}"
+            f"output does not match {prompt.output_model.__name__}: {describe_validation_error(exc)}"
         ) from exc
 
 
@@ -416,17 +416,17 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-class _Retryable(Exception):
+class _Retryable(GroundwatchError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 
 
-class _LogprobsRejected(Exception):
+class _LogprobsRejected(GroundwatchError):
     """The server does not give token log-probabilities (answered 4xx/500 naming them)."""
 
 
-class _FormatRejected(Exception):
+class _FormatRejected(GroundwatchError):
     def __init__(self, status: int, message: str, mode: FormatMode) -> None:
         super().__init__(f"HTTP {status}: {message}")
         self.status = status

@@ -17,8 +17,10 @@ import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from schemas.errors import GroundwatchError
 
-class HttpStatusError(Exception):
+
+class HttpStatusError(GroundwatchError):
     """The server answered with an error status; ``message`` is its error text (from the JSON body)."""
 
     def __init__(self, status: int, message: str, retry_after: str | None) -> None:
@@ -28,11 +30,11 @@ class HttpStatusError(Exception):
         self.retry_after = retry_after
 
 
-class HttpTimeout(Exception):
+class HttpTimeout(GroundwatchError):
     """No complete answer within the timeout."""
 
 
-class HttpConnectionError(Exception):
+class HttpConnectionError(GroundwatchError):
     """The connection failed or broke (refused, reset, disconnected, a truncated body)."""
 
 

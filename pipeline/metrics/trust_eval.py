@@ -33,11 +33,11 @@ Outputs are fractions in [0, 1] (Trust-Eval prints percentages), None where a de
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from pipeline.alternatives import contains_normalised
 from pipeline.judges.base import Judge, Premise
 from schemas.results import JudgeCall
 
@@ -86,18 +86,10 @@ class TrustEvalResult(BaseModel):
     calls: list[JudgeCall] = Field(default_factory=list, exclude=True)
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
 def exact_match(response: str, gold_answers: Sequence[str]) -> bool:
-    """True when the normalised response contains any normalised gold answer (as whole words)."""
-    norm = f" {normalize_answer(response)} "
-    return any(g_norm and f" {g_norm} " in norm for g_norm in (normalize_answer(g) for g in gold_answers))
+    """Trust-Eval's exact match: the response contains a gold answer as whole words, both normalised
+    as SQuAD's script does (``pipeline.alternatives.squad_normalise``, punctuation dropped)."""
+    return any(contains_normalised(response, g, split_on_punctuation=False) for g in gold_answers)
 
 
 def _ratio(num: int | float, den: int | float) -> float | None:

@@ -1,4 +1,5 @@
-"""The Wilson score interval of a proportion (how firm a window's rate is, given its denominator)."""
+"""The Wilson score interval of a proportion (how firm a window's rate is, given its denominator): the one
+definition the dashboard, the slices, the documents ranking and the alert rules' Newcombe bounds use."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import math
 Z95 = 1.959963984540054
 
 
-def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float] | None:
-    """(lower, upper) of the Wilson score interval for ``successes`` out of ``trials``; None without
-    trials. Unlike the normal approximation it stays inside [0, 1] and is sensible at 0 and n."""
+def wilson_interval(successes: float, trials: int, z: float = Z95) -> tuple[float, float] | None:
+    """(lower, upper) of the Wilson score interval for ``successes`` out of ``trials`` (a count, or a
+    sum of weights in [0, trials]); None without trials. Unlike the normal approximation it stays inside
+    [0, 1] and is sensible at 0 and n."""
     if trials <= 0:
         return None
     if not 0 <= successes <= trials:

@@ -83,8 +83,9 @@ def _map_value(value: Any, fn: Text) -> Any:
 
 def map_interaction(interaction: Interaction, fn: Text) -> Interaction:
     """The interaction with ``fn`` applied to each of its texts: question, history (each turn's content
-    and speaker's name), contexts (each passage's text and document name), answer, ground truth, and
-    every string in its metadata, nested ones included; ids, times, app and model are kept."""
+    and speaker's name), contexts (each passage's text and document name), tool steps (every string of
+    their arguments, their results), answer, ground truth, and every string in its metadata, nested ones
+    included; ids, times, app, model and tool names are kept."""
     return interaction.model_copy(
         update={
             "question": fn(interaction.question),
@@ -99,6 +100,15 @@ def map_interaction(interaction: Interaction, fn: Text) -> Interaction:
                     update={"text": fn(p.text), "document": None if p.document is None else fn(p.document)}
                 )
                 for p in interaction.contexts
+            ],
+            "steps": [
+                s.model_copy(
+                    update={
+                        "arguments": _map_value(s.arguments, fn),
+                        "result": None if s.result is None else fn(s.result),
+                    }
+                )
+                for s in interaction.steps
             ],
             "answer": fn(interaction.answer),
             "ground_truth": None if interaction.ground_truth is None else fn(interaction.ground_truth),
@@ -120,8 +130,8 @@ def texts_of(interaction: Interaction) -> list[str]:
 
 
 def map_evaluation(evaluation: Evaluation, fn: Text, interaction: Interaction | None) -> Evaluation:
-    """The evaluation with ``fn`` applied to its statement texts, reasons and unsupported claims, and
-    the given interaction in place of its own."""
+    """The evaluation with ``fn`` applied to its statement texts, reasons, unsupported claims, tool
+    evidence passages and ungrounded argument values, and the given interaction in place of its own."""
     pairs = [
         pair.model_copy(
             update={
@@ -142,8 +152,18 @@ def map_evaluation(evaluation: Evaluation, fn: Text, interaction: Interaction | 
         for pair in evaluation.pairs
     ]
     claims = [fn(c) for c in evaluation.unsupported_claims]
+    evidence = [
+        p.model_copy(update={"text": fn(p.text), "document": None if p.document is None else fn(p.document)})
+        for p in evaluation.evidence
+    ]
     return evaluation.model_copy(
-        update={"pairs": pairs, "unsupported_claims": claims, "interaction": interaction}
+        update={
+            "pairs": pairs,
+            "unsupported_claims": claims,
+            "interaction": interaction,
+            "evidence": evidence,
+            "ungrounded_argument_values": [fn(v) for v in evaluation.ungrounded_argument_values],
+        }
     )
 
 

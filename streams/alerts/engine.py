@@ -38,6 +38,7 @@ import httpx
 from pipeline.clock import Clock, SystemClock
 from schemas.alert import Alert, AlertRules
 from schemas.settings import AlertSettings, Settings
+from schemas.utc import utc
 from schemas.window import WindowAggregate
 from streams.alerts.judge_drift import JudgeDrift
 from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
@@ -47,7 +48,6 @@ from streams.alerts.slices import slice_observations
 from streams.alerts.stats import EMPTY, observe
 from streams.alerts.webhook import Outcome
 from streams.clickhouse.labels import LabelStore
-from streams.clickhouse.rows import utc
 from streams.clickhouse.store import Claim, ClickHouseStore
 from streams.judge_quality import correct_threshold
 from streams.windows.tumbling import TumblingWindows

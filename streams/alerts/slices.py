@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from schemas.alert import AlertRules
 from schemas.errors import ConfigError
-from schemas.metrics import METRICS_BY_NAME
+from schemas.metrics import named
 from schemas.settings import DimensionSettings, variable_name
 from streams.alerts.lifecycle import Rule
 from streams.alerts.stats import Obs
@@ -48,7 +48,7 @@ def slice_values(name: str) -> dict[str, str]:
 
 
 def observations_sql(db: str, rule: Rule) -> str:
-    num, den = metric_sql(METRICS_BY_NAME[rule.metric])
+    num, den = metric_sql(named(rule.metric))
     values = ", ".join(dimension_sql(f"d{i}") for i in range(len(rule.group_by)))
     return (
         "SELECT intDiv(toUnixTimestamp(timestamp), {size:UInt32}) * {size:UInt32} AS w, "

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from schemas.metrics import METRICS, METRICS_BY_NAME, RATE_METRICS, SUM_SUPPORT_COLUMN, MetricKind
+from pipeline.metrics.wilson import wilson_interval
+from schemas.metrics import METRICS, SUM_SUPPORT_COLUMN, MetricKind, metric_named, named
 from schemas.window import WindowAggregate
 
 #: the WindowAggregate field that counts the interactions a metric is computed over (its denominator; a
@@ -43,7 +44,7 @@ EMPTY = Obs(0.0, 0)
 def observe(metric: str, window: WindowAggregate) -> Obs:
     """The window's observation of one metric (an empty one when it has no value), as the catalogue
     (schemas.metrics) pools it."""
-    known = METRICS_BY_NAME[metric]
+    known = named(metric)
     total, n = known.totals(window)
     if known.kind is MetricKind.SUM:
         n = int(getattr(window, SUM_SUPPORT_COLUMN))
@@ -98,11 +99,12 @@ def z_means(current: Obs, baseline: Obs, variance: float) -> float:
 
 
 def wilson(obs: Obs, z: float) -> tuple[float, float]:
-    """Wilson score interval of a rate (z: the one-sided critical value of each bound)."""
-    n, p = obs.n, obs.total / obs.n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
+    """The Wilson score interval of a rate (``pipeline.metrics.wilson``; z: the one-sided critical value
+    of each bound); the observation has a denominator."""
+    interval = wilson_interval(obs.total, obs.n, z)
+    if interval is None:
+        raise ValueError("a rate without a denominator has no interval")
+    return interval
 
 
 def newcombe_lower(current: Obs, baseline: Obs, z: float) -> float:
@@ -154,7 +156,8 @@ def significant(
     zc = z_critical(confidence)
     if current.n <= 0 or baseline.n <= 0:
         return False, 0.0
-    if metric in RATE_METRICS:
+    known = metric_named(metric)
+    if known is not None and known.kind is MetricKind.RATE:
         z = z_rates(current, baseline)
         if not up:  # a fall in the rate is a rise in its complement
             current = Obs(current.n - current.total, current.n)

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from pipeline.retry import NO_CAP, Backoff, Sleep, retry
+from schemas.errors import GroundwatchError
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ class Outcome:
     error: str = ""  # the last failure ("" when delivered)
 
 
-class _Again(Exception):
+class _Again(GroundwatchError):
     """An answer worth retrying: 429 or 5xx."""
 
 
@@ -40,7 +41,7 @@ async def post_with_retries(
     retries: int,
     backoff_s: float,
     what: str = "webhook",
-    sleep: Sleep = asyncio.sleep,
+    sleep: Sleep,
     timeout_s: float | None = None,
     deadline_s: float | None = None,
 ) -> Outcome:
@@ -90,12 +91,13 @@ async def post_with_retries(
 
 
 async def post_webhook(
-    client: httpx.AsyncClient, url: str, text: str, *, retries: int = 3, backoff_s: float = 0.5
+    client: httpx.AsyncClient, url: str, text: str, *, sleep: Sleep, retries: int = 3, backoff_s: float = 0.5
 ) -> bool:
     """True when the hook accepted the message (2xx); False after the last retry (logged, never raised)."""
     outcome = await post_with_retries(
-        client, url, content=json_bytes({"text": text}), headers=JSON, retries=retries, backoff_s=backoff_s
-    )
+        client, url, content=json_bytes({"text": text}), headers=JSON, retries=retries, backoff_s=backoff_s,
+        sleep=sleep,
+    )  # fmt: skip
     return outcome.ok
 
 

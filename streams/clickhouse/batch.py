@@ -5,6 +5,10 @@ dead-letter rows (``DeadLetterRows``).
 A batch is due once it holds ``max_rows`` rows or its oldest row has waited ``max_seconds`` (on the
 injected clock). ``take`` empties the buffer for a flush; a flush that fails puts its rows back in front
 (``put_back``), still unacked, so a crash or an outage loses nothing: the messages are read again.
+
+How the processors writing through such a buffer wait out a failing ClickHouse is here too, once:
+``write_until_written`` (the consumer stops and retries a flush with backoff: backpressure) and
+``FlushFailures`` (the log of timed flushes that keep failing).
 """
 
 from __future__ import annotations
@@ -16,11 +20,57 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from pipeline.clock import Clock, SystemClock
+from pipeline.retry import Backoff, retry
+from schemas.safe_text import safe_text
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 Done = Callable[[], object]
+
+FAILURE_LOG_EVERY_S = 30.0  # at most one line a while about timed flushes that keep failing
+
+
+async def write_until_written(
+    flush: Callable[[], Awaitable[object]], what: str, clock: Clock, max_delay_s: float = 30.0
+) -> None:
+    """ClickHouse is failing: stop consuming (backpressure) and retry ``flush`` with backoff (waited on
+    ``clock``) until the buffered rows are written. They stay unacked meanwhile, so a crash now loses
+    nothing. ``what`` names the write in the retry's log lines."""
+    await retry(flush, what=what, backoff=Backoff(max_s=max_delay_s), sleep=clock.sleep)
+
+
+class FlushFailures:
+    """The log of a timer's flushes failing in a row: the first with its traceback, then (an outage can
+    fail several flushes a second) one line every ``every_s`` of ``clock`` time with how many failed,
+    and one line when a flush succeeds again. ``what`` begins each line; they go to ``logger``."""
+
+    def __init__(
+        self, what: str, clock: Clock, logger: logging.Logger, every_s: float = FAILURE_LOG_EVERY_S
+    ) -> None:
+        self.what = what
+        self.clock = clock
+        self.log = logger
+        self.every_s = every_s
+        self.in_a_row = 0
+        self._logged = 0.0  # clock.monotonic() of the last line
+
+    def failed(self, exc: BaseException) -> None:
+        self.in_a_row += 1
+        now = self.clock.monotonic()
+        if self.in_a_row == 1:
+            self.log.error("%s: timed flush failed; will retry", self.what, exc_info=exc)
+        elif now - self._logged >= self.every_s:
+            self.log.warning("%s: %d timed flushes failed in a row (last: %s); will retry", self.what,
+                             self.in_a_row, safe_text(f"{type(exc).__name__}: {exc}")[:300])  # fmt: skip
+        else:
+            return
+        self._logged = now
+
+    def succeeded(self) -> None:
+        if self.in_a_row:
+            self.log.warning("%s: ClickHouse writes again after %d failed flushes", self.what, self.in_a_row)
+            self.in_a_row = 0
 
 
 def _noop() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from schemas.errors import ConfigError
 from streams.clickhouse.client import check_identifier
 
 #: where each replicated table keeps its state in (Zoo)Keeper, and the replica's name: server macros
@@ -48,7 +49,7 @@ _ENGINE = re.compile(
 )
 
 
-class ClusterRenderError(ValueError):
+class ClusterRenderError(ConfigError):
     """A DDL statement this module does not know how to run on a cluster."""
 
 

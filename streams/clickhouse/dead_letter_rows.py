@@ -3,21 +3,22 @@
 A row keeps where and why a message failed, not its payload (that stays on the dead-letter topic, where
 it can be replayed). ``dead_letter_id`` is the letter's own id, stable for one failed message
 (``streams.codec.dead_letter_id``: where it was read and the stage), so a letter sent again for a
-redelivered message, or read twice from the topic, replaces its row; a letter without one (written before
-the id existed, or not a DeadLetter at all) is keyed by the sha256 of its bytes.
+redelivered message, or read twice from the topic, replaces its row; a letter without one (an empty
+id, or not a DeadLetter at all) is keyed by the sha256 of its bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from schemas.deadletter import DeadLetter
-from streams.clickhouse.rows import utc
+from schemas.utc import utc
+from schemas.validation import describe_validation_error
 
 DEAD_LETTER_COLUMNS = [
     "dead_letter_id",
@@ -55,15 +56,20 @@ def _app_model(letter: DeadLetter) -> tuple[str, str]:
     return "", ""
 
 
-def dead_letter_row(raw: bytes, received_at: datetime | None = None) -> list[Any]:
+def dead_letter_row(raw: bytes, received_at: datetime) -> list[Any]:
     """The row of one message read from the dead-letter topic. A message that is not a DeadLetter (written
-    there by something else) still gets a row, stage ``validate``, so it is counted, never dropped."""
+    there by something else) still gets a row, stage ``validate``, so it is counted, never dropped; its time
+    is ``received_at`` (the record's timestamp, the same at every redelivery, so the row is the same too)."""
     digest = hashlib.sha256(raw).hexdigest()
     try:
         letter = DeadLetter.model_validate_json(raw)
     except (ValidationError, ValueError, RecursionError) as exc:
-        when = utc(received_at or datetime.now(UTC))
-        return [digest, when, "validate", "InvalidDeadLetter", str(exc)[:4000], "", None, "", "", len(raw), 0]
+        # what the message holds stays out of the row: it was never masked
+        why = type(exc).__name__
+        if isinstance(exc, ValidationError):
+            why = describe_validation_error(exc, values=False)
+        when = utc(received_at)
+        return [digest, when, "validate", "InvalidDeadLetter", why[:4000], "", None, "", "", len(raw), 0]
     app, model = _app_model(letter)
     return [
         letter.dead_letter_id or digest,

@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Any
 
-from pipeline.dimensions import CardinalityGuard, extract
+from pipeline.dimensions import CardinalityGuard, evaluator_versions, extract
 from schemas.evaluation import Evaluation
 from schemas.settings import DimensionSettings
-from streams.clickhouse.rows import utc
+from schemas.utc import utc
 
 Query = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 
@@ -52,6 +52,9 @@ class DimensionWriter:
     def rows(self, evaluations: Sequence[Evaluation]) -> list[dict[str, str]]:
         with self._lock:
             return [
-                self.guard.admit(utc(e.timestamp).date(), extract(e.interaction, self.settings))
+                self.guard.admit(
+                    utc(e.timestamp).date(),
+                    {**extract(e.interaction, self.settings), **evaluator_versions(e.custom)},
+                )
                 for e in evaluations
             ]

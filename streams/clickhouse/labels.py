@@ -20,8 +20,10 @@ from schemas.label import Label, LabeledRow, LabelKind
 from schemas.metrics import METRICS, MetricKind
 from schemas.settings import LabelsSettings
 from schemas.slice_filter import SliceFilter
-from streams.clickhouse.rows import utc
+from schemas.utc import utc
 from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.sql import APP_FILTER, MODEL_FILTER, in_range, pooled_columns
+from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import ClickHouseStore
 
 LABEL_COLUMNS = [
@@ -29,11 +31,10 @@ LABEL_COLUMNS = [
     "note", "statements", "inclusion_probability", "version",
 ]  # fmt: skip
 
-_TS = "DateTime64(3, 'UTC')"
 #: labels from reviewers and imports: end users' thumbs neither take an interaction out of the review
 #: queue nor count as a reviewer's progress
 _PEOPLE = "source != 'end_user'"
-_FILTER = "({app:String} = '' OR app = {app:String}) AND ({model:String} = '' OR model = {model:String})"
+_FILTER = f"{APP_FILTER} AND {MODEL_FILTER}"
 _EVAL_COLUMNS = (
     "interaction_id, conversation_id, timestamp, app, model, judge, judge_model, prompt_version, "
     "hallucination, answer_refusal, ground_truth_refusal, answer_entails_ground_truth, context_entailment"
@@ -168,7 +169,7 @@ class LabelStore:
         """Every current label of interactions judged with start <= timestamp < end, joined with the
         judge's verdicts on them."""
         sql = (
-            self._labeled_sql(f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}}")
+            self._labeled_sql(in_range())
             + "ORDER BY app, model, interaction_id, kind, reviewer"
         )
         params = {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""}
@@ -205,12 +206,10 @@ class LabelStore:
         """Flags and denominators of every rate metric per app/model, pooled from the windows that
         start in [start, end) exactly as the catalogue pools them."""
         rates = [m for m in METRICS if m.kind is MetricKind.RATE]
-        columns = ", ".join(
-            f"sum({m.numerator}) AS `{m.name}__num`, sum({m.denominator}) AS `{m.name}__den`" for m in rates
-        )
+        columns = pooled_columns(rates)
         rows = await self.store.query(
             f"SELECT app, model, {columns} FROM {self.db}.window_aggregates FINAL "
-            f"WHERE window_start >= {{start:{_TS}}} AND window_start < {{end:{_TS}}} AND {_FILTER} "
+            f"WHERE {in_range('window_start')} AND {_FILTER} "
             "GROUP BY app, model ORDER BY app, model",
             {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""},
         )
@@ -251,7 +250,7 @@ class LabelStore:
         rows = await self.store.query(
             "SELECT interaction_id, timestamp, app, model, context_entailment, hallucination, "
             f"answer_refusal, {probability} AS inclusion_probability FROM {self.db}.evaluations FINAL "
-            f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER} "
+            f"WHERE {in_range()} AND judged = 1 AND {_FILTER} "
             f"AND {REVIEW_FRACTION_SQL} < {probability} "
             f"AND interaction_id NOT IN (SELECT interaction_id FROM {self.db}.labels WHERE {_PEOPLE}) "
             "ORDER BY timestamp DESC LIMIT {limit:UInt32}",
@@ -303,7 +302,7 @@ class LabelStore:
         one, only the labeled, or the ``worst`` by context entailment (lowest first)."""
         condition, values = slice_condition(slice_filter or SliceFilter(), "f")
         where = (
-            f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND judged = 1 AND {_FILTER} "
+            f"{in_range()} AND judged = 1 AND {_FILTER} "
             f"AND {condition}"
         )
         if labeled_only:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
-from schemas.evaluation_row import call_latencies
+from schemas.evaluation_row import call_latencies, custom_columns
+from schemas.interaction import Passage
+from schemas.utc import utc
 from schemas.window import WindowAggregate
 
 EVALUATION_COLUMNS = [
@@ -47,6 +49,13 @@ EVALUATION_COLUMNS = [
     "dimensions",
     "context_documents",
     "question_hash",
+    "tool_calls",
+    "tool_error",
+    "no_evidence",
+    "ungrounded_arguments",
+    "custom_scores",
+    "custom_missing",
+    "custom_versions",
 ]
 
 STATEMENT_COLUMNS = [
@@ -73,20 +82,23 @@ WINDOW_COLUMNS = [*WindowAggregate.model_fields, "computed_at", "version"]
 ALERT_COLUMNS = list(Alert.model_fields)
 
 
-def utc(ts: datetime) -> datetime:
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
-
-
 def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-def context_documents(e: Evaluation) -> list[str]:
-    """The distinct document names of the interaction's non-blank passages, in order ('' for a passage
-    without a name); [] when the evaluation does not carry its interaction."""
+def evidence_passages(e: Evaluation) -> list[Passage]:
+    """What a statement's passage indexes: the interaction's contexts, then the tool-result passages
+    (``Evaluation.evidence``); [] when the evaluation does not carry its interaction."""
     if e.interaction is None:
         return []
-    names = (p.document or "" for p in e.interaction.contexts if p.text.strip())
+    return [*e.interaction.contexts, *e.evidence]
+
+
+def context_documents(e: Evaluation) -> list[str]:
+    """The distinct document names of the evidence's non-blank passages (contexts, then tool-result
+    passages, named as pipeline.evidence says), in order ('' for a passage without a name); [] when the
+    evaluation does not carry its interaction."""
+    names = (p.document or "" for p in evidence_passages(e) if p.text.strip())
     return list(dict.fromkeys(names))
 
 
@@ -100,11 +112,12 @@ def question_hash(e: Evaluation) -> int:
 
 
 def statement_document(e: Evaluation, passage: int | None) -> str | None:
-    """The document name of the context a statement was judged against ('' when it has none); None
-    without a passage (or an interaction to look it up in)."""
-    if passage is None or e.interaction is None or not 0 <= passage < len(e.interaction.contexts):
+    """The document name of the evidence passage a statement was judged against ('' when it has none);
+    None without a passage (or an interaction to look it up in)."""
+    passages = evidence_passages(e)
+    if passage is None or not 0 <= passage < len(passages):
         return None
-    return e.interaction.contexts[passage].document or ""
+    return passages[passage].document or ""
 
 
 def evaluation_version(e: Evaluation) -> int:
@@ -153,6 +166,12 @@ def evaluation_row(e: Evaluation, dimensions: dict[str, str] | None = None) -> l
         dict(dimensions or {}),
         context_documents(e),
         question_hash(e),
+        e.tool_calls,
+        _flag(e.tool_error),
+        _flag(e.no_evidence),
+        _flag(e.ungrounded_arguments),
+        *custom_columns(e),
+        {name: c.version for name, c in e.custom.items()},
     ]
 
 

@@ -10,12 +10,12 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.dimensions import NONE
-from schemas.metrics import METRICS, Metric, MetricKind, Over
+from schemas.latency import LATENCY_BUCKET_EDGES_MS
+from schemas.metrics import Metric, MetricKind, Over, catalogue
 from schemas.slice_filter import COLUMNS, SliceFilter
 from schemas.slices import SliceQuery, SliceTotals
+from streams.clickhouse.sql import APP_FILTER, in_range
 from streams.clickhouse.store import ClickHouseStore
-
-_TS = "DateTime64(3, 'UTC')"
 
 #: per-interaction SQL over ``evaluations`` adding up to each ``window_aggregates`` column a sum metric
 #: names, as streams/windows/aggregator.py counts it (tokens, cost and incomplete over judged rows only)
@@ -30,8 +30,8 @@ ROW_SUMS: dict[str, str] = {
 }
 
 RANGE = (
-    f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} "
-    "AND ({app:String} = '' OR app = {app:String}) "
+    f"{in_range()} "
+    f"AND {APP_FILTER} "
     "AND (empty({models:Array(String)}) OR has({models:Array(String)}, model))"
 )
 
@@ -74,8 +74,14 @@ def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
     A conversation metric has no per-interaction value: 0 over 0 (undefined)."""
     if metric.over is Over.CONVERSATION:
         return "toFloat64(0)", "toUInt64(0)"
+    key = f"'{metric.custom_key}'"  # a custom evaluator's checked name (schemas.evaluators.NAME_PATTERN)
+    if metric.kind is MetricKind.SUM and metric.custom_key is not None:  # its missing scores
+        return f"sumIf(toFloat64(mapContains(custom_missing, {key})), ({within}) AND judged = 1)", "0"
     if metric.kind is MetricKind.SUM:
         return " + ".join(f"sumIf(toFloat64({ROW_SUMS[c]}), {within})" for c in metric.sum_columns), "0"
+    if metric.custom_key is not None:  # a custom evaluator: its score in the custom_scores map
+        carried = f"({within}) AND judged = 1 AND mapContains(custom_scores, {key})"
+        return f"sumIf(custom_scores[{key}], {carried})", f"countIf({carried})"
     carried = f"({within}) AND judged = 1 AND {metric.source} IS NOT NULL"
     return f"sumIf(toFloat64({metric.source}), {carried})", f"countIf({carried})"
 
@@ -88,17 +94,27 @@ def breakdown_sql(db: str, metric: Metric, condition: str) -> str:
     )
 
 
+#: a judge call's latency bucket (``schemas.latency.bucket_of``: how many edges lie below it), in SQL
+_LATENCY_BUCKET = (
+    "toUInt16(arraySum(arrayMap(e -> x > e, ["
+    + ", ".join(repr(e) for e in LATENCY_BUCKET_EDGES_MS)
+    + "])))"
+)
+
+
 def series_sql(db: str, condition: str) -> str:
     """One row per (bucket, app, model) with every metric's numerator and denominator and the judge
-    calls' latency quantiles."""
+    calls' latency histogram (``latency_buckets``, ``latency_counts``: the windows' histogram, so a
+    sliced chart's quantiles are defined as the unsliced one's, ``schemas.latency.quantile``)."""
     parts = []
-    for m in METRICS:
+    for m in catalogue():
         num, den = metric_sql(m)
         parts += [f"{num} AS `{m.name}__num`", f"{den} AS `{m.name}__den`"]
     return (
         "SELECT toUnixTimestamp(toStartOfInterval(timestamp, toIntervalSecond({step:UInt32}))) AS t, "
         f"app, model, {', '.join(parts)}, "
-        "quantilesArrayIf(0.5, 0.95)(call_latencies_ms, judged = 1) AS latency "
+        f"sumMapIf(arrayMap(x -> {_LATENCY_BUCKET}, call_latencies_ms), "
+        "arrayMap(x -> toUInt64(1), call_latencies_ms), judged = 1) AS latency "
         f"FROM {db}.evaluations FINAL WHERE {where(condition)} GROUP BY t, app, model ORDER BY app, model, t"
     )
 
@@ -140,7 +156,7 @@ class SliceReader:
         """The dimension names stored in a period."""
         rows = await self.store.query(
             f"SELECT DISTINCT arrayJoin(mapKeys(dimensions)) AS name FROM {self.db}.evaluations "
-            f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} ORDER BY name",
+            f"WHERE {in_range()} ORDER BY name",
             {"start": start, "end": end},
         )
         return [str(r["name"]) for r in rows]

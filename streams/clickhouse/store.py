@@ -17,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from pipeline.clock import SYSTEM_CLOCK, Clock
 from pipeline.privacy.mask import without_texts
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.settings import ClickHouseSettings, DimensionSettings
+from schemas.utc import utc
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
@@ -41,7 +42,6 @@ from streams.clickhouse.rows import (
     alert_row,
     evaluation_row,
     statement_rows,
-    utc,
     window_row,
 )
 
@@ -91,8 +91,10 @@ class ClickHouseStore:
         target: Target,
         dimensions: DimensionSettings | None = None,
         store_payload: bool = True,
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
+        self.clock: Clock = clock or SYSTEM_CLOCK  # when chDB's freed pages were last handed back
         #: clickhouse.store_payload: false writes evaluations without their texts (privacy.mask.without_texts)
         self.store_payload = store_payload
         self.target = target
@@ -100,7 +102,7 @@ class ClickHouseStore:
         self._lock = threading.Lock()
         # the dimensions written with each evaluation (their cardinality guard reads back this table)
         self.dimensions = DimensionWriter(dimensions or DimensionSettings(), self.db, self.query_sync)
-        self._purged_at = time.monotonic()
+        self._purged_at = self.clock.monotonic()
         self.purges = 0
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -172,7 +174,7 @@ class ClickHouseStore:
     def release_memory_if_due(self, now: float | None = None) -> bool:
         """Embedded chDB only: hand the pages its allocator freed back to the OS, at most every
         ``CHDB_PURGE_INTERVAL_S`` (module docstring). True when it purged now."""
-        now = time.monotonic() if now is None else now
+        now = self.clock.monotonic() if now is None else now
         if self.target.kind != "chdb" or now - self._purged_at < CHDB_PURGE_INTERVAL_S:
             return False
         self._purged_at = now

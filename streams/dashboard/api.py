@@ -27,17 +27,17 @@ served by ``groundwatch dashboard``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import get_args
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from pipeline.clock import SYSTEM_CLOCK, Clock
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.review import drawn, inclusion_probability
 from schemas.dashboard import (
@@ -49,20 +49,29 @@ from schemas.dashboard import (
     QualityQuery,
     ReviewQuery,
 )
-from schemas.label import Label, LabelSource
+from schemas.label import LABEL_TARGETS, Label, LabelSource
 from schemas.settings import DashboardSettings, JudgeKind, PrivacySettings, Settings
+from schemas.validation import problems
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.auth import auth_middleware
+from streams.dashboard.http import (
+    QUERIES_KEY,
+    SETTINGS_KEY,
+    bad_request,
+    json_body,
+    json_response,
+    parse_query,
+    queries_of,
+)
+from streams.dashboard.insights_api import add_routes as add_insight_routes
 from streams.dashboard.queries import DashboardQueries
+from streams.dashboard.slices_api import add_routes as add_slice_routes
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
-Q = TypeVar("Q", bound=BaseModel)
 StoreProvider = Callable[[], ClickHouseStore | None]
-QUERIES_KEY = web.AppKey("queries", object)
-SETTINGS_KEY = web.AppKey("settings", Settings)
 DASHBOARD_KEY = web.AppKey("dashboard", DashboardSettings)
 
 
@@ -85,73 +94,27 @@ class NoteMasker:
 
 
 NOTES_KEY = web.AppKey("notes", NoteMasker)
-
-
-def _json(model: BaseModel | list[Any], status: int = 200) -> web.Response:
-    if isinstance(model, BaseModel):
-        body = model.model_dump_json()
-    else:
-        body = "[" + ",".join(m.model_dump_json() for m in model) + "]"
-    return web.Response(text=body, status=status, content_type="application/json")
-
-
-def bad_request(error: str, details: list[dict[str, str]] | None = None) -> web.HTTPBadRequest:
-    body = json.dumps({"error": error, "details": details or []})
-    return web.HTTPBadRequest(text=body, content_type="application/json")
-
-
-def parse_query(
-    request: web.Request, model: type[Q], lists: tuple[str, ...] = (), repeated: tuple[str, ...] = ()
-) -> Q:
-    """The request's query string as ``model``; repeated keys only for ``lists`` (given under the name
-    without a trailing s: ``model=a&model=b`` -> ``models``) and for ``repeated`` (list fields named as
-    their key: ``a=app:x&a=model:y`` -> ``a``)."""
-    data: dict[str, Any] = {}
-    for key in set(request.query.keys()):
-        values = request.query.getall(key)
-        if key in repeated:
-            data[key] = values
-        elif f"{key}s" in lists:
-            data[f"{key}s"] = values
-        elif len(values) > 1:
-            raise bad_request(f"parameter {key!r} given more than once")
-        else:
-            data[key] = values[0]
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        details = [
-            {"field": ".".join(str(p) for p in e["loc"]) or "query", "reason": e["msg"]} for e in exc.errors()
-        ]
-        raise bad_request("invalid query parameters", details) from None
-
-
-def _queries(request: web.Request) -> DashboardQueries:
-    provider: Callable[[], DashboardQueries | None] = request.app[QUERIES_KEY]  # type: ignore[assignment]
-    queries = provider()
-    if queries is None:
-        raise web.HTTPServiceUnavailable(
-            text='{"error": "ClickHouse is not open yet"}', content_type="application/json"
-        )
-    return queries
+CLOCK_KEY = web.AppKey("clock", Clock)
 
 
 async def options(request: web.Request) -> web.Response:
-    return _json(await _queries(request).options())
+    return json_response(await queries_of(request).options())
 
 
 async def overview(request: web.Request) -> web.Response:
     from streams.judge_quality import corrected_lines
 
     query = parse_query(request, OverviewQuery, lists=("models",))
-    queries = _queries(request)
+    queries = queries_of(request)
     result = await queries.overview(query)
     settings = request.app[SETTINGS_KEY]
-    return _json(await corrected_lines(result, LabelStore(queries.store), settings, query.app, query.models))
+    lines = await corrected_lines(result, LabelStore(queries.store), settings, query.app, query.models)
+    return json_response(lines)
 
 
 async def bucket(request: web.Request) -> web.Response:
-    return _json(await _queries(request).bucket(parse_query(request, BucketQuery, repeated=("slice",))))
+    query = parse_query(request, BucketQuery, repeated=("slice",))
+    return json_response(await queries_of(request).bucket(query))
 
 
 async def export(request: web.Request) -> web.Response:
@@ -160,7 +123,7 @@ async def export(request: web.Request) -> web.Response:
     from pipeline.export_file import dumps, export_lines
 
     q = parse_query(request, ExportQuery)
-    rows = await LabelStore(_queries(request).store).export_rows(
+    rows = await LabelStore(queries_of(request).store).export_rows(
         q.start, q.end, app=q.app, model=q.model, slice_filter=q.slice
     )
     body = "".join(dumps(line) + "\n" for line in export_lines(rows, request.app[SETTINGS_KEY]))
@@ -176,31 +139,31 @@ async def interaction(request: web.Request) -> web.Response:
     interaction_id = request.match_info["interaction_id"]
     if not 0 < len(interaction_id) <= 1024:
         raise bad_request("interaction id must be 1-1024 characters")
-    detail = await _queries(request).interaction(interaction_id)
+    detail = await queries_of(request).interaction(interaction_id)
     if detail is None:
         raise web.HTTPNotFound(text='{"error": "no such interaction"}', content_type="application/json")
-    return _json(detail)
+    return json_response(detail)
 
 
 async def alerts(request: web.Request) -> web.Response:
-    return _json(await _queries(request).alerts(parse_query(request, AlertsQuery)))
+    return json_response(await queries_of(request).alerts(parse_query(request, AlertsQuery)))
 
 
 async def quality(request: web.Request) -> web.Response:
     from streams.judge_quality import read_quality
 
     q = parse_query(request, QualityQuery)
-    queries = _queries(request)
+    queries = queries_of(request)
     report = await read_quality(
         LabelStore(queries.store), request.app[SETTINGS_KEY], q.start, q.end, q.app, q.model
     )
-    return _json(report)
+    return json_response(report)
 
 
 async def review(request: web.Request) -> web.Response:
     q = parse_query(request, ReviewQuery)
     settings = request.app[SETTINGS_KEY]
-    labels = LabelStore(_queries(request).store)
+    labels = LabelStore(queries_of(request).store)
     threshold = settings.pipeline.threshold_for("context_entailment", settings.judge.kind)
     items = await labels.queue(
         q.start,
@@ -213,7 +176,7 @@ async def review(request: web.Request) -> web.Response:
         model=q.model,
         limit=q.limit,
     )
-    since = datetime.now(UTC) - timedelta(days=7)
+    since = request.app[CLOCK_KEY].now() - timedelta(days=7)
     progress = await labels.progress(since, settings.labels.weekly_target, q.app, q.model)
     body = {
         "items": [i.model_dump(mode="json") for i in items],
@@ -224,30 +187,31 @@ async def review(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
+async def label_kinds(request: web.Request) -> web.Response:
+    """The label kinds a reviewer is asked about on the interaction page, as ``schemas.label`` declares
+    them (question, the two answers' words and keys)."""
+    fields = {"kind", "question", "yes_text", "no_text", "keys"}
+    asked = [t.model_dump(mode="json", include=fields) for t in LABEL_TARGETS.values() if t.keys is not None]
+    return web.json_response(asked)
+
+
 async def add_label(request: web.Request) -> web.Response:
     """Store a reviewer's label. JSON only (a cross-site form cannot send it); the reviewer is the
     dashboard's basic-auth user when it has one. An interaction the review queue draws keeps its
     inclusion probability, so agreement weighs it back to the whole traffic."""
     if request.content_type != "application/json":
         raise bad_request("send the label as application/json")
+    data = await json_body(request, request.app[SETTINGS_KEY].limits.max_json_depth)
     try:
-        data = await request.json()
         req = LabelRequest.model_validate(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        details = (
-            [
-                {"field": ".".join(str(p) for p in e["loc"]) or "body", "reason": e["msg"]}
-                for e in exc.errors()
-            ]
-            if isinstance(exc, ValidationError)
-            else [{"field": "body", "reason": "not valid JSON"}]
-        )
+    except ValidationError as exc:
+        details = [{"field": p.where or "body", "reason": p.why} for p in problems(exc)]
         raise bad_request("invalid label", details) from None
     dashboard = request.app[DASHBOARD_KEY]
     reviewer = dashboard.username if dashboard.username and dashboard.password else req.reviewer
     if not reviewer:
         raise bad_request("invalid label", [{"field": "reviewer", "reason": "who is labeling? give a name"}])
-    queries = _queries(request)
+    queries = queries_of(request)
     detail = await queries.interaction(req.interaction_id)
     if detail is None:
         raise web.HTTPNotFound(text='{"error": "no such interaction"}', content_type="application/json")
@@ -266,7 +230,7 @@ async def add_label(request: web.Request) -> web.Response:
     )
     label = await request.app[NOTES_KEY].label_for_storage(label)
     await LabelStore(queries.store).insert([label])
-    return _json(label, status=201)
+    return json_response(label, status=201)
 
 
 async def index(request: web.Request) -> web.FileResponse:
@@ -292,8 +256,10 @@ def dashboard_app(
     settings: DashboardSettings,
     full: Settings | None = None,
     privacy: PrivacyGuard | None = None,
+    clock: Clock | None = None,
 ) -> web.Application:
-    """The dashboard as an aiohttp application; ``store`` gives the open ClickHouse store (or None
+    """The dashboard as an aiohttp application (``clock``: what "this week" of the review queue's
+    progress counts from; the system's by default); ``store`` gives the open ClickHouse store (or None
     while it is opening: the API answers 503); ``full`` the settings the judge-quality pages read
     (thresholds, labels, privacy; from the environment when not given); ``privacy`` the worker's guard,
     which masks reviewers' notes in mode ``all`` (without it, one is loaded at the first note)."""
@@ -301,6 +267,7 @@ def dashboard_app(
     app[SETTINGS_KEY] = full = full or Settings()
     app[DASHBOARD_KEY] = settings
     app[NOTES_KEY] = NoteMasker(full.privacy, privacy)
+    app[CLOCK_KEY] = clock or SYSTEM_CLOCK
     cache: dict[int, DashboardQueries] = {}
 
     def queries() -> DashboardQueries | None:
@@ -323,18 +290,11 @@ def dashboard_app(
     app.router.add_get("/api/quality", quality)
     app.router.add_get("/api/review", review)
     app.router.add_post("/api/labels", add_label)
+    app.router.add_get("/api/label-kinds", label_kinds)
     add_slice_routes(app)
-    from streams.dashboard.insights_api import add_routes
-
-    add_routes(app)
+    add_insight_routes(app)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)
     return app
-
-
-def add_slice_routes(app: web.Application) -> None:
-    from streams.dashboard.slices_api import add_routes  # it imports this module
-
-    add_routes(app)
 
 
 def root_app(

@@ -15,12 +15,12 @@ from typing import Any
 from pipeline.metrics.wilson import Z95
 from schemas.compare import CompareQuery, CompareReport, MetricDifference, QuestionDifference
 from schemas.evaluation import Evaluation
-from schemas.metrics import METRICS, Metric, MetricKind, Over
+from schemas.metrics import Metric, MetricKind, Over, catalogue
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
 from streams.clickhouse.slices import metric_sql, slice_condition
+from streams.clickhouse.sql import in_range
 from streams.clickhouse.store import ClickHouseStore
 
-_TS = "DateTime64(3, 'UTC')"
 SIGNIFICANCE = 0.05
 
 
@@ -33,7 +33,7 @@ def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
     and mean its n, sum (and sum of squares), for each sum its total."""
     parts = []
     for side, cond in (("a", cond_a), ("b", cond_b)):
-        for m in METRICS:
+        for m in catalogue():
             num, den = metric_sql(m, cond)  # the catalogue per interaction: one translation
             if m.kind is MetricKind.SUM:
                 parts.append(f"{num} AS `{side}__{m.name}__total`")
@@ -45,7 +45,7 @@ def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
                 continue
             known = f"({cond}) AND judged = 1 AND {m.source} IS NOT NULL"
             parts.append(f"sumIf(pow({_column(m)}, 2), {known}) AS `{side}__{m.name}__sq`")
-    where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND (({cond_a}) OR ({cond_b}))"
+    where = f"{in_range()} AND (({cond_a}) OR ({cond_b}))"
     return f"SELECT {', '.join(parts)} FROM {db}.evaluations FINAL WHERE {where}"
 
 
@@ -126,7 +126,7 @@ def per_question_sql(db: str, cond_a: str, cond_b: str) -> str:
     lowest context entailment, and how far the sides differ on the two (rounded; 0 where a side is
     unknown)."""
     in_a, in_b = f"({cond_a})", f"({cond_b})"
-    where = f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND ({in_a} OR {in_b})"
+    where = f"{in_range()} AND ({in_a} OR {in_b})"
     known = "hallucination IS NOT NULL"
     return (
         "SELECT question_hash, countIf(in_a) AS a_n, countIf(in_b) AS b_n, "
@@ -200,7 +200,7 @@ async def read_compare(store: ClickHouseStore, q: CompareQuery) -> CompareReport
         end=q.end,
         a=a,
         b=b,
-        metrics=[metric_difference(m, row_a, row_b) for m in METRICS],
+        metrics=[metric_difference(m, row_a, row_b) for m in catalogue()],
         repeated_questions=int(counts["repeated"]),
         differing_questions=int(counts["differing"]),
         questions=[

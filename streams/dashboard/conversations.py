@@ -27,7 +27,7 @@ from schemas.settings import ConversationSettings
 from streams.clickhouse.conversations import _ROLLUP, _TURN, ConversationRows
 from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import ClickHouseStore
-from streams.dashboard.api import SETTINGS_KEY, _json, _queries, parse_query
+from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
 
 _TS = "DateTime64(3, 'UTC')"
 #: worst first (pipeline.conversations.badness), then the latest
@@ -96,15 +96,15 @@ async def read_conversation(
 
 async def conversations(request: web.Request) -> web.Response:
     q = parse_query(request, ConversationsQuery, repeated=("slice",))
-    return _json(await read_conversations(_queries(request).store, q))
+    return json_response(await read_conversations(queries_of(request).store, q))
 
 
 async def conversation(request: web.Request) -> web.Response:
     key = parse_query(request, ConversationKeyQuery)
-    view = await read_conversation(_queries(request).store, key, request.app[SETTINGS_KEY].conversations)
+    view = await read_conversation(queries_of(request).store, key, request.app[SETTINGS_KEY].conversations)
     if view is None:
         raise web.HTTPNotFound(text='{"error": "no such conversation"}', content_type="application/json")
-    return _json(view)
+    return json_response(view)
 
 
 def add_routes(app: web.Application) -> None:

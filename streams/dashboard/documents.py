@@ -10,14 +10,13 @@ from pipeline.metrics.wilson import wilson_interval
 from schemas.documents import DocumentReport, DocumentRow, DocumentsQuery
 from schemas.safe_text import safe_text
 from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.sql import in_range
 from streams.clickhouse.store import ClickHouseStore
-
-_TS = "DateTime64(3, 'UTC')"
 
 
 def _in_range(db: str, condition: str) -> str:
     """Judged interactions of the slice in the range (the table's key starts with app, model and time)."""
-    return f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}} AND {condition} AND judged = 1"
+    return f"{in_range()} AND {condition} AND judged = 1"
 
 
 def documents_sql(db: str, condition: str) -> str:

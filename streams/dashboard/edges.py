@@ -4,7 +4,12 @@ aiohttp answers a request line or header over its limit (``LineTooLong``) with 4
 with a full traceback, one per request: any client could fill the log. Served through ``EdgeRunner``
 (the worker's web server and ``groundwatch dashboard``), such a request gets 414 (the request line) or 431
 (a header), any other request that does not parse gets 400, and the log gets one WARNING line at once,
-then at most one every ``LOG_EVERY_S`` saying how many were refused meanwhile; never a traceback.
+then at most one every ``LOG_EVERY_S`` of the runner's clock saying how many were refused meanwhile;
+never a traceback.
+
+Which line was too long is read from the parser's state where aiohttp's pure-Python parser exposes it
+(no line of the head taken yet: the request line); its compiled parser exposes none, so there the limit
+the error carries tells them apart (the request line's limit is one more than a header's).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ log = logging.getLogger(__name__)
 
 #: longest request line (method, target, version) taken; longer: 414
 MAX_REQUEST_LINE = 8192
-#: longest header line taken; longer: 431. One less than the request line's limit: the limit a
-#: ``LineTooLong`` carries is how the answer tells the two apart
+#: longest header line taken; longer: 431. One less than the request line's limit: with the compiled
+#: parser, the limit a ``LineTooLong`` carries is how the answer tells the two apart
 MAX_FIELD = 8191
 #: seconds between two WARNING lines about refused requests
 LOG_EVERY_S = 60.0
@@ -58,22 +63,39 @@ class RefusalLog:
         self._last = now
 
 
-REFUSALS = RefusalLog()
+#: set on a ``LineTooLong`` when the parser said which line it was reading: True for the request line
+IN_REQUEST_LINE = "groundwatch_in_request_line"
 
 
 def refusal_status(exc: BaseException) -> int:
     """414 for a request line over its limit, 431 for a header over its own, 400 otherwise."""
     if isinstance(exc, LineTooLong):
-        limit = exc.args[1] if len(exc.args) > 1 else None
-        return 414 if limit == MAX_REQUEST_LINE else 431
+        in_request_line = getattr(exc, IN_REQUEST_LINE, None)
+        if in_request_line is None:  # the compiled parser: by the limit it carries
+            limit = exc.args[1] if len(exc.args) > 1 else None
+            in_request_line = str(limit) == str(MAX_REQUEST_LINE)
+        return 414 if in_request_line else 431
     return 400
 
 
 class EdgeRequestHandler(RequestHandler):
     """aiohttp's request handler, but a request that does not parse is refused with its status and a
-    WARNING line (``REFUSALS``), without a traceback."""
+    WARNING line (its server's ``refusals``), without a traceback."""
 
-    refusals = REFUSALS
+    @property
+    def refusals(self) -> RefusalLog:
+        return getattr(self._manager, "refusals", None) or _DEFAULT_REFUSALS
+
+    def data_received(self, data: bytes) -> None:
+        queued = len(self._messages)
+        super().data_received(data)
+        lines = getattr(self._parser, "_lines", None)  # the pure-Python parser: the head's lines so far
+        if not isinstance(lines, list):
+            return
+        for message, _ in list(self._messages)[queued:]:
+            exc = getattr(message, "exc", None)  # a request that did not parse (aiohttp's _ErrInfo)
+            if isinstance(exc, LineTooLong):
+                setattr(exc, IN_REQUEST_LINE, not lines)
 
     def handle_error(
         self,
@@ -95,7 +117,9 @@ class EdgeRequestHandler(RequestHandler):
 
 
 class EdgeServer(Server):
-    """aiohttp's server, making ``EdgeRequestHandler``s."""
+    """aiohttp's server, making ``EdgeRequestHandler``s (which log to its ``refusals``)."""
+
+    refusals: RefusalLog
 
     def __call__(self) -> RequestHandler:
         return EdgeRequestHandler(self, loop=self._loop, **self._kwargs)
@@ -103,16 +127,22 @@ class EdgeServer(Server):
 
 class EdgeRunner(web.AppRunner):
     """``web.AppRunner`` whose server refuses unparseable requests as ``EdgeRequestHandler`` does, with
-    the request line and header limits above."""
+    the request line and header limits above; its WARNING lines are paced on ``clock`` (the worker's)."""
 
-    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+    def __init__(self, app: web.Application, clock: Clock | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("max_line_size", MAX_REQUEST_LINE)
         kwargs.setdefault("max_field_size", MAX_FIELD)
         super().__init__(app, **kwargs)
+        self.refusals = RefusalLog(clock=clock)
 
     async def _make_server(self) -> Server:
         server = await super()._make_server()
         # the application builds a plain Server (web.Application._make_handler); the subclass only
         # changes which handler it makes for each connection
         server.__class__ = EdgeServer
+        assert isinstance(server, EdgeServer)
+        server.refusals = self.refusals
         return server
+
+
+_DEFAULT_REFUSALS = RefusalLog()  # a handler whose server was not made by an EdgeRunner

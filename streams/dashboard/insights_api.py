@@ -15,19 +15,19 @@ from aiohttp import web
 
 from schemas.compare import CompareQuery
 from schemas.documents import DocumentsQuery
-from streams.dashboard.api import _json, _queries, parse_query
 from streams.dashboard.compare import read_compare
 from streams.dashboard.documents import read_documents
+from streams.dashboard.http import json_response, parse_query, queries_of
 
 
 async def documents(request: web.Request) -> web.Response:
     q = parse_query(request, DocumentsQuery, repeated=("slice",))
-    return _json(await read_documents(_queries(request).store, q))
+    return json_response(await read_documents(queries_of(request).store, q))
 
 
 async def compare(request: web.Request) -> web.Response:
     q = parse_query(request, CompareQuery, repeated=("a", "b"))
-    return _json(await read_compare(_queries(request).store, q))
+    return json_response(await read_compare(queries_of(request).store, q))
 
 
 def add_routes(app: web.Application) -> None:

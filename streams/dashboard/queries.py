@@ -24,24 +24,21 @@ from schemas.dashboard import (
 )
 from schemas.evaluation import Evaluation
 from schemas.latency import add_histograms, quantile
-from schemas.metrics import METRICS, MetricKind
+from schemas.metrics import MetricKind, catalogue
+from schemas.utc import utc
 from streams.clickhouse.labels import LabelStore
-from streams.clickhouse.rows import ALERT_COLUMNS, utc
+from streams.clickhouse.rows import ALERT_COLUMNS
 from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.sql import APP_FILTER, in_range, pooled_columns
+from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 from streams.dashboard.rollup import choose_rollup
 
-_TS = "DateTime64(3, 'UTC')"
 _BUCKET = "toUnixTimestamp(toStartOfInterval({col}, toIntervalSecond({{step:UInt32}})))"
 
 
 def _metric_columns() -> str:
-    parts = []
-    for m in METRICS:
-        parts.append(f"sum({m.numerator}) AS `{m.name}__num`")
-        if m.denominator is not None:
-            parts.append(f"sum({m.denominator}) AS `{m.name}__den`")
-    return ",\n  ".join(parts)
+    return pooled_columns(catalogue())
 
 
 def overview_sql(db: str) -> str:
@@ -50,8 +47,8 @@ def overview_sql(db: str) -> str:
         f"SELECT {_BUCKET.format(col='window_start')} AS t, app, model,\n  {_metric_columns()},\n"
         "  sumForEach(judge_latency_histogram) AS latency_histogram\n"
         f"FROM {db}.window_aggregates FINAL\n"
-        f"WHERE window_start >= {{start:{_TS}}} AND window_start < {{end:{_TS}}}\n"
-        "  AND ({app:String} = '' OR app = {app:String})\n"
+        f"WHERE {in_range('window_start')}\n"
+        f"  AND {APP_FILTER}\n"
         "  AND (empty({models:Array(String)}) OR has({models:Array(String)}, model))\n"
         "GROUP BY t, app, model ORDER BY app, model, t"
     )
@@ -60,7 +57,7 @@ def overview_sql(db: str) -> str:
 def _point(row: dict[str, Any], series: Series) -> None:
     """Append one bucket's figures to ``series``."""
     series.t.append(int(row["t"]))
-    for m in METRICS:
+    for m in catalogue():
         num = float(row[f"{m.name}__num"] or 0)
         if m.denominator is None:
             series.values[m.name].append(num)
@@ -78,15 +75,15 @@ def _point(row: dict[str, Any], series: Series) -> None:
 
 
 def _empty_series(app: str, model: str) -> Series:
-    rates = [m.name for m in METRICS if m.kind is MetricKind.RATE]
+    rates = [m.name for m in catalogue() if m.kind is MetricKind.RATE]
     return Series(
         app=app,
         model=model,
         t=[],
-        values={m.name: [] for m in METRICS},
+        values={m.name: [] for m in catalogue()},
         lower={name: [] for name in rates},
         upper={name: [] for name in rates},
-        support={m.name: [] for m in METRICS if m.denominator is not None},
+        support={m.name: [] for m in catalogue() if m.denominator is not None},
         latency_p50_ms=[],
         latency_p95_ms=[],
     )
@@ -118,7 +115,7 @@ class DashboardQueries:
             window_seconds=await self.window_seconds(),
             refresh_seconds=self.refresh_seconds,
             metrics=[
-                {"name": m.name, "label": m.label, "kind": m.kind.value, "unit": m.unit} for m in METRICS
+                {"name": m.name, "label": m.label, "kind": m.kind.value, "unit": m.unit} for m in catalogue()
             ],
         )
 
@@ -156,7 +153,7 @@ class DashboardQueries:
         rows = await self.store.query(
             f"SELECT {_BUCKET.format(col='failed_at')} AS t, stage, count() AS count "
             f"FROM {self.db}.dead_letters FINAL "
-            f"WHERE failed_at >= {{start:{_TS}}} AND failed_at < {{end:{_TS}}} "
+            f"WHERE {in_range('failed_at')} "
             "AND ({app:String} = '' OR app IN ({app:String}, '')) "
             "GROUP BY t, stage ORDER BY t, stage",
             {**self._range(q), "step": step, "app": q.app or ""},
@@ -167,7 +164,7 @@ class DashboardQueries:
         rows = await self.store.query(
             "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
             f"WHERE window_end > {{start:{_TS}}} AND window_start < {{end:{_TS}}} "
-            "AND ({app:String} = '' OR app = {app:String}) "
+            f"AND {APP_FILTER} "
             "AND ({model:String} = '' OR model = {model:String}) "
             "ORDER BY window_end DESC, rule LIMIT {limit:UInt32}",
             {**self._range(q), "app": q.app or "", "model": q.model or "", "limit": q.limit},
@@ -180,18 +177,20 @@ class DashboardQueries:
         return out
 
     async def bucket(self, q: BucketQuery) -> BucketInteractions:
-        """The interactions of one series' bucket, worst first; of one slice when ``q.slice`` names one
-        (a point of a chart filtered to that slice)."""
+        """The interactions of one series' bucket, worst first (hallucinated or answered without evidence,
+        then the lowest context entailment); of one slice when ``q.slice`` names one (a point of a chart
+        filtered to that slice)."""
         condition, values = slice_condition(q.slice, "f")
         where = f"FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS} AND {condition}"
         params = {**self._range(q), "app": q.app, "model": q.model, "limit": q.limit, **values}
         rows = await self.store.query(
             "SELECT interaction_id, timestamp, hallucination, context_entailment, "
             "ground_truth_entails_answer, answer_entails_ground_truth, answer_refusal, ground_truth_refusal, "
-            "grounded_precision, "
+            "grounded_precision, no_evidence, tool_calls, "
             "length(unsupported_claims) AS unsupported_claims, judge_calls, "
             "input_tokens + output_tokens AS tokens, cost_usd, judge_latency_ms, complete "
-            f"{where} ORDER BY ifNull(hallucination, 0) DESC, ifNull(context_entailment, 2) ASC, "
+            f"{where} ORDER BY greatest(ifNull(hallucination, 0), ifNull(no_evidence, 0)) DESC, "
+            "ifNull(context_entailment, 2) ASC, "
             "ifNull(answer_entails_ground_truth, 2) ASC, interaction_id LIMIT {limit:UInt32}",
             params,
         )

@@ -23,14 +23,14 @@ from schemas.slice_filter import SliceFilter
 from schemas.slices import BreakdownQuery, ChangesQuery, SliceOverview, SliceOverviewQuery
 from streams.alerts.slices import slice_values
 from streams.clickhouse.slices import SliceReader
-from streams.dashboard.api import SETTINGS_KEY, _json, _queries, parse_query
+from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
 from streams.dashboard.queries import DashboardQueries
 from streams.dashboard.rollup import choose_rollup
 from streams.slices import read_breakdown, read_changes, slice_series
 
 
 def _reader(request: web.Request) -> tuple[DashboardQueries, SliceReader]:
-    queries = _queries(request)
+    queries = queries_of(request)
     return queries, SliceReader(queries.store)
 
 
@@ -45,13 +45,13 @@ async def dimensions(request: web.Request) -> web.Response:
 async def breakdown(request: web.Request) -> web.Response:
     q = parse_query(request, BreakdownQuery, lists=("models",), repeated=("slice",))
     _, reader = _reader(request)
-    return _json(await read_breakdown(reader, q))
+    return json_response(await read_breakdown(reader, q))
 
 
 async def changes(request: web.Request) -> web.Response:
     q = parse_query(request, ChangesQuery, lists=("models",), repeated=("slice",))
     _, reader = _reader(request)
-    return _json(await read_changes(reader, q))
+    return json_response(await read_changes(reader, q))
 
 
 def in_slice(alert: Alert, f: SliceFilter) -> bool:
@@ -77,7 +77,7 @@ async def overview(request: web.Request) -> web.Response:
         for a in await queries.alerts(AlertsQuery(start=q.start, end=q.end, app=q.app, model=model))
         if in_slice(a, q.slice) and (not q.models or a.model in q.models)
     ]
-    return _json(
+    return json_response(
         SliceOverview(
             start=q.start, end=q.end, rollup=rollup, step_seconds=step, slice=q.slice, series=series,
             alerts=alerts,

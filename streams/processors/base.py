@@ -76,8 +76,10 @@ class Processor(ABC, Generic[In]):
             event.value,
             self.input_model,
             self.ctx.settings.limits,
+            now=self.ctx.clock.now(),
             received_at=record_time(event),
             between_stages=self.between_stages,
+            values=self.ctx.reasons_show_values,
         )
         await self.resources.wait_ready()
         await self.process(message)

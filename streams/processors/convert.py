@@ -8,6 +8,7 @@ from typing import Any
 
 from pipeline.convert import convert
 from schemas.interaction import Interaction
+from schemas.topics import TOPIC_MESSAGES
 from streams.privacy import letter_payload
 from streams.processors.base import Processor
 from streams.sampling import skip_unsampled
@@ -16,7 +17,7 @@ from streams.sampling import skip_unsampled
 class ConvertProcessor(Processor[Interaction]):
     name = "groundwatch.convert"
     stage = "convert"
-    input_model = Interaction
+    input_model = TOPIC_MESSAGES.interactions
 
     @property
     def source_topic(self) -> str:

@@ -18,29 +18,15 @@ import logging
 from typing import Any
 
 from pipeline.clock import Clock
-from pipeline.retry import Backoff, retry
-from schemas.safe_text import safe_text
 from streams.acks import OrderedAcks
-from streams.clickhouse.batch import DeadLetterRows
+from streams.clickhouse.batch import FlushFailures, write_until_written
 from streams.clickhouse.dead_letter_rows import dead_letter_row
 from streams.context import StreamContext
+from streams.processors.base import record_time
 from streams.resources import Resources
 from streams.revoke import forget_on_revoke
 
 log = logging.getLogger(__name__)
-
-FAILURE_LOG_EVERY_S = 30.0  # at most one line a while about timed flushes that keep failing
-
-
-async def write_until_written(rows: DeadLetterRows, clock: Clock, max_delay_s: float = 30.0) -> None:
-    """ClickHouse is failing: stop consuming (backpressure) and retry with backoff (waited on ``clock``)
-    until the buffered rows are written; they stay unacked meanwhile."""
-    await retry(
-        rows.flush,
-        what=f"dead letters: insert of {len(rows)} rows",
-        backoff=Backoff(max_s=max_delay_s),
-        sleep=clock.sleep,
-    )
 
 
 class DeadLetterRecorder:
@@ -51,8 +37,7 @@ class DeadLetterRecorder:
         self.resources = resources
         self.clock: Clock = resources.clock
         self.acks = OrderedAcks()
-        self._failed_flushes = 0
-        self._failure_logged = 0.0
+        self.flush_failures = FlushFailures("dead letters", self.clock, log)
 
     async def consume(self, stream: Any) -> None:
         res = await self.resources.wait_ready()
@@ -62,9 +47,10 @@ class DeadLetterRecorder:
             self.ctx.metrics.events_in.labels("dead_letters").inc()
             raw = event.value if isinstance(event.value, bytes) else bytes(event.value or b"")
             try:
-                await rows.add(dead_letter_row(raw), functools.partial(self.acks.done, ticket))
+                received = record_time(event) or self.clock.now()
+                await rows.add(dead_letter_row(raw, received), functools.partial(self.acks.done, ticket))
             except Exception:
-                await write_until_written(rows, self.clock)
+                await write_until_written(rows.flush, f"dead letters: insert of {len(rows)} rows", self.clock)
 
     async def flush_tick(self) -> None:
         """Write a batch whose oldest row has waited ``clickhouse.dead_letter_batch_seconds``."""
@@ -73,17 +59,9 @@ class DeadLetterRecorder:
         try:
             await self.resources.dead_letter_rows.flush_if_due()
         except Exception as exc:
-            self._failed_flushes += 1
-            now = self.clock.monotonic()
-            if self._failed_flushes == 1 or now - self._failure_logged >= FAILURE_LOG_EVERY_S:
-                why = safe_text(f"{type(exc).__name__}: {exc}")[:300]
-                log.warning("dead letters: %d timed writes failed in a row (last: %s); will retry",
-                            self._failed_flushes, why)  # fmt: skip
-                self._failure_logged = now
+            self.flush_failures.failed(exc)
             return
-        if self._failed_flushes:
-            log.warning("dead letters: ClickHouse writes again after %d failed writes", self._failed_flushes)
-            self._failed_flushes = 0
+        self.flush_failures.succeeded()
 
     def unrecorded(self) -> tuple[int, float]:
         """Rows read and not yet written, and how long the oldest has waited (for /metrics)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.interaction import Interaction
+from schemas.topics import TOPIC_MESSAGES
 from streams.privacy import letter_payload
 from streams.processors.base import Processor
 from streams.sampling import skip_unsampled
@@ -23,7 +24,7 @@ class EvaluateProcessor(Processor[Interaction]):
 
     name = "groundwatch.evaluate"
     stage = "evaluate"
-    input_model = Interaction
+    input_model = TOPIC_MESSAGES.interactions
 
     @property
     def source_topic(self) -> str:

@@ -15,12 +15,13 @@ from typing import Any
 
 from pipeline.assemble import assemble
 from pipeline.clock import Clock
+from pipeline.custom_evaluators import with_custom
 from pipeline.metrics.relevance import score_relevance
 from pipeline.privacy.mask import restore_interaction
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
-from schemas.results import Converted, JudgeResult
+from schemas.topics import TOPIC_MESSAGES
 from streams.acks import OrderedAcks, Ticket
 from streams.codec import Origin, decode
 from streams.context import StreamContext
@@ -51,8 +52,8 @@ class JoinProcessor(HoldingProcessor):
         names = ctx.names
         self.need_refusal = settings.pipeline.refusal_mode != "same"
         self.models: dict[str, type[Part]] = {
-            names.converted: Converted,
-            names.judged: JudgeResult,
+            names.converted: TOPIC_MESSAGES.converted,
+            names.judged: TOPIC_MESSAGES.judged,
         }
         self.timeout_s = join_timeout(settings)
         self.buffer = JoinBuffer(
@@ -77,6 +78,13 @@ class JoinProcessor(HoldingProcessor):
 
     # ---- emitting ---------------------------------------------------------------------------------
     async def evaluation(self, entry: Pending) -> Evaluation:
+        """The entry's Evaluation with its custom scores (from the judge result)."""
+        evaluation = await self._core_evaluation(entry)
+        if entry.judged is None:
+            return evaluation
+        return with_custom(evaluation, entry.judged.custom, entry.judged.custom_calls)
+
+    async def _core_evaluation(self, entry: Pending) -> Evaluation:
         """The entry's Evaluation; relevance, when on, is scored here (a failure marks it missing)."""
         assert entry.converted is not None
         missing = list(entry.missing(self.need_refusal))
@@ -194,7 +202,13 @@ class JoinProcessor(HoldingProcessor):
         topic = event.message.topic
         self.ctx.metrics.events_in.labels("join").inc()
         try:
-            part = decode(event.value, self.models[topic], self.ctx.settings.limits, between_stages=True)
+            part = decode(
+                event.value,
+                self.models[topic],
+                self.ctx.settings.limits,
+                between_stages=True,
+                values=self.ctx.reasons_show_values,
+            )
         except InvalidMessage as exc:
             if topic != self.ctx.names.converted:  # the judge processor dead-letters a bad Converted
                 await self.ctx.dead_letter(

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pipeline.nli import run_nli
 from schemas.errors import GroundwatchError
 from schemas.results import Converted, JudgeResult, NliResult, RefusalResult, Stage
+from schemas.topics import TOPIC_MESSAGES
 from streams.processors.base import Processor, StageFailures
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ R = TypeVar("R")
 class JudgeProcessor(Processor[Converted]):
     name = "groundwatch.judge"
     stage = "nli"
-    input_model = Converted
+    input_model = TOPIC_MESSAGES.converted
     between_stages = True
 
     @property
@@ -49,6 +50,13 @@ class JudgeProcessor(Processor[Converted]):
                 log.exception("%s: the %s stage failed", key, stage)
             return exc
 
+    async def _core(
+        self, message: Converted, key: str, refusal_task: asyncio.Task[Any] | None
+    ) -> tuple[Any, Any]:
+        nli = await self._stage("nli", key, run_nli(message, self.resources.nli_judge, self.ctx.settings))
+        refusal = await refusal_task if refusal_task is not None else None
+        return nli, refusal
+
     async def process(self, message: Converted) -> None:
         names, key, settings = self.ctx.names, message.interaction.interaction_id, self.ctx.settings
         # refusal in a task of its own, NLI in this one (one task an interaction, not two)
@@ -57,12 +65,17 @@ class JudgeProcessor(Processor[Converted]):
             if settings.pipeline.refusal_mode != "same"
             else None
         )
+        custom = self.resources.custom
+        # the core stages in one future, so the custom evaluators (started beside them) know when it is done
+        core = asyncio.ensure_future(self._core(message, key, refusal_task))
+        custom_task = asyncio.ensure_future(custom.run_bounded(message.interaction, core)) if custom else None
         try:
-            nli = await self._stage("nli", key, run_nli(message, self.resources.nli_judge, settings))
-            refusal = await refusal_task if refusal_task is not None else None
-        finally:  # cancelled (the worker is stopping): the refusal stage goes with it
-            if refusal_task is not None and not refusal_task.done():
-                refusal_task.cancel()
+            nli, refusal = await core
+            scores, calls = await custom_task if custom_task is not None else ({}, [])
+        finally:  # cancelled (the worker is stopping): the other stages go with it
+            for task in (refusal_task, custom_task):
+                if task is not None and not task.done():
+                    task.cancel()
         failures: list[tuple[Stage, Exception]] = []
         if isinstance(nli, Exception):
             failures.append(("nli", nli))
@@ -73,6 +86,8 @@ class JudgeProcessor(Processor[Converted]):
             digest=message.digest,
             nli=nli if isinstance(nli, NliResult) else None,
             refusal=refusal if isinstance(refusal, RefusalResult) else None,
+            custom=scores,
+            custom_calls=calls,
         )
         try:
             await self.ctx.send(names.judged, key, result)

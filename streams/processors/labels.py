@@ -16,6 +16,7 @@ from typing import Any
 
 from pipeline.retry import retry
 from schemas.label import Label
+from schemas.topics import TOPIC_MESSAGES
 from streams.agreement_gauges import AgreementGauges
 from streams.clickhouse.labels import LabelStore
 from streams.processors.base import Processor
@@ -27,7 +28,7 @@ GAUGE_POLL_SECONDS = 5.0
 class LabelsProcessor(Processor[Label]):
     name = "groundwatch.labels"
     stage = "labels"
-    input_model = Label
+    input_model = TOPIC_MESSAGES.labels
 
     @property
     def source_topic(self) -> str:

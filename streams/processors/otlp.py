@@ -1,10 +1,12 @@
 """otlp, otlp_logs -> interactions: OpenTelemetry traces and logs turned into interactions
 (``pipeline.otlp``), when ``kafka.otlp_input`` or ``kafka.otlp_logs_input`` is on.
 
-Export requests are consumed unacked; their pieces (model-call spans, GenAI log records, retrieved
-passages) are held in a ``pipeline.otlp_join.OtlpBuffer`` until each call is ready (at once when it is
-complete, else after ``kafka.otlp_hold_s``), and a request is acked (in offset order) once every call it
-fed is out: its interaction sent, or its dead letter (stage ``otlp``, with the reason) sent or given up.
+Export requests are consumed unacked; their pieces (model-call spans, GenAI log records, tool spans,
+the other spans of a trace, retrieved passages) are held in a ``pipeline.otlp_join.OtlpBuffer`` until
+each trace is ready (once its root span came and its calls are complete, else after
+``kafka.otlp_hold_s``), and a request is acked (in offset order) once every trace it fed is out: the
+interaction of its final answer sent, and a dead letter (stage ``otlp``, with the reason) sent or given up
+for each model call that cannot be mapped.
 A request that does not validate is dead-lettered at once (stage ``validate``; one that is not shaped as
 OTLP/JSON below the top, stage ``otlp``). Time is read from an injected ``pipeline.clock.Clock``.
 """
@@ -19,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pipeline.clock import Clock
-from pipeline.otlp import CallError, convert_call, read_batch
+from pipeline.otlp import Call, convert_trace, read_batch
 from pipeline.otlp_join import OtlpBuffer, Ready
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage
@@ -74,32 +76,36 @@ class OtlpProcessor(HoldingProcessor):
                 self.acks.done(ticket)
 
     async def outcome(self, ready: Ready) -> None:
-        """Send the call's interaction (retried, then dead-lettered), or dead-letter the reason it has
-        none; never raises (but for cancellation)."""
-        call = ready.call
-        iid = f"{call.trace_id}:{call.span_id}"
-        result = convert_call(call, ready.passages)
-        topic = self.ctx.names.otlp if call.span is not None else self.ctx.names.otlp_logs
-        if isinstance(result, CallError):
-            why = result.reason
+        """Send the trace's interaction (retried, then dead-lettered), and dead-letter each model call that
+        cannot be mapped with the reason; never raises (but for cancellation)."""
+        trace = ready.trace
+        result = convert_trace(trace, incomplete=ready.expired, limits=self.ctx.settings.limits)
+        for error in result.errors:
+            call = trace.calls.get(error.span_id) or Call(error.trace_id, error.span_id)
+            why = error.reason
             if ready.expired and not call.span_has_content() and call.records and not call.records_complete():
                 why = f"{why} (its log records were incomplete after {ready.held_s:.0f}s)"
             await self.dead_letter(
-                call, InvalidMessage(f"model call {result.name!r} not mapped: {why}"), topic
+                call, InvalidMessage(f"model call {error.name!r} not mapped: {why}"), self._topic(call)
             )
-            return
-        send = functools.partial(self.ctx.send, self.ctx.names.interactions, iid, result)
-        tried = await retry(
-            send,
-            what=f"otlp: sending {iid}",
-            attempts=self.ctx.settings.kafka.deadletter_attempts,
-            backoff=Backoff(first_s=self.ctx.retry_delay_s),
-            sleep=self.ctx.clock.sleep,
-        )
-        if tried.error is not None:
-            await self.dead_letter(call, tried.error, topic, result.model_dump_json())
-            return
-        self.ctx.metrics.events_out.labels("otlp").inc()
+        for found in result.interactions:
+            iid = found.interaction_id
+            call = trace.calls[iid.rpartition(":")[2]]
+            send = functools.partial(self.ctx.send, self.ctx.names.interactions, iid, found)
+            tried = await retry(
+                send,
+                what=f"otlp: sending {iid}",
+                attempts=self.ctx.settings.kafka.deadletter_attempts,
+                backoff=Backoff(first_s=self.ctx.retry_delay_s),
+                sleep=self.ctx.clock.sleep,
+            )
+            if tried.error is not None:
+                await self.dead_letter(call, tried.error, self._topic(call), found.model_dump_json())
+                continue
+            self.ctx.metrics.events_out.labels("otlp").inc()
+
+    def _topic(self, call: Call) -> str:
+        return self.ctx.names.otlp if call.span is not None else self.ctx.names.otlp_logs
 
     async def dead_letter(
         self, call: Any, error: BaseException, topic: str, original: str | None = None
@@ -120,13 +126,13 @@ class OtlpProcessor(HoldingProcessor):
         try:
             await self.outcome(ready)
         except Exception as exc:
-            log.exception("otlp: settling %s:%s failed", ready.call.trace_id, ready.call.span_id)
-            topic = self.ctx.names.otlp if ready.call.span is not None else self.ctx.names.otlp_logs
-            await self.dead_letter(ready.call, exc, topic)
+            log.exception("otlp: settling trace %s failed", ready.trace.trace_id)
+            for call in ready.trace.calls.values():
+                await self.dead_letter(call, exc, self._topic(call))
         self.ack(self.buffer.settled(ready))
 
     async def expire_due(self) -> int:
-        """Settle the calls held ``kafka.otlp_hold_s`` (in the pool); return how many."""
+        """Settle the traces held ``kafka.otlp_hold_s`` (in the pool); return how many."""
         due = self.buffer.expired(self.clock.monotonic())
         self.ack(self.buffer.released())
         for ready in due:
@@ -139,7 +145,8 @@ class OtlpProcessor(HoldingProcessor):
         origin = Origin.of(ticket.tp, ticket.offset)
         model = OtlpTraces if topic == self.ctx.names.otlp else OtlpLogs
         try:
-            message = decode(event.value, model, self.ctx.settings.limits)
+            values = self.ctx.reasons_show_values
+            message = decode(event.value, model, self.ctx.settings.limits, values=values)
         except InvalidMessage as exc:
             await self.ctx.dead_letter(exc, "validate", event.value, origin=origin, source_topic=topic)
             self.acks.done(ticket)

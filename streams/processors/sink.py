@@ -11,31 +11,16 @@ import logging
 from typing import Any
 
 from pipeline.clock import Clock
-from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage
-from schemas.evaluation import Evaluation
-from schemas.safe_text import safe_text
+from schemas.topics import TOPIC_MESSAGES
 from streams.acks import OrderedAcks
-from streams.clickhouse.sink import EvaluationSink
+from streams.clickhouse.batch import FlushFailures, write_until_written
 from streams.codec import Origin, decode
 from streams.context import StreamContext
 from streams.resources import Resources
 from streams.revoke import forget_on_revoke
 
 log = logging.getLogger(__name__)
-
-FAILURE_LOG_EVERY_S = 30.0  # at most one line a while about timed flushes that keep failing
-
-
-async def flush_until_written(sink: EvaluationSink, clock: Clock, max_delay_s: float = 30.0) -> None:
-    """ClickHouse is failing: stop consuming (backpressure) and retry with backoff (waited on ``clock``)
-    until the buffered rows are written. They stay unacked meanwhile, so a crash now loses nothing."""
-    await retry(
-        sink.flush,
-        what=f"sink: insert of {len(sink)} rows",
-        backoff=Backoff(max_s=max_delay_s),
-        sleep=clock.sleep,
-    )
 
 
 class SinkProcessor:
@@ -46,8 +31,7 @@ class SinkProcessor:
         self.resources = resources
         self.clock: Clock = resources.clock  # the worker's clock: the failure log's pace and the backoff
         self.acks = OrderedAcks()
-        self._failed_flushes = 0  # timed flushes failed in a row (one traceback, then a line a while)
-        self._failure_logged = 0.0  # clock.monotonic() of the last line about them
+        self.flush_failures = FlushFailures("sink", self.clock, log)
 
     async def consume(self, stream: Any) -> None:
         res = await self.resources.wait_ready()
@@ -55,7 +39,13 @@ class SinkProcessor:
             ticket = self.acks.track(event)
             self.ctx.metrics.events_in.labels("sink").inc()
             try:
-                evaluation = decode(event.value, Evaluation, self.ctx.settings.limits, between_stages=True)
+                evaluation = decode(
+                    event.value,
+                    TOPIC_MESSAGES.evaluations,
+                    self.ctx.settings.limits,
+                    between_stages=True,
+                    values=self.ctx.reasons_show_values,
+                )
             except InvalidMessage as exc:
                 await self.ctx.dead_letter(exc, "validate", event.value, origin=Origin.of_event(event))
                 self.acks.done(ticket)
@@ -63,7 +53,7 @@ class SinkProcessor:
             try:
                 await res.sink.add(evaluation, functools.partial(self.acks.done, ticket))
             except Exception:
-                await flush_until_written(res.sink, self.clock)
+                await write_until_written(res.sink.flush, f"sink: insert of {len(res.sink)} rows", self.clock)
 
     async def flush_tick(self) -> None:
         """Flush a batch that is old enough (``clickhouse.batch_seconds``)."""
@@ -73,25 +63,9 @@ class SinkProcessor:
         try:
             await res.sink.flush_if_due()
         except Exception as exc:
-            self._flush_failed(exc)
+            self.flush_failures.failed(exc)
             return
-        if self._failed_flushes:
-            log.warning("sink: ClickHouse writes again after %d failed flushes", self._failed_flushes)
-            self._failed_flushes = 0
-
-    def _flush_failed(self, exc: Exception) -> None:
-        """Log a failed timed flush: the first of a run with its traceback, then (an outage can fail
-        several flushes a second) one line every ``FAILURE_LOG_EVERY_S`` with how many failed."""
-        self._failed_flushes += 1
-        now = self.clock.monotonic()
-        if self._failed_flushes == 1:
-            log.exception("sink: timed flush failed; will retry")
-        elif now - self._failure_logged >= FAILURE_LOG_EVERY_S:
-            log.warning("sink: %d timed flushes failed in a row (last: %s); will retry", self._failed_flushes,
-                        safe_text(f"{type(exc).__name__}: {exc}")[:300])  # fmt: skip
-        else:
-            return
-        self._failure_logged = now
+        self.flush_failures.succeeded()
 
     async def tick(self) -> None:
         """Close the conversations that are due, then the windows that are due (and check their alerts)."""
@@ -104,10 +78,12 @@ class SinkProcessor:
             except Exception:
                 log.exception("conversations: closing failed; will retry")
         try:
-            if await res.windows.close_due():
-                await res.write_status()
+            closed = await res.windows.close_due()
         except Exception:
             log.exception("windows: closing failed; will retry")
+            return
+        if closed:
+            await res.update_status()
 
     def register(self) -> Any:
         settings = self.ctx.settings

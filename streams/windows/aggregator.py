@@ -4,35 +4,23 @@ Every rate and mean comes from the metric catalogue (``schemas.metrics.SCORED``)
 per-interaction ``source`` over the rows where it is known, with that count as its denominator column. The
 remaining columns are the window's own totals (interactions received, judged and skipped by reason,
 incomplete ones, tokens, cost) and the judge calls' latencies. A skipped row (``judged`` false: sampling
-rules or a judge budget, pipeline.sampling) counts as received only.
+rules or a judge budget, pipeline.sampling) counts as received only. Custom evaluators' scores
+(``custom_scores``) are windowed by name, whatever evaluators are configured now: each one's mean, how
+many it scored and how many it failed to.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from pipeline.conversations import single
 from schemas.conversation import ConversationRollup
 from schemas.evaluation_row import EvalRow
-from schemas.latency import histogram
+from schemas.latency import histogram, quantile
 from schemas.metrics import CONVERSATION_SCORED, SCORED
 from schemas.window import WindowAggregate
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default), q in [0, 1]."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo = math.floor(pos)
-    hi = math.ceil(pos)
-    if lo == hi:
-        return float(ordered[lo])
-    return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
 
 
 class WindowStats:
@@ -48,6 +36,8 @@ class WindowStats:
         self.skipped: dict[str, int] = {}  # skip reason -> interactions (pipeline.sampling)
         self._values: dict[str, list[float]] = {m.name: [] for m in SCORED}
         self._latency: list[float] = []  # one per judge call (not per interaction)
+        self._custom: dict[str, list[float]] = {}  # custom evaluator -> its scores (schemas.evaluators)
+        self._custom_missing: dict[str, int] = {}
         self._conversations: dict[str, list[float]] = {m.name: [] for m in CONVERSATION_SCORED}
         self.conversations = 0
         self._singles: list[EvalRow] = []  # rows without a conversation_id (conversations of one turn)
@@ -83,6 +73,10 @@ class WindowStats:
         self.output_tokens += row.output_tokens
         self.cost_usd += row.cost_usd
         self._latency.extend(row.call_latencies_ms)
+        for name, score in row.custom_scores.items():
+            self._custom.setdefault(name, []).append(score)
+        for name in row.custom_missing:
+            self._custom_missing[name] = self._custom_missing.get(name, 0) + 1
         if not row.complete:
             self.incomplete += 1
 
@@ -111,6 +105,7 @@ class WindowStats:
     def result(
         self, *, window_start: datetime, window_end: datetime, app: str, model: str
     ) -> WindowAggregate:
+        latency = histogram(self._latency)
         return WindowAggregate(
             window_start=window_start,
             window_end=window_end,
@@ -121,13 +116,18 @@ class WindowStats:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,
-            judge_latency_p50_ms=percentile(self._latency, 0.5),
-            judge_latency_p95_ms=percentile(self._latency, 0.95),
+            # one definition of the latency quantiles: the histogram's (schemas.latency), as the
+            # dashboard pools windows and slices
+            judge_latency_p50_ms=quantile(latency, 0.5),
+            judge_latency_p95_ms=quantile(latency, 0.95),
             judge_latency_calls=len(self._latency),
-            judge_latency_histogram=histogram(self._latency),
+            judge_latency_histogram=latency,
             judged=self.judged,
             skipped=sum(self.skipped.values()),
             skipped_by_reason=dict(sorted(self.skipped.items())),
+            custom_values={k: sum(v) / len(v) for k, v in sorted(self._custom.items())},
+            custom_scored={k: len(v) for k, v in sorted(self._custom.items())},
+            custom_missing=dict(sorted(self._custom_missing.items())),
             **self._scored(),
         )
 

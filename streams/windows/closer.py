@@ -20,17 +20,31 @@ Each due window closes or fails on its own: when a batch's read or insert fails,
 one by one, and a failure (ClickHouse refuses its query, its alerts cannot be published) is logged with
 the window's key and counted, the others are closed regardless, and it is tried again at the next tick,
 ``max_close_attempts`` times in all; then it is dropped from the pending windows with an ERROR log (it
-is no message, so it cannot be dead-lettered; rows that arrive for it later touch it again).
+is no message, so it cannot be dead-lettered; rows that arrive for it later touch it again). A round
+logs at most ``LOG_FAILURES_PER_ROUND`` windows' failures one by one, then one line with how many more
+failed. When ClickHouse is unavailable (``streams.clickhouse.client.is_unavailable``: down, unreachable,
+a timeout) the batch is not split, its windows are not counted against ``max_close_attempts`` and the
+round ends: one line, and every window stays pending for the next tick.
 
 With a conversation source (``conversations``: the ``conversations`` table), a window also counts the
 conversations whose last turn falls in it (schemas/metrics.py, the conversation metrics); the
 conversation closer touches a window again when it writes a conversation that counts there.
 
-The stop (``finish``): a timer round under way ends after its current batch; then one final round
+A window's aggregate is stamped ``computed_at`` = the closer's clock *before* its rows are read, so a row
+stored while they are read (``inserted_at``, the ClickHouse server's clock) is never older than the
+aggregate and ``reconcile`` finds that window again after a restart. Against a remote ClickHouse this
+holds as long as the server's clock is not behind the worker's: a row landing within that skew after
+the read could be missed by ``reconcile`` (the timer finds it regardless while the worker runs, since the
+sink touches the window). Keep both clocks NTP-synchronised. No margin is subtracted: a margin would only
+be safe for a skew known in advance, and it makes the next start recompute every window closed within it
+of its last row.
+
+The stop (``finish``): a timer round under way ends after its current window; then one final round
 closes every pending window, oldest first, for as long as its time budget lasts (a batch is begun only
-while the time the last one took still fits). The windows left are logged as left and not closed: their
-rows are stored after their last aggregate, so the next start finds and recomputes them
-(``reconcile``). After ``finish`` the closer closes nothing more.
+while the time the last one took still fits, a window of a batch being closed one by one only while the
+budget lasts) and not after ClickHouse turned out unavailable. The windows left (failed ones included)
+are logged as left and not closed: their rows are stored after their last aggregate, so the next start
+finds and recomputes them (``reconcile``). After ``finish`` the closer closes nothing more.
 """
 
 from __future__ import annotations
@@ -47,13 +61,18 @@ from pipeline.clock import Clock, SystemClock
 from schemas.conversation import ConversationRollup
 from schemas.evaluation_row import EvalRow
 from schemas.settings import WindowSettings
+from schemas.utc import utc
 from schemas.window import WindowAggregate
+from streams.clickhouse.client import is_unavailable
 from streams.windows.aggregator import aggregate
-from streams.windows.tumbling import TumblingWindows, shift, utc
+from streams.windows.tumbling import TumblingWindows, shift
 
 log = logging.getLogger(__name__)
 
 WindowKey = tuple[str, str, datetime]  # app, model, window start
+
+#: windows whose failure a round logs one by one; the rest are counted in one line at the round's end
+LOG_FAILURES_PER_ROUND = 5
 
 
 class Located(Protocol):
@@ -97,7 +116,8 @@ class WindowListener(Protocol):
 
 @dataclass(frozen=True)
 class FinalRound:
-    """What the stop's round did: windows closed, windows left for the next start, seconds it took."""
+    """What the stop's round did: windows closed, windows left for the next start (the failed ones among
+    them), windows whose close failed, seconds it took."""
 
     closed: int
     left: int
@@ -133,6 +153,9 @@ class WindowCloser:
         self._lock = asyncio.Lock()  # one round at a time
         self._stopping = False  # finish() began: a round under way ends after its current batch
         self._finished = False  # finish() ended: nothing more is closed
+        self._unlogged = 0  # failures this round did not log one by one
+        self._logged = 0  # failures this round logged one by one
+        self._outage: str | None = None  # why this round ended on an unavailable ClickHouse
 
     async def touch(self, evaluations: Sequence[Located]) -> None:
         now = self.clock.monotonic()
@@ -209,8 +232,8 @@ class WindowCloser:
             return closed
 
     async def finish(self, budget_s: float) -> FinalRound:
-        """The stop's round: let a round under way end after its batch, then close every pending window,
-        oldest first, within ``budget_s`` seconds; the rest are left (logged) for the next start."""
+        """The stop's round: let a round under way end after its current window, then close every pending
+        window, oldest first, within ``budget_s`` seconds; the rest are left (logged) for the next start."""
         self._stopping = True
         started = self.clock.monotonic()
         async with self._lock:
@@ -218,63 +241,109 @@ class WindowCloser:
                 return FinalRound(0, 0, 0, 0.0)
             failed_before = self.failed
             try:
-                closed, left = await self._round(self.due(final=True), budget_s=budget_s, started=started)
+                closed, unbegun = await self._round(self.due(final=True), budget_s=budget_s, started=started)
             finally:
                 self._finished = True
         seconds = self.clock.monotonic() - started
+        left = self.pending()  # nothing closes after this: what is pending waits for the next start
+        failed = self.failed - failed_before
         self.left += len(left)
         if left:
             first, last = left[0], left[-1]
+            why = (
+                f"ClickHouse unavailable: {self._outage}" if self._outage
+                else f"the stop's budget of {budget_s:g} s ran out" if unbegun
+                else "their close failed"
+            )  # fmt: skip
             log.warning(
-                "windows on stop: %d closed in %.1f s, %d LEFT for the next start to recompute (the stop's "
-                "budget of %g s ran out; from %s %s/%s to %s %s/%s)",
-                len(closed), seconds, len(left), budget_s, first[2].isoformat(), first[0], first[1],
+                "windows on stop: %d closed in %.1f s, %d LEFT for the next start to recompute, %d failed "
+                "(%s; from %s %s/%s to %s %s/%s)",
+                len(closed), seconds, len(left), failed, why, first[2].isoformat(), first[0], first[1],
                 last[2].isoformat(), last[0], last[1],
             )  # fmt: skip
         else:
-            log.info("windows on stop: %d closed in %.1f s, none left", len(closed), seconds)
-        return FinalRound(len(closed), len(left), self.failed - failed_before, seconds)
+            log.info("windows on stop: %d closed in %.1f s, none left, %d failed", len(closed), seconds,
+                     failed)  # fmt: skip
+        return FinalRound(len(closed), len(left), failed, seconds)
+
+    def _over(self, deadline: float | None) -> bool:
+        """The round must begin nothing more: the stop's budget is spent (``deadline``, on the monotonic
+        clock) or, for a timer round (no deadline), a stop began."""
+        return self._stopping if deadline is None else self.clock.monotonic() > deadline
 
     async def _round(
         self, keys: list[WindowKey], budget_s: float | None, started: float | None = None
     ) -> tuple[list[WindowAggregate], list[WindowKey]]:
         """Close ``keys`` in batches, oldest first. With ``budget_s``, a batch begins only while the time
         the last batch took still fits in what is left of it; returns the windows closed and the keys
-        left. Without, a round ends early (its keys left) only when a stop begins."""
+        left. Without, a round ends early (its keys left) only when a stop begins. Either ends at once
+        when ClickHouse is unavailable."""
         size = self.settings.close_batch
         begun = self.clock.monotonic() if started is None else started
+        deadline = None if budget_s is None else begun + budget_s
         last_batch = 0.0
         out: list[WindowAggregate] = []
-        for i in range(0, len(keys), size):
-            now = self.clock.monotonic()
-            if budget_s is None and self._stopping:
-                return out, keys[i:]
-            if budget_s is not None and now - begun + last_batch > budget_s:
-                return out, keys[i:]
-            out += await self._close_batch(keys[i : i + size])
-            last_batch = self.clock.monotonic() - now
-        return out, []
+        self._logged = self._unlogged = 0
+        self._outage = None
+        try:
+            for i in range(0, len(keys), size):
+                now = self.clock.monotonic()
+                if budget_s is None and self._stopping:
+                    return out, keys[i:]
+                if budget_s is not None and now - begun + last_batch > budget_s:
+                    return out, keys[i:]
+                closed, go_on = await self._close_batch(keys[i : i + size], deadline)
+                out += closed
+                if not go_on:
+                    return out, keys[i:]
+                last_batch = self.clock.monotonic() - now
+            return out, []
+        finally:
+            if self._unlogged:
+                log.warning("windows: %d more windows failed to close this round (not logged one by one)",
+                            self._unlogged)  # fmt: skip
 
-    async def _close_batch(self, keys: Sequence[WindowKey]) -> list[WindowAggregate]:
+    async def _close_batch(
+        self, keys: Sequence[WindowKey], deadline: float | None
+    ) -> tuple[list[WindowAggregate], bool]:
         """Write the batch's aggregates in one insert, then run each window's alert rules in order; when
-        the batch's read or insert fails, each window is closed on its own instead."""
+        the batch's read or insert fails, each window is closed on its own instead, while the round may
+        go on (``_over``). Returns the windows closed and whether the round may go on (False once the
+        round must end or ClickHouse is unavailable; the windows not closed stay pending)."""
         touched = {key: self._dirty.get(key) for key in keys}
+        # stamped before the read: a row stored meanwhile is newer than the aggregate (``reconcile``)
+        computed_at = self.clock.now()
         try:
             windows = await self.compute(keys)
-            await self.store.insert_windows([windows[k] for k in keys], self.clock.now())
+            await self.store.insert_windows([windows[k] for k in keys], computed_at)
         except Exception as exc:
+            if is_unavailable(exc):
+                self._unavailable(keys, exc)
+                return [], False
             if len(keys) == 1:
                 self._failed(keys[0], exc)
-                return []
+                return [], True
             log.debug("windows: a batch of %d failed (%r); closing them one by one", len(keys), exc)
-            return [w for key in keys for w in await self._close_batch([key])]
+            out: list[WindowAggregate] = []
+            for key in keys:
+                if self._over(deadline):
+                    return out, False
+                closed, go_on = await self._close_batch([key], deadline)
+                out += closed
+                if not go_on:
+                    return out, False
+            return out, True
         self.written += len(keys)
         for key in keys:
             log.info(
                 "window %s %s/%s closed: %d interactions, hallucination rate %s",
                 key[2].isoformat(), key[0], key[1], windows[key].count, windows[key].hallucination_rate,
             )  # fmt: skip
-        heard = await self._tell(keys, [windows[k] for k in keys]) if self.listener is not None else set(keys)
+        go_on = True
+        if self.listener is not None:
+            heard, go_on = await self._tell(keys, [windows[k] for k in keys], deadline)
+        else:
+            heard = set(keys)
         out = []
         for key in keys:
             if key not in heard:
@@ -283,47 +352,78 @@ class WindowCloser:
             if self._dirty.get(key) == touched[key]:  # not touched again meanwhile
                 self._dirty.pop(key, None)
             out.append(windows[key])
-        return out
+        return out, go_on
 
-    async def _tell(self, keys: Sequence[WindowKey], windows: list[WindowAggregate]) -> set[WindowKey]:
-        """Hand the batch to the listener at once; when that fails, each window on its own. Returns the
-        windows it took (the others are counted as failed)."""
+    async def _tell(
+        self, keys: Sequence[WindowKey], windows: list[WindowAggregate], deadline: float | None
+    ) -> tuple[set[WindowKey], bool]:
+        """Hand the batch to the listener at once; when that fails, each window on its own while the
+        round may go on. Returns the windows it took (the others that were tried are counted as failed;
+        those not tried stay pending) and whether the round may go on."""
         assert self.listener is not None
         try:
             await self.listener.on_windows(windows)
-            return set(keys)
+            return set(keys), True
         except Exception as exc:
+            if is_unavailable(exc):
+                self._unavailable(keys, exc)
+                return set(), False
             if len(windows) == 1:
                 self._failed(keys[0], exc)
-                return set()
+                return set(), True
             log.debug("windows: the alert rules of a batch of %d failed (%r); one by one", len(windows), exc)
-        heard = set()
+        heard: set[WindowKey] = set()
         for key, window in zip(keys, windows, strict=True):
+            if self._over(deadline):
+                return heard, False
             try:
                 await self.listener.on_window(window)
             except Exception as exc:
+                if is_unavailable(exc):
+                    self._unavailable([key], exc)
+                    return heard, False
                 self._failed(key, exc)
                 continue
             heard.add(key)
-        return heard
+        return heard, True
+
+    def _unavailable(self, keys: Sequence[WindowKey], exc: Exception) -> None:
+        """ClickHouse (or what the alert rules need) cannot answer now: the batch's windows stay pending,
+        not counted against ``max_close_attempts``; one line, and the round ends."""
+        self.failed += len(keys)
+        self._outage = f"{type(exc).__name__}: {str(exc)[:300]}"
+        first, last = keys[0], keys[-1]
+        log.warning(
+            "windows: closing %d windows (from %s %s/%s to %s %s/%s) failed, ClickHouse is unavailable: %s; "
+            "they stay pending and this round ends",
+            len(keys), first[2].isoformat(), first[0], first[1], last[2].isoformat(), last[0], last[1],
+            self._outage,
+        )  # fmt: skip
 
     def _failed(self, key: WindowKey, exc: Exception) -> None:
         app, model, start = key
         attempts = self.failures.get(key, 0) + 1
         self.failed += 1
         limit = self.settings.max_close_attempts
+        quiet = self._logged >= LOG_FAILURES_PER_ROUND  # counted in the round's last line instead
+        if quiet:
+            self._unlogged += 1
+        else:
+            self._logged += 1
         if attempts < limit:
             self.failures[key] = attempts
-            log.warning(
-                "window %s %s/%s: closing failed (attempt %d of %d; will retry): %s: %s",
-                start.isoformat(), app, model, attempts, limit, type(exc).__name__, str(exc)[:500],
-            )  # fmt: skip
+            if not quiet:
+                log.warning(
+                    "window %s %s/%s: closing failed (attempt %d of %d; will retry): %s: %s",
+                    start.isoformat(), app, model, attempts, limit, type(exc).__name__, str(exc)[:500],
+                )  # fmt: skip
             return
         self.failures.pop(key, None)
         self._dirty.pop(key, None)
         self.dropped += 1
-        log.error(
-            "window %s %s/%s: closing failed %d times; DROPPED from the pending windows (no aggregate "
-            "or alert written for it; new rows in it will try again): %s: %s",
-            start.isoformat(), app, model, attempts, type(exc).__name__, str(exc)[:500],
-        )  # fmt: skip
+        if not quiet:
+            log.error(
+                "window %s %s/%s: closing failed %d times; DROPPED from the pending windows (no aggregate "
+                "or alert written for it; new rows in it will try again): %s: %s",
+                start.isoformat(), app, model, attempts, type(exc).__name__, str(exc)[:500],
+            )  # fmt: skip

@@ -10,18 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from schemas.utc import MAX_TIME, MIN_TIME, utc
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MIN_TIME = datetime.min.replace(tzinfo=UTC)
-MAX_TIME = datetime.max.replace(tzinfo=UTC)
-
-
-def utc(ts: datetime) -> datetime:
-    if ts.tzinfo is None:
-        return ts.replace(tzinfo=UTC)
-    try:
-        return ts.astimezone(UTC)
-    except (OverflowError, ValueError):  # 0001-01-01T00:00+01:00 has no UTC time
-        return MIN_TIME if ts.year == 1 else MAX_TIME
 
 
 def shift(ts: datetime, delta: timedelta) -> datetime:

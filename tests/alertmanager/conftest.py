@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from groundwatch.commands.demo_cmd import free_port
 from groundwatch.local.supervise import wait_for
+from pipeline.net import free_port
 from tests.system_parts import mark_directory, require
 
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"

@@ -8,12 +8,10 @@ the same time): the delivery ledger lets one of them post each transition.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import pytest
 
 from pipeline.clock import SystemClock
 from schemas.alert import AlertRules
@@ -22,7 +20,7 @@ from streams.alerts.engine import AlertEngine
 from streams.alerts.rules import load_rules
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures import messages
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
@@ -45,21 +43,11 @@ receivers:
 """
 
 
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
-    yield s
-    s.close()
-
-
 def window(start: datetime, bad: int, n: int = 200) -> WindowAggregate:
-    return WindowAggregate(
-        window_start=start, window_end=start + HOUR, app="wiki-qa", model="beta", count=n,
-        mean_context_entailment=0.8, mean_ground_truth_entails_answer=None,
-        mean_answer_entails_ground_truth=None, answered=n, hallucinations=bad, hallucination_rate=bad / n,
-        answer_refusal_rate=0.0, ground_truth_refusal_rate=None, input_tokens=0, output_tokens=0,
-        cost_usd=0.0, judge_latency_p50_ms=None, judge_latency_p95_ms=None, incomplete=0,
-        answer_refusal_known=n, context_scored=n,
+    return messages.window(
+        start, app="wiki-qa", model="beta", count=n, mean_context_entailment=0.8, context_scored=n,
+        answered=n, hallucinations=bad, hallucination_rate=bad / n, answer_refusal_rate=0.0,
+        answer_refusal_known=n,
     )  # fmt: skip
 
 

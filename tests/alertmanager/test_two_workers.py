@@ -22,10 +22,10 @@ from typing import Any
 import httpx
 import pytest
 
-from groundwatch.commands.demo_cmd import free_port
 from groundwatch.local.supervise import WorkerProcess, spawn_worker, wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
+from pipeline.net import free_port
 from tests.chdb_http_server import ChdbHttpServer
 from tests.integration.helpers import Deployment, jsonl
 from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED, WebhookReceiver

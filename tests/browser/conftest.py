@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from groundwatch.commands.demo_cmd import free_port
 from groundwatch.demo_history import History, simulate
 from groundwatch.local.stack import LocalStack
+from pipeline.net import free_port
 from tests.system_parts import mark_directory, require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +28,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WINDOW_SECONDS = 3600
 MIN_PER_CLASS = 4  # labels of each class before the overview draws a corrected rate
+# the history ends here, and the browser's clock reads it (plus the time since the session started): the
+# history, its last record and what "the last 24 h" shows are the same at any time of day
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+_SESSION_START = time.time()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,7 +50,7 @@ def conversation(last: dict[str, object]) -> str:
     turns are the history the drill-down shows above the question."""
     record = {
         **last,
-        "interaction_id": CONVERSATION_ID,
+        "id": CONVERSATION_ID,
         "messages": [
             {"role": "system", "content": "You answer questions about the router manual."},
             {"role": "user", "content": "Which router has four ports?"},
@@ -54,8 +60,20 @@ def conversation(last: dict[str, object]) -> str:
         "answer": "It costs 80 dollars.",
     }
     record.pop("question", None)
-    record.pop("id", None)
     return json.dumps(record)
+
+
+def _fixed_clock_script() -> str:
+    """A page script that sets the page's clock to ``NOW`` at the session's start: ``Date.now()`` and
+    ``new Date()`` run on from there at the real pace."""
+    shift_ms = round((NOW.timestamp() - _SESSION_START) * 1000)
+    return (
+        "(() => { const Real = Date; const shift = SHIFT;"
+        " class Shifted extends Real {"
+        " constructor(...a) { if (a.length === 0) { super(Real.now() + shift); } else { super(...a); } }"
+        " static now() { return Real.now() + shift; } }"
+        " globalThis.Date = Shifted; })();"
+    ).replace("SHIFT", str(shift_ms))
 
 
 @dataclass
@@ -72,7 +90,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardSite]:
         for line in (ROOT / "groundwatch" / "data" / "sample_interactions.jsonl").read_text().splitlines()
         if line.strip()
     ]
-    history = simulate(records, 1600, days=4, onset_fraction=0.5, seed=11)
+    history = simulate(records, 1600, days=4, onset_fraction=0.5, now=NOW, seed=11)
     history.lines.append(conversation(json.loads(history.lines[-1])))
     port = free_port(0)
     env = {
@@ -110,6 +128,7 @@ def browser(request: pytest.FixtureRequest) -> Iterator[object]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _fixed_clock_script()})
     try:
         yield driver
     finally:

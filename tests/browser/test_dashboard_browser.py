@@ -178,6 +178,35 @@ def test_a_conversation_shows_its_earlier_turns_above_the_question(site: Dashboa
     assert console_errors(browser) == []
 
 
+def test_a_tool_agents_drill_down_shows_its_steps_and_the_tool_result_behind_each_statement(
+    site: DashboardSite, browser: Any
+) -> None:
+    agent = [json.loads(line) for line in site.history.lines if '"support-agent"' in line]
+    with_docs = next(r for r in agent if json.loads(r["messages"][3]["content"]))
+    empty = next(r for r in agent if r["messages"][3]["content"] == "[]")
+    browser.get(site.url + f"?view=interaction&id={with_docs['id']}")
+    wait_loaded(browser, "interaction")
+    steps = browser.find_element(By.CSS_SELECTOR, "#interaction-body .panel.steps")
+    [step] = steps.find_elements(By.CSS_SELECTOR, ".step")
+    assert step.get_attribute("data-status") == "ok" and "search_kb" in step.text and "query" in step.text
+    panels = browser.find_elements(By.CSS_SELECTOR, "#interaction-body > .panel")
+    pair = browser.find_element(By.CSS_SELECTOR, "#interaction-body .pair[data-pair='context_answer']")
+    assert panels.index(steps) < panels.index(pair)  # the steps above the statements
+    named = [s.text for s in pair.find_elements(By.CSS_SELECTOR, ".statement[data-passage] .meta")]
+    named = [m for m in named if "search_kb result, call call_delta_" in m]
+    assert named, "no statement names the search_kb result it was judged against"
+    tool_passages = browser.find_elements(By.CSS_SELECTOR, "#interaction-body .passage.tool-passage")
+    assert tool_passages and "search_kb" in tool_passages[0].text
+    # the broken index: no evidence, and the drill-down says so
+    browser.get(site.url + f"?view=interaction&id={empty['id']}")
+    wait_loaded(browser, "interaction")
+    body = browser.find_element(By.ID, "interaction-body")
+    assert "no result" not in body.find_element(By.CSS_SELECTOR, ".step").text  # the result is "[]"
+    badges = [b.text for b in body.find_elements(By.CSS_SELECTOR, ".badge[data-outcome]")]
+    assert badges == ["answered without evidence"] or "refusal: yes" in body.text
+    assert console_errors(browser) == []
+
+
 def test_labeling_three_interactions_updates_the_judge_quality_page(
     site: DashboardSite, browser: Any
 ) -> None:

@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible server on 127.0.0.1 for protocol, retry, fault and cost tests.
 
 A test double, never offered as a judge. It speaks real HTTP (aiohttp, in a thread of its own so
-that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's three
+that sync fixtures, async tests and benchmarks can all use it), recognises groundwatch's
 prompts from their fences, and answers with scripted verdicts:
 
 - pronouns: the sentences unchanged (a conversation's earlier turns, fenced as ``<turn role=...>``, are
@@ -9,7 +9,14 @@ prompts from their fences, and answers with scripted verdicts:
 - nli: one statement per hypothesis, entailed when at least half of its content words appear in the
   premise, else not_stated; with the refusal question, the refusal flag of the joined hypotheses;
 - nli_cases (several premises a prompt): the same, each case's hypotheses against its own premise;
-- refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...).
+- refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...);
+- rubric (a custom evaluator's, prompts/rubric.md): ``Script.rubric`` over the instructions and the fenced
+  fields; by default a pass (score 5) unless the answer names a dose in mg.
+
+An app's own calls (no groundwatch prompt) are answered by ``Script.chat``; when the request offers
+``tools`` and ``Script.tool_call`` names one, the reply is that tool call instead. Both on the chat
+completions API and on the Responses API (``POST /v1/responses``, not streamed; its input items are
+given to the script as chat messages: ``function_call_output`` items as ``tool`` turns).
 
 With ``logprobs`` in the request, the answer carries token log-probabilities (one token per word,
 punctuation mark or run of spaces), each certain, except that with ``Script.entailed_probability`` set
@@ -105,6 +112,14 @@ def default_refusal(text: str) -> bool:
     return any(p in low for p in REFUSAL_PHRASES)
 
 
+def default_rubric(instructions: str, fields: dict[str, str]) -> bool | int:
+    """Fails (and scores 1) an answer that names a dose in mg; else passes (and scores 5)."""
+    return not re.search(r"\b\d+\s*mg\b", fields.get("answer", ""))
+
+
+_RUBRIC_FIELD = re.compile(r"<(question|answer|ground_truth)>(.*?)</\1>", re.DOTALL)
+
+
 @dataclass
 class Script:
     """What the fake answers; each callable can be replaced by a test."""
@@ -117,9 +132,15 @@ class Script:
     # (premise, hypothesis) -> P(entailed) given in the logprobs of each of its statements' verdicts
     # None: each generated verdict is certain
     entailed_probability: Callable[[str, str], float] | None = None
+    # a custom rubric (prompts/rubric.md): (instructions, fenced fields by tag) -> a pass (True) / fail
+    # (False) for output pass_fail, or a score 1-5 for score_1_5 (what the rubric's system text asks)
+    rubric: Callable[[str, dict[str, str]], bool | int] = field(default=lambda i, f: default_rubric(i, f))
     # an app's own chat call (no groundwatch prompt in it): the messages -> the reply's text; None: the
     # "prompt not recognised" JSON
     chat: Callable[[list[dict[str, Any]]], str] | None = None
+    # an app's own call offering tools: the messages -> (tool name, arguments) to call, or None to answer
+    # with ``chat``
+    tool_call: Callable[[list[dict[str, Any]]], tuple[str, dict[str, Any]] | None] | None = None
 
 
 @dataclass
@@ -239,6 +260,7 @@ class FakeOpenAIServer:
     async def _serve(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -305,7 +327,9 @@ class FakeOpenAIServer:
         messages = body.get("messages") or []
         user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         prompt_text = "".join(str(m.get("content", "")) for m in messages)
-        kind, answer, probabilities = self._scripted(user)
+        system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+        rubric = self._rubric(user, system)
+        kind, answer, probabilities = rubric if rubric is not None else self._scripted(user)
         content = json.dumps(answer)
         finish = "stop"
         if fault is not None:
@@ -317,37 +341,111 @@ class FakeOpenAIServer:
                 content = json.dumps({"result": "entailed"})
             else:  # "broken"/"malformed": cut JSON that says it stopped normally
                 content = content[: max(1, len(content) // 2)]
+        elif kind == "unknown" and (call := self._tool_call(body, messages)) is not None:
+            return web.json_response(
+                self._completion(body, None, "tool_calls", prompt_text, tool_calls=[call])
+            )
         elif kind == "unknown" and self.config.script.chat is not None:
             content = self.config.script.chat(messages)
         elif fmt is None and self.config.prose_around_json:
             content = f"Here is my answer:\n```json\n{content}\n```"
+        completion = self._completion(body, content, finish, prompt_text, kind)
+        if body.get("logprobs"):
+            completion["choices"][0]["logprobs"] = _logprobs(content, probabilities)
+        return web.json_response(completion)
+
+    def _count(self, prompt_text: str, content: str, kind: str) -> tuple[int, int]:
         usage_in, usage_out = estimate_tokens(prompt_text), estimate_tokens(content)
         with self._lock:
             self.stats.ok += 1
             self.stats.prompt_tokens += usage_in
             self.stats.completion_tokens += usage_out
             self.stats.by_prompt[kind] = self.stats.by_prompt.get(kind, 0) + 1
-        return web.json_response(
-            {
-                "id": f"chatcmpl-fake-{self.stats.requests}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": finish,
-                        "logprobs": _logprobs(content, probabilities) if body.get("logprobs") else None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": usage_in,
-                    "completion_tokens": usage_out,
-                    "total_tokens": usage_in + usage_out,
-                },
-            }
-        )
+        return usage_in, usage_out
+
+    def _completion(
+        self, body: dict[str, Any], content: str | None, finish: str, prompt_text: str,
+        kind: str = "tool_call", tool_calls: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        usage_in, usage_out = self._count(prompt_text, content or json.dumps(tool_calls), kind)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        return {
+            "id": f"chatcmpl-fake-{self.stats.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": {
+                "prompt_tokens": usage_in,
+                "completion_tokens": usage_out,
+                "total_tokens": usage_in + usage_out,
+            },
+        }
+
+    def _tool_call(self, body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The scripted tool call for a request that offers tools (OpenAI's chat format), else None."""
+        script = self.config.script.tool_call
+        if not body.get("tools") or script is None:
+            return None
+        found = script(messages)
+        if found is None:
+            return None
+        with self._lock:
+            serial = self.stats.requests
+        name, arguments = found
+        return {"id": f"call_{serial}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+
+    async def _responses(self, request: web.Request) -> web.Response:
+        """The Responses API, not streamed: a scripted tool call (a ``function_call`` item) or the scripted
+        chat reply (a ``message`` item)."""
+        body = await request.json()
+        with self._lock:
+            self.stats.requests += 1
+            self.stats.bodies.append(body)
+            serial = self.stats.requests
+        messages = _response_messages(body)
+        prompt_text = json.dumps(messages)
+        call = self._tool_call(body, messages)
+        created = int(time.time())
+        if call is not None:
+            function = call["function"]
+            output: list[dict[str, Any]] = [{
+                "type": "function_call", "id": f"fc_{serial}", "call_id": call["id"],
+                "name": function["name"], "arguments": function["arguments"], "status": "completed",
+            }]  # fmt: skip
+            text = function["arguments"]
+        else:
+            text = self.config.script.chat(messages) if self.config.script.chat else ""
+            output = [{
+                "type": "message", "id": f"msg_{serial}", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }]  # fmt: skip
+        usage_in, usage_out = self._count(prompt_text, text, "responses")
+        return web.json_response({
+            "id": f"resp_{serial}", "object": "response", "created_at": created, "status": "completed",
+            "model": body.get("model", "fake"), "output": output, "parallel_tool_calls": True,
+            "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools", []),
+            "instructions": body.get("instructions"), "temperature": 1.0, "top_p": 1.0,
+            "error": None, "incomplete_details": None, "metadata": {},
+            "usage": {"input_tokens": usage_in, "output_tokens": usage_out,
+                      "total_tokens": usage_in + usage_out, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}},
+        })  # fmt: skip
+
+    def _rubric(self, user: str, system: str) -> tuple[str, dict[str, Any], list[float]] | None:
+        """A custom rubric's answer (prompts/rubric.md), or None for any other prompt."""
+        if not user.startswith("Check this exchange against the instructions."):
+            return None
+        instructions = system.partition("The reviewer's instructions:\n")[2]
+        fields = {m.group(1): m.group(2) for m in _RUBRIC_FIELD.finditer(user)}
+        outcome = self.config.script.rubric(instructions, fields)
+        if "a score from 1" in system:
+            score = int(outcome) if not isinstance(outcome, bool) else (5 if outcome else 1)
+            return "rubric", {"reason": "scripted", "score": score}, []
+        return "rubric", {"reason": "scripted", "verdict": "pass" if outcome else "fail"}, []
 
     def _scripted(self, user: str) -> tuple[str, dict[str, Any], list[float]]:
         """The prompt's kind, the answer and P(entailed) of each NLI statement in answer order."""
@@ -395,6 +493,27 @@ class FakeOpenAIServer:
                 [],
             )
         return "unknown", {"error": "prompt not recognised"}, []
+
+
+def _response_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Responses API request's instructions and input items as chat messages."""
+    out: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        out.append({"role": "system", "content": body["instructions"]})
+    items = body.get("input")
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items or []:
+        if item.get("type") == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
+        elif item.get("type") == "function_call":
+            call = {"id": item.get("call_id"), "type": "function",
+                    "function": {"name": item.get("name"), "arguments": item.get("arguments")}}  # fmt: skip
+            out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif "role" in item:
+            text = item.get("content")
+            if isinstance(text, list):
+                text = "".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
+            out.append({"role": item["role"], "content": text})
+    return out
 
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import httpx
 
-from groundwatch.commands.demo_cmd import free_port
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
+from pipeline.net import free_port
 from tests.chdb_http_server import ChdbHttpServer
 from tests.fault.test_fault_clickhouse_outage import interactions
 from tests.integration.helpers import Deployment

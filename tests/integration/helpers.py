@@ -16,8 +16,9 @@ from aiokafka import AIOKafkaConsumer
 
 from groundwatch.local.stack import report_in_child
 from groundwatch.local.supervise import WorkerProcess, spawn_worker
-from groundwatch.local.tansu import free_port, worker_env
+from groundwatch.local.tansu import worker_env
 from groundwatch.trend_report import Report
+from pipeline.net import free_port
 from schemas.settings import Settings, settings_from_env
 from streams.status import WorkerStatus, read_status
 from streams.topics import bootstrap_servers

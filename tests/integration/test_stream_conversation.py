@@ -2,7 +2,8 @@
 is stored with its evaluation (and counted in columns), the follow-up's "it" is resolved from the earlier
 turns by the judge (the fake OpenAI-compatible server over real HTTP, scripted to resolve only from the
 turns its prompt carries), a history over the limit loses its oldest turns and is flagged, and invalid
-conversations are dead-lettered with their reason."""
+conversations are dead-lettered with their reason; a tool-calling agent's conversation is judged against
+its tool's result, and without evidence when the search came back empty."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def resolve_from_turns(sentences: list[str], turns: list[tuple[str, str]]) -> li
     return [s.replace("It ", "The Pro plan ").replace(" it ", " the Pro plan ") for s in sentences]
 
 
+KB_RESULT = json.dumps([{"id": "pricing.md", "content": CONTEXT}])
+
 RECORDS: list[dict[str, Any]] = [
     {"interaction_id": "conv-1", "conversation_id": "c", "messages": [ASK], "contexts": [CONTEXT],
      "answer": REPLY["content"]},
@@ -47,7 +50,20 @@ RECORDS: list[dict[str, Any]] = [
     {"interaction_id": "conv-3", "conversation_id": "c", "messages": [ASK, REPLY, FOLLOW_UP, SUPPORT,
      {"role": "user", "content": "Is it for teams?"}, LAST], "contexts": [CONTEXT],
      "answer": "Yes, it includes priority support."},
-    {"interaction_id": "bad-role", "messages": [ASK, {"role": "tool", "content": "{}"}, FOLLOW_UP],
+    # a tool-calling agent: its search's result is the evidence; then the same search coming back empty
+    {"interaction_id": "tool-1", "conversation_id": "t", "messages": [
+        {"role": "user", "content": "How much is the Pro plan?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+         "function": {"name": "search_kb", "arguments": '{"query": "Pro plan price"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": KB_RESULT},
+     ], "answer": "The Pro plan costs 30 dollars a month per team."},
+    {"interaction_id": "tool-2", "conversation_id": "t", "messages": [
+        {"role": "user", "content": "How much is the Pro plan?"},
+        {"role": "assistant", "tool_calls": [{"id": "call_2", "type": "function",
+         "function": {"name": "search_kb", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "[]"},
+     ], "answer": "The Pro plan costs 30 dollars a month per team."},
+    {"interaction_id": "bad-role", "messages": [ASK, {"role": "robot", "content": "{}"}, FOLLOW_UP],
      "answer": "x"},
     {"interaction_id": "bad-no-user", "messages": [REPLY], "answer": "x"},
 ]  # fmt: skip
@@ -58,7 +74,8 @@ from schemas.settings import Settings
 from streams.clickhouse.store import ClickHouseStore
 store = ClickHouseStore.open_sync(Settings().clickhouse, migrate=False)
 rows = store.query_sync(
-    "SELECT interaction_id, conversation_id, history_turns, history_truncated, payload "
+    "SELECT interaction_id, conversation_id, history_turns, history_truncated, tool_calls, no_evidence, "
+    "context_documents, payload "
     f"FROM {store.db}.evaluations FINAL ORDER BY interaction_id"
 )
 print(json.dumps(rows, default=str))
@@ -102,13 +119,23 @@ def test_a_conversation_is_evaluated_turn_by_turn_with_its_history(
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl(RECORDS)))
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 3, 180, "the three turns in ClickHouse")
+        wait_for(lambda: dep.evaluations_in_clickhouse() >= 5, 180, "the five interactions in ClickHouse")
         letters = [DeadLetter.model_validate(d) for d in dep.read_topic("deadletter", expect=2)]
     finally:
         assert worker.stop() == 0, worker.tail()
 
     rows = {r["interaction_id"]: r for r in stored_rows(dep)}
-    assert sorted(rows) == ["conv-1", "conv-2", "conv-3"]
+    assert sorted(rows) == ["conv-1", "conv-2", "conv-3", "tool-1", "tool-2"]
+    tools = {i: rows.pop(i) for i in ("tool-1", "tool-2")}
+    assert [(r["tool_calls"], r["no_evidence"]) for r in tools.values()] == [(1, 0), (1, 1)]
+    assert tools["tool-1"]["context_documents"] == ["pricing.md"]
+    first_tool, second_tool = (json.loads(r["payload"]) for r in tools.values())
+    assert [(p["tool"], p["call_id"], p["document"]) for p in first_tool["evidence"]] == [
+        ("search_kb", "call_1", "pricing.md")
+    ]
+    assert first_tool["interaction"]["steps"][0]["arguments"] == {"query": "Pro plan price"}
+    assert second_tool["outcome"] == "unsupported_no_evidence" and second_tool["evidence"] == []
+    assert [(s["call_id"], s["result"]) for s in second_tool["interaction"]["steps"]] == [("call_2", "[]")]
     assert [(rows[i]["history_turns"], rows[i]["history_truncated"]) for i in sorted(rows)] == [
         (0, 0),
         (2, 0),
@@ -146,6 +173,8 @@ def test_a_conversation_is_evaluated_turn_by_turn_with_its_history(
     by_id = {d.interaction_id: d for d in letters}
     assert sorted(by_id) == ["bad-no-user", "bad-role"]
     assert all(d.stage == "validate" for d in letters)
-    assert "messages.1.role: Input should be 'system', 'user' or 'assistant'" in by_id["bad-role"].error
+    assert "messages.1.role: Input should be 'system', 'user', 'assistant', 'tool' or 'function'" in (
+        by_id["bad-role"].error
+    )
     assert "messages has no user turn and there is no question" in by_id["bad-no-user"].error
     assert by_id["bad-role"].original is not None  # the event itself, to fix and replay

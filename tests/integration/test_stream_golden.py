@@ -19,8 +19,19 @@ from tests.integration.helpers import REPO
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden_verdicts.json"
 #: recorded since the capture, beside the verdicts: each statement's supporting passage and the NLI
-#: prompt's version (v3 asks for the passage); the verdicts and scores themselves must not move
-SINCE_CAPTURE = {"passage", "prompt_version"}
+#: prompt's version (v3 asks for the passage), the outcome, and what tool calls add (the sample calls no
+#: tools); the verdicts and scores themselves must not move
+SINCE_CAPTURE = {
+    "passage",
+    "prompt_version",
+    "outcome",
+    "no_evidence",
+    "evidence",
+    "tool_calls",
+    "tool_error",
+    "ungrounded_arguments",
+    "ungrounded_argument_values",
+}
 
 
 def as_captured(value: Any) -> Any:

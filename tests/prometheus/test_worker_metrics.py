@@ -8,9 +8,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from groundwatch.commands.demo_cmd import free_port
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
+from pipeline.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = 40

@@ -3,7 +3,6 @@ served from the last read at scrape time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,12 +11,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from pipeline.clock import ManualClock
 from schemas.evaluation_row import EvalRow
 from schemas.label import LabeledRow
-from schemas.settings import ClickHouseSettings
 from streams.agreement_gauges import AgreementGauges
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
-from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 from tests.unit.test_label_store import ev, label
 
@@ -29,13 +26,6 @@ IDENTITY = {
     "app": "a", "model": "m", "judge": "lexical", "judge_model": "lexical-v1", "prompt_version": "",
     "kind": "grounded",
 }  # fmt: skip
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 async def test_gauges_are_read_when_due_on_the_clock_and_served_from_the_last_read(

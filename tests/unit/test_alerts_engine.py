@@ -24,6 +24,7 @@ from streams.alerts.engine import AlertEngine
 from streams.alerts.receivers import resolve
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
+from tests.fixtures import messages
 from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
@@ -59,23 +60,10 @@ def hook() -> Iterator[tuple[str, Hook]]:
     server.server_close()
 
 
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
-    yield s
-    s.close()
-
-
 def window(i: int, n: int, bad: int) -> WindowAggregate:
-    start = T0 + i * HOUR
-    return WindowAggregate(
-        window_start=start, window_end=start + HOUR, app="bot", model="m", count=n,
-        mean_context_entailment=0.8, mean_ground_truth_entails_answer=None,
-        mean_answer_entails_ground_truth=None,
-        answered=n, hallucinations=bad, hallucination_rate=bad / n, answer_refusal_rate=0.0,
-        ground_truth_refusal_rate=None, input_tokens=0, output_tokens=0, cost_usd=0.0,
-        judge_latency_p50_ms=None, judge_latency_p95_ms=None, incomplete=0, answer_refusal_known=n,
-        context_scored=n,
+    return messages.window(
+        T0 + i * HOUR, count=n, mean_context_entailment=0.8, context_scored=n, answered=n,
+        hallucinations=bad, hallucination_rate=bad / n, answer_refusal_rate=0.0, answer_refusal_known=n,
     )  # fmt: skip
 
 

@@ -3,7 +3,6 @@ when a new judge model disagrees with reviewers, name that judge, and resolve wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,7 +20,7 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import correct_threshold
 from streams.windows.tumbling import TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures import messages
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
@@ -30,22 +29,8 @@ OLD = ("openai", "gpt-judge-2025-01", "nli@v3")
 NEW = ("openai", "gpt-judge-2025-06", "nli@v4")
 
 
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
-    yield s
-    s.close()
-
-
 def window(hour: int) -> WindowAggregate:
-    start = T0 + hour * HOUR
-    return WindowAggregate(
-        window_start=start, window_end=start + HOUR, app="bot", model="m", count=40,
-        mean_context_entailment=None, mean_ground_truth_entails_answer=None,
-        mean_answer_entails_ground_truth=None, answered=40, hallucinations=20, hallucination_rate=0.5,
-        answer_refusal_rate=None, ground_truth_refusal_rate=None, input_tokens=0, output_tokens=0,
-        cost_usd=0.0, judge_latency_p50_ms=None, judge_latency_p95_ms=None, incomplete=0,
-    )  # fmt: skip
+    return messages.window(T0 + hour * HOUR, count=40, answered=40, hallucinations=20, hallucination_rate=0.5)
 
 
 async def label_hour(store: ClickHouseStore, hour: int, wrong: int, identity: tuple[str, str, str]) -> None:

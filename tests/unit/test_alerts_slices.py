@@ -4,7 +4,6 @@ resolves on its own; a rule grouped by a dimension the workers do not store is r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,14 +14,13 @@ from schemas.alert import Alert, AlertRule, AlertRules
 from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
-from schemas.interaction import Interaction
 from schemas.window import WindowAggregate
 from streams.alerts.engine import AlertEngine
 from streams.alerts.slices import slice_name, slice_values
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import aggregate
 from streams.windows.tumbling import TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures import messages
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
@@ -30,14 +28,12 @@ T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
 
 
 def evaluation(iid: str, at: datetime, version: str, bad: bool) -> Evaluation:
-    interaction = Interaction(
-        interaction_id=iid, timestamp=at, app="bot", model="m", question="q", answer="a",
-        metadata={"prompt_version": version},
-    )  # fmt: skip
-    return Evaluation(
-        interaction_id=iid, timestamp=at, app="bot", model="m", judge="lexical", interaction=interaction,
-        context_entailment=0.2 if bad else 0.9, hallucination=bad,
-    )  # fmt: skip
+    interaction = messages.interaction(
+        interaction_id=iid, timestamp=at, question="q", answer="a", metadata={"prompt_version": version}
+    )
+    return messages.evaluation(
+        interaction, context_entailment=0.2 if bad else 0.9, hallucination=bad, answer_refusal=None
+    )
 
 
 def hour(i: int, plan: dict[str, tuple[int, int]]) -> list[Evaluation]:
@@ -48,13 +44,6 @@ def hour(i: int, plan: dict[str, tuple[int, int]]) -> list[Evaluation]:
             at = T0 + i * HOUR + timedelta(seconds=10 * len(out))
             out.append(evaluation(f"{i}-{version}-{k}", at, version, k < bad))
     return out
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
-    yield s
-    s.close()
 
 
 RULE = AlertRule(

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from pipeline.clock import ManualClock
 from streams.alerts.webhook import post_webhook
 
 
@@ -46,7 +47,7 @@ async def test_retries_server_errors_then_succeeds(hook: tuple[str, Hook]) -> No
     url, state = hook
     state.codes = [500, 503]
     async with httpx.AsyncClient() as client:
-        assert await post_webhook(client, url, "alert!", retries=3, backoff_s=0.01)
+        assert await post_webhook(client, url, "alert!", retries=3, backoff_s=0.01, sleep=ManualClock().sleep)
     assert state.bodies == [{"text": "alert!"}] * 3
 
 
@@ -54,13 +55,14 @@ async def test_gives_up_after_retries_and_on_client_errors(hook: tuple[str, Hook
     url, state = hook
     state.codes = [500, 500, 500]
     async with httpx.AsyncClient() as client:
-        assert not await post_webhook(client, url, "x", retries=2, backoff_s=0.01)
+        assert not await post_webhook(client, url, "x", retries=2, backoff_s=0.01, sleep=ManualClock().sleep)
         assert len(state.bodies) == 3
         state.codes = [404]
-        assert not await post_webhook(client, url, "x", retries=2, backoff_s=0.01)
+        assert not await post_webhook(client, url, "x", retries=2, backoff_s=0.01, sleep=ManualClock().sleep)
         assert len(state.bodies) == 4
 
 
 async def test_unreachable_hook_is_not_raised() -> None:
     async with httpx.AsyncClient() as client:
-        assert not await post_webhook(client, "http://127.0.0.1:9/", "x", retries=1, backoff_s=0.01)
+        hook = "http://127.0.0.1:9/"
+        assert not await post_webhook(client, hook, "x", retries=1, backoff_s=0.01, sleep=ManualClock().sleep)

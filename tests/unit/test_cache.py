@@ -74,8 +74,12 @@ async def test_locked_sqlite_file_does_not_block_the_loop(tmp_path: Path) -> Non
     holder = sqlite3.connect(str(path), isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+        # the cache's connection reports each statement it runs (from its worker thread)
+        c._db.set_trace_callback(lambda _sql: loop.call_soon_threadsafe(started.set))
         put = asyncio.create_task(c.put("k", "v"))
-        await asyncio.sleep(0.05)  # the put starts and waits for the lock
+        await asyncio.wait_for(started.wait(), timeout=5)  # the put runs and waits for the lock
         assert not put.done()
         holder.execute("COMMIT")  # runs because the loop is free
         await put

@@ -11,7 +11,8 @@ import pytest
 
 from groundwatch import cli
 from groundwatch.commands import worker_cmd
-from groundwatch.local.tansu import free_port, worker_env
+from groundwatch.local.tansu import worker_env
+from pipeline.net import free_port
 from schemas.safe_text import uninstall_safe_logging
 from schemas.settings import settings_from_env
 from tests.integration.chdb import fresh_chdb_url

@@ -111,17 +111,21 @@ def test_openai_nulls_are_ignored_and_a_name_is_kept() -> None:
         ({"messages": [SYSTEM, REPLY]}, "messages has no user turn and there is no question"),
         ({"messages": []}, "messages has no user turn and there is no question"),
         (
-            {"messages": [ASK, {"role": "tool", "content": "{}"}]},
-            "messages.1.role: Input should be 'system', 'user' or 'assistant'",
+            {"messages": [ASK, {"role": "robot", "content": "{}"}]},
+            "messages.1.role: Input should be 'system', 'user', 'assistant', 'tool' or 'function'",
         ),
-        ({"messages": [{"role": "user"}]}, "messages.0.content: Field required"),
+        ({"messages": [{"role": "user"}]}, "messages.0: Value error, a user turn needs content (or parts)"),
         (
             {"messages": [{"role": "user", "content": ["parts"]}]},
-            "messages.0.content: Input should be a valid string",
+            "messages.0.content: Value error, part 0 is not an object",
         ),
         (
             {"messages": [{**ASK, "tool_calls": [{}]}]},
-            "messages.0.tool_calls: Extra inputs are not permitted",
+            "messages.0.tool_calls.0.function: Field required",
+        ),
+        (
+            {"messages": [{**ASK, "favourite": "x"}]},
+            "messages.0.favourite: Extra inputs are not permitted",
         ),
         (
             {"messages": [ASK, {"role": "user", "content": "  "}]},

@@ -19,12 +19,11 @@ from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
-from schemas.settings import ClickHouseSettings, DashboardSettings, Settings
+from schemas.settings import DashboardSettings, Settings
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.dashboard.auth import require_credentials
 from streams.windows.aggregator import WindowStats
-from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -53,8 +52,9 @@ def evaluation(i: int, at: datetime, *, model: str = "m1", hallucination: bool |
 
 
 @pytest.fixture()
-async def store() -> AsyncIterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
+    """The shared fixture's store with this module's rows."""
+    s = store
     # two 1-minute windows of m1 (3 of 10 hallucinated, then 1 of 4) and one of m2
     plan = [(T0, "m1", 10, 3), (T0 + MINUTE, "m1", 4, 1), (T0, "m2", 5, 0)]
     n = 0
@@ -75,7 +75,6 @@ async def store() -> AsyncIterator[ClickHouseStore]:
               message="hallucination_rate 0.3 > 0.2")
     )  # fmt: skip
     yield s
-    s.close()
 
 
 async def client_for(
@@ -277,6 +276,9 @@ async def test_a_reviewers_note_is_masked_in_privacy_mode_all(store: ClickHouseS
         ('{"interaction_id": "x", "kind": "vibes", "value": 1, "reviewer": "a"}', "application/json", "kind"),
         ("\xff not json", "application/json", "body"),
         ("interaction_id=x&kind=grounded&value=1", "application/x-www-form-urlencoded", ""),
+        ("[" * 100_000 + "]" * 100_000, "application/json", "nested deeper than"),
+        ('{"interaction_id": "x"}', "application/json; charset=no-such-charset", "unknown charset"),
+        ('{"interaction_id": "x"}', "application/json; charset=utf-16", "not utf-16 text"),
     ],
 )
 async def test_a_bad_label_is_a_400_naming_the_field(
@@ -389,3 +391,21 @@ async def test_the_drill_down_exports_its_interactions_as_eval_jsonl(store: Clic
         assert bad.status == 400 and "model" in await bad.text()
     finally:
         await client.close()
+
+
+async def test_the_label_kinds_asked_on_the_interaction_page_come_from_the_registry(
+    store: ClickHouseStore,
+) -> None:
+    from schemas.label import LABEL_TARGETS
+
+    client = await client_for(store)
+    try:
+        kinds = await (await client.get("/dashboard/api/label-kinds")).json()
+    finally:
+        await client.close()
+    assert [k["kind"] for k in kinds] == [t.kind.value for t in LABEL_TARGETS.values() if t.keys]
+    assert {k["kind"] for k in kinds} == {"grounded", "correct", "answer_refusal"}
+    keys = [key for k in kinds for key in k["keys"]]
+    assert len(keys) == len(set(keys))  # one key, one answer
+    assert kinds[0] == {"kind": "grounded", "question": "Grounded in its context?", "yes_text": "grounded",
+                        "no_text": "hallucinated", "keys": ["g", "h"]}  # fmt: skip

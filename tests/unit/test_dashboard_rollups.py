@@ -7,13 +7,13 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from groundwatch.demo_history import simulate
 from pipeline.metrics.wilson import wilson_interval
 from schemas.latency import LATENCY_BUCKETS, add_histograms, histogram, quantile
 from streams.dashboard.rollup import MAX_POINTS, choose_rollup
-from streams.windows.aggregator import percentile
 
 SAMPLE = Path(__file__).resolve().parents[2] / "groundwatch" / "data" / "sample_interactions.jsonl"
 
@@ -49,8 +49,7 @@ def test_histograms_add_up_to_the_histogram_of_all_calls() -> None:
     everything = [v for w in windows for v in w]
     assert pooled == histogram(everything) and len(pooled) == LATENCY_BUCKETS
     for q in (0.5, 0.95):
-        exact = percentile(everything, q)
-        assert exact is not None
+        exact = float(np.percentile(everything, q * 100))  # linear between closest ranks
         assert quantile(pooled, q) == pytest.approx(exact, rel=0.2)  # within one bucket's width
     assert quantile([0] * LATENCY_BUCKETS, 0.5) is None
 
@@ -109,7 +108,7 @@ def test_simulated_history_names_each_passage_as_a_document() -> None:
     history = simulate(records, 2000, days=5, now=datetime(2026, 11, 23, tzinfo=UTC), seed=3)
     named: dict[str, set[str]] = {}
     for line in history.lines:
-        for c in json.loads(line)["contexts"]:
+        for c in json.loads(line).get("contexts", []):  # the tool-calling agent's come from its tool
             named.setdefault(c["text"], set()).add(c["document"])
     assert set(named) <= texts and len(named) > 100
     names = [next(iter(n)) for n in named.values()]

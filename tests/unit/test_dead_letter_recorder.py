@@ -5,7 +5,9 @@ only once the insert holding its row succeeded, retries a failing insert with ba
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from streams.clickhouse.batch import DeadLetterRows
 from streams.codec import dead_letter, encode
 from streams.context import new_context
 from streams.processors.dead_letters import DeadLetterRecorder
+from streams.resources import Resources as WorkerResources
 from tests.settings_factory import make_settings
 from tests.unit.test_processors_dead_letters import Event, Stream
 
@@ -133,3 +136,45 @@ async def test_the_recorders_lag_is_on_the_metrics() -> None:
     text = generate_latest(rec.ctx.metrics.registry).decode()
     assert "groundwatch_dead_letters_unrecorded 7.0" in text
     assert "groundwatch_dead_letters_unrecorded_seconds 0.25" in text
+
+
+async def test_a_status_file_that_cannot_be_written_is_no_failed_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The rows are inserted and acked; the status file written after them fails: one line naming the
+    status file, once while it keeps failing, and neither a failed write nor a retry of the insert."""
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    settings = make_settings(clickhouse={"status_file": str(blocker / "status.json")})
+    ctx = new_context(settings, app=None)  # type: ignore[arg-type]
+    clock = ManualClock()
+    resources = WorkerResources(ctx, clock=clock)
+    store = Store()
+
+    class Counts:
+        async def counts(self) -> dict[str, int]:
+            return {"dead_letters": sum(len(b) for b in store.inserts)}
+
+    resources.store = Counts()  # type: ignore[assignment]
+    resources._dead_letter_rows = DeadLetterRows(
+        store.insert_dead_letter_rows, 500, 0.5, clock=clock, on_written=resources._dead_letters_written
+    )
+    resources._ready.set()
+    rec = DeadLetterRecorder(ctx, resources)
+    caplog.set_level(logging.INFO)
+    for batch in (letters(3), letters(2)):
+        await rec.consume(Stream(batch))
+        clock.advance(1)
+        await rec.flush_tick()
+        assert all(e.acked for e in batch)
+    assert [len(b) for b in store.inserts] == [3, 2]  # each insert once: none taken for failed
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) == 1, [r.getMessage() for r in lines]
+    assert "status file" in lines[0].getMessage() and "status.json" in lines[0].getMessage()
+    assert lines[0].exc_info is None and rec.flush_failures.in_a_row == 0
+    blocker.unlink()
+    await rec.consume(Stream(letters(1)))
+    clock.advance(1)
+    await rec.flush_tick()
+    assert "written again" in caplog.records[-1].getMessage()
+    assert (blocker / "status.json").exists()

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from groundwatch.demo_history import simulate
-from schemas.settings import DimensionSettings
+from schemas.interaction import Interaction
+from schemas.settings import DimensionSettings, Limits
 from streams.alerts.rules import load_rules
 from streams.alerts.slices import check_group_by
 
@@ -44,9 +45,9 @@ def test_prompt_v2_carries_the_drift_and_retriever_does_not() -> None:
     assert all(r["metadata"]["source"] for r in rows)  # the sample's own metadata is kept
 
 
-def test_the_demo_rules_group_a_rule_by_prompt_version() -> None:
+def test_the_demo_rules_group_by_prompt_version_and_by_tool() -> None:
     rules = load_rules(DATA / "demo_alert_rules.yaml")
-    assert [r.group_by for r in rules.rules if r.group_by] == [["prompt_version"]]
+    assert [r.group_by for r in rules.rules if r.group_by] == [["prompt_version"], ["tool"]]
     check_group_by(rules, DimensionSettings())
 
 
@@ -76,3 +77,32 @@ def test_the_multi_turn_series_ends_on_refusals_after_the_onset() -> None:
     assert sum(after) / len(after) > 0.7 and sum(before) / len(before) < 0.4
     rules = {r.name: r for r in load_rules(DATA / "demo_alert_rules.yaml").rules}
     assert rules["conversations-ending-unresolved"].metric == "conversation_unresolved_rate"
+def test_the_tool_agent_calls_search_kb_and_its_results_go_empty_at_the_outage() -> None:
+    records = [
+        json.loads(line) for line in (DATA / "sample_interactions.jsonl").read_text().splitlines() if line
+    ]
+    history = simulate(records, 4000, days=10, now=datetime(2026, 11, 23, tzinfo=UTC), seed=5)
+    assert history.tool_agent == ("support-agent", "delta") and history.kb_outage is not None
+    rows = [json.loads(line) for line in history.lines if '"support-agent"' in line]
+    agent = [
+        (datetime.fromisoformat(r["timestamp"]), Interaction.model_validate(r, context={"limits": Limits()}))
+        for r in rows
+        if r["app"] == "support-agent"
+    ]
+    assert len(agent) > 400
+    for _, i in agent:
+        [step] = i.steps
+        assert (step.name, step.status, step.earlier_turn, i.contexts, i.flags) == (
+            "search_kb",
+            "ok",
+            False,
+            [],
+            [],
+        )
+        assert step.arguments == {"query": i.question} and i.history[0].role == "system"
+
+    def empty(after: bool) -> float:
+        chosen = [i for t, i in agent if (t >= history.kb_outage) == after]  # type: ignore[operator]
+        return sum(i.steps[0].result == "[]" for i in chosen) / len(chosen)
+
+    assert empty(False) == 0.0 and 0.55 < empty(True) < 0.85

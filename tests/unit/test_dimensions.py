@@ -15,14 +15,15 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import ChatMessage, Interaction
 from schemas.settings import ClickHouseSettings, DimensionSettings
 from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures import messages
 from tests.integration.chdb import fresh_chdb_url
 
 DAY = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
 
 def interaction(**kw: Any) -> Interaction:
-    base: dict[str, Any] = {"interaction_id": "i", "question": "q?", "answer": "a", "timestamp": DAY}
-    return Interaction.model_validate({**base, **kw})
+    return messages.interaction(**{"interaction_id": "i", "question": "q?", "answer": "a", "timestamp": DAY,
+                                   "app": "default", "model": "unknown", **kw})  # fmt: skip
 
 
 def test_paths_nested_dotted_and_typed_values() -> None:
@@ -117,10 +118,7 @@ def test_stored_values_count_and_an_evicted_day_is_read_again() -> None:
 
 def evaluation(iid: str, version: str, at: datetime = DAY) -> Evaluation:
     i = interaction(interaction_id=iid, timestamp=at, metadata={"prompt_version": version})
-    return Evaluation(
-        interaction_id=iid, timestamp=at, app="a", model="m", judge="lexical", interaction=i,
-        context_entailment=0.9, hallucination=False,
-    )  # fmt: skip
+    return messages.evaluation(i, app="a", model="m", answer_refusal=None)
 
 
 def stored(store: ClickHouseStore) -> dict[str, str]:

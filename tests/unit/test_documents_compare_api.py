@@ -74,8 +74,9 @@ def m1_statements(k: int) -> list[StatementVerdict]:
 
 
 @pytest.fixture()
-async def store() -> AsyncIterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
+    """The shared fixture's store with this module's rows."""
+    s = store
     museum = "When did the museum open?"
     m1 = [
         evaluation(f"m1-{k}", "m1", k, museum if k < 5 else f"Question {k}?", m1_statements(k))
@@ -94,7 +95,6 @@ async def store() -> AsyncIterator[ClickHouseStore]:
             window.result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="bot", model=model), T0
         )
     yield s
-    s.close()
 
 
 RANGE = {"start": T0.isoformat(), "end": (T0 + timedelta(hours=1)).isoformat()}

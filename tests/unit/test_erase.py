@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,13 +19,15 @@ from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
-from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.dead_letter_rows import dead_letter_row
 from streams.clickhouse.erase import erase, interaction_tables
 from streams.clickhouse.store import ClickHouseStore
-from tests.integration.chdb import fresh_chdb_url
+
+RECEIVED = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the records' timestamp
+
+FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
 
 T0 = datetime(2026, 11, 1, 10, tzinfo=UTC)
 TOKEN = "<EMAIL_3f9a0c2d1b7e>"
@@ -67,10 +68,17 @@ def fill(store: ClickHouseStore) -> None:
         ]
     )
     letters = [
-        DeadLetter(stage="nli", error_type="JudgeError", error="x", interaction_id=iid, payload="{}")
+        DeadLetter(
+            failed_at=FAILED_AT,
+            stage="nli",
+            error_type="JudgeError",
+            error="x",
+            interaction_id=iid,
+            payload="{}",
+        )
         for iid in ("e-2", "k-1")
     ]
-    rows = [dead_letter_row(d.model_dump_json().encode()) for d in letters]
+    rows = [dead_letter_row(d.model_dump_json().encode(), RECEIVED) for d in letters]
     asyncio.run(store.insert_dead_letter_rows(rows))
     store.insert_rows_sync(
         "labels",
@@ -130,13 +138,6 @@ def erase_scenario(store: ClickHouseStore) -> None:
     ]
     again = erase(store, "conversation", "c-erase", T0 + timedelta(seconds=1))
     assert again.interaction_ids == [] and again.total_rows == 0  # nothing left to find
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def test_erase_a_conversation_from_every_table(store: ClickHouseStore) -> None:

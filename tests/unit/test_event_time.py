@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -16,14 +16,15 @@ from schemas.errors import InvalidMessage
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.results import Converted
-from schemas.settings import ClickHouseSettings, Limits, WindowSettings
+from schemas.settings import Limits, WindowSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import dead_letter, decode
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import MAX_TIME, MIN_TIME, TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_clickhouse_store import evaluation
+
+FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -50,7 +51,8 @@ def test_implausible_timestamps_are_refused_with_the_reason(timestamp: object, r
         decode(raw(timestamp), Interaction, Limits(), now=NOW)
     assert "timestamp" in str(err.value) and reason in str(err.value)
     assert err.value.interaction_id == "t1"
-    letter = dead_letter(stage="validate", error=err.value, payload=raw(timestamp), source_topic="in")
+    letter = dead_letter(failed_at=FAILED_AT,
+        stage="validate", error=err.value, payload=raw(timestamp), source_topic="in")
     assert letter.stage == "validate" and reason in letter.error
 
 
@@ -148,13 +150,6 @@ async def test_one_bad_window_never_blocks_the_others(caplog: pytest.LogCaptureF
     assert "9999-12-31" in errors[1].getMessage()
     assert await closer.close_due(final=True) == []  # nothing left to retry
     assert len(store.written) == 2
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 async def test_on_chdb_windows_at_the_ends_of_time_fail_alone(store: ClickHouseStore) -> None:

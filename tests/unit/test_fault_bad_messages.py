@@ -20,6 +20,8 @@ from schemas.results import Converted
 from schemas.settings import Limits
 from streams.codec import dead_letter, decode, encode, fit_letter, json_depth_exceeds, original_of
 
+FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
+
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 LIMITS = Limits()
 MAX_BYTES = 4096  # small, so several payloads are cut
@@ -167,7 +169,8 @@ def letter_of(raw: bytes) -> tuple[str, DeadLetter | Interaction]:
     try:
         return "decoded", decode(raw, Interaction, LIMITS, now=NOW)
     except InvalidMessage as exc:
-        letter = dead_letter(stage="validate", error=exc, payload=raw, source_topic="interactions",
+        letter = dead_letter(failed_at=FAILED_AT,
+            stage="validate", error=exc, payload=raw, source_topic="interactions",
                              original=original_of(raw))  # fmt: skip
         return "dead", fit_letter(letter, MAX_BYTES)
 

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from faust.types import TP
-
 from pipeline.clock import ManualClock
 from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
@@ -28,28 +26,10 @@ from schemas.results import (
 from streams.acks import OrderedAcks
 from streams.context import StreamContext, new_context
 from streams.processors.join import JoinProcessor
+from streams.testing import Event, Topic
 from tests.settings_factory import make_settings
 
 TIMEOUT_S = 10.0
-
-
-class Topic:
-    """A faust topic: ``send`` hands back a delivery future, failed while ``fail`` is set."""
-
-    def __init__(self) -> None:
-        self.fail = False
-        self.tried = 0
-        self.sent: list[bytes] = []
-
-    async def send(self, *, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
-        self.tried += 1
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if self.fail:
-            fut.set_exception(ConnectionError("broker gone"))
-        else:
-            self.sent.append(value)
-            fut.set_result("ok")
-        return fut
 
 
 class Store:
@@ -70,24 +50,6 @@ class Store:
 
 
 @dataclass
-class Event:
-    """A faust event: its message's partition and offset, ack() recording the offset."""
-
-    topic: str
-    offset: int
-    value: bytes
-    acked: list[tuple[str, int]] = field(default_factory=list)
-
-    @property
-    def message(self) -> Any:
-        return SimpleNamespace(tp=TP(self.topic, 0), offset=self.offset, topic=self.topic)
-
-    def ack(self) -> bool:
-        self.acked.append((self.topic, self.offset))
-        return True
-
-
-@dataclass
 class Rig:
     ctx: StreamContext
     join: JoinProcessor
@@ -103,7 +65,7 @@ class Rig:
 
     async def feed(self, topic: str, part: Any) -> None:
         offset = self.offsets[topic] = self.offsets.get(topic, -1) + 1
-        event = Event(topic, offset, part.model_dump_json().encode(), self.acked)
+        event = Event.at(topic, offset, part.model_dump_json().encode(), self.acked)
         await self.join.handle(event, self.join.acks.track(event))
         await self.join.pool.drain()
 

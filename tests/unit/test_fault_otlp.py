@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -24,25 +24,11 @@ from streams.context import StreamContext, new_context
 from streams.processors.holding import HoldingProcessor
 from streams.processors.otlp import OtlpProcessor
 from streams.task_pool import TaskPool
+from streams.testing import Event, Stream, Topic
 from tests.settings_factory import make_settings
-from tests.unit.test_fault_join import Event, Topic
 from tests.unit.test_otlp_logs import DETAILS, kv, logs
 
 HOLD_S = 10.0
-
-
-class Stream:
-    """faust's stream as ``consume`` reads it: ``noack().events()``."""
-
-    def __init__(self, events: Iterable[Event]) -> None:
-        self.queue = list(events)
-
-    def noack(self) -> Stream:
-        return self
-
-    async def events(self) -> AsyncIterator[Event]:
-        for event in self.queue:
-            yield event
 
 
 class GatedTopic(Topic):
@@ -75,7 +61,7 @@ class Rig:
         return [DeadLetter.model_validate_json(v) for v in self.sent(self.ctx.names.deadletter)]
 
     def event(self, topic: str, offset: int, request: dict[str, Any]) -> Event:
-        return Event(topic, offset, json.dumps(request).encode(), self.acked)
+        return Event.at(topic, offset, json.dumps(request).encode(), self.acked)
 
     async def handle(self, event: Event) -> None:
         await self.otlp.handle(event, self.otlp.acks.track(event))
@@ -158,9 +144,9 @@ async def test_an_unexpected_failure_in_handling_is_dead_lettered_and_acked() ->
         hold_s = property(lambda self: 1.0)
 
         async def handle(self, event: Any, ticket: Ticket) -> None:
-            if event.offset == 0:
+            if event.message.offset == 0:
                 raise KeyError("a bug")
-            self.handled.append(event.offset)
+            self.handled.append(event.message.offset)
             self.acks.done(ticket)
 
         async def expire_due(self) -> int:
@@ -171,7 +157,7 @@ async def test_an_unexpected_failure_in_handling_is_dead_lettered_and_acked() ->
 
     acked: list[tuple[str, int]] = []
     processor = Failing()
-    await processor.consume(Stream([Event("x", 0, b"{}", acked), Event("x", 1, b"{}", acked)]))
+    await processor.consume(Stream([Event.at("x", 0, b"{}", acked), Event.at("x", 1, b"{}", acked)]))
     assert acked == [("x", 0), ("x", 1)] and processor.handled == [1]
     letters = ctx.topics[ctx.names.deadletter]
     assert isinstance(letters, Topic)
@@ -258,7 +244,7 @@ async def test_a_record_without_ids_is_dead_lettered_with_its_reason_and_acked()
 
 
 def test_a_call_without_any_time_says_so() -> None:
-    from pipeline.otlp import CallError, convert_call
+    from pipeline.otlp import CallError, convert_trace
     from pipeline.otlp_join import OtlpBuffer
 
     span = chat_span(T1, S1)
@@ -266,5 +252,5 @@ def test_a_call_without_any_time_says_so() -> None:
     buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=False, at_once=False)
     buffer.add(read_batch(request(span)), None, 0.0)
     [ready] = buffer.drain()
-    result = convert_call(ready.call, ready.passages)
+    [result] = convert_trace(ready.trace).errors
     assert isinstance(result, CallError) and "no time" in result.reason

@@ -131,12 +131,17 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
                   cached=rng.random() < 0.15, input_tokens=400, output_tokens=60)
         for _ in range(rng.randint(1, 4))
     ]  # fmt: skip
+    tool_calls = rng.randint(0, 3)
     return Evaluation(
         interaction_id=f"{app}-{model}-{i}",
         timestamp=ts,
         app=app,
         model=model,
         judge="lexical" if lexical else "openai",
+        tool_calls=tool_calls,
+        tool_error=rng.random() < 0.2 if tool_calls else None,
+        ungrounded_arguments=rng.random() < 0.1 if tool_calls else None,
+        no_evidence=None if refusal is not False else rng.random() < 0.15,
         context_entailment=ctx,
         ground_truth_entails_answer=_maybe(rng, round(rng.random(), 3), 0.3),
         answer_entails_ground_truth=_maybe(rng, round(rng.random(), 3), 0.3),
@@ -242,6 +247,10 @@ EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "mean_ground_truth_entails_answer": lambda es: _rate([e.ground_truth_entails_answer for e in es]),
     "mean_answer_entails_ground_truth": lambda es: _rate([e.answer_entails_ground_truth for e in es]),
     "mean_grounded_precision": lambda es: _rate([e.grounded_precision for e in es]),
+    "mean_tool_calls": lambda es: _rate([e.tool_calls for e in es]),
+    "tool_error_rate": lambda es: _rate([e.tool_error for e in es]),
+    "no_evidence_rate": lambda es: _rate([e.no_evidence for e in es]),
+    "ungrounded_arguments_rate": lambda es: _rate([e.ungrounded_arguments for e in es]),
     "interactions": lambda es: float(len(es)),
     "judged": lambda es: float(sum(e.judged for e in es)),
     "skipped": lambda es: float(sum(not e.judged for e in es)),
@@ -267,6 +276,9 @@ RATE_FLAGS: dict[str, Callable[[Evaluation], bool | None]] = {
     "conversation_unresolved_rate": lambda e: e.judged and bool(e.answer_refusal or e.hallucination),
     "conversation_reask_rate": lambda e: False,
     "conversation_contradiction_rate": lambda e: False,
+    "tool_error_rate": lambda e: e.tool_error,
+    "no_evidence_rate": lambda e: e.no_evidence,
+    "ungrounded_arguments_rate": lambda e: e.ungrounded_arguments,
 }
 
 
@@ -401,7 +413,7 @@ def test_metric_panels_pool_the_interactions_exactly(
             assert set(got) == set(want), panel["title"]
             for k, v in want.items():
                 assert got[k][0] == pytest.approx(v, rel=1e-9, abs=1e-12), (panel["title"], k)
-                if metric.kind is not MetricKind.SUM:
+                if metric.kind is not MetricKind.SUM and metric.unit == "":
                     assert 0.0 <= got[k][0] <= 1.0
         else:
             assert value_names == ["judge_latency_p50_ms", "judge_latency_p95_ms"], value_names

@@ -3,7 +3,6 @@ draw in SQL is the Python draw, and the judge's quality read end to end with its
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,22 +12,14 @@ from pipeline.sampling import stable_fraction
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.label import Label, LabelKind, LabelSource
-from schemas.settings import ClickHouseSettings, LabelsSettings, Settings
+from schemas.settings import LabelsSettings, Settings
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import read_quality
 from streams.windows.aggregator import WindowStats
-from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 LATER = T0 + timedelta(days=1)
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def ev(

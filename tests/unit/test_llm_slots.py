@@ -81,5 +81,9 @@ async def test_a_waiter_cancelled_after_it_was_handed_a_slot_passes_it_on() -> N
 def test_stage_priorities() -> None:
     assert stage_priority("nli") < stage_priority("pronouns")
     assert stage_priority("refusal") < stage_priority("pronouns")
+    # a custom evaluator's rubric waits behind every core stage
+    assert all(
+        stage_priority(s) < stage_priority("custom") for s in ("nli", "refusal", "pronouns", "convert")
+    )
     with pytest.raises(ValueError):
         PrioritySlots(0)

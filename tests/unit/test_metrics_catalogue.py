@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -17,14 +16,12 @@ from schemas.conversation import ConversationRollup
 from schemas.dashboard import OverviewQuery
 from schemas.evaluation_row import EvalRow
 from schemas.metrics import METRICS, METRICS_BY_NAME, Metric, MetricKind, Over, pooled
-from schemas.settings import ClickHouseSettings
 from schemas.window import WindowAggregate
 from streams.alerts.lifecycle import Slot, decide
 from streams.alerts.stats import observe
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.queries import DashboardQueries
 from streams.windows.aggregator import WindowStats
-from tests.integration.chdb import fresh_chdb_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 GENERATOR = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "generate.py"
@@ -140,6 +137,10 @@ def _full_window(start: datetime) -> WindowAggregate:
             output_tokens=3,
             cost_usd=0.001 * i,
             complete=i != 2,
+            tool_calls=i % 3,
+            tool_error=(i % 2 == 0) if i % 3 else None,
+            no_evidence=i % 5 == 0,
+            ungrounded_arguments=(i == 4) if i % 3 else None,
         )
         for i in range(10)
     ] + [EvalRow(interaction_id="s", timestamp=start, app="a", model="m", judged=False, skip_reason="x")]
@@ -151,13 +152,6 @@ def _full_window(start: datetime) -> WindowAggregate:
     return WindowStats().extend(rows).count_conversations([talk]).result(
         window_start=start, window_end=start + timedelta(hours=1), app="a", model="m"
     )  # fmt: skip
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def test_the_ddl_holds_every_window_column(store: ClickHouseStore) -> None:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.otlp import Message, attribute_value, convert_call, messages, read_batch
+from pipeline.otlp import Message, attribute_value, convert_trace, messages, read_batch
 from pipeline.otlp_join import OtlpBuffer
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "otlp_traces.jsonl"
@@ -19,8 +19,9 @@ def convert_request(*requests: dict[str, Any]) -> tuple[list, list]:
         buffer.add(read_batch(request), None, 0.0)
     interactions, errors = [], []
     for ready in buffer.drain():
-        result = convert_call(ready.call, ready.passages)
-        (errors if hasattr(result, "reason") else interactions).append(result)
+        result = convert_trace(ready.trace)
+        interactions += result.interactions
+        errors += result.errors
     return interactions, errors
 
 

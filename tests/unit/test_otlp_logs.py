@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from pipeline.clock import ManualClock
-from pipeline.otlp import NO_CONTENT, CallError, content, convert_call, messages, read_batch
+from pipeline.otlp import NO_CONTENT, CallError, content, convert_trace, messages, read_batch
 from pipeline.otlp_join import OtlpBuffer
 
 TRACE, SPAN = "ab" * 16, "cd" * 8
@@ -86,7 +86,14 @@ def read_all(*requests: dict[str, Any]) -> list[Any]:
     buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=True, at_once=False)
     for request in requests:
         buffer.add(read_batch(request), None, 0.0)
-    return [convert_call(r.call, r.passages) for r in buffer.drain()]
+    return [one(r) for r in buffer.drain()]
+
+
+def one(ready: Any) -> Any:
+    """The interaction of a ready trace of one model call, or its error."""
+    result = convert_trace(ready.trace, incomplete=ready.expired)
+    [found] = result.interactions or result.errors
+    return found
 
 
 def test_every_content_layout_gives_the_text_and_notes_what_is_not_text() -> None:
@@ -154,11 +161,11 @@ def test_the_pieces_of_a_call_are_held_until_complete_and_the_request_acked_afte
     assert buffer.add(read_batch(logs(*EVENTS_130[:2])), "logs#1", clock.monotonic()) == []  # no choice yet
     clock.advance(10)
     (ready,) = buffer.add(read_batch(logs(*EVENTS_130[2:])), "logs#2", clock.monotonic())
-    assert ready.held_s == 20 and not ready.expired and len(ready.passages) == 1
+    assert ready.held_s == 20 and not ready.expired and len(ready.trace.passages) == 1
     assert buffer.released() == []  # nothing acked before the outcome is out
-    assert sorted(buffer.settled(ready)) == ["logs#1", "logs#2"]  # traces#1 also holds the passages
+    assert sorted(buffer.settled(ready)) == ["logs#1", "logs#2", "traces#1"]
     clock.advance(10)
-    assert buffer.expired(clock.monotonic()) == [] and buffer.released() == ["traces#1"]
+    assert buffer.expired(clock.monotonic()) == [] and buffer.released() == []
     # a late copy of a record of that call is dropped, and its request acked at once
     assert buffer.add(read_batch(logs(EVENTS_130[0])), "logs#3", clock.monotonic()) == []
     assert buffer.released() == ["logs#3"] and buffer.dropped_late == 1
@@ -172,7 +179,7 @@ def test_after_the_hold_time_a_call_goes_out_with_what_came() -> None:
     assert buffer.expired(clock.monotonic()) == []
     clock.advance(0.1)
     (ready,) = buffer.expired(clock.monotonic())
-    assert ready.expired and convert_call(ready.call, ready.passages).answer == "8 years."  # type: ignore[union-attr]
+    assert ready.expired and one(ready).answer == "8 years."
     assert buffer.settled(ready) == ["logs#1"]
 
 
@@ -182,14 +189,14 @@ def test_incomplete_records_after_the_hold_time_are_an_error_with_the_reason() -
     assert buffer.add(read_batch(logs(*EVENTS_130[:4])), "logs#1", clock.monotonic()) == []
     clock.advance(5)
     (ready,) = buffer.expired(clock.monotonic())
-    result = convert_call(ready.call, ready.passages)
+    result = one(ready)
     assert isinstance(result, CallError) and result.reason == "the model call has no output message"
 
 
 def test_without_logs_a_span_without_content_is_reported_at_once() -> None:
     buffer = OtlpBuffer(hold_s=30, traces=True, logs=False)
     (ready,) = buffer.add(read_batch(spans(CHAT)), "traces#1", 0.0)
-    assert convert_call(ready.call, ready.passages) == CallError(TRACE, SPAN, "chat gpt-4o-mini", NO_CONTENT)
+    assert one(ready) == CallError(TRACE, SPAN, "chat gpt-4o-mini", NO_CONTENT)
     assert buffer.settled(ready) == ["traces#1"]
 
 

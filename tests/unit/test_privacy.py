@@ -119,6 +119,32 @@ def test_names_documents_and_nested_metadata_are_masked_too(detector: PresidioDe
     }
 
 
+async def test_tool_steps_are_masked_and_put_back_with_the_evidence(detector: PresidioDetector) -> None:
+    """A tool's arguments and result are texts too (the judge reads the result as evidence): masked for
+    the judge, tool names kept, and the evidence and ungrounded argument values restored afterwards."""
+    email, card = PLANTED["EMAIL"], PLANTED["CARD"]
+    original = Interaction.model_validate(
+        {
+            "interaction_id": "t",
+            "question": f"Which card does {email} use?",
+            "steps": [{"name": "find_account", "call_id": "c1", "arguments": {"email": email, "n": 1},
+                       "result": json.dumps([{"id": "acct", "content": f"{email} pays with card {card}."}])}],
+            "answer": f"The card {card}.",
+        }
+    )  # fmt: skip
+    masked = Masker(detector).mask(original)
+    step = masked.interaction.steps[0]
+    assert email not in masked.interaction.model_dump_json() and card not in (step.result or "")
+    assert step.name == "find_account" and step.arguments == {"email": "<EMAIL_1>", "n": 1}
+    guard = PrivacyGuard(PrivacySettings(mode="judge"), Masker(detector))
+    judged = guard.for_judge(original)
+    settings = make_settings(judge={"kind": "lexical"})
+    evaluation = await Evaluator(LexicalJudge(), settings).evaluate(judged.interaction, judged.originals)
+    assert evaluation.interaction == original
+    assert [p.text for p in evaluation.evidence] == [f"{email} pays with card {card}."]
+    assert evaluation.ungrounded_arguments is False  # the masked e-mail matched its masked question
+
+
 def test_a_placeholder_already_in_the_text_is_not_reused(detector: PresidioDetector) -> None:
     question = f"Is <EMAIL_1> the same as {PLANTED['EMAIL']}?"
     original = Interaction(interaction_id="x", question=question, answer="No.")

@@ -4,8 +4,6 @@ reason and the original message, through the same runner and ``StreamContext.dea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,6 +24,7 @@ from streams.processors.convert import ConvertProcessor
 from streams.processors.evaluate import EvaluateProcessor
 from streams.processors.judge import JudgeProcessor
 from streams.runner import run_bounded
+from streams.testing import Event, Stream, Topic
 from tests.settings_factory import make_settings
 
 INTERACTION = Interaction(
@@ -40,40 +39,8 @@ CONVERTED = Converted(
 )  # fmt: skip
 
 
-class Topic:
-    def __init__(self) -> None:
-        self.sent: list[bytes] = []
-
-    async def send(self, *, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
-        self.sent.append(value)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        fut.set_result("ok")
-        return fut
-
-
-@dataclass
-class Event:
-    value: bytes
-    key: bytes | None = b"i1"
-    acked: bool = False
-    message: Any = field(default_factory=lambda: SimpleNamespace(tp="t-0", offset=0, topic="t"))
-
-    def ack(self) -> bool:
-        self.acked = True
-        return True
-
-
-class Stream:
-    def __init__(self, events: list[Event]) -> None:
-        self._events = events
-
-    def noack(self) -> Stream:
-        return self
-
-    async def events(self) -> AsyncIterator[Event]:
-        for n, e in enumerate(self._events):
-            e.message = SimpleNamespace(tp="t-0", offset=n, topic="t")
-            yield e
+def keyed(value: bytes) -> Event:
+    return Event(value, key=b"i1")
 
 
 class FailingJudge:
@@ -109,6 +76,7 @@ def resources() -> Any:
         refusals=refusals,
         evaluator=evaluator,
         relevance=None,
+        custom=None,  # no evaluators file
         sampler=Sampler.from_files(None, 1.0),  # every interaction judged
         privacy=PrivacyGuard(PrivacySettings()),  # privacy.mode off
     )
@@ -142,8 +110,8 @@ async def test_bad_input_and_judge_failures_are_dead_lettered(
 ) -> None:
     ctx, dead = context()
     processor = kind(ctx, resources())
-    good = Event(GOOD[processor.stage].model_dump_json().encode())
-    bad = Event(b'{"interaction_id": "i2", "question": 7}')
+    good = keyed(GOOD[processor.stage].model_dump_json().encode())
+    bad = keyed(b'{"interaction_id": "i2", "question": 7}')
     await run(processor, [bad, good])
     letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
     assert [letter.stage for letter in letters] == ["validate", *failed_stages]
@@ -171,7 +139,7 @@ async def test_a_failing_detector_dead_letters_under_stage_privacy(
     res = resources()
     res.privacy = PrivacyGuard(PrivacySettings(mode=mode), Masker(BrokenDetector()))  # type: ignore[arg-type]
     processor = kind(ctx, res)
-    event = Event(INTERACTION.model_dump_json().encode())
+    event = keyed(INTERACTION.model_dump_json().encode())
     await run(processor, [event])
     letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
     assert [(d.stage, d.interaction_id) for d in letters] == [("privacy", "i1")]
@@ -192,7 +160,7 @@ async def test_in_mode_all_a_judge_failure_dead_letters_the_masked_interaction(
     res.privacy = PrivacyGuard(PrivacySettings(mode="all"), Masker(PresidioDetector(PrivacySettings())))
     processor = kind(ctx, res)
     planted = INTERACTION.model_copy(update={"answer": f"{INTERACTION.answer} Ask ann.lee@gmail.com."})
-    await run(processor, [Event(planted.model_dump_json().encode())])
+    await run(processor, [keyed(planted.model_dump_json().encode())])
     letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
     assert [d.stage for d in letters] == [failed_stage]
     assert "ann.lee@gmail.com" not in dead.sent[0].decode()  # neither payload nor original holds it
@@ -214,7 +182,7 @@ async def test_the_judge_processor_sends_the_stage_that_worked_and_dead_letters_
         res.refusals = RefusalClassifier(lexical, ctx.settings)
     else:
         res.nli_judge = lexical
-    event = Event(CONVERTED.model_dump_json().encode())
+    event = keyed(CONVERTED.model_dump_json().encode())
     await run(JudgeProcessor(ctx, res), [event])
     letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
     assert [(letter.stage, letter.interaction_id) for letter in letters] == [(failing, "i1")]
@@ -243,7 +211,7 @@ async def test_a_judge_result_that_cannot_be_sent_dead_letters_the_message_once_
         raise ConnectionError("broker gone")
 
     judged_topic.send = refuse  # type: ignore[method-assign]
-    event = Event(CONVERTED.model_dump_json().encode())
+    event = keyed(CONVERTED.model_dump_json().encode())
     await run(JudgeProcessor(ctx, res), [event])
     letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
     assert [(letter.stage, letter.error_type) for letter in letters] == [
@@ -258,7 +226,7 @@ async def test_the_judge_processor_sends_no_refusal_result_when_refusal_is_asked
     ctx.settings = ctx.settings.with_changes(pipeline={"refusal_mode": "same"})
     res = resources()
     res.nli_judge = LexicalJudge()
-    event = Event(CONVERTED.model_dump_json().encode())
+    event = keyed(CONVERTED.model_dump_json().encode())
     await run(JudgeProcessor(ctx, res), [event])
     [raw] = ctx.topics[ctx.names.judged].sent
     judged = JudgeResult.model_validate_json(raw)

@@ -199,15 +199,17 @@ async def test_a_cancelled_caller_does_not_block_others() -> None:
 
 async def test_aclose_with_cancel_does_not_wait_for_a_slow_judge() -> None:
     release = asyncio.Event()
+    asked = asyncio.Event()
 
     class SlowJudge(ScriptedJudge):
         async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
+            asked.set()
             await release.wait()  # never set: a judge that does not answer
             return await super().classify_refusals(texts)
 
     classifier = RefusalClassifier(SlowJudge(), make_settings(pipeline=EVERY_TEXT))
     caller = asyncio.create_task(classifier.classify(converted(0, "The button resets it.")))
-    await asyncio.sleep(0.05)  # the batch is sent and stuck in the judge
+    await asyncio.wait_for(asked.wait(), timeout=5)  # the batch is sent and stuck in the judge
     await asyncio.wait_for(classifier.aclose(cancel=True), timeout=5)
     with pytest.raises(asyncio.CancelledError):
         await caller

@@ -151,6 +151,7 @@ async def test_build_report_sums_and_errors() -> None:
         judge_model="lexical-v1",
         settings=make_settings(),
         wall_seconds=2.0,
+        generated_at=datetime(2026, 11, 23, 12, tzinfo=UTC),
     )
     assert report.evaluated == 2 and report.failed == 2 and [e.line for e in report.errors] == [3, 7]
     assert report.interactions_per_second == pytest.approx(1.0)

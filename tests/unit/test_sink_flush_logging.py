@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from pipeline.clock import ManualClock
+from streams.clickhouse.batch import FAILURE_LOG_EVERY_S
 from streams.context import new_context
-from streams.processors.sink import FAILURE_LOG_EVERY_S, SinkProcessor
+from streams.processors.sink import SinkProcessor
 from tests.settings_factory import make_settings
 
 

@@ -19,7 +19,7 @@ from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind, Over, pooled
-from schemas.settings import ClickHouseSettings, DashboardSettings, DimensionSettings
+from schemas.settings import ClickHouseSettings, DashboardSettings
 from schemas.slices import BreakdownQuery, SliceTotals
 from streams.clickhouse.slices import ROW_SUMS, SliceReader, metric_sql
 from streams.clickhouse.store import ClickHouseStore
@@ -169,11 +169,11 @@ def traffic() -> list[Evaluation]:
 
 
 @pytest.fixture()
-async def store() -> AsyncIterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()), dimensions=DimensionSettings())
+async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
+    """The shared fixture's store with this module's rows."""
+    s = store
     s.insert_evaluations_sync(traffic())
     yield s
-    s.close()
 
 
 def oracle(evaluations: list[Evaluation], dimension: str, start: datetime, end: datetime) -> dict[str, Any]:

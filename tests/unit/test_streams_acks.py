@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from faust.types import TP
 
 from streams.acks import OrderedAcks
-
-
-@dataclass
-class Msg:
-    tp: str
-    offset: int
-
-
-@dataclass
-class Event:  # a faust Event's shape: .message.tp/.offset and ack()
-    message: Msg
-    log: list[tuple[str, int]] = field(default_factory=list)
-
-    def ack(self) -> bool:
-        self.log.append((self.message.tp, self.message.offset))
-        return True
+from streams.testing import Event, Message
 
 
 def events(tp: str, offsets: range, log: list[tuple[str, int]]) -> list[Event]:
-    return [Event(Msg(tp, o), log) for o in offsets]
+    return [Event(None, message=Message(tp, 0, o), acked=log) for o in offsets]
 
 
 def test_out_of_order_finish_acks_in_offset_order() -> None:
@@ -56,7 +41,7 @@ def test_forget_drops_revoked_partitions_without_acking() -> None:
     log: list[tuple[str, int]] = []
     acks = OrderedAcks()
     t = [acks.track(e) for e in events("a", range(3), log)]
-    acks.track(Event(Msg("b", 0), log))
-    assert acks.forget(["a"]) == 3
+    acks.track(Event(None, message=Message("b", 0, 0), acked=log))
+    assert acks.forget([TP("a", 0)]) == 3
     acks.done(t[0])
     assert log == [] and acks.pending() == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -11,6 +12,8 @@ from schemas.interaction import Interaction
 from schemas.results import Converted
 from schemas.settings import Limits
 from streams.codec import dead_letter, decode, encode, payload_text
+
+FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
 
 
 def test_valid_message_round_trips() -> None:
@@ -41,7 +44,8 @@ def test_not_json_and_empty() -> None:
 
 def test_undecodable_bytes_are_kept_as_base64() -> None:
     assert payload_text(b"\xff\xfe") == "base64://4="
-    letter = dead_letter(stage="validate", error=InvalidMessage("bad"), payload=b"\xff", source_topic="t")
+    letter = dead_letter(failed_at=FAILED_AT,
+        stage="validate", error=InvalidMessage("bad"), payload=b"\xff", source_topic="t")
     assert (
         letter.payload.startswith("base64:")
         and letter.error == "bad"

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.interaction import Interaction
 from schemas.results import Converted, JudgeResult, NliResult, RefusalResult
 from streams.acks import Ticket
 from streams.join import JoinBuffer
+from tests.fixtures import messages
 from tests.settings_factory import make_settings
 
 
 def converted(iid: str) -> Converted:
-    inter = Interaction(interaction_id=iid, question="Q?", answer="A.")
-    return Converted(
-        interaction=inter, question_sentences=["Q?"], answer_sentences=["A."], ground_truth_sentences=[]
-    )
+    return messages.converted(messages.interaction(interaction_id=iid, question="Q?", answer="A."))
 
 
 def judged(iid: str, *, nli: bool = True, refusal: bool = True) -> JudgeResult:

@@ -7,7 +7,9 @@ from types import SimpleNamespace
 from prometheus_client import generate_latest
 
 from schemas.evaluation import Evaluation
+from schemas.interaction import Interaction
 from schemas.results import JudgeCall
+from schemas.tools import ToolStep
 from streams.telemetry import WorkerMetrics, faust_lag
 
 
@@ -40,6 +42,24 @@ def test_judge_calls_tokens_cost_and_cache_hits_come_from_the_call_records() -> 
     assert value(metrics, "groundwatch_sink_flush_seconds_sum") == 0.25
 
 
+def test_tool_calls_answers_without_evidence_and_ungrounded_arguments_are_counted() -> None:
+    interaction = Interaction(
+        interaction_id="t", question="q?", answer="a.",
+        steps=[ToolStep(name="search_kb", result="[]"), ToolStep(name="get_order", status="error"),
+               ToolStep(name="search_kb", result="x", earlier_turn=True)],
+    )  # fmt: skip
+    metrics = WorkerMetrics()
+    evaluation = Evaluation(interaction_id="t", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
+                            judge="lexical", interaction=interaction, no_evidence=True,
+                            ungrounded_arguments=False)  # fmt: skip
+    metrics.written([evaluation, Evaluation(interaction_id="u", timestamp="2026-11-20T10:00:00Z", app="a",
+                                            model="x", judge="lexical")], 0.1)  # fmt: skip
+    assert value(metrics, "groundwatch_tool_calls_total", app="a", tool="search_kb", status="ok") == 1
+    assert value(metrics, "groundwatch_tool_calls_total", app="a", tool="get_order", status="error") == 1
+    assert value(metrics, "groundwatch_answers_without_evidence_total", app="a") == 1
+    assert value(metrics, "groundwatch_ungrounded_tool_arguments_total", app="a") == 0
+
+
 def test_dead_letters_judge_errors_lag_and_totals() -> None:
     metrics = WorkerMetrics()
     metrics.dead_letter("validate", "InvalidMessage")
@@ -58,3 +78,21 @@ def test_dead_letters_judge_errors_lag_and_totals() -> None:
     assert value(metrics, "groundwatch_windows_closed_total") == 7
     text = generate_latest(metrics.registry).decode()
     assert "groundwatch_alert_transitions_total 1.0" in text
+
+
+def test_custom_evaluators_scores_and_failures_are_counted_per_evaluator_and_version() -> None:
+    from schemas.results import CustomScore
+
+    metrics = WorkerMetrics()
+    scores = [CustomScore(score=1.0, version="2"), CustomScore(score=0.0, version="2"),
+              CustomScore(score=None, reason="timeout: still running after 2 s", version="2")]  # fmt: skip
+    evaluations = [
+        Evaluation(interaction_id=f"i{k}", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
+                   judge="lexical", custom={"comp": score})
+        for k, score in enumerate(scores)
+    ]  # fmt: skip
+    metrics.written(evaluations, 0.1)
+    labels = {"evaluator": "comp", "version": "2", "app": "a", "model": "x"}
+    assert value(metrics, "groundwatch_custom_scored_total", **labels) == 2
+    assert value(metrics, "groundwatch_custom_score_total", **labels) == 1.0
+    assert value(metrics, "groundwatch_custom_missing_total", **labels, reason="timeout") == 1

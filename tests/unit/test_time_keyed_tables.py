@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -23,6 +23,35 @@ from tests.unit.test_clickhouse_store import NOW, T0, evaluation
 MIGRATION = 11
 
 
+def insert_as_then(store: ClickHouseStore, evaluations: list[Any]) -> None:
+    """Evaluations written into a database at an older schema version, as a worker of that version wrote
+    them: only the columns its tables have (later migrations add the rest)."""
+    from streams.clickhouse.rows import (
+        EVALUATION_COLUMNS,
+        STATEMENT_COLUMNS,
+        evaluation_row,
+        statement_rows,
+    )
+
+    for table, columns, rows in (
+        ("evaluations", EVALUATION_COLUMNS, [evaluation_row(e) for e in evaluations]),
+        ("evaluation_statements", STATEMENT_COLUMNS, [r for e in evaluations for r in statement_rows(e)]),
+    ):
+        have = {
+            r["name"]
+            for r in store.query_sync(
+                "SELECT name FROM system.columns WHERE database = {db:String} AND table = {t:String}",
+                {"db": store.db, "t": table},
+            )
+        }
+        keep = [i for i, c in enumerate(columns) if c in have]
+        store.client.insert(
+            f"{store.db}.{table}",
+            [[row[i] for i in keep] for row in rows],
+            column_names=[columns[i] for i in keep],
+        )
+
+
 def migrations_up_to(tmp_path: Path, last: int) -> Path:
     """deploy/clickhouse's migrations up to ``last`` in a directory of their own."""
     out = tmp_path / f"ddl_{last}"
@@ -33,11 +62,15 @@ def migrations_up_to(tmp_path: Path, last: int) -> Path:
     return out
 
 
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
+def migrations_but(tmp_path: Path, skipped: int) -> Path:
+    """Every migration of deploy/clickhouse but ``skipped``: a store this checkout's writers can insert
+    into (later migrations add the columns they write), as it stood before ``skipped`` ran."""
+    out = tmp_path / f"ddl_but_{skipped}"
+    out.mkdir(parents=True)
+    for path in sorted(ddl_dir().glob("*.sql")):
+        if int(path.name[:3]) != skipped:
+            shutil.copy(path, out / path.name)
+    return out
 
 
 def layout(store: ClickHouseStore) -> dict[str, tuple[str, str]]:
@@ -126,7 +159,7 @@ async def test_migration_011_copies_every_row_and_every_column_earlier_migration
     """Rows written before 011, in tables with a column another migration added, keep all their values."""
     url = fresh_chdb_url()
     before = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=url, migrations_dir=migrations_up_to(tmp_path, MIGRATION - 1))
+        ClickHouseSettings(url=url, migrations_dir=migrations_but(tmp_path, MIGRATION))
     )
     assert layout(before)["evaluations"] == ("", "interaction_id")
     # a column no migration of this checkout knows (a later one, or a user's own), added before 011 runs
@@ -134,8 +167,8 @@ async def test_migration_011_copies_every_row_and_every_column_earlier_migration
         f"ALTER TABLE {before.db}.evaluations ADD COLUMN IF NOT EXISTS region LowCardinality(String) "
         "DEFAULT ''"
     )
-    await before.insert_evaluations([at(f"i{i}", i) for i in range(50)])  # type: ignore[misc]
-    await before.insert_evaluations([at("i0", 0, evaluated=NOW + timedelta(seconds=5))])  # type: ignore[list-item]
+    insert_as_then(before, [at(f"i{i}", i) for i in range(50)])
+    insert_as_then(before, [at("i0", 0, evaluated=NOW + timedelta(seconds=5))])
     before.client.command(
         f"ALTER TABLE {before.db}.evaluations UPDATE region = 'eu' WHERE 1 SETTINGS mutations_sync = 1"
     )
@@ -168,9 +201,9 @@ async def test_migration_011_run_again_after_a_stop_midway_loses_nothing(tmp_pat
     table (the statements are in the order that allows it)."""
     url = fresh_chdb_url()
     store = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=url, migrations_dir=migrations_up_to(tmp_path, MIGRATION - 1))
+        ClickHouseSettings(url=url, migrations_dir=migrations_but(tmp_path, MIGRATION))
     )
-    await store.insert_evaluations([at(f"i{i}", i) for i in range(20)])  # type: ignore[misc]
+    insert_as_then(store, [at(f"i{i}", i) for i in range(20)])
     migrations = load_migrations(migrations_up_to(tmp_path, MIGRATION), store.db)
     (mig,) = [m for m in migrations if m.version == MIGRATION]
     swap = next(i for i, s in enumerate(mig.statements) if s.startswith("EXCHANGE TABLES"))
@@ -190,10 +223,11 @@ def record(value: bytes, seconds: float | None) -> SimpleNamespace:
 
 
 def test_a_message_without_a_timestamp_gets_its_records_time_at_every_redelivery() -> None:
-    sent = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=3)
+    clock = datetime(2026, 11, 21, 12, tzinfo=UTC)
+    sent = clock - timedelta(minutes=3)
     raw = b'{"id": "q1", "question": "q?", "answer": "a."}'
-    first = decode(raw, Interaction, received_at=record_time(record(raw, sent.timestamp())))
-    again = decode(raw, Interaction, received_at=record_time(record(raw, sent.timestamp())))
+    first = decode(raw, Interaction, now=clock, received_at=record_time(record(raw, sent.timestamp())))
+    again = decode(raw, Interaction, now=clock, received_at=record_time(record(raw, sent.timestamp())))
     assert first.timestamp == again.timestamp == sent
     # the producer's own time wins
     stamped = b'{"id": "q1", "question": "q?", "answer": "a.", "timestamp": "2026-11-20T10:00:00Z"}'
@@ -209,10 +243,11 @@ def test_a_record_time_that_is_missing_or_absurd_is_none() -> None:
     assert record_time(record(b"", 1_700_000_000.5)) == datetime.fromtimestamp(1_700_000_000.5, UTC)
 
 
-def test_the_record_time_is_still_checked_against_the_wall_clock() -> None:
+def test_the_record_time_is_still_checked_against_the_workers_clock() -> None:
     """A record time is not trusted more than a producer's timestamp: the event-time limits apply."""
     from schemas.errors import InvalidMessage
 
     raw = b'{"id": "q1", "question": "q?", "answer": "a."}'
     with pytest.raises(InvalidMessage, match="timestamp"):
-        decode(raw, Interaction, received_at=datetime(2001, 1, 1, tzinfo=UTC))
+        decode(raw, Interaction, now=datetime(2026, 11, 21, tzinfo=UTC),
+               received_at=datetime(2001, 1, 1, tzinfo=UTC))

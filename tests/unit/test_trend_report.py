@@ -38,6 +38,10 @@ def test_render_groups_by_app_and_model() -> None:
     text = render(Report(counts={"evaluations": 2}, windows=[w], alerts=[]))
     assert (
         "== shop / m1: 2 interactions (2 judged) in 1 windows, hallucination rate 50.0%, "
-        "answer refusal rate -, ground-truth refusal rate - ==" in text
+        "answer refusal rate -, ground-truth refusal rate -, tool error rate -, answers without evidence -, "
+        "ungrounded tool arguments - ==" in text
     )
     assert "0.550" in text and "alerts: 0" in text
+    summary = render(Report(counts={"evaluations": 2}, windows=[w, w], alerts=[]), every_window=False)
+    assert "== shop / m1: 4 interactions (4 judged) in 2 windows" in summary
+    assert "window start" not in summary and "0.550" not in summary and "alerts: 0" in summary

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.alternatives import squad_normalise
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.metrics.trust_eval import (
     TrustEvalCase,
     exact_match,
     f1,
-    normalize_answer,
     split_cited_statements,
     trust_eval,
 )
 
 
 def test_normalize_and_exact_match() -> None:
-    assert normalize_answer("The  Beatles!") == "beatles"
+    assert squad_normalise("The  Beatles!", split_on_punctuation=False) == "beatles"
+    assert squad_normalise("U.S. state-of-the-art", split_on_punctuation=False) == "us stateoftheart"
+    assert squad_normalise("U.S. state-of-the-art") == "u s state of art"
     assert exact_match("It was Ali Daei, I think.", ["Daei", "Bican"])
     assert not exact_match("Sinclairs", ["Sinclair"])  # whole words only
     assert not exact_match("anything", [])

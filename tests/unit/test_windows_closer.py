@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,17 +13,9 @@ from streams.alerts.engine import AlertEngine
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import TumblingWindows
-from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_clickhouse_store import NOW, evaluation
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def at(iid: str, seconds: float, ctx: float) -> object:

@@ -165,3 +165,124 @@ async def test_a_failing_window_in_a_batch_does_not_keep_the_others(caplog: pyte
     closed = await closer.close_due(final=True)
     assert len(closed) == 10 and {w.app for w in closed} == {"app0"}
     assert closer.failed == 10 and len(closer.pending()) == 10
+
+
+class TimingOutStore(SlowStore):
+    """Every read takes a second on the clock, then times out (ClickHouse does not answer)."""
+
+    async def rows_of_windows(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[EvalRow]:
+        self.reads += 1
+        self.clock.advance(1.0)
+        raise TimeoutError("ClickHouse did not answer in time")
+
+
+class RefusingStore(SlowStore):
+    """Every read takes a second on the clock, then is refused (not an outage: split, one by one)."""
+
+    async def rows_of_windows(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[EvalRow]:
+        self.reads += 1
+        self.clock.advance(1.0)
+        raise ValueError("Code: 6. DB::Exception: cannot parse")
+
+
+async def test_a_failing_batch_on_stop_keeps_to_the_budget(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock(T0 + timedelta(days=1))
+    store = TimingOutStore(clock)
+    closer = await closer_with(2000, store, clock)
+    result = await closer.finish(budget_s=10.0)
+    assert result.seconds <= 10.0 + 2.0, result
+    assert store.reads == 1  # an outage: the batch is not split into 100 reads, nothing more is begun
+    assert (result.closed, result.left, result.failed) == (0, 2000, 100)
+    assert closer.failures == {}  # an outage is not the windows' fault: no attempt counted against them
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) <= 2
+    summary = [r.getMessage() for r in caplog.records if r.getMessage().startswith("windows on stop")]
+    assert len(summary) == 1 and "2000 LEFT" in summary[0] and "100 failed" in summary[0]
+    assert "TimeoutError" in summary[0]
+
+
+async def test_a_refused_batch_on_stop_is_closed_one_by_one_within_the_budget_with_few_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = ManualClock(T0 + timedelta(days=1))
+    store = RefusingStore(clock)
+    closer = await closer_with(2000, store, clock)
+    result = await closer.finish(budget_s=10.0)
+    assert result.seconds <= 10.0 + 1.0, result  # at most one read begun past the budget's end
+    assert result.closed == 0 and result.left == 2000 and 0 < result.failed <= 11
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) <= 5 + 2, [r.getMessage() for r in lines]  # a few windows, "N more", the summary
+    assert any("more windows failed" in r.getMessage() for r in lines)
+    summary = [r.getMessage() for r in lines if r.getMessage().startswith("windows on stop")]
+    assert len(summary) == 1 and f"{result.failed} failed" in summary[0]
+
+
+async def test_a_timer_round_closing_one_by_one_ends_when_the_stop_begins() -> None:
+    clock = ManualClock(T0 + timedelta(days=1))
+
+    class RefusesThenHolds(SlowStore):
+        async def rows_of_windows(
+            self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+        ) -> list[EvalRow]:
+            self.reads += 1
+            if self.reads == 3:  # the batch failed; the one-by-one closing is under way
+                self.held.set()
+                await self.release.wait()
+            raise ValueError("refused")
+
+    store = RefusesThenHolds(clock)
+    closer = await closer_with(200, store, clock)
+    timer = asyncio.create_task(closer.close_due())
+    await store.held.wait()
+    final = asyncio.create_task(closer.finish(budget_s=-1.0))  # (a stop's round that begins nothing)
+    await asyncio.sleep(0)
+    store.release.set()
+    assert await timer == []
+    result = await final
+    assert store.reads == 3  # the timer round ended after the window under way, not after 100 of them
+    assert result.left == 200 and closer.failed == 2
+
+
+async def test_a_window_left_by_the_stop_is_recomputed_at_the_next_start() -> None:
+    """A row stored while the closer reads its window's rows (the sink flushes meanwhile) is newer than
+    the aggregate: after a stop that leaves that window, the next start finds it (real chDB)."""
+    from schemas.settings import ClickHouseSettings
+    from streams.clickhouse.store import ClickHouseStore
+    from tests.integration.chdb import fresh_chdb_url
+    from tests.unit.test_windows_closer import T0 as W0
+    from tests.unit.test_windows_closer import at
+
+    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    settings = WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000)
+    closer: WindowCloser
+
+    class SinkFlushesMeanwhile:
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def rows_of_windows(
+            self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+        ) -> list[EvalRow]:
+            rows = await store.rows_of_windows(app, model, starts, size_seconds)
+            late = at("late", 5, 0.1)
+            await store.insert_evaluations([late])  # type: ignore[list-item]
+            await closer.touch([late])  # type: ignore[list-item]  # as Resources._after_flush does
+            return rows
+
+    try:
+        closer = WindowCloser(settings, SinkFlushesMeanwhile())  # type: ignore[arg-type]
+        first = at("a", 1, 0.9)
+        await store.insert_evaluations([first])  # type: ignore[list-item]
+        await closer.touch([first])  # type: ignore[list-item]
+        assert [w.count for w in await closer.close_due(final=True)] == [1]
+        assert [k[2] for k in closer.pending()] == [W0]
+        assert (await closer.finish(budget_s=-1.0)).left == 1
+        again = WindowCloser(settings, store)
+        found = await again.reconcile(timedelta(hours=24))
+        assert [k[2] for k in again.pending()] == [W0], f"reconcile found {found}: the late row is lost"
+    finally:
+        store.close()

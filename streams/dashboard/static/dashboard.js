@@ -300,14 +300,14 @@ async function loadBucket() {
   $("bucket-export").href = exportLink(p);
   const sliced = sliceTerms().length ? filterText(data.slice) : "";
   $("bucket-title").textContent = `${data.app} / ${data.model}${sliced ? ` [${sliced}]` : ""}: ${data.start} – ${data.end}`;
-  $("bucket-summary").textContent = `${data.total} interactions${sliced ? ` of the slice ${sliced}` : ""}, worst first (hallucinated, then lowest context entailment)`;
-  const cols = ["interaction", "hallucination", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
+  $("bucket-summary").textContent = `${data.total} interactions${sliced ? ` of the slice ${sliced}` : ""}, worst first (hallucinated or answered without evidence, then lowest context entailment)`;
+  const cols = ["interaction", "hallucination", "no evidence", "context ⇒ answer", "gt ⇒ answer", "answer ⇒ gt", "refusal", "gt refusal", "grounded precision", "unsupported", "tokens", "cost", "latency ms"];
   $("bucket-table").querySelector("thead").replaceChildren(el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   const flag = (v) => (v === null ? "–" : v ? "yes" : "no");
   $("bucket-table").querySelector("tbody").replaceChildren(...data.interactions.map((r) => {
     const link = el("a", { href: "#", class: "interaction-link" }, r.interaction_id);
     link.addEventListener("click", (e) => { e.preventDefault(); setParams({ view: "interaction", id: r.interaction_id }, true); route(); });
-    return el("tr", { class: r.hallucination ? "bad" : "" }, el("td", {}, link), el("td", {}, flag(r.hallucination)),
+    return el("tr", { class: r.hallucination || r.no_evidence ? "bad" : "" }, el("td", {}, link), el("td", {}, flag(r.hallucination)), el("td", {}, flag(r.no_evidence ?? null)),
       el("td", { class: "num" }, fmt(r.context_entailment)), el("td", { class: "num" }, fmt(r.ground_truth_entails_answer)),
       el("td", { class: "num" }, fmt(r.answer_entails_ground_truth)), el("td", {}, flag(r.answer_refusal)), el("td", {}, flag(r.ground_truth_refusal)),
       el("td", { class: "num" }, fmt(r.grounded_precision)), el("td", { class: "num" }, r.unsupported_claims),
@@ -316,16 +316,16 @@ async function loadBucket() {
 }
 
 const PAIR_TITLES = {
-  context_answer: "Answer statements against the retrieved context",
+  context_answer: "Answer statements against the evidence (retrieved context and tool results)",
   ground_truth_answer: "Answer statements against the question and ground truth (ground truth ⇒ answer)",
   answer_ground_truth: "Ground-truth statements against the question and answer (answer ⇒ ground truth)",
 };
-function pairPanel(pair) {
+function pairPanel(pair, passageName) {
   const panel = el("div", { class: "panel pair", "data-pair": pair.pair }, el("h3", {}, `${PAIR_TITLES[pair.pair] || pair.pair}: ${fmt(pair.score)}`));
   for (const h of pair.hypotheses) {
     const block = el("div", { class: "hypothesis" });
     for (const s of h.statements) {
-      const where = s.passage === null || s.passage === undefined ? "" : ` · passage ${s.passage + 1}`;
+      const where = s.passage === null || s.passage === undefined ? "" : ` · ${passageName(s.passage)}`;
       const node = el("span", { class: "statement verdict-" + s.verdict, "data-verdict": s.verdict, "data-passage": where ? String(s.passage) : "" },
         s.statement, el("span", { class: "meta" }, `${s.verdict.replace("_", " ")} · support ${fmt(s.score)}${where}${s.tag ? " · " + s.tag : ""}${s.reason ? " · " + s.reason : ""}`));
       if (where) {
@@ -348,14 +348,47 @@ function conversationPanel(i) {
   turns.forEach((t) => panel.append(el("div", { class: "turn turn-" + t.role, "data-role": t.role }, el("span", { class: "meta" }, t.role + ": "), t.content)));
   return panel;
 }
+// what a statement's passage index names: a context ("passage 2") or a tool result's passage
+// ("search_kb result, call c2 · kb-12"); the evidence is the contexts, then Evaluation.evidence
+function evidenceOf(e) {
+  const i = e.interaction || {};
+  return [...(i.contexts || []), ...(e.evidence || [])];
+}
+function passageNamer(e) {
+  const all = evidenceOf(e);
+  return (n) => {
+    const p = all[n];
+    if (!p || !p.tool) return `passage ${n + 1}`;
+    const doc = p.document && p.document !== `tool:${p.tool}` ? ` · ${p.document}` : "";
+    return `${p.tool} result${p.call_id ? `, call ${p.call_id}` : ""}${doc}`;
+  };
+}
+function stepsPanel(i) {
+  const steps = i.steps || [];
+  if (!steps.length) return null;
+  const panel = el("div", { class: "panel steps", "data-steps": String(steps.length) }, el("h3", {}, `Tool steps, in order (${steps.length})`));
+  steps.forEach((st, n) => {
+    const args = st.arguments === null || st.arguments === undefined ? "" : typeof st.arguments === "string" ? st.arguments : JSON.stringify(st.arguments);
+    const timing = st.duration_ms === null || st.duration_ms === undefined ? "" : ` · ${st.duration_ms.toFixed(0)} ms`;
+    const head = `${n + 1}. ${st.name}${st.call_id ? ` (call ${st.call_id})` : ""} · ${st.status.replace("_", " ")}${timing}${st.earlier_turn ? " · earlier turn" : ""}`;
+    const result = st.result === null || st.result === undefined ? "no result" : st.result + (st.truncated ? " … (cut at the size limit)" : "");
+    panel.append(el("div", { class: "step step-" + st.status, "data-step": String(n), "data-status": st.status },
+      el("div", { class: "meta" }, head),
+      el("div", { class: "step-args" }, el("span", { class: "meta" }, "arguments: "), args || "none"),
+      el("div", { class: "step-result" }, el("span", { class: "meta" }, "result: "), result)));
+  });
+  return panel;
+}
 function textPanel(title, text) { return el("div", { class: "panel" }, el("h3", {}, title), el("div", { class: "text" }, text == null ? "–" : text)); }
 
 /* ---- labels ---------------------------------------------------------------------------------- */
-const LABEL_KINDS = [
-  { kind: "grounded", title: "Grounded in its context?", yes: "g", no: "h", yesText: "grounded", noText: "hallucinated" },
-  { kind: "correct", title: "Agrees with the ground truth?", yes: "c", no: "x", yesText: "correct", noText: "incorrect" },
-  { kind: "answer_refusal", title: "Is the answer a refusal?", yes: "r", no: "a", yesText: "refusal", noText: "answers" },
-];
+// the label kinds asked about, as schemas/label.py declares them (api/label-kinds, read once)
+let LABEL_KINDS = [];
+async function loadLabelKinds() {
+  if (LABEL_KINDS.length) return;
+  const kinds = await api("label-kinds");
+  LABEL_KINDS = kinds.map((k) => ({ kind: k.kind, title: k.question, yes: k.keys[0], no: k.keys[1], yesText: k.yes_text, noText: k.no_text }));
+}
 async function postLabel(interactionId, kind, value) {
   let reviewer = localStorage.getItem("groundwatch_reviewer") || "";
   const note = ($("label-note") || {}).value || null;
@@ -397,6 +430,7 @@ function labelKeys(event) {
 }
 
 async function loadInteraction() {
+  await loadLabelKinds();
   const id = params().get("id") || "";
   const { evaluation: e, labels } = await api("interactions/" + encodeURIComponent(id));
   $("interaction-title").textContent = `${e.app} / ${e.model} · ${e.interaction_id}`;
@@ -410,18 +444,31 @@ async function loadInteraction() {
   add("grounded precision", fmt(e.grounded_precision)); add("judge calls", String(e.judge_calls));
   add("tokens in / out", `${e.input_tokens} / ${e.output_tokens}`); add("cost", fmt(e.cost_usd, "usd"));
   add("judge latency", `${e.judge_latency_ms.toFixed(0)} ms`); add("complete", e.complete ? "yes" : `no (missing ${e.missing.join(", ")})`);
-  const contexts = el("div", { class: "panel" }, el("h3", {}, `Context (${(i.contexts || []).length} passage${(i.contexts || []).length === 1 ? "" : "s"})`));
+  if (e.tool_calls) add("tool calls", String(e.tool_calls));
+  if ((e.ungrounded_argument_values || []).length) add("ungrounded tool arguments", e.ungrounded_argument_values.join(", "));
+  if ((i.flags || []).length) add("flags", i.flags.join("; "));
+  // your own evaluators (README "Your own evaluators"): score or why it is missing, with the version
+  Object.entries(e.custom || {}).forEach(([name, c]) => add(`custom.${name} v${c.version}`,
+    c.score === null || c.score === undefined ? `missing: ${c.reason}` : `${fmt(c.score)}${c.reason ? " · " + c.reason : ""}`));
+  const evidence = evidenceOf(e);
+  const tools = (e.evidence || []).length;
+  const contexts = el("div", { class: "panel" }, el("h3", {}, `Evidence (${(i.contexts || []).length} context passage${(i.contexts || []).length === 1 ? "" : "s"}${tools ? `, ${tools} from tool results` : ""})`));
   const supporting = new Set(e.pairs.filter((p) => p.pair === "context_answer").flatMap((p) => p.hypotheses.flatMap((h) => h.statements))
     .filter((s) => s.verdict === "entailed" && s.passage !== null && s.passage !== undefined).map((s) => s.passage));
-  (i.contexts || []).forEach((c, n) => contexts.append(el("div", { class: "passage" + (supporting.has(n) ? " supporting" : ""), "data-passage": String(n) },
-    el("span", { class: "meta" }, `${n + 1}${supporting.has(n) ? " · supports the answer" : ""} `), (c.document ? `[${c.document}] ` : "") + c.text)));
+  const named = passageNamer(e);
+  evidence.forEach((c, n) => contexts.append(el("div", { class: "passage" + (c.tool ? " tool-passage" : "") + (supporting.has(n) ? " supporting" : ""), "data-passage": String(n) },
+    el("span", { class: "meta" }, `${n + 1}${c.tool ? " · " + named(n) : ""}${supporting.has(n) ? " · supports the answer" : ""} `), (c.document && !c.tool ? `[${c.document}] ` : "") + c.text)));
+  if (!evidence.length) contexts.append(el("p", { class: "hint" }, "no evidence: no context and no tool result that counts"));
+  const outcome = e.outcome === "unsupported_no_evidence" ? el("span", { class: "badge bad", "data-outcome": e.outcome }, "answered without evidence") : null;
   body.replaceChildren(
-    el("p", {}, badge("hallucination", e.hallucination, true), badge("answer refusal", e.answer_refusal, true), badge("ground-truth refusal", e.ground_truth_refusal, true)),
+    el("p", {}, ...[outcome].filter(Boolean), badge("hallucination", e.hallucination, true), badge("answer refusal", e.answer_refusal, true), badge("ground-truth refusal", e.ground_truth_refusal, true),
+      ...(e.tool_error === null || e.tool_error === undefined ? [] : [badge("tool error", e.tool_error, true)]),
+      ...(e.ungrounded_arguments === null || e.ungrounded_arguments === undefined ? [] : [badge("ungrounded tool arguments", e.ungrounded_arguments, true)])),
     labelPanel(e, labels || []),
     el("div", { class: "panel" }, facts),
     ...(e.conversation_id ? [el("p", {}, "Conversation ", conversationLink(e.app, e.model, e.conversation_id), " (every turn, in order)")] : []),
-    ...[conversationPanel(i)].filter(Boolean), textPanel("Question", i.question), contexts, textPanel("Answer", i.answer), textPanel("Ground truth", i.ground_truth),
-    ...e.pairs.map(pairPanel),
+    ...[conversationPanel(i)].filter(Boolean), textPanel("Question", i.question), ...[stepsPanel(i)].filter(Boolean), contexts, textPanel("Answer", i.answer), textPanel("Ground truth", i.ground_truth),
+    ...e.pairs.map((pair) => pairPanel(pair, named)),
   );
 }
 

@@ -1,4 +1,4 @@
--- groundwatch schema v13: conversations. One row per conversation (app, model, conversation_id), written
+-- groundwatch schema v14: conversations. One row per conversation (app, model, conversation_id), written
 -- when it closes (pipeline/conversations.py, streams/windows/conversations.py) from its stored turns
 -- (evaluations FINAL); a late turn reopens it and the row is written again with a higher version, so
 -- redeliveries, restarts and out-of-order turns never count a conversation twice. Retention: like

@@ -1,0 +1,155 @@
+"""OTLP/HTTP routes (streams/otlp_http.py) on an aiohttp server bound to 127.0.0.1, the broker a fake
+topic: what is produced (OTLP/JSON, hex ids, keyed by trace id), the credentials rule of the dashboard
+when credentials are set, and the answers to bodies that cannot be read or a broker that is down."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from pipeline.otlp import read_batch
+from streams.context import StreamContext, new_context
+from streams.dashboard.auth import auth_middleware
+from streams.otlp_http import add_otlp_routes
+from tests.settings_factory import make_settings
+from tests.unit.test_fault_join import Topic
+
+TOKEN = "s3cret-token-of-the-test"
+TRACE, SPAN = bytes(range(16)), bytes(range(8))
+
+
+def context(**kafka: object) -> StreamContext:
+    kafka = {"otlp_http_max_bytes": 4096, "otlp_input": True, "otlp_logs_input": True, **kafka}
+    settings = make_settings(kafka=kafka, dashboard={"token": TOKEN})
+    ctx = new_context(settings, app=None)  # type: ignore[arg-type]
+    for name in ctx.names.all():
+        ctx.topics[name] = Topic()
+    return ctx
+
+
+@pytest.fixture()
+async def served() -> AsyncIterator[tuple[TestClient, StreamContext]]:
+    ctx = context()
+    app = web.Application(middlewares=[auth_middleware(ctx.settings.dashboard)])
+    add_otlp_routes(app, ctx)
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        yield client, ctx
+
+
+def sent(ctx: StreamContext, name: str) -> list[bytes]:
+    topic = ctx.topics[name]
+    assert isinstance(topic, Topic)
+    return topic.sent
+
+
+def trace_request() -> bytes:
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name, span.kind = TRACE, SPAN, "chat", 3
+    attribute = span.attributes.add()
+    attribute.key, attribute.value.string_value = "gen_ai.operation.name", "chat"
+    return request.SerializeToString()
+
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+PROTO = {**AUTH, "Content-Type": "application/x-protobuf"}
+
+
+async def test_a_protobuf_trace_request_is_produced_as_otlp_json_keyed_by_its_trace(served) -> None:  # type: ignore[no-untyped-def]
+    client, ctx = served
+    answer = await client.post("/v1/traces", data=gzip.compress(trace_request()),
+                               headers={**PROTO, "Content-Encoding": "gzip"})  # fmt: skip
+    assert answer.status == 200 and answer.content_type == "application/x-protobuf"
+    assert await answer.read() == b""  # an empty ExportTraceServiceResponse: all taken
+    [value] = sent(ctx, ctx.names.otlp)
+    request = json.loads(value)
+    [span] = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert (span["traceId"], span["spanId"], span["kind"]) == (TRACE.hex(), SPAN.hex(), 3)
+    assert read_batch(request).spans[0].trace_id == TRACE.hex()  # what the OTLP reader takes
+
+
+async def test_logs_go_to_the_logs_topic_and_json_bodies_pass_as_they_are(served) -> None:  # type: ignore[no-untyped-def]
+    client, ctx = served
+    logs = ExportLogsServiceRequest()
+    logs.resource_logs.add().scope_logs.add().log_records.add().event_name = "gen_ai.choice"
+    answer = await client.post("/v1/logs", data=logs.SerializeToString(), headers=PROTO)
+    assert answer.status == 200 and len(sent(ctx, ctx.names.otlp_logs)) == 1
+    body = {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "ab" * 16, "spanId": "cd" * 8}]}]}]}
+    answer = await client.post("/v1/traces", json=body, headers=AUTH)
+    assert answer.status == 200 and await answer.json() == {}
+    assert json.loads(sent(ctx, ctx.names.otlp)[-1]) == body
+    empty = await client.post("/v1/traces", data=b"", headers=PROTO)  # a valid request of nothing
+    assert empty.status == 200 and len(sent(ctx, ctx.names.otlp)) == 1  # not produced
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "says"),
+    [
+        (b"\x0a\xff\xff\xff", PROTO, 400, "not an OTLP traces export request"),
+        (b"{not json", {**AUTH, "Content-Type": "application/json"}, 400, "not JSON"),
+        (b'{"resourceLogs": []}', {**AUTH, "Content-Type": "application/json"}, 400, "resourceSpans only"),
+        (b'{"resourceSpans": {}}', {**AUTH, "Content-Type": "application/json"}, 400, "not a list"),
+        (b"\xff\xfe", {**AUTH, "Content-Type": "application/json"}, 400, "not JSON"),
+        (b"{}", {**AUTH, "Content-Type": "text/plain"}, 415, "not supported"),
+        (b"{}", {**PROTO, "Content-Encoding": "snappy"}, 415, "gzip or none"),
+        (b"x" * 5000, PROTO, 413, "over 4096 bytes"),
+        (gzip.compress(b"\x00" * 50_000), {**PROTO, "Content-Encoding": "gzip"}, 413, "unpacked"),
+        (
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03 not deflate data at all \xff\xff",
+            {**PROTO, "Content-Encoding": "gzip"},
+            400,
+            "cannot be read",
+        ),
+    ],
+)
+async def test_a_body_that_cannot_be_read_is_refused_with_the_reason_and_nothing_produced(
+    served,
+    body: bytes,
+    headers: dict[str, str],
+    status: int,
+    says: str,  # type: ignore[no-untyped-def]
+) -> None:
+    client, ctx = served
+    answer = await client.post("/v1/traces", data=body, headers=headers)
+    assert answer.status == status and says in (await answer.json())["error"]
+    assert sent(ctx, ctx.names.otlp) == []
+
+
+async def test_with_credentials_set_a_request_without_them_is_refused(served) -> None:  # type: ignore[no-untyped-def]
+    client, ctx = served
+    for headers in ({"Content-Type": "application/x-protobuf"},
+                    {"Content-Type": "application/x-protobuf", "Authorization": "Bearer wrong"}):  # fmt: skip
+        answer = await client.post("/v1/traces", data=trace_request(), headers=headers)
+        assert answer.status == 401
+    basic = base64.b64encode(b"u:p").decode()
+    wrong = {"Content-Type": "application/x-protobuf", "Authorization": f"Basic {basic}"}
+    answer = await client.post("/v1/traces", data=trace_request(), headers=wrong)
+    assert answer.status == 401 and sent(ctx, ctx.names.otlp) == []
+
+
+async def test_a_broker_that_does_not_take_the_request_is_a_503_the_exporter_retries(served) -> None:  # type: ignore[no-untyped-def]
+    client, ctx = served
+    topic = ctx.topics[ctx.names.otlp]
+    assert isinstance(topic, Topic)
+    topic.fail = True
+    answer = await client.post("/v1/traces", data=trace_request(), headers=PROTO)
+    assert answer.status == 503 and "broker gone" in (await answer.json())["error"]
+
+
+async def test_what_this_deployment_does_not_read_is_refused_not_produced() -> None:
+    ctx = context(otlp_logs_input=False)
+    app = web.Application()
+    add_otlp_routes(app, ctx)
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        answer = await client.post("/v1/logs", data=b"", headers=PROTO)
+        assert answer.status == 404 and "OTLP_LOGS_INPUT=true" in (await answer.json())["error"]
+        assert (await client.post("/v1/traces", data=trace_request(), headers=PROTO)).status == 200
+    assert sent(ctx, ctx.names.otlp_logs) == [] and len(sent(ctx, ctx.names.otlp)) == 1
