@@ -24,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from groundwatch.commands.arg_types import port_number, positive_float, positive_int
-from groundwatch.demo_history import History, simulate, stamp_file
+from groundwatch.demo_history import PLANS, History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
@@ -263,6 +263,12 @@ def run(args: argparse.Namespace) -> int:
         _say(
             f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
             f"base starts returning empty results at {plan.kb_outage:{stamp}}"
+        )
+    multi_turn = [p for p in PLANS if p.max_turns > 1]
+    if plan.onset and multi_turn and plan.conversations():
+        _say(
+            f"{multi_turn[0].app} / {multi_turn[0].model} holds {plan.conversations()} conversations of 2-"
+            f"{multi_turn[0].max_turns} turns; from {plan.onset:{stamp}} most end on a refusal (unresolved)"
         )
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
