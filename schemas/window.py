@@ -73,6 +73,19 @@ class WindowAggregate(BaseModel):
         default_factory=dict, description="evaluator -> interactions it failed to score"
     )
 
+    # conversations whose last turn falls in the window (schemas/conversation.py): how many, how many had
+    # each outcome, and the rates and mean turns over them (the metric catalogue's conversation metrics)
+    conversations: int = Field(0, description="conversations closed with their last turn in the window")
+    conversations_hallucinated: int = Field(0, description="... with a hallucinated turn")
+    conversations_unresolved: int = Field(0, description="... that ended unresolved")
+    conversations_reasked: int = Field(0, description="... with a re-asked user turn")
+    conversations_contradicted: int = Field(0, description="... with an answer contradicting an earlier one")
+    conversation_hallucinated_rate: float | None = None
+    conversation_unresolved_rate: float | None = None
+    conversation_reask_rate: float | None = None
+    conversation_contradiction_rate: float | None = None
+    mean_turns_per_conversation: float | None = None
+
     @model_validator(mode="before")
     @classmethod
     def _judged_default(cls, data: Any) -> Any:

@@ -466,6 +466,7 @@ async function loadInteraction() {
       ...(e.ungrounded_arguments === null || e.ungrounded_arguments === undefined ? [] : [badge("ungrounded tool arguments", e.ungrounded_arguments, true)])),
     labelPanel(e, labels || []),
     el("div", { class: "panel" }, facts),
+    ...(e.conversation_id ? [el("p", {}, "Conversation ", conversationLink(e.app, e.model, e.conversation_id), " (every turn, in order)")] : []),
     ...[conversationPanel(i)].filter(Boolean), textPanel("Question", i.question), ...[stepsPanel(i)].filter(Boolean), contexts, textPanel("Answer", i.answer), textPanel("Ground truth", i.ground_truth),
     ...e.pairs.map((pair) => pairPanel(pair, named)),
   );
@@ -591,6 +592,7 @@ function scheduleRefresh() {
 function wire() {
   document.querySelectorAll("[data-view]").forEach((a) => a.addEventListener("click", (e) => { e.preventDefault(); setParams({ view: a.dataset.view }, true); route(); }));
   $("interaction-back").addEventListener("click", (e) => { e.preventDefault(); history.back(); });
+  $("conversation-back").addEventListener("click", (e) => { e.preventDefault(); history.back(); });
   $("app").addEventListener("change", () => { setParams({ app: $("app").value, model: [] }, true); route(); });
   document.querySelectorAll("#ranges button").forEach((b) => b.addEventListener("click", () => { setParams({ range: b.dataset.range, start: null, end: null }, true); route(); }));
   $("custom").addEventListener("submit", (e) => {
@@ -605,5 +607,5 @@ function wire() {
 }
 
 wire();
-// after every script of the page has run: documents.js and compare.js add their views to VIEWS
+// after every script of the page has run: documents.js, conversations.js and compare.js add their views
 document.addEventListener("DOMContentLoaded", route);
