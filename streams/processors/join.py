@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from pipeline.argument_judge import ArgumentJudge
 from pipeline.assemble import assemble
 from pipeline.clock import Clock
 from pipeline.custom_evaluators import with_custom
@@ -63,7 +62,6 @@ class JoinProcessor(HoldingProcessor):
         )
         self.acks = OrderedAcks()
         self.pool = TaskPool(settings.kafka.stage_concurrency)
-        self.arguments: ArgumentJudge | None = None  # made on first use, once the judge is open
 
     @property
     def inputs(self) -> list[str]:
@@ -83,9 +81,8 @@ class JoinProcessor(HoldingProcessor):
         """The entry's Evaluation with its custom scores (from the judge result)."""
         evaluation = await self._core_evaluation(entry)
         assert entry.converted is not None
-        if self.arguments is None:
-            self.arguments = ArgumentJudge(self.resources.judge, self.ctx.settings)
-        evaluation = await self.arguments.review(evaluation, entry.converted.interaction)
+        if self.resources.arguments is not None:
+            evaluation = await self.resources.arguments.review(evaluation, entry.converted.interaction)
         if entry.judged is None:
             return evaluation
         return with_custom(evaluation, entry.judged.custom, entry.judged.custom_calls)

@@ -173,3 +173,20 @@ def test_estimate_prices_the_call_a_real_run_sends(fake_openai: FakeOpenAIServer
     assert result.stages["arguments"].cost_usd > 0 and result.failed == 0
     lexical = asyncio.run(estimate(items, settings.with_changes(tools={"argument_judge": "lexical"})))
     assert "arguments" not in lexical.stages
+
+
+async def test_the_staged_join_asks_the_judge_too(fake_openai: FakeOpenAIServer) -> None:
+    from pipeline.argument_judge import ArgumentJudge
+    from tests.unit.test_fault_join import feed_all, parts, rig
+
+    r = rig()
+    judge = llm_judge(fake_openai)
+    r.join.resources.arguments = ArgumentJudge(judge, make_settings(judge={"kind": "openai"}, tools=LLM))
+    try:
+        await feed_all(r, parts(interaction(), "entailed"))
+    finally:
+        await judge.aclose()
+    (ev,) = r.evaluations()
+    assert ev.ungrounded_argument_values == ["get_order.customer_id=C-88120"]
+    assert [c.stage for c in ev.calls if c.stage == "arguments"] == ["arguments"]
+    assert fake_openai.stats.by_prompt == {"arguments": 1}
