@@ -18,7 +18,7 @@ interaction without an unsupported value makes no call.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
 
 from pipeline.assemble import with_calls
 from pipeline.custom_evaluators import llm_of
@@ -56,7 +56,7 @@ def arguments_input(interaction: Interaction, min_chars: int) -> ArgumentsInput 
     return ArgumentsInput(turns=turns, results=results, values=values)
 
 
-def _check(count: int) -> Any:
+def _check(count: int) -> Callable[[ArgumentsAnswer], None]:
     def check(answer: ArgumentsAnswer) -> None:
         ids = sorted(v.id for v in answer.values)
         if ids != list(range(1, count + 1)):
