@@ -7,7 +7,9 @@ what the lexical check flags) go to the judge in one call per interaction (promp
 results in the order the model received them, and each value with how many of those results came
 before its call. A value the judge calls supported (a date the user gave in words, an id the model
 normalised) is dropped from ``ungrounded_argument_values``; ``ungrounded_arguments`` is False when none
-is left. Each turn and tool result shown is cut to ``MAX_TEXT_CHARS``.
+is left. Bounds: the first ``MAX_VALUES`` values are sent (the rest keep the lexical verdict); each turn
+and tool result shown is cut to ``MAX_TEXT_CHARS``, and the results together to ``MAX_RESULTS_CHARS``
+(later results get what is left, marked cut).
 
 The call goes through the judge's ``JudgeClient`` (retries, in-flight slots, cost) and its verdict cache.
 When it fails (an error, an answer that never validates), or with "llm" and no LLM judge, the lexical
@@ -35,6 +37,11 @@ log = logging.getLogger(__name__)
 
 #: characters of each conversation turn and tool result shown to the judge
 MAX_TEXT_CHARS = 4000
+#: characters of all the tool results shown together
+MAX_RESULTS_CHARS = 32_000
+#: values sent in one call; the others keep the lexical verdict
+MAX_VALUES = 50
+CUT = " [cut]"
 REASON_CHARS = 200
 
 
@@ -50,8 +57,14 @@ def arguments_input(interaction: Interaction, min_chars: int) -> ArgumentsInput 
         if m.role in ("user", "assistant")
     ]
     turns.append(PronounTurn(role="user", text=interaction.question[:MAX_TEXT_CHARS]))
+    found = found[:MAX_VALUES]
     seen = max(v.results_before for v in found)
-    results = [s.result[:MAX_TEXT_CHARS] for s in interaction.steps if s.result is not None][:seen]
+    results: list[str] = []
+    left = MAX_RESULTS_CHARS
+    for text in [s.result for s in interaction.steps if s.result is not None][:seen]:
+        cut = min(MAX_TEXT_CHARS, left)
+        results.append(text if len(text) <= cut else text[:cut] + CUT)
+        left -= min(len(text), cut)
     values = [ArgumentValue(text=v.label, results_before=v.results_before) for v in found]
     return ArgumentsInput(turns=turns, results=results, values=values)
 
@@ -89,7 +102,7 @@ class ArgumentJudge:
                 update={"argument_judge_failure": "no LLM judge: needs judge.kind openai, local or cascade"}
             )
         inp = arguments_input(interaction, self.min_chars)
-        if inp is None or len(inp.values) != len(evaluation.ungrounded_argument_values):
+        if inp is None or len(inp.values) != min(MAX_VALUES, len(evaluation.ungrounded_argument_values)):
             return evaluation.model_copy(
                 update={"argument_judge_failure": "the values to review do not match the evaluation's"}
             )

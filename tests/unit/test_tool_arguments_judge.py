@@ -190,3 +190,27 @@ async def test_the_staged_join_asks_the_judge_too(fake_openai: FakeOpenAIServer)
     assert ev.ungrounded_argument_values == ["get_order.customer_id=C-88120"]
     assert [c.stage for c in ev.calls if c.stage == "arguments"] == ["arguments"]
     assert fake_openai.stats.by_prompt == {"arguments": 1}
+
+
+async def test_one_call_holds_at_most_max_values_and_the_rest_keep_the_lexical_verdict(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    from pipeline.argument_judge import MAX_RESULTS_CHARS, MAX_VALUES
+
+    fake_openai.config.script.argument = lambda value, seen: True  # the judge supports every value it sees
+    big = "x" * 5000
+    steps = [
+        {"name": "f", "call_id": f"c{n}", "arguments": {"id": f"ID-{70_000 + n}"}, "result": big}
+        for n in range(MAX_VALUES + 10)
+    ]
+    judge = llm_judge(fake_openai)
+    try:
+        ev = await judged(judge, make_settings(judge={"kind": "openai"}, tools=LLM), interaction(steps))
+    finally:
+        await judge.aclose()
+    assert fake_openai.stats.by_prompt["arguments"] == 1
+    user = fake_openai.stats.bodies[-1]["messages"][-1]["content"]
+    assert user.startswith(f"Check these {MAX_VALUES} argument values.")
+    assert user.count("x") < MAX_RESULTS_CHARS + 1000 and "[cut]" in user
+    rest = range(MAX_VALUES, MAX_VALUES + 10)
+    assert ev.ungrounded_argument_values == [f"f.id=ID-{70_000 + n}" for n in rest]
