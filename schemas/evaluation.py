@@ -75,6 +75,11 @@ class Evaluation(BaseModel):
     ungrounded_argument_values: list[str] = Field(
         default_factory=list, description="those values, as '<tool>.<argument>=<value>'"
     )
+    argument_judge_failure: str | None = Field(
+        None,
+        description="with tools.argument_judge llm: why the LLM judge's review of the unsupported argument "
+        "values failed (the lexical result stands); None when it ran or was not asked",
+    )
 
     # cost and time
     calls: list[JudgeCall] = Field(default_factory=list)

@@ -1376,6 +1376,15 @@ class ToolSettings(BaseModel):
         description="an argument value shorter than this (characters) is never checked for grounding "
         "(ungrounded tool arguments)",
     )
+    argument_judge: Literal["lexical", "llm"] = Field(
+        "lexical",
+        description="who decides ungrounded tool arguments: lexical (a value must appear in the "
+        "conversation or an earlier tool result, pipeline.tool_arguments); llm: the values the lexical check "
+        "does not find are sent to the LLM judge (judge.kind openai, local or cascade) in one call per "
+        "interaction, and those it finds supported (a date given in words, a normalised id) are dropped; "
+        "without an LLM judge, or when the call fails, the lexical result stands "
+        "(pipeline.argument_judge)",
+    )
 
     @field_validator("evidence_allow", "evidence_deny")
     @classmethod

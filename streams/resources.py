@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from mode import Service
 from pydantic import BaseModel
 
+from pipeline.argument_judge import ArgumentJudge
 from pipeline.clock import Clock
 from pipeline.custom_evaluators import CustomEvaluators, open_custom
 from pipeline.evaluator import Evaluator
@@ -70,6 +71,8 @@ class Resources(Service):
         self._nli_judge: EntailJudge | NliGrouper | None = None
         self._evaluator: Evaluator | None = None  # the fused topology's
         self.custom: CustomEvaluators | None = None  # evaluators.file (pipeline.custom_evaluators)
+        # tools.argument_judge llm: the staged join's review of unsupported tool arguments
+        self.arguments: ArgumentJudge | None = None
         self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
         self.store: ClickHouseStore | None = None
         self._sink: EvaluationSink | None = None
@@ -170,6 +173,7 @@ class Resources(Service):
         self.custom = open_custom(settings.evaluators, judge)
         if self.custom is not None:
             self._stack.callback(self.custom.close)
+        self.arguments = ArgumentJudge(judge, settings)
         if settings.kafka.topology == "fused":
             self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance, custom=self.custom)
             self._stack.push_async_callback(self._evaluator.aclose)
