@@ -18,7 +18,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -53,28 +52,6 @@ _ROW_FIELDS = list(EvalRow.model_fields)
 #: how often (at most) an embedded chDB returns the memory its allocator freed to the OS (see above)
 CHDB_PURGE_INTERVAL_S = 60.0
 
-
-@dataclass(frozen=True)
-class Claim:
-    """A delivery claimed in the ledger (``claim_delivery``), as ``release_deliveries`` gives it up."""
-
-    delivery_id: str
-    alert_id: str
-    receiver: str
-    claimed_at: datetime
-
-
-#: the ledger rows that hold a delivery: an outcome (delivered, failed) or a claim younger than the lease
-#: (a released claim, or one older than the lease, holds nothing); ``stale`` is the lease's start
-LIVE_OR_SETTLED = (
-    "(status IN ('delivered', 'failed') "
-    "OR (status = 'claimed' AND claimed_at >= {stale:DateTime64(3, 'UTC')}))"
-)
-
-DELIVERY_COLUMNS = [
-    "delivery_id", "alert_id", "receiver", "claimant", "claimed_at",
-    "status", "attempts", "error", "updated_at",
-]  # fmt: skip
 
 #: the rows of one app and model in [start, end): the leading columns of the evaluations' sorting key
 #: (migration 011), so FINAL reads the granules of the range, not the table
@@ -211,6 +188,9 @@ class ClickHouseStore:
     def insert_rows_sync(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
         data = [list(r) for r in rows]
         self._locked(lambda: self.client.insert(f"{self.db}.{table}", data, column_names=list(columns)))
+
+    async def insert_rows(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
+        await asyncio.to_thread(self.insert_rows_sync, table, rows, columns)
 
     def command_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
         self._locked(lambda: self.client.command(sql, parameters=parameters))
@@ -357,114 +337,6 @@ class ClickHouseStore:
             {"app": app, "model": model, "start": utc(start), "end": utc(end)},
         )
         return [WindowAggregate.model_validate(r) for r in rows]
-
-    async def claim_delivery(
-        self,
-        delivery_id: str,
-        alert_id: str,
-        receiver: str,
-        claimant: str,
-        claimed_at: datetime,
-        stale_before: datetime | None = None,
-    ) -> bool:
-        """Claim a notification (the ledger of migration 004); True when this claim arrived first (the
-        server's insert time) among the live ones, so this claimant sends; a delivery already recorded
-        as delivered or failed is never claimed again. Any reader that sees a later claim also sees the
-        first one. A claim made before ``stale_before`` without an outcome is dead (its worker stopped
-        between claiming and recording): it no longer counts, so another claimant takes the delivery;
-        nor does a released one (``release_delivery``)."""
-        at = utc(claimed_at)
-        # a claim's version (updated_at) is the epoch: an outcome row always replaces it, never the reverse
-        row = [
-            delivery_id,
-            alert_id,
-            receiver,
-            claimant,
-            at,
-            "claimed",
-            0,
-            "",
-            datetime(1970, 1, 1, tzinfo=UTC),
-        ]
-        await self._run(
-            lambda: self.client.insert(f"{self.db}.alert_deliveries", [row], column_names=DELIVERY_COLUMNS)
-        )
-        rows = await self.query(
-            f"SELECT claimant, status FROM {self.db}.alert_deliveries FINAL WHERE delivery_id = {{d:String}} "
-            f"AND {LIVE_OR_SETTLED} "
-            "ORDER BY status = 'claimed' ASC, inserted ASC, claimant ASC LIMIT 1",
-            {
-                "d": delivery_id,
-                "stale": utc(stale_before) if stale_before else datetime(1970, 1, 1, tzinfo=UTC),
-            },
-        )
-        return bool(rows) and rows[0]["status"] == "claimed" and rows[0]["claimant"] == claimant
-
-    async def undelivered(
-        self, receivers: Sequence[str], since: datetime, stale_before: datetime
-    ) -> list[tuple[Alert, str]]:
-        """(alert, receiver) of the transitions since ``since`` (wall time) that no receiver outcome
-        records and no live claim covers: a worker stopped after writing the transition and before its
-        notification was recorded, or released it unsent. Oldest first."""
-        if not receivers:
-            return []
-        alerts = await self.query(
-            "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
-            "WHERE fired_at >= {since:DateTime64(3, 'UTC')} ORDER BY fired_at, alert_id",
-            {"since": utc(since)},
-        )
-        if not alerts:
-            return []
-        settled = await self.query(
-            f"SELECT DISTINCT delivery_id FROM {self.db}.alert_deliveries FINAL "
-            f"WHERE claimed_at >= {{since:DateTime64(3, 'UTC')}} AND {LIVE_OR_SETTLED}",
-            {"since": utc(since) - timedelta(days=1), "stale": utc(stale_before)},
-        )
-        done = {r["delivery_id"] for r in settled}
-        out = []
-        for row in alerts:
-            alert = Alert.model_validate(row)
-            out += [(alert, r) for r in receivers if f"{alert.alert_id}|{r}" not in done]
-        return out
-
-    async def finish_delivery(
-        self, delivery_id: str, claimant: str, status: str, attempts: int, error: str, at: datetime
-    ) -> None:
-        """Record the outcome of a claimed delivery (replaces the claim row of this claimant)."""
-        rows = await self.query(
-            "SELECT " + ", ".join(DELIVERY_COLUMNS) + f" FROM {self.db}.alert_deliveries FINAL "
-            "WHERE delivery_id = {d:String} AND claimant = {c:String}",
-            {"d": delivery_id, "c": claimant},
-        )
-        claim: dict[str, Any] = rows[0] if rows else {"alert_id": "", "receiver": "", "claimed_at": at}
-        row = [delivery_id, claim["alert_id"], claim["receiver"], claimant, utc(claim["claimed_at"]),
-               status, attempts, error[:2000], utc(at)]  # fmt: skip
-        await self._run(
-            lambda: self.client.insert(f"{self.db}.alert_deliveries", [row], column_names=DELIVERY_COLUMNS)
-        )
-
-    async def release_deliveries(self, claims: Sequence[Claim], claimant: str, at: datetime) -> None:
-        """Give up claims without an outcome (the worker stops): each delivery is anyone's again at once,
-        without waiting for the lease. One insert; each row replaces its claim (``at`` is a later
-        version than a claim's) even if the claim's own insert lands after it, and stays, with status
-        ``released``."""
-        if not claims:
-            return
-        rows = [
-            [c.delivery_id, c.alert_id, c.receiver, claimant, utc(c.claimed_at), "released", 0,
-             "released without an outcome at a stop", utc(at)]
-            for c in claims
-        ]  # fmt: skip
-        await self._run(
-            lambda: self.client.insert(f"{self.db}.alert_deliveries", rows, column_names=DELIVERY_COLUMNS)
-        )
-
-    def deliveries_sync(self) -> list[dict[str, Any]]:
-        """Every claim and outcome in the ledger (deduplicated), oldest claim first."""
-        return self.query_sync(
-            "SELECT " + ", ".join(DELIVERY_COLUMNS) + f" FROM {self.db}.alert_deliveries FINAL "
-            "ORDER BY claimed_at, delivery_id, claimant"
-        )
 
     def stale_windows_sync(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         """(app, model, window start) of windows whose rows were written after their aggregate (or that
