@@ -1,27 +1,15 @@
-"""All groundwatch reads and writes of ClickHouse, async on top of the synchronous client.
-
-chDB has no async client and one engine per process: one store (one client) per process, every call run
-in a worker thread under a lock. Only ``{name:Type}`` query parameters carry values; the database name is
-a checked identifier.
-
-Memory of the embedded engine: chDB allocates through its own jemalloc, which keeps pages that inserts,
-merges and queries freed ("dirty") in the process until it decides to return them. So after an insert,
-at most every ``CHDB_PURGE_INTERVAL_S``, the store asks the engine to hand them back (``SYSTEM JEMALLOC
-PURGE``, ~5 ms; live memory is untouched). In two 20-minute soaks at 20 interactions/s
-(benchmarks/soak.py, one run each, under different loads: docs/performance.md) the RSS slope after the
-warm-up was +2.35 MB/min without it and +0.05 MB/min with it.
-"""
+"""All groundwatch reads and writes of ClickHouse (evaluations, windows, alerts, dead letters), over one
+``streams.clickhouse.connection.Connection``; the alert-delivery ledger is ``streams.clickhouse.leases``
+and people's labels ``streams.clickhouse.labels``."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from pipeline.clock import SYSTEM_CLOCK, Clock
+from pipeline.clock import Clock
 from pipeline.privacy.mask import without_texts
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
@@ -30,6 +18,7 @@ from schemas.settings import ClickHouseSettings, DimensionSettings
 from schemas.utc import utc
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
+from streams.clickhouse.connection import Connection
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
 from streams.clickhouse.dimensions import DimensionWriter
 from streams.clickhouse.migrations import apply_migrations, ddl_dir
@@ -44,14 +33,7 @@ from streams.clickhouse.rows import (
     window_row,
 )
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
-
 _ROW_FIELDS = list(EvalRow.model_fields)
-
-#: how often (at most) an embedded chDB returns the memory its allocator freed to the OS (see above)
-CHDB_PURGE_INTERVAL_S = 60.0
-
 
 #: the rows of one app and model in [start, end): the leading columns of the evaluations' sorting key
 #: (migration 011), so FINAL reads the granules of the range, not the table
@@ -61,7 +43,9 @@ WINDOW_ROWS = (
 )
 
 
-class ClickHouseStore:
+class ClickHouseStore(Connection):
+    """The reads and writes of groundwatch's tables over one connection."""
+
     def __init__(
         self,
         client: Any,
@@ -70,17 +54,11 @@ class ClickHouseStore:
         store_payload: bool = True,
         clock: Clock | None = None,
     ) -> None:
-        self.client = client
-        self.clock: Clock = clock or SYSTEM_CLOCK  # when chDB's freed pages were last handed back
+        super().__init__(client, target, clock)
         #: clickhouse.store_payload: false writes evaluations without their texts (privacy.mask.without_texts)
         self.store_payload = store_payload
-        self.target = target
-        self.db = target.database
-        self._lock = threading.Lock()
         # the dimensions written with each evaluation (their cardinality guard reads back this table)
         self.dimensions = DimensionWriter(dimensions or DimensionSettings(), self.db, self.query_sync)
-        self._purged_at = self.clock.monotonic()
-        self.purges = 0
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @classmethod
@@ -108,23 +86,6 @@ class ClickHouseStore:
     ) -> ClickHouseStore:
         return await asyncio.to_thread(cls.open_sync, settings, migrate, dimensions)
 
-    def describe(self) -> str:
-        return self.target.describe()
-
-    def close(self) -> None:
-        if self.target.kind != "chdb":  # the embedded engine lives as long as the process
-            self.client.close()
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(self.close)
-
-    def _locked(self, fn: Callable[[], T]) -> T:
-        with self._lock:
-            return fn()
-
-    async def _run(self, fn: Callable[[], T]) -> T:
-        return await asyncio.to_thread(self._locked, fn)
-
     # ---- writes ---------------------------------------------------------------------------------
     def insert_evaluations_sync(self, evaluations: Sequence[Evaluation]) -> None:
         if not evaluations:
@@ -148,21 +109,6 @@ class ClickHouseStore:
             )
         self.release_memory_if_due()
 
-    def release_memory_if_due(self, now: float | None = None) -> bool:
-        """Embedded chDB only: hand the pages its allocator freed back to the OS, at most every
-        ``CHDB_PURGE_INTERVAL_S`` (module docstring). True when it purged now."""
-        now = self.clock.monotonic() if now is None else now
-        if self.target.kind != "chdb" or now - self._purged_at < CHDB_PURGE_INTERVAL_S:
-            return False
-        self._purged_at = now
-        try:
-            self._locked(lambda: self.client.command("SYSTEM JEMALLOC PURGE"))
-        except Exception as exc:  # an engine built without jemalloc: nothing to hand back
-            log.debug("chDB memory purge failed: %r", exc)
-            return False
-        self.purges += 1
-        return True
-
     async def insert_evaluations(self, evaluations: Sequence[Evaluation]) -> None:
         await asyncio.to_thread(self.insert_evaluations_sync, evaluations)
 
@@ -185,32 +131,11 @@ class ClickHouseStore:
                 lambda: self.client.insert(f"{self.db}.dead_letters", data, column_names=DEAD_LETTER_COLUMNS)
             )
 
-    def insert_rows_sync(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-        data = [list(r) for r in rows]
-        self._locked(lambda: self.client.insert(f"{self.db}.{table}", data, column_names=list(columns)))
-
-    async def insert_rows(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-        await asyncio.to_thread(self.insert_rows_sync, table, rows, columns)
-
-    def command_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
-        self._locked(lambda: self.client.command(sql, parameters=parameters))
-
     async def insert_alert(self, alert: Alert) -> None:
         row = alert_row(alert)
         await self._run(lambda: self.client.insert(f"{self.db}.alerts", [row], column_names=ALERT_COLUMNS))
 
     # ---- reads ----------------------------------------------------------------------------------
-    def query_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        def go() -> list[dict[str, Any]]:
-            result = self.client.query(sql, parameters=parameters or {})
-            names = list(result.column_names)
-            return [dict(zip(names, row, strict=True)) for row in result.result_rows]
-
-        return self._locked(go)
-
-    async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.query_sync, sql, parameters)
-
     def rows_between_sync(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
         """Deduplicated evaluation rows of one app/model with start <= timestamp < end."""
         cols = ", ".join(_ROW_FIELDS)
@@ -382,17 +307,6 @@ class ClickHouseStore:
             rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{source}")
             out[table] = int(rows[0]["n"]) if rows else 0
         return out
-
-    def ping_sync(self) -> bool:
-        """ClickHouse answers a query (tells a bad row from an outage)."""
-        try:
-            self.query_sync("SELECT 1 AS ok")
-            return True
-        except Exception:
-            return False
-
-    async def ping(self) -> bool:
-        return await asyncio.to_thread(self.ping_sync)
 
     async def counts(self) -> dict[str, int]:
         return await asyncio.to_thread(self.counts_sync)
