@@ -16,7 +16,7 @@ time, tokens; on the same cases each peer's balanced accuracy (the set's ``peers
 grounding sets, a length-only baseline (score = -len(answer): HaluEval's right answers are short
 spans) with its AUC and its best-threshold balanced accuracy (an optimistic figure for the baseline).
 A threshold curve (balanced accuracy at 0.05 steps) is written for every scored run, so the defaults
-in ``schemas/settings.py`` can be traced to it.
+in ``schemas/settings/`` can be traced to it.
 
 Every judge runs with the settings a user gets by default (so the figures are the ones a user will
 see); ``GROUNDWATCH_*`` variables in this process's environment are passed on and change them.

@@ -12,7 +12,7 @@ background. A failed publish raises before the table row exists, so the window s
 (streams.windows.closer) and the transition is retried.
 
 Notifications, however many workers: before sending, a worker claims the delivery (alert id + receiver)
-in the ``alert_deliveries`` ledger; only the earliest claim sends (``ClickHouseStore.claim_delivery``),
+in the ``alert_deliveries`` ledger; only the earliest claim sends (``streams.clickhouse.leases``),
 with retries and backoff, and records the outcome there. A delivery that fails every retry is logged as
 an ERROR, counted (``delivery_failures``) and kept in the ledger with its last error. Requests carry
 the delivery id (``X-Groundwatch-Delivery``) and Alertmanager merges posts of the same labels, so the
@@ -48,7 +48,8 @@ from streams.alerts.slices import slice_observations
 from streams.alerts.stats import EMPTY, observe
 from streams.alerts.webhook import Outcome
 from streams.clickhouse.labels import LabelStore
-from streams.clickhouse.store import Claim, ClickHouseStore
+from streams.clickhouse.leases import Claim, DeliveryLedger
+from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import correct_threshold
 from streams.windows.tumbling import TumblingWindows
 
@@ -87,6 +88,7 @@ class AlertEngine:
         self.settings = settings
         self.windows = windows
         self.store = store
+        self.ledger = DeliveryLedger(store)  # who sends each notification
         self.publish = publish
         self.targets = resolve(rules.receivers, settings) if targets is None else targets
         self.clock: Clock = clock or SystemClock()  # stamps transitions, leases, deliveries; their backoff
@@ -335,7 +337,7 @@ class AlertEngine:
         by_name = {t.name: t for t in self.targets}
         since = now - timedelta(hours=self.settings.redeliver_hours)
         stale = now - timedelta(seconds=self.settings.delivery_lease_s)
-        pending = await self.store.undelivered(list(by_name), since, stale)
+        pending = await self.ledger.undelivered(list(by_name), since, stale)
         for alert, receiver in pending:
             log.warning("alert %s: notifying %s again (no outcome recorded)", alert.alert_id, receiver)
             self._spawn(self.notify(by_name[receiver], alert))
@@ -361,10 +363,8 @@ class AlertEngine:
         outcome: Outcome | None = None
         try:
             # from its first await a claim row may exist: a cancellation does not stop the insert
-            if not await self.store.claim_delivery(
-                delivery_id, alert.alert_id, target.name, self.claimant, now,
-                now - timedelta(seconds=self.settings.delivery_lease_s),
-            ):  # fmt: skip
+            stale_before = now - timedelta(seconds=self.settings.delivery_lease_s)
+            if not await self.ledger.claim(claim, self.claimant, stale_before):
                 log.info("delivery %s is another worker's", delivery_id)
                 return False
             if self._http is None:
@@ -394,14 +394,14 @@ class AlertEngine:
                 "%d alert deliveries cancelled unsent %g s into the stop, their claims released for the "
                 "next worker: %s", len(unsent), self.stop_grace_s, ", ".join(c.delivery_id for c in unsent),
             )  # fmt: skip
-            await self.store.release_deliveries(unsent, self.claimant, self.clock.now())
+            await self.ledger.release(unsent, self.claimant, self.clock.now())
         unrecorded, self._unrecorded = self._unrecorded, []
         for delivery_id, outcome in unrecorded:
             await self._record(delivery_id, outcome)
 
     async def _record(self, delivery_id: str, outcome: Outcome) -> None:
         status = "delivered" if outcome.ok else "failed"
-        await self.store.finish_delivery(
+        await self.ledger.finish(
             delivery_id, self.claimant, status, outcome.attempts, outcome.error, self.clock.now()
         )
 

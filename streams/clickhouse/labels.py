@@ -120,9 +120,7 @@ class LabelStore:
         if not labels:
             return
         rows = [label_row(label) for label in labels]
-        await self.store._run(
-            lambda: self.store.client.insert(f"{self.db}.labels", rows, column_names=LABEL_COLUMNS)
-        )
+        await self.store.insert_rows("labels", rows, LABEL_COLUMNS)
 
     async def of_interaction(self, interaction_id: str) -> list[Label]:
         return await self._labels("interaction_id = {iid:String}", {"iid": interaction_id})

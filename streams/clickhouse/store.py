@@ -1,28 +1,15 @@
-"""All groundwatch reads and writes of ClickHouse, async on top of the synchronous client.
-
-chDB has no async client and one engine per process: one store (one client) per process, every call run
-in a worker thread under a lock. Only ``{name:Type}`` query parameters carry values; the database name is
-a checked identifier.
-
-Memory of the embedded engine: chDB allocates through its own jemalloc, which keeps pages that inserts,
-merges and queries freed ("dirty") in the process until it decides to return them. So after an insert,
-at most every ``CHDB_PURGE_INTERVAL_S``, the store asks the engine to hand them back (``SYSTEM JEMALLOC
-PURGE``, ~5 ms; live memory is untouched). In two 20-minute soaks at 20 interactions/s
-(benchmarks/soak.py, one run each, under different loads: docs/performance.md) the RSS slope after the
-warm-up was +2.35 MB/min without it and +0.05 MB/min with it.
-"""
+"""All groundwatch reads and writes of ClickHouse (evaluations, windows, alerts, dead letters), over one
+``streams.clickhouse.connection.Connection``; the alert-delivery ledger is ``streams.clickhouse.leases``
+and people's labels ``streams.clickhouse.labels``."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from pipeline.clock import SYSTEM_CLOCK, Clock
+from pipeline.clock import Clock
 from pipeline.privacy.mask import without_texts
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
@@ -31,6 +18,7 @@ from schemas.settings import ClickHouseSettings, DimensionSettings
 from schemas.utc import utc
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import Target, connect, parse_url
+from streams.clickhouse.connection import Connection
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
 from streams.clickhouse.dimensions import DimensionWriter
 from streams.clickhouse.migrations import apply_migrations, ddl_dir
@@ -45,36 +33,7 @@ from streams.clickhouse.rows import (
     window_row,
 )
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
-
 _ROW_FIELDS = list(EvalRow.model_fields)
-
-#: how often (at most) an embedded chDB returns the memory its allocator freed to the OS (see above)
-CHDB_PURGE_INTERVAL_S = 60.0
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A delivery claimed in the ledger (``claim_delivery``), as ``release_deliveries`` gives it up."""
-
-    delivery_id: str
-    alert_id: str
-    receiver: str
-    claimed_at: datetime
-
-
-#: the ledger rows that hold a delivery: an outcome (delivered, failed) or a claim younger than the lease
-#: (a released claim, or one older than the lease, holds nothing); ``stale`` is the lease's start
-LIVE_OR_SETTLED = (
-    "(status IN ('delivered', 'failed') "
-    "OR (status = 'claimed' AND claimed_at >= {stale:DateTime64(3, 'UTC')}))"
-)
-
-DELIVERY_COLUMNS = [
-    "delivery_id", "alert_id", "receiver", "claimant", "claimed_at",
-    "status", "attempts", "error", "updated_at",
-]  # fmt: skip
 
 #: the rows of one app and model in [start, end): the leading columns of the evaluations' sorting key
 #: (migration 011), so FINAL reads the granules of the range, not the table
@@ -84,7 +43,9 @@ WINDOW_ROWS = (
 )
 
 
-class ClickHouseStore:
+class ClickHouseStore(Connection):
+    """The reads and writes of groundwatch's tables over one connection."""
+
     def __init__(
         self,
         client: Any,
@@ -93,17 +54,11 @@ class ClickHouseStore:
         store_payload: bool = True,
         clock: Clock | None = None,
     ) -> None:
-        self.client = client
-        self.clock: Clock = clock or SYSTEM_CLOCK  # when chDB's freed pages were last handed back
+        super().__init__(client, target, clock)
         #: clickhouse.store_payload: false writes evaluations without their texts (privacy.mask.without_texts)
         self.store_payload = store_payload
-        self.target = target
-        self.db = target.database
-        self._lock = threading.Lock()
         # the dimensions written with each evaluation (their cardinality guard reads back this table)
         self.dimensions = DimensionWriter(dimensions or DimensionSettings(), self.db, self.query_sync)
-        self._purged_at = self.clock.monotonic()
-        self.purges = 0
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @classmethod
@@ -131,23 +86,6 @@ class ClickHouseStore:
     ) -> ClickHouseStore:
         return await asyncio.to_thread(cls.open_sync, settings, migrate, dimensions)
 
-    def describe(self) -> str:
-        return self.target.describe()
-
-    def close(self) -> None:
-        if self.target.kind != "chdb":  # the embedded engine lives as long as the process
-            self.client.close()
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(self.close)
-
-    def _locked(self, fn: Callable[[], T]) -> T:
-        with self._lock:
-            return fn()
-
-    async def _run(self, fn: Callable[[], T]) -> T:
-        return await asyncio.to_thread(self._locked, fn)
-
     # ---- writes ---------------------------------------------------------------------------------
     def insert_evaluations_sync(self, evaluations: Sequence[Evaluation]) -> None:
         if not evaluations:
@@ -171,21 +109,6 @@ class ClickHouseStore:
             )
         self.release_memory_if_due()
 
-    def release_memory_if_due(self, now: float | None = None) -> bool:
-        """Embedded chDB only: hand the pages its allocator freed back to the OS, at most every
-        ``CHDB_PURGE_INTERVAL_S`` (module docstring). True when it purged now."""
-        now = self.clock.monotonic() if now is None else now
-        if self.target.kind != "chdb" or now - self._purged_at < CHDB_PURGE_INTERVAL_S:
-            return False
-        self._purged_at = now
-        try:
-            self._locked(lambda: self.client.command("SYSTEM JEMALLOC PURGE"))
-        except Exception as exc:  # an engine built without jemalloc: nothing to hand back
-            log.debug("chDB memory purge failed: %r", exc)
-            return False
-        self.purges += 1
-        return True
-
     async def insert_evaluations(self, evaluations: Sequence[Evaluation]) -> None:
         await asyncio.to_thread(self.insert_evaluations_sync, evaluations)
 
@@ -208,29 +131,11 @@ class ClickHouseStore:
                 lambda: self.client.insert(f"{self.db}.dead_letters", data, column_names=DEAD_LETTER_COLUMNS)
             )
 
-    def insert_rows_sync(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-        data = [list(r) for r in rows]
-        self._locked(lambda: self.client.insert(f"{self.db}.{table}", data, column_names=list(columns)))
-
-    def command_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
-        self._locked(lambda: self.client.command(sql, parameters=parameters))
-
     async def insert_alert(self, alert: Alert) -> None:
         row = alert_row(alert)
         await self._run(lambda: self.client.insert(f"{self.db}.alerts", [row], column_names=ALERT_COLUMNS))
 
     # ---- reads ----------------------------------------------------------------------------------
-    def query_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        def go() -> list[dict[str, Any]]:
-            result = self.client.query(sql, parameters=parameters or {})
-            names = list(result.column_names)
-            return [dict(zip(names, row, strict=True)) for row in result.result_rows]
-
-        return self._locked(go)
-
-    async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.query_sync, sql, parameters)
-
     def rows_between_sync(self, app: str, model: str, start: datetime, end: datetime) -> list[EvalRow]:
         """Deduplicated evaluation rows of one app/model with start <= timestamp < end."""
         cols = ", ".join(_ROW_FIELDS)
@@ -358,114 +263,6 @@ class ClickHouseStore:
         )
         return [WindowAggregate.model_validate(r) for r in rows]
 
-    async def claim_delivery(
-        self,
-        delivery_id: str,
-        alert_id: str,
-        receiver: str,
-        claimant: str,
-        claimed_at: datetime,
-        stale_before: datetime | None = None,
-    ) -> bool:
-        """Claim a notification (the ledger of migration 004); True when this claim arrived first (the
-        server's insert time) among the live ones, so this claimant sends; a delivery already recorded
-        as delivered or failed is never claimed again. Any reader that sees a later claim also sees the
-        first one. A claim made before ``stale_before`` without an outcome is dead (its worker stopped
-        between claiming and recording): it no longer counts, so another claimant takes the delivery;
-        nor does a released one (``release_delivery``)."""
-        at = utc(claimed_at)
-        # a claim's version (updated_at) is the epoch: an outcome row always replaces it, never the reverse
-        row = [
-            delivery_id,
-            alert_id,
-            receiver,
-            claimant,
-            at,
-            "claimed",
-            0,
-            "",
-            datetime(1970, 1, 1, tzinfo=UTC),
-        ]
-        await self._run(
-            lambda: self.client.insert(f"{self.db}.alert_deliveries", [row], column_names=DELIVERY_COLUMNS)
-        )
-        rows = await self.query(
-            f"SELECT claimant, status FROM {self.db}.alert_deliveries FINAL WHERE delivery_id = {{d:String}} "
-            f"AND {LIVE_OR_SETTLED} "
-            "ORDER BY status = 'claimed' ASC, inserted ASC, claimant ASC LIMIT 1",
-            {
-                "d": delivery_id,
-                "stale": utc(stale_before) if stale_before else datetime(1970, 1, 1, tzinfo=UTC),
-            },
-        )
-        return bool(rows) and rows[0]["status"] == "claimed" and rows[0]["claimant"] == claimant
-
-    async def undelivered(
-        self, receivers: Sequence[str], since: datetime, stale_before: datetime
-    ) -> list[tuple[Alert, str]]:
-        """(alert, receiver) of the transitions since ``since`` (wall time) that no receiver outcome
-        records and no live claim covers: a worker stopped after writing the transition and before its
-        notification was recorded, or released it unsent. Oldest first."""
-        if not receivers:
-            return []
-        alerts = await self.query(
-            "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
-            "WHERE fired_at >= {since:DateTime64(3, 'UTC')} ORDER BY fired_at, alert_id",
-            {"since": utc(since)},
-        )
-        if not alerts:
-            return []
-        settled = await self.query(
-            f"SELECT DISTINCT delivery_id FROM {self.db}.alert_deliveries FINAL "
-            f"WHERE claimed_at >= {{since:DateTime64(3, 'UTC')}} AND {LIVE_OR_SETTLED}",
-            {"since": utc(since) - timedelta(days=1), "stale": utc(stale_before)},
-        )
-        done = {r["delivery_id"] for r in settled}
-        out = []
-        for row in alerts:
-            alert = Alert.model_validate(row)
-            out += [(alert, r) for r in receivers if f"{alert.alert_id}|{r}" not in done]
-        return out
-
-    async def finish_delivery(
-        self, delivery_id: str, claimant: str, status: str, attempts: int, error: str, at: datetime
-    ) -> None:
-        """Record the outcome of a claimed delivery (replaces the claim row of this claimant)."""
-        rows = await self.query(
-            "SELECT " + ", ".join(DELIVERY_COLUMNS) + f" FROM {self.db}.alert_deliveries FINAL "
-            "WHERE delivery_id = {d:String} AND claimant = {c:String}",
-            {"d": delivery_id, "c": claimant},
-        )
-        claim: dict[str, Any] = rows[0] if rows else {"alert_id": "", "receiver": "", "claimed_at": at}
-        row = [delivery_id, claim["alert_id"], claim["receiver"], claimant, utc(claim["claimed_at"]),
-               status, attempts, error[:2000], utc(at)]  # fmt: skip
-        await self._run(
-            lambda: self.client.insert(f"{self.db}.alert_deliveries", [row], column_names=DELIVERY_COLUMNS)
-        )
-
-    async def release_deliveries(self, claims: Sequence[Claim], claimant: str, at: datetime) -> None:
-        """Give up claims without an outcome (the worker stops): each delivery is anyone's again at once,
-        without waiting for the lease. One insert; each row replaces its claim (``at`` is a later
-        version than a claim's) even if the claim's own insert lands after it, and stays, with status
-        ``released``."""
-        if not claims:
-            return
-        rows = [
-            [c.delivery_id, c.alert_id, c.receiver, claimant, utc(c.claimed_at), "released", 0,
-             "released without an outcome at a stop", utc(at)]
-            for c in claims
-        ]  # fmt: skip
-        await self._run(
-            lambda: self.client.insert(f"{self.db}.alert_deliveries", rows, column_names=DELIVERY_COLUMNS)
-        )
-
-    def deliveries_sync(self) -> list[dict[str, Any]]:
-        """Every claim and outcome in the ledger (deduplicated), oldest claim first."""
-        return self.query_sync(
-            "SELECT " + ", ".join(DELIVERY_COLUMNS) + f" FROM {self.db}.alert_deliveries FINAL "
-            "ORDER BY claimed_at, delivery_id, claimant"
-        )
-
     def stale_windows_sync(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         """(app, model, window start) of windows whose rows were written after their aggregate (or that
         have none), among rows written since ``since``: what a crashed worker left unclosed."""
@@ -511,17 +308,6 @@ class ClickHouseStore:
             rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{source}")
             out[table] = int(rows[0]["n"]) if rows else 0
         return out
-
-    def ping_sync(self) -> bool:
-        """ClickHouse answers a query (tells a bad row from an outage)."""
-        try:
-            self.query_sync("SELECT 1 AS ok")
-            return True
-        except Exception:
-            return False
-
-    async def ping(self) -> bool:
-        return await asyncio.to_thread(self.ping_sync)
 
     async def counts(self) -> dict[str, int]:
         return await asyncio.to_thread(self.counts_sync)

@@ -18,6 +18,7 @@ from schemas.alert import AlertRules
 from schemas.window import WindowAggregate
 from streams.alerts.engine import AlertEngine
 from streams.alerts.rules import load_rules
+from streams.clickhouse.leases import DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
@@ -113,7 +114,7 @@ async def test_drift_fires_one_alertmanager_alert_and_the_recovery_resolves_it(
     assert after == [] or all(
         datetime.fromisoformat(a["endsAt"].replace("Z", "+00:00")) <= datetime.now(UTC) for a in after
     )
-    ledger = store.deliveries_sync()
+    ledger = DeliveryLedger(store).deliveries_sync()
     assert sorted(d["status"] for d in ledger if d["status"] != "claimed") == ["delivered", "delivered"]
     assert sum(e.delivered for e in engines) == 2 and sum(e.delivery_failures for e in engines) == 0
     for e in engines:

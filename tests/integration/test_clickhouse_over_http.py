@@ -14,6 +14,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import error_code, is_unavailable
+from streams.clickhouse.leases import Claim, DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from tests.chdb_http_server import ChdbHttpServer
 from tests.settings_factory import make_settings
@@ -61,13 +62,13 @@ def test_the_first_claim_wins_across_stores(server: str) -> None:
     now = datetime.now(UTC)
 
     async def claim(store: ClickHouseStore, who: str) -> bool:
-        return await store.claim_delivery("a|am", "a", "am", who, now)
+        return await DeliveryLedger(store).claim(Claim("a|am", "a", "am", now), who)
 
     try:
         assert asyncio.run(claim(stores[0], "worker-a")) is True
         assert asyncio.run(claim(stores[1], "worker-b")) is False  # one claim came first: the other's
         assert asyncio.run(claim(stores[1], "worker-c")) is False
-        claimants = sorted(d["claimant"] for d in stores[1].deliveries_sync())
+        claimants = sorted(d["claimant"] for d in DeliveryLedger(stores[1]).deliveries_sync())
         assert claimants == ["worker-a", "worker-b", "worker-c"]
     finally:
         for store in stores:

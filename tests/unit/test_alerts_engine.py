@@ -22,6 +22,7 @@ from schemas.errors import ConfigError
 from schemas.window import WindowAggregate
 from streams.alerts.engine import AlertEngine
 from streams.alerts.receivers import resolve
+from streams.clickhouse.leases import Claim, DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
@@ -37,6 +38,11 @@ class Hook:
     def __init__(self, codes: list[int] | None = None) -> None:
         self.codes = codes or []
         self.posts: list[tuple[dict[str, str], bytes]] = []
+
+
+def deliveries(store: ClickHouseStore) -> list[dict[str, Any]]:
+    """Every claim and outcome in the store's delivery ledger."""
+    return DeliveryLedger(store).deliveries_sync()
 
 
 @pytest.fixture()
@@ -129,7 +135,7 @@ async def test_drift_fires_once_and_resolves_once_across_two_engines(
         mac = hmac.new(b"s3cret", headers["X-Groundwatch-Timestamp"].encode() + b"." + body, hashlib.sha256)
         assert headers["X-Groundwatch-Signature"] == "sha256=" + mac.hexdigest()
     assert [json.loads(b)["alert"]["state"] for _, b in state.posts] == ["firing", "resolved"]
-    assert [d["status"] for d in store.deliveries_sync()].count("delivered") == 2
+    assert [d["status"] for d in deliveries(store)].count("delivered") == 2
     assert sum(e.delivered for e in pair) == 2 and sum(e.delivery_failures for e in pair) == 0
 
 
@@ -145,7 +151,7 @@ async def test_the_ledger_lets_one_of_two_claims_send(store: ClickHouseStore, ho
     fresh = made[0].model_copy(update={"alert_id": "other|bot|m|x"})
     sent = await asyncio.gather(*(e.notify(e.targets[0], fresh) for e in pair))
     assert sorted(sent) == [False, True] and len(state.posts) == 1
-    rows = [d for d in store.deliveries_sync() if d["alert_id"] == "other|bot|m|x"]
+    rows = [d for d in deliveries(store) if d["alert_id"] == "other|bot|m|x"]
     assert sorted(d["status"] for d in rows) == ["claimed", "delivered"]
 
 
@@ -159,7 +165,7 @@ async def test_a_failing_receiver_is_retried_then_recorded_and_counted(
     made = await run(store, pair, [5] * 8 + [20] * 2, clock)
     assert [a.state for a in made] == ["firing"]
     assert len(state.posts) == 3  # 1 + 2 retries, by one engine only
-    failed = [d for d in store.deliveries_sync() if d["status"] == "failed"]
+    failed = [d for d in deliveries(store) if d["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["attempts"] == 3 and "503" in failed[0]["error"]
     assert sum(e.delivery_failures for e in pair) == 1
 
@@ -187,7 +193,9 @@ async def test_a_worker_that_stopped_mid_delivery_leaves_it_to_another(
     for alert in (fired, other):
         await store.insert_alert(alert)
     delivery = f"{fired.alert_id}|signed"
-    assert await store.claim_delivery(delivery, fired.alert_id, "signed", crashed.claimant, clock.now())
+    assert await DeliveryLedger(store).claim(
+        Claim(delivery, fired.alert_id, "signed", clock.now()), crashed.claimant
+    )
     # the claim is live: only the transition nobody claimed is sent
     assert await survivor.redeliver() == 1
     await survivor.drain()
@@ -198,7 +206,7 @@ async def test_a_worker_that_stopped_mid_delivery_leaves_it_to_another(
     await survivor.drain()
     assert await survivor.redeliver() == 0
     assert [json.loads(b)["alert"]["alert_id"] for _, b in state.posts] == [other.alert_id, fired.alert_id]
-    outcomes = {(d["delivery_id"], d["claimant"]): d["status"] for d in store.deliveries_sync()}
+    outcomes = {(d["delivery_id"], d["claimant"]): d["status"] for d in deliveries(store)}
     assert outcomes[(delivery, crashed.claimant)] == "claimed"  # the stopped worker's claim stays as it was
     assert outcomes[(delivery, survivor.claimant)] == "delivered"
 
@@ -296,9 +304,9 @@ async def test_a_stop_cancels_deliveries_a_silent_receiver_holds_and_releases_th
         for i in range(12):
             await engine.deliver(transition(i, clock.now()))
         await asyncio.wait_for(silent.all_in.wait(), 60)  # every delivery claimed and its request sent
-        assert {d["status"] for d in store.deliveries_sync()} == {"claimed"}
+        assert {d["status"] for d in deliveries(store)} == {"claimed"}
         await asyncio.wait_for(engine.aclose(), 60)  # a guard against a hang, not a measure of time
-    rows = store.deliveries_sync()
+    rows = deliveries(store)
     assert len(rows) == 12 and {d["status"] for d in rows} == {"released"}
     assert engine.delivered == engine.delivery_failures == 0
     url, state = hook
@@ -309,7 +317,7 @@ async def test_a_stop_cancels_deliveries_a_silent_receiver_holds_and_releases_th
         f"drift|bot|m|{i}" for i in range(12)
     )
     assert await successor.redeliver() == 0
-    outcome = {(d["delivery_id"], d["claimant"]): d["status"] for d in store.deliveries_sync()}
+    outcome = {(d["delivery_id"], d["claimant"]): d["status"] for d in deliveries(store)}
     assert set(outcome.values()) == {"released", "delivered"}
     assert sum(1 for (_, who), s in outcome.items() if who == "next" and s == "delivered") == 12
     await successor.aclose()
@@ -325,7 +333,7 @@ async def test_a_stop_without_grace_leaves_no_delivery_claimed(
         for i in range(3):
             await engine.deliver(transition(i, clock.now()))
         await asyncio.wait_for(engine.aclose(), 60)
-    assert {d["status"] for d in store.deliveries_sync()} <= {"released"}
+    assert {d["status"] for d in deliveries(store)} <= {"released"}
     url, state = hook
     successor = next_worker(store, url, clock)
     assert await successor.redeliver() == 3
@@ -345,7 +353,7 @@ async def test_a_delivery_ends_within_its_own_timeout_and_is_recorded_failed(sto
         await store.insert_alert(alert)
         assert await asyncio.wait_for(engine.notify(targets[0], alert), 60) is False
         await engine.aclose()
-    [row] = store.deliveries_sync()
+    [row] = deliveries(store)
     assert row["status"] == "failed" and row["attempts"] == 1 and "0.2 s deadline" in row["error"]
     assert engine.delivery_failures == 1
 

@@ -1,12 +1,13 @@
 """The embedded chDB hands the memory its allocator freed back to the OS, at most every
-CHDB_PURGE_INTERVAL_S (streams.clickhouse.store; docs/performance.md has the soak that measured it)."""
+CHDB_PURGE_INTERVAL_S (streams.clickhouse.connection; docs/performance.md has the soak that measured it)."""
 
 from __future__ import annotations
 
 import time
 
 from schemas.settings import ClickHouseSettings
-from streams.clickhouse.store import CHDB_PURGE_INTERVAL_S, ClickHouseStore
+from streams.clickhouse.connection import CHDB_PURGE_INTERVAL_S
+from streams.clickhouse.store import ClickHouseStore
 from tests.integration.chdb import fresh_chdb_url
 
 

@@ -109,7 +109,7 @@ def test_the_configuration_table_matches_the_settings() -> None:
         assert name in variables, f"docs/configuration.md names {name}, which is not a setting"
         actual = default_text(variables[name]).strip("`")
         assert _same(default, actual), (
-            f"docs/configuration.md says {name} defaults to {default}; schemas/settings.py: {actual}"
+            f"docs/configuration.md says {name} defaults to {default}; schemas/settings: {actual}"
         )
 
 
