@@ -28,6 +28,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from pipeline.evidence import has_factual_statement, tool_passages
@@ -129,6 +130,7 @@ def assemble(
     refusal: RefusalResult | None,
     settings: Settings,
     *,
+    evaluated_at: datetime,
     relevance: float | None = None,
     missing: Iterable[str] = (),
     extra_seconds: Mapping[str, float] | None = None,
@@ -167,6 +169,7 @@ def assemble(
     evaluation = Evaluation(
         interaction_id=interaction.interaction_id,
         timestamp=interaction.timestamp,
+        evaluated_at=evaluated_at,
         app=interaction.app,
         model=interaction.model,
         conversation_id=interaction.conversation_id,

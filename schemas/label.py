@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from schemas.results import PairName, Verdict
 
@@ -73,7 +73,9 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="hallucination",
             rate_metric="hallucination_rate",
-            question="Grounded in its context?", yes_text="grounded", no_text="hallucinated",
+            question="Grounded in its context?",
+            yes_text="grounded",
+            no_text="hallucinated",
             keys=("g", "h"),
             threshold=("context_entailment", "hallucination"),
         ),
@@ -83,7 +85,9 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="answer_entails_ground_truth",
             rate_metric=None,
-            question="Agrees with the ground truth?", yes_text="correct", no_text="incorrect",
+            question="Agrees with the ground truth?",
+            yes_text="correct",
+            no_text="incorrect",
             keys=("c", "x"),
             threshold=("answer_entails_ground_truth", "correct"),
         ),
@@ -93,7 +97,10 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=1,
             flag="answer_refusal",
             rate_metric="answer_refusal_rate",
-            question="Is the answer a refusal?", yes_text="refusal", no_text="answers", keys=("r", "a"),
+            question="Is the answer a refusal?",
+            yes_text="refusal",
+            no_text="answers",
+            keys=("r", "a"),
         ),
         LabelTarget(
             kind=LabelKind.GROUND_TRUTH_REFUSAL,
@@ -101,7 +108,9 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=1,
             flag="ground_truth_refusal",
             rate_metric="ground_truth_refusal_rate",
-            question="Is the ground truth a refusal?", yes_text="refusal", no_text="answers",
+            question="Is the ground truth a refusal?",
+            yes_text="refusal",
+            no_text="answers",
         ),
     )
 }
@@ -138,8 +147,12 @@ class Label(BaseModel):
         min_length=1, max_length=200, description="who labeled: a reviewer's name, 'import', or 'end_user'"
     )
     source: LabelSource = Field(LabelSource.REVIEWER, description="reviewer, import or end_user")
+    #: ``streams.codec.decode`` passes the record's time (else the worker's clock) in the context as
+    #: ``received_at``: the time a label sent without ``labeled_at`` gets
+    stamped_on_receipt: ClassVar[bool] = True
+
     labeled_at: datetime = Field(
-        default_factory=lambda: datetime.now(UTC), description="when it was labeled (UTC)"
+        description="when it was labeled (UTC); one on the labels topic without it gets its record's time"
     )
     note: str | None = Field(None, max_length=4000, description="the reviewer's free-text note")
     statements: list[StatementLabel] = Field(
@@ -164,6 +177,14 @@ class Label(BaseModel):
         if isinstance(value, float) and value in (0.0, 1.0):
             return int(value)
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stamp(cls, data: Any, info: ValidationInfo) -> Any:
+        received = info.context.get("received_at") if isinstance(info.context, dict) else None
+        if isinstance(data, dict) and data.get("labeled_at") is None and isinstance(received, datetime):
+            return {**data, "labeled_at": received}
+        return data
 
     @field_validator("labeled_at")
     @classmethod

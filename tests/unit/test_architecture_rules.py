@@ -4,7 +4,9 @@
   layer or one below, and no two modules import each other, directly or around a loop (an import inside
   a function counts; one under ``if TYPE_CHECKING:`` does not);
 - one clock: in streams/ and pipeline/ nothing reads the wall clock, the monotonic clock or sleeps but
-  ``pipeline/clock.py``; a retry there waits on a clock it is given (``sleep=``);
+  ``pipeline/clock.py``; a retry there waits on a clock it is given (``sleep=``); no model in schemas/
+  that streams/ or pipeline/ build stamps a field from the wall clock by default (``default_factory``):
+  the worker's clock sets it;
 - one dead-letter builder: ``DeadLetter(`` only in ``streams.codec.dead_letter``;
 - one error hierarchy: every exception class defined in the code derives from ``GroundwatchError``.
 """
@@ -189,6 +191,50 @@ def test_the_time_rule_sees_each_way_of_reading_time() -> None:
         "asyncio.sleep", "datetime.now", "from time import monotonic", "time.monotonic"
     ]
     assert [w for _, w in retries_without_a_clock(code)] == ["retry(...) without sleep="]
+
+
+def clock_defaults(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """(class, field) of each ``Field(default_factory=...)`` in a class body that reads real time."""
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for stmt in cls.body:
+            if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value):
+                continue
+            for call in (n for n in ast.walk(stmt.value) if isinstance(n, ast.Call)):
+                for keyword in call.keywords:
+                    if keyword.arg == "default_factory" and any(True for _ in time_reads(keyword.value)):
+                        yield cls.name, stmt.target.id
+
+
+def built_by_the_worker() -> set[str]:
+    """The names the worker's code calls (a model it builds is called by its class name)."""
+    return {
+        n.func.id
+        for _, tree in sources("streams", "pipeline")
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+
+
+def test_models_the_worker_builds_take_their_time_from_its_clock() -> None:
+    built = built_by_the_worker()
+    found = [
+        f"{rel}: {cls}.{field}"
+        for rel, tree in sources("schemas")
+        for cls, field in clock_defaults(tree)
+        if cls in built
+    ]
+    assert found == []
+
+
+def test_the_default_rule_sees_a_wall_clock_default() -> None:
+    code = ast.parse(
+        "class M(BaseModel):\n"
+        "    at: datetime = Field(default_factory=lambda: datetime.now(UTC))\n"
+        "    n: list[int] = Field(default_factory=list)\n"
+        "    t: float = Field(default_factory=time.time, description='x')\n"
+    )
+    assert list(clock_defaults(code)) == [("M", "at"), ("M", "t")]
+    assert {"Evaluation", "Label", "Alert"} <= built_by_the_worker()
 
 
 def calls_of(name: str, tree: ast.AST) -> set[int]:

@@ -12,6 +12,7 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.label import Label
 from schemas.settings import Limits
+from tests.fixtures.messages import EVALUATED_AT
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -21,7 +22,7 @@ def _evaluation(hallucination: bool | None) -> Evaluation:
         {"interaction_id": "x", "timestamp": T0.isoformat(), "app": "a", "model": "m",
          "question": "When?", "contexts": ["At ten."], "answer": "At ten."}
     )  # fmt: skip
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id="x", timestamp=T0, app="a", model="m", judge="lexical", judge_model="lexical-v1",
         hallucination=hallucination, interaction=interaction,
     )  # fmt: skip
