@@ -62,6 +62,11 @@ class LabelTarget(BaseModel):
         description="the score the judge's flag thresholds and that threshold's key in "
         "pipeline.app_thresholds (what groundwatch calibrate chooses); None: the flag is the judge's own",
     )
+    scores: tuple[str, ...] = Field(
+        (),
+        description="the scores the offline report measures against this label (pipeline.report.SCORES), "
+        "the primary first; empty: none",
+    )
 
 
 LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
@@ -78,6 +83,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             no_text="hallucinated",
             keys=("g", "h"),
             threshold=("context_entailment", "hallucination"),
+            scores=("context_entailment", "grounded_precision"),
         ),
         LabelTarget(
             kind=LabelKind.CORRECT,
@@ -90,6 +96,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             no_text="incorrect",
             keys=("c", "x"),
             threshold=("answer_entails_ground_truth", "correct"),
+            scores=("answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"),
         ),
         LabelTarget(
             kind=LabelKind.ANSWER_REFUSAL,
@@ -101,6 +108,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             yes_text="refusal",
             no_text="answers",
             keys=("r", "a"),
+            scores=("answer_refusal",),
         ),
         LabelTarget(
             kind=LabelKind.GROUND_TRUTH_REFUSAL,
