@@ -8,7 +8,9 @@
   that streams/ or pipeline/ build stamps a field from the wall clock by default (``default_factory``):
   the worker's clock sets it;
 - one dead-letter builder: ``DeadLetter(`` only in ``streams.codec.dead_letter``;
-- one error hierarchy: every exception class defined in the code derives from ``GroundwatchError``.
+- one error hierarchy: every exception class defined in the code derives from ``GroundwatchError``;
+- short functions: none in schemas/, pipeline/, streams/ or groundwatch/ is over ``MAX_FUNCTION_LINES``
+  lines (its signature, docstring and body), so each step has a name.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("groundwatch", "streams", "pipeline", "prompts", "schemas")  # top to bottom
 CLOCK = "pipeline/clock.py"
+MAX_FUNCTION_LINES = 60
 # what reads or waits on real time: only the clock may
 TIME_CALLS = {
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
@@ -275,3 +278,32 @@ def test_every_error_raised_on_purpose_derives_from_groundwatch_error() -> None:
         if not issubclass(cls, GroundwatchError)
     ]
     assert outside == []
+
+
+def long_functions(tree: ast.Module) -> Iterator[tuple[int, str, int]]:
+    """(line, name, lines) of each function or method longer than ``MAX_FUNCTION_LINES``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                yield node.lineno, node.name, length
+
+
+def test_no_function_is_over_sixty_lines() -> None:
+    found = [
+        f"{rel}:{line}: {name} ({length} lines)"
+        for rel, tree in sources("schemas", "pipeline", "streams", "groundwatch")
+        for line, name, length in long_functions(tree)
+    ]
+    assert found == []
+
+
+def test_the_length_rule_counts_a_long_function_and_a_long_method() -> None:
+    lines = [f"x{i} = {i}" for i in range(MAX_FUNCTION_LINES)]  # with the def: one line too many
+    function = "def f():\n" + "".join(f"    {line}\n" for line in lines)
+    method = "class C:\n    async def m(self):\n" + "".join(f"        {line}\n" for line in lines)
+    short = "def g():\n" + "".join(f"    {line}\n" for line in lines[1:])
+    code = ast.parse(function + method + short)
+    assert [(name, length) for _, name, length in long_functions(code)] == [
+        ("f", MAX_FUNCTION_LINES + 1), ("m", MAX_FUNCTION_LINES + 1)
+    ]
