@@ -30,8 +30,9 @@ def _evaluation(hallucination: bool | None) -> Evaluation:
 
 def _label(value: int, reviewer: str, source: str = "reviewer") -> Label:
     return Label.model_validate(
-        {"interaction_id": "x", "kind": "grounded", "value": value, "reviewer": reviewer, "source": source}
-    )
+        {"interaction_id": "x", "kind": "grounded", "value": value, "reviewer": reviewer, "source": source,
+         "labeled_at": EVALUATED_AT}
+    )  # fmt: skip
 
 
 def test_majority_label_and_the_judge_as_a_peer_round_trip_through_the_eval_reader() -> None:
