@@ -128,15 +128,6 @@ def canonical_number(value: Decimal) -> str:
     return text or "0"
 
 
-def parse_number(text: str) -> Decimal | None:
-    """Parse "67,000,000", "67 million", "1.5k", "15%", "twelve" into a Decimal (None if not a number)."""
-    tokens = tokens_of(text)
-    numbers = [t for t in tokens if t.kind == "number"]
-    if len(numbers) != 1:
-        return None
-    return Decimal(numbers[0].norm)
-
-
 def stem(word: str) -> str:
     """A small deterministic suffix stemmer (lower-case input): cities->city, played->play, running->run."""
     w = word.lower().replace("'", "")
