@@ -103,7 +103,8 @@ def evaluations(n: int, round_: int, seed: int = 3) -> list[Evaluation]:
         )  # fmt: skip
         out.append(
             Evaluation(
-                interaction_id=iid, timestamp=at, app="support-bot", model="gpt-4o-mini", judge="lexical",
+                interaction_id=iid, timestamp=at, evaluated_at=at, app="support-bot",
+                model="gpt-4o-mini", judge="lexical",
                 context_entailment=statement.score, hallucination=bad, answer_refusal=False,
                 grounded_precision=statement.score, input_tokens=600, output_tokens=70, cost_usd=0.0001,
                 pairs=[PairResult(pair="context_answer", score=statement.score, hypotheses=[

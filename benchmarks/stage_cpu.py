@@ -107,7 +107,9 @@ async def run(count: int, port: int, profile: cProfile.Profile | None, gc_times:
                 )
                 joined = decode(converted_raw, Converted, limits, between_stages=True)
                 part = decode(encode(result), JudgeResult, limits, between_stages=True)
-                evaluation = assemble(joined, part.nli, part.refusal, settings, missing=[])
+                evaluation = assemble(
+                    joined, part.nli, part.refusal, settings, evaluated_at=datetime.now(UTC), missing=[]
+                )
                 decode(encode(evaluation), Evaluation, limits, between_stages=True)
 
         await asyncio.gather(*(one(raw) for raw in raws[:50]))  # warm-up

@@ -205,22 +205,9 @@ def simulate(
             pool = (
                 pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
             )
-            if not pool:
-                continue
-            record = dict(rng.choice(pool))
-            metadata = dict(record.get("metadata") or {})
-            metadata.update(prompt_version="v2" if v2 else "v1", retriever=rng.choice(("bm25", "dense")))
-            record.update(
-                metadata=metadata,
-                id=f"{record['id']}-{plan.model}-{i}",
-                app=plan.app,
-                model=plan.model,
-                timestamp=when.isoformat(),
-            )
-            if plan.tool and isinstance(record.get("question"), str):
-                empty = when >= outage and rng.random() < plan.empty_share_after_outage
-                record = as_tool_call(record, f"call_{plan.model}_{i}", empty)
-            stamped.append((when, json.dumps(record, ensure_ascii=False)))
+            if pool:
+                record = _planned_record(rng, plan, rng.choice(pool), i, when, v2=v2, outage=outage)
+                stamped.append((when, json.dumps(record, ensure_ascii=False)))
     stamped.sort(key=lambda pair: pair[0])
     drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
     agent = next(((p.app, p.model) for p in PLANS if p.tool), None)
@@ -280,6 +267,34 @@ def _conversations(
             )
             out.append((when, json.dumps(record, ensure_ascii=False)))
     return out
+
+
+def _planned_record(
+    rng: random.Random,
+    plan: SeriesPlan,
+    source: dict[str, Any],
+    i: int,
+    when: datetime,
+    *,
+    v2: bool,
+    outage: datetime,
+) -> dict[str, Any]:
+    """The ``i``-th interaction of ``plan`` at ``when``, built from ``source``: its prompt version and
+    retriever in its metadata, and, for a tool agent, as a tool call (empty after the outage, sometimes)."""
+    record = dict(source)
+    metadata = dict(record.get("metadata") or {})
+    metadata.update(prompt_version="v2" if v2 else "v1", retriever=rng.choice(("bm25", "dense")))
+    record.update(
+        metadata=metadata,
+        id=f"{record['id']}-{plan.model}-{i}",
+        app=plan.app,
+        model=plan.model,
+        timestamp=when.isoformat(),
+    )
+    if plan.tool and isinstance(record.get("question"), str):
+        empty = when >= outage and rng.random() < plan.empty_share_after_outage
+        record = as_tool_call(record, f"call_{plan.model}_{i}", empty)
+    return record
 
 
 def stamp_file(

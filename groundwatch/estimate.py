@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.clock import SYSTEM_CLOCK
 from pipeline.dataset import DatasetLine, read_dataset
 from pipeline.estimate import CostEstimate, estimate, summary
 from pipeline.report import EvalReport
@@ -43,7 +44,9 @@ def sampled_lines(
         if decision.judge:
             judged.append(line)
         else:
-            skipped.append(skipped_evaluation(line.interaction, decision.reason, settings.judge.kind))
+            skipped.append(
+                skipped_evaluation(line.interaction, decision.reason, settings.judge.kind, SYSTEM_CLOCK.now())
+            )
     return judged, skipped
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -48,56 +49,63 @@ def read_labels_file(
     out = LabelsFile()
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                out.errors.append(f"line {number}: not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            if not text.strip():
-                continue
-            out.lines += 1
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                out.errors.append(f"line {number}: not valid JSON: {exc.msg} at column {exc.colno}")
-                continue
-            if not isinstance(data, dict):
-                out.errors.append(f"line {number}: a line must be a JSON object")
+            data = _line_object(number, raw, out)
+            if data is None:
                 continue
             iid = data.get("interaction_id", data.get("id"))
             if not isinstance(iid, str | int) or isinstance(iid, bool) or not str(iid):
                 out.errors.append(f"line {number}: no interaction_id (or id)")
                 continue
-            marks = data.get("labels")
-            if marks is None:
-                out.unlabeled += 1
-                continue
-            if not isinstance(marks, dict):
-                out.errors.append(f"line {number}: labels must be an object of kind -> 0/1")
-                continue
-            known = {k: v for k, v in marks.items() if k in KINDS}
-            out.ignored_keys.update(k for k in marks if k not in KINDS)
+            known = _known_labels(number, data.get("labels"), out)
             if not known:
-                out.unlabeled += 1
                 continue
             if sample is not None and not drawn(str(iid), sample, IMPORT_SALT):
                 out.not_drawn += 1
                 continue
             for kind, value in known.items():
+                fields = {"interaction_id": str(iid), "kind": kind, "value": value, "reviewer": reviewer,
+                          "source": source, "labeled_at": labeled_at,
+                          "inclusion_probability": sample}  # fmt: skip
                 try:
-                    out.labels.append(
-                        Label.model_validate(
-                            {
-                                "interaction_id": str(iid),
-                                "kind": kind,
-                                "value": value,
-                                "reviewer": reviewer,
-                                "source": source,
-                                "labeled_at": labeled_at,
-                                "inclusion_probability": sample,
-                            }
-                        )
-                    )
+                    out.labels.append(Label.model_validate(fields))
                 except ValidationError as exc:
                     out.errors.append(f"line {number}: labels.{kind}: {describe_validation_error(exc)}")
     return out
+
+
+def _line_object(number: int, raw: bytes, out: LabelsFile) -> dict[str, Any] | None:
+    """The line's JSON object, counted in ``out.lines``; None for a blank line or (its error noted in
+    ``out.errors``) one that is not UTF-8, not JSON or not an object."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        out.errors.append(f"line {number}: not UTF-8 ({exc.reason} at byte {exc.start})")
+        return None
+    if not text.strip():
+        return None
+    out.lines += 1
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        out.errors.append(f"line {number}: not valid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    if not isinstance(data, dict):
+        out.errors.append(f"line {number}: a line must be a JSON object")
+        return None
+    return data
+
+
+def _known_labels(number: int, marks: Any, out: LabelsFile) -> dict[str, Any]:
+    """The line's labels of a known kind (other keys noted in ``out.ignored_keys``); empty when it has
+    none (counted in ``out.unlabeled``) or ``labels`` is not an object (noted in ``out.errors``)."""
+    if marks is None:
+        out.unlabeled += 1
+        return {}
+    if not isinstance(marks, dict):
+        out.errors.append(f"line {number}: labels must be an object of kind -> 0/1")
+        return {}
+    known = {k: v for k, v in marks.items() if k in KINDS}
+    out.ignored_keys.update(k for k in marks if k not in KINDS)
+    if not known:
+        out.unlabeled += 1
+    return known

@@ -28,6 +28,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from pipeline.evidence import has_factual_statement, tool_passages
@@ -36,7 +37,7 @@ from pipeline.metrics.grounded import grounded_precision, unsupported_claims
 from pipeline.privacy.mask import restore_evaluation
 from pipeline.tool_arguments import ungrounded_arguments
 from schemas.evaluation import Evaluation, Outcome
-from schemas.interaction import Interaction
+from schemas.interaction import Interaction, Passage
 from schemas.results import Converted, JudgeCall, NliResult, PairName, PairResult, RefusalResult
 from schemas.settings import Settings
 
@@ -140,12 +141,48 @@ def _tools(interaction: Interaction, settings: Settings) -> dict[str, Any]:
     }
 
 
+def _call_totals(calls: list[JudgeCall]) -> dict[str, Any]:
+    """The Evaluation's judge call count, tokens, cost and latency, summed over its calls."""
+    return {
+        "judge_calls": count_judge_calls(calls),
+        "input_tokens": sum(c.input_tokens for c in calls),
+        "output_tokens": sum(c.output_tokens for c in calls),
+        "cost_usd": sum(c.cost_usd for c in calls),
+        "judge_latency_ms": sum(c.latency_ms for c in calls),
+    }
+
+
+def _hallucination(
+    converted: Converted, answer_refusal: bool | None, context_entailment: float | None, settings: Settings
+) -> bool | None:
+    """An answer that is not a refusal, entailed by its contexts under its app's threshold; None when
+    there is no answer, it may be a refusal, or the entailment is unknown."""
+    if not converted.answer_sentences or answer_refusal is not False or context_entailment is None:
+        return None
+    interaction = converted.interaction
+    threshold = settings.pipeline.threshold_for(
+        "context_entailment", settings.judge.kind, interaction.app, interaction.model
+    )
+    return context_entailment < threshold
+
+
+def _no_evidence(converted: Converted, answer_refusal: bool | None, passages: list[Passage]) -> bool | None:
+    """An answer that is not a refusal had no evidence (no context text, no tool passage) and a factual
+    statement; False: it had evidence; None: a refusal, unknown, or nothing factual said."""
+    if not converted.answer_sentences or answer_refusal is not False:
+        return None
+    if passages or any(p.text.strip() for p in converted.interaction.contexts):
+        return False
+    return True if has_factual_statement(converted.answer_sentences) else None
+
+
 def assemble(
     converted: Converted,
     nli: NliResult | None,
     refusal: RefusalResult | None,
     settings: Settings,
     *,
+    evaluated_at: datetime,
     relevance: float | None = None,
     missing: Iterable[str] = (),
     extra_seconds: Mapping[str, float] | None = None,
@@ -154,36 +191,21 @@ def assemble(
     interaction = converted.interaction
     pipe = settings.pipeline
     same = pipe.refusal_mode == "same"
-
     answer_refusal, gt_refusal = _refusal_flags(nli, refusal, same)
 
     context_pair = _pair(nli, "context_answer")
     context_entailment = context_pair.score if context_pair is not None else None
-    answered = bool(converted.answer_sentences)
-    hallucination: bool | None = None
-    if answered and answer_refusal is False and context_entailment is not None:
-        threshold = pipe.threshold_for(
-            "context_entailment", settings.judge.kind, interaction.app, interaction.model
-        )
-        hallucination = context_entailment < threshold
-
+    hallucination = _hallucination(converted, answer_refusal, context_entailment, settings)
     passages = tool_passages(interaction, settings.tools)
-    no_evidence: bool | None = None
-    if answered and answer_refusal is False:
-        has_evidence = bool(passages) or any(p.text.strip() for p in interaction.contexts)
-        if has_evidence:
-            no_evidence = False
-        elif has_factual_statement(converted.answer_sentences):
-            no_evidence = True
+    no_evidence = _no_evidence(converted, answer_refusal, passages)
 
     absent = _absent(nli, refusal, same, missing)
-
     calls, stage_seconds = _calls_and_seconds(converted, nli, refusal, extra_seconds)
-
     scored = context_pair if context_pair is not None and context_pair.score is not None else None
     evaluation = Evaluation(
         interaction_id=interaction.interaction_id,
         timestamp=interaction.timestamp,
+        evaluated_at=evaluated_at,
         app=interaction.app,
         model=interaction.model,
         conversation_id=interaction.conversation_id,
@@ -204,16 +226,12 @@ def assemble(
         no_evidence=no_evidence,
         evidence=passages,
         calls=calls,
-        judge_calls=count_judge_calls(calls),
-        input_tokens=sum(c.input_tokens for c in calls),
-        output_tokens=sum(c.output_tokens for c in calls),
-        cost_usd=sum(c.cost_usd for c in calls),
-        judge_latency_ms=sum(c.latency_ms for c in calls),
+        **_call_totals(calls),
         stage_seconds=stage_seconds,
         complete=not absent,
         missing=absent,
         labels=interaction.labels,
         interaction=interaction,
+        **_tools(interaction, settings),
     )
-    evaluation = evaluation.model_copy(update=_tools(interaction, settings))
     return restore_evaluation(evaluation, converted.originals)

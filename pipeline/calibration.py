@@ -167,15 +167,7 @@ def calibrate(
     chosen = cross_validate(scored, choose_shared_threshold, k=folds)["labels"]
     cur_mean, cur_sd = mean_sd([f.balanced_accuracy for f in today])
     cv_mean, cv_sd = mean_sd([f.balanced_accuracy for f in chosen])
-    proposed: float | None = choose_threshold(labels, scores)
-    note = ""
-    fit = balanced_accuracy(labels, scores, proposed) if proposed is not None else None
-    if fit is None or fit <= 0.5:  # every threshold is a coin toss here (or worse): the best is degenerate
-        proposed = None
-        note = (
-            "the judge's score does not separate the two classes on these labels (no threshold does "
-            "better than chance, in-sample): no threshold proposed"
-        )
+    proposed, note = _proposed_threshold(labels, scores)
     band = cascade_band(labels, scores, proposed) if cascade and proposed is not None else None
     return Calibration(
         **base,
@@ -186,19 +178,31 @@ def calibrate(
         cross_validated_sd=cv_sd,
         fold_thresholds=[f.threshold for f in chosen],
         proposed_threshold=proposed,
-        cascade_band=(
-            CascadeBand(
-                low=band[0],
-                high=band[1],
-                settings=CASCADE_BAND[kind],
-                errors=band[2],
-                errors_inside=band[3],
-                share_inside=band[4],
-            )
-            if band is not None
-            else None
-        ),
+        cascade_band=_cascade_band(kind, band),
     )
+
+
+def _proposed_threshold(labels: Sequence[int], scores: Sequence[float]) -> tuple[float | None, str]:
+    """(the threshold fitted on every case, ""), or (None, why) when no threshold beats chance in-sample."""
+    proposed = choose_threshold(labels, scores)
+    fit = balanced_accuracy(labels, scores, proposed) if proposed is not None else None
+    if fit is None or fit <= 0.5:  # every threshold is a coin toss here (or worse): the best is degenerate
+        return None, (
+            "the judge's score does not separate the two classes on these labels (no threshold does "
+            "better than chance, in-sample): no threshold proposed"
+        )
+    return proposed, ""
+
+
+def _cascade_band(kind: LabelKind, band: tuple[float, float, int, int, float] | None) -> CascadeBand | None:
+    """``cascade_band``'s figures as the CascadeBand of ``kind``'s settings; None without a band."""
+    if band is None:
+        return None
+    low, high, errors, errors_inside, share_inside = band
+    return CascadeBand(
+        low=low, high=high, settings=CASCADE_BAND[kind], errors=errors, errors_inside=errors_inside,
+        share_inside=share_inside,
+    )  # fmt: skip
 
 
 def app_thresholds_with(

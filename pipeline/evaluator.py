@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from pipeline.argument_judge import ArgumentJudge
 from pipeline.assemble import assemble
+from pipeline.clock import SYSTEM_CLOCK, Clock
 from pipeline.convert import convert
 from pipeline.custom_evaluators import CustomEvaluators, with_custom
 from pipeline.judges.base import Judge
@@ -37,8 +38,11 @@ class Evaluator:
         settings: Settings,
         relevance_scorer: RelevanceScorerLike | None = None,
         custom: CustomEvaluators | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``custom``: your own evaluators (pipeline.custom_evaluators), run beside the core stages."""
+        """``custom``: your own evaluators (pipeline.custom_evaluators), run beside the core stages;
+        ``clock``: what stamps an Evaluation's ``evaluated_at``."""
+        self.clock = clock
         self.judge = judge
         self.settings = settings
         self.relevance_scorer = relevance_scorer
@@ -104,11 +108,11 @@ class Evaluator:
             raise group_error.exceptions[0] from None  # the first failing stage's StageError
         nli, refusal, relevance = nli_task.result(), refusal_task.result(), relevance_task.result()
         if relevance is None:
-            evaluation = assemble(converted, nli, refusal, self.settings)
+            evaluation = assemble(converted, nli, refusal, self.settings, evaluated_at=self.clock.now())
         else:
             evaluation = assemble(
-                converted, nli, refusal, self.settings, relevance=relevance.value,
-                missing=["relevance"] if relevance.failed else [],
+                converted, nli, refusal, self.settings, evaluated_at=self.clock.now(),
+                relevance=relevance.value, missing=["relevance"] if relevance.failed else [],
                 extra_seconds={"relevance": relevance.seconds},
             )  # fmt: skip
         return await self.arguments.review(evaluation, converted.interaction)

@@ -56,6 +56,7 @@ from pipeline.metrics.groups import group_keys
 from pipeline.metrics.trust_eval import TrustEvalCase, TrustEvalResult, trust_eval
 from schemas.conversation import ConversationFigures
 from schemas.evaluation import Evaluation
+from schemas.label import LABEL_TARGETS
 from schemas.settings import Settings
 
 ScoreGetter = Callable[[Evaluation], float | None]
@@ -80,11 +81,9 @@ SCORES: dict[str, ScoreGetter] = {
     "answer_refusal": lambda e: _flag(e.answer_refusal),
 }
 
-#: label -> the scores measured against it, the primary first
+#: label -> the scores measured against it, the primary first (``schemas.label.LABEL_TARGETS``)
 LABEL_SCORES: dict[str, list[str]] = {
-    "grounded": ["context_entailment", "grounded_precision"],
-    "correct": ["answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"],
-    "answer_refusal": ["answer_refusal"],
+    target.kind.value: list(target.scores) for target in LABEL_TARGETS.values() if target.scores
 }
 FLAG_SCORES = {"answer_refusal"}
 DISTRIBUTION_SCORES = [

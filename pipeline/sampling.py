@@ -23,7 +23,7 @@ import hashlib
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -208,9 +208,12 @@ class Sampler:
                 self.budgets.record(e.app, e.input_tokens + e.output_tokens, e.cost_usd)
 
 
-def skipped_evaluation(interaction: Interaction, reason: str, judge: str) -> Evaluation:
+def skipped_evaluation(
+    interaction: Interaction, reason: str, judge: str, evaluated_at: datetime
+) -> Evaluation:
     """The Evaluation of an interaction that is not judged: no scores, no calls, its skip reason."""
     return Evaluation(
+        evaluated_at=evaluated_at,
         interaction_id=interaction.interaction_id,
         timestamp=interaction.timestamp,
         app=interaction.app,

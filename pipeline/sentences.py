@@ -339,13 +339,6 @@ def split_sentences(text: str | None, settings: SplitSettings | None = None) -> 
     return out
 
 
-def last_sentence(question: str | None, settings: SplitSettings | None = None) -> str:
-    """The question's last sentence after conversion ("the end of the question", docs/method.md); "" if
-    none."""
-    sentences = split_sentences(question, settings)
-    return sentences[-1] if sentences else ""
-
-
 def first_sentences(text: str | None, count: int, settings: SplitSettings | None = None) -> str:
     """The first ``count`` converted sentences of ``text`` joined by a space (the refusal input)."""
     return " ".join(split_sentences(text, settings)[:count])

@@ -128,15 +128,6 @@ def canonical_number(value: Decimal) -> str:
     return text or "0"
 
 
-def parse_number(text: str) -> Decimal | None:
-    """Parse "67,000,000", "67 million", "1.5k", "15%", "twelve" into a Decimal (None if not a number)."""
-    tokens = tokens_of(text)
-    numbers = [t for t in tokens if t.kind == "number"]
-    if len(numbers) != 1:
-        return None
-    return Decimal(numbers[0].norm)
-
-
 def stem(word: str) -> str:
     """A small deterministic suffix stemmer (lower-case input): cities->city, played->play, running->run."""
     w = word.lower().replace("'", "")
@@ -215,72 +206,101 @@ def tokens_of(text: str) -> list[Token]:
     i = 0
     while i < len(raw):
         m = raw[i]
-        surface = m.group(0)
-        value: Decimal | None = None
-        nxt: re.Match[str] | None = None
-        gap = "other"
-        if m.group("num") is not None:
-            try:
-                value = Decimal(m.group("num").replace(",", ""))
-            except InvalidOperation:  # pragma: no cover - the regex only admits digits
-                value = None
-            glued = (m.group("glued") or "").lower()
-            if glued and glued != "%":
-                value = value * SCALES.get(glued, SCALES.get(glued[:1], 1)) if value is not None else None
-            nxt, gap = _next(text, raw, i)
-        else:
-            word = m.group("word")
-            lower = word.lower()
-            if lower in NUMBER_WORDS or lower == "one":
-                nxt, gap = _next(text, raw, i)
-            if lower in NUMBER_WORDS:
-                value = Decimal(NUMBER_WORDS[lower])
-            elif lower == "one" and _binds(nxt, gap):
-                value = Decimal(1)  # "one-year", "one hour": a number, not a pronoun
-            if (
-                value is not None
-                and lower in _TENS
-                and nxt is not None
-                and gap in ("-", " ")
-                and (nxt.group("word") or "").lower() in _DIGIT_WORDS
-            ):
-                value += _DIGIT_WORDS[nxt.group("word").lower()]  # "twenty-four" = 24
-                surface = text[m.start() : nxt.end()]
-                i += 1
-                nxt, gap = _next(text, raw, i)
+        value, surface, nxt, gap, i = _number_start(text, raw, i)
         if value is not None:
-            # a following scale word multiplies ("67 million", "two billion", "1.2 bn")
-            if nxt is not None and nxt.group("word"):
-                scale = nxt.group("word").lower()
-                if scale in SCALES and scale not in _GLUED_ONLY:
-                    value = value * SCALES[scale]
-                    surface = f"{surface} {nxt.group(0)}"
-                    i += 1
-                    nxt, gap = _next(text, raw, i)
-            ordinal = (m.group("word") or "").lower() in _ORDINALS  # "first-aid", "third-party": no unit
-            bound = not ordinal and _binds(nxt, gap)
-            out.append(Token("number", canonical_number(value), surface, bound))
-            if bound and nxt is not None and nxt.group("word").lower() in _GLUED_UNITS:
-                out.append(Token("word", stem(UNIT_ABBREVIATIONS["h"]), nxt.group(0)))
-                i += 1  # "24h": the glued unit, a single letter dropped below otherwise
-            i += 1
+            i = _append_number(text, raw, i, m, value, surface, nxt, gap, out)
             continue
-        word = m.group("word")
-        lower = word.lower()
-        if lower in STOPWORDS or lower.replace("'", "") in STOPWORDS or len(lower) == 1:
-            i += 1
-            continue
-        if lower in ("percent", "per", "cent", "%"):
-            i += 1
-            continue
-        if lower in UNIT_ABBREVIATIONS and out and out[-1].bound:
-            out.append(Token("word", stem(UNIT_ABBREVIATIONS[lower]), word))  # "2 yrs" = "2 years"
-            i += 1
-            continue
-        kind: TokenKind = "name" if _is_capitalised(word) else "word"
-        out.append(Token(kind, stem(lower), word))
+        token = _word_token(m.group("word"), out)
+        if token is not None:
+            out.append(token)
         i += 1
     return out
+
+
+
+def _number_start(
+    text: str, raw: list[re.Match[str]], i: int
+) -> tuple[Decimal | None, str, re.Match[str] | None, str, int]:
+    """(value, surface, next match, gap to it, index) of the number starting at ``raw[i]`` (digits, a
+    number word, "one" bound to a unit, a tens word and a digit word); value None: not a number."""
+    m = raw[i]
+    surface = m.group(0)
+    value: Decimal | None = None
+    nxt: re.Match[str] | None = None
+    gap = "other"
+    if m.group("num") is not None:
+        try:
+            value = Decimal(m.group("num").replace(",", ""))
+        except InvalidOperation:  # pragma: no cover - the regex only admits digits
+            value = None
+        glued = (m.group("glued") or "").lower()
+        if glued and glued != "%":
+            value = value * SCALES.get(glued, SCALES.get(glued[:1], 1)) if value is not None else None
+        nxt, gap = _next(text, raw, i)
+        return value, surface, nxt, gap, i
+    lower = m.group("word").lower()
+    if lower in NUMBER_WORDS or lower == "one":
+        nxt, gap = _next(text, raw, i)
+    if lower in NUMBER_WORDS:
+        value = Decimal(NUMBER_WORDS[lower])
+    elif lower == "one" and _binds(nxt, gap):
+        value = Decimal(1)  # "one-year", "one hour": a number, not a pronoun
+    if (
+        value is not None
+        and lower in _TENS
+        and nxt is not None
+        and gap in ("-", " ")
+        and (nxt.group("word") or "").lower() in _DIGIT_WORDS
+    ):
+        value += _DIGIT_WORDS[nxt.group("word").lower()]  # "twenty-four" = 24
+        surface = text[m.start() : nxt.end()]
+        i += 1
+        nxt, gap = _next(text, raw, i)
+    return value, surface, nxt, gap, i
+
+
+def _append_number(
+    text: str,
+    raw: list[re.Match[str]],
+    i: int,
+    m: re.Match[str],
+    value: Decimal,
+    surface: str,
+    nxt: re.Match[str] | None,
+    gap: str,
+    out: list[Token],
+) -> int:
+    """Append the number begun at ``m`` (times a following scale word, marked bound to a unit, with a
+    glued unit's word after it) to ``out``; the index after it."""
+    # a following scale word multiplies ("67 million", "two billion", "1.2 bn")
+    if nxt is not None and nxt.group("word"):
+        scale = nxt.group("word").lower()
+        if scale in SCALES and scale not in _GLUED_ONLY:
+            value = value * SCALES[scale]
+            surface = f"{surface} {nxt.group(0)}"
+            i += 1
+            nxt, gap = _next(text, raw, i)
+    ordinal = (m.group("word") or "").lower() in _ORDINALS  # "first-aid", "third-party": no unit
+    bound = not ordinal and _binds(nxt, gap)
+    out.append(Token("number", canonical_number(value), surface, bound))
+    if bound and nxt is not None and nxt.group("word").lower() in _GLUED_UNITS:
+        out.append(Token("word", stem(UNIT_ABBREVIATIONS["h"]), nxt.group(0)))
+        i += 1  # "24h": the glued unit, a single letter dropped below otherwise
+    return i + 1
+
+
+def _word_token(word: str, out: list[Token]) -> Token | None:
+    """The token of a word that is not a number (``out``: the tokens before it); None for a stopword,
+    a single letter or a percent word."""
+    lower = word.lower()
+    if lower in STOPWORDS or lower.replace("'", "") in STOPWORDS or len(lower) == 1:
+        return None
+    if lower in ("percent", "per", "cent", "%"):
+        return None
+    if lower in UNIT_ABBREVIATIONS and out and out[-1].bound:
+        return Token("word", stem(UNIT_ABBREVIATIONS[lower]), word)  # "2 yrs" = "2 years"
+    kind: TokenKind = "name" if _is_capitalised(word) else "word"
+    return Token(kind, stem(lower), word)
 
 
 @functools.lru_cache(maxsize=128)

@@ -15,7 +15,7 @@ alerts topic and one notification per receiver.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -248,7 +248,7 @@ class Alert(BaseModel):
     interactions: int  # the interactions the metric was computed over (its denominator)
     window_start: datetime
     window_end: datetime
-    fired_at: datetime = Field(default_factory=lambda: datetime.now(UTC))  # wall time of the transition
+    fired_at: datetime  # the transition's wall time, on the worker's clock
     message: str
     state: AlertState = "firing"
     kind: Literal["threshold", "baseline"] = "threshold"

@@ -11,10 +11,9 @@
     ├── JoinTimeout            an interaction's parts did not all arrive in time
     ├── ClickHouseUnavailable  the ClickHouse server does not answer (the message names it, no password)
     ├── BrokerUnavailable      the Kafka broker does not answer (the message names it)
-    ├── DependencyMissing      an installable part is missing; the message says how to install it
-    │   ├── PunktMissingError  the punkt sentence data
-    │   └── LocalModelError    the local model could not be assembled, verified or served
-    └── WindowError            one window could not be closed (the others are)
+    └── DependencyMissing      an installable part is missing; the message says how to install it
+        ├── PunktMissingError  the punkt sentence data
+        └── LocalModelError    the local model could not be assembled, verified or served
 
 In the stream, processors raise; the worker turns an error into a dead letter with its stage, the reason
 and the original message in one place (``streams.context.StreamContext.send_dead``).
@@ -89,10 +88,6 @@ class PunktMissingError(DependencyMissing, LookupError):
 
 class LocalModelError(DependencyMissing, RuntimeError):
     """The local model could not be assembled, verified, or served; the message says what to do."""
-
-
-class WindowError(GroundwatchError):
-    """One window could not be closed or written; the others are closed regardless."""
 
 
 class ConversationError(GroundwatchError, ValueError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -18,7 +18,9 @@ Outcome = Literal["supported", "hallucination", "refusal", "unsupported_no_evide
 class Evaluation(BaseModel):
     interaction_id: str
     timestamp: datetime  # the interaction's own time (windows use it)
-    evaluated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    evaluated_at: datetime = Field(
+        description="when the worker evaluated it, on the worker's clock (the tables' TTL column)"
+    )
     app: str
     model: str
     conversation_id: str | None = None

@@ -80,10 +80,6 @@ class _Evaluator(_Strict):
         return True
 
     @property
-    def metric_name(self) -> str:
-        return CUSTOM_PREFIX + self.name
-
-    @property
     def identity(self) -> str:
         """``<name>@<version>``: what is stored with each score and keys a rubric's cached verdicts."""
         return f"{self.name}@{self.version}"

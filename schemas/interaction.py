@@ -121,7 +121,8 @@ def _limits(info: ValidationInfo) -> Limits:
 def _received_at(info: ValidationInfo) -> datetime | None:
     """The time a message without a timestamp gets (``context["received_at"]``): the Kafka record's
     timestamp, the same for every redelivery of that record, so a redelivered interaction keeps its time
-    and with it its row (the time is part of the tables' key, migration 011); None: the wall clock."""
+    and with it its row (the time is part of the tables' key, migration 011); None: the clock in the
+    context (``now``, the worker's), else the wall clock (a file read outside the worker)."""
     ctx = info.context or {}
     received = ctx.get("received_at") if isinstance(ctx, dict) else None
     return received if isinstance(received, datetime) else None
@@ -269,7 +270,7 @@ class Interaction(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        received = _received_at(info)
+        received = _received_at(info) or _now(info)
         if received is not None and data.get("timestamp") is None:
             data["timestamp"] = received
         if "interaction_id" not in data and "id" in data:

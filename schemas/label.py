@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from schemas.results import PairName, Verdict
 
@@ -62,6 +62,11 @@ class LabelTarget(BaseModel):
         description="the score the judge's flag thresholds and that threshold's key in "
         "pipeline.app_thresholds (what groundwatch calibrate chooses); None: the flag is the judge's own",
     )
+    scores: tuple[str, ...] = Field(
+        (),
+        description="the scores the offline report measures against this label (pipeline.report.SCORES), "
+        "the primary first; empty: none",
+    )
 
 
 LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
@@ -73,9 +78,12 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="hallucination",
             rate_metric="hallucination_rate",
-            question="Grounded in its context?", yes_text="grounded", no_text="hallucinated",
+            question="Grounded in its context?",
+            yes_text="grounded",
+            no_text="hallucinated",
             keys=("g", "h"),
             threshold=("context_entailment", "hallucination"),
+            scores=("context_entailment", "grounded_precision"),
         ),
         LabelTarget(
             kind=LabelKind.CORRECT,
@@ -83,9 +91,12 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=0,
             flag="answer_entails_ground_truth",
             rate_metric=None,
-            question="Agrees with the ground truth?", yes_text="correct", no_text="incorrect",
+            question="Agrees with the ground truth?",
+            yes_text="correct",
+            no_text="incorrect",
             keys=("c", "x"),
             threshold=("answer_entails_ground_truth", "correct"),
+            scores=("answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"),
         ),
         LabelTarget(
             kind=LabelKind.ANSWER_REFUSAL,
@@ -93,7 +104,11 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=1,
             flag="answer_refusal",
             rate_metric="answer_refusal_rate",
-            question="Is the answer a refusal?", yes_text="refusal", no_text="answers", keys=("r", "a"),
+            question="Is the answer a refusal?",
+            yes_text="refusal",
+            no_text="answers",
+            keys=("r", "a"),
+            scores=("answer_refusal",),
         ),
         LabelTarget(
             kind=LabelKind.GROUND_TRUTH_REFUSAL,
@@ -101,7 +116,9 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             condition_value=1,
             flag="ground_truth_refusal",
             rate_metric="ground_truth_refusal_rate",
-            question="Is the ground truth a refusal?", yes_text="refusal", no_text="answers",
+            question="Is the ground truth a refusal?",
+            yes_text="refusal",
+            no_text="answers",
         ),
     )
 }
@@ -138,8 +155,12 @@ class Label(BaseModel):
         min_length=1, max_length=200, description="who labeled: a reviewer's name, 'import', or 'end_user'"
     )
     source: LabelSource = Field(LabelSource.REVIEWER, description="reviewer, import or end_user")
+    #: ``streams.codec.decode`` passes the record's time (else the worker's clock) in the context as
+    #: ``received_at``: the time a label sent without ``labeled_at`` gets
+    stamped_on_receipt: ClassVar[bool] = True
+
     labeled_at: datetime = Field(
-        default_factory=lambda: datetime.now(UTC), description="when it was labeled (UTC)"
+        description="when it was labeled (UTC); one on the labels topic without it gets its record's time"
     )
     note: str | None = Field(None, max_length=4000, description="the reviewer's free-text note")
     statements: list[StatementLabel] = Field(
@@ -164,6 +185,14 @@ class Label(BaseModel):
         if isinstance(value, float) and value in (0.0, 1.0):
             return int(value)
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stamp(cls, data: Any, info: ValidationInfo) -> Any:
+        received = info.context.get("received_at") if isinstance(info.context, dict) else None
+        if isinstance(data, dict) and data.get("labeled_at") is None and isinstance(received, datetime):
+            return {**data, "labeled_at": received}
+        return data
 
     @field_validator("labeled_at")
     @classmethod

@@ -78,10 +78,6 @@ class SliceFilter(BaseModel):
                 dims[check_dimension(key)] = value
         return {**data, "dimensions": dims} if dims else data
 
-    @classmethod
-    def from_terms(cls, terms: list[str]) -> SliceFilter:
-        return cls.model_validate(cls.parse_terms(terms))
-
     def terms(self) -> list[str]:
         columns = [f"{k}:{v}" for k in COLUMNS if (v := getattr(self, k)) is not None]
         return columns + [f"{k}:{v}" for k, v in self.dimensions.items()]

@@ -406,33 +406,35 @@ def _response_text(part: Part) -> str | None:
     return value if isinstance(value, str) else json_text(value)
 
 
-def read_messages(messages: Sequence[InputMessage]) -> ReadMessages:
-    """The text turns and tool steps of a conversation, in order. A result is paired with the call of the
-    same id (legacy ``function`` turns: the latest unanswered call of that name); a result that pairs with
-    no call becomes a step of its own (status from its result) and is flagged; a call whose result never
-    came is a step with status ``no_result``. ``earlier_turn`` is left False here (the interaction sets it
-    once it knows which user turn is the question)."""
-    out = ReadMessages()
-    # open calls: position in out.steps by call id, and by name for legacy functions
-    by_id: dict[str, int] = {}
-    pending_functions: list[int] = []
+class _Pairing:
+    """The steps read so far, each result paired with its call: open calls by call id, and by name
+    for legacy functions (``read_messages``)."""
 
-    def call(index: int, name: str, call_id: str | None, arguments: Any) -> None:
+    def __init__(self, out: ReadMessages) -> None:
+        self.out = out
+        self.by_id: dict[str, int] = {}
+        self.pending_functions: list[int] = []
+
+    def call(self, index: int, name: str, call_id: str | None, arguments: Any) -> None:
+        out = self.out
         step = ToolStep.model_validate({"name": name, "call_id": call_id, "arguments": arguments})
         out.steps.append((index, step))
         if call_id is not None:
-            by_id[call_id] = len(out.steps) - 1
+            self.by_id[call_id] = len(out.steps) - 1
         else:
-            pending_functions.append(len(out.steps) - 1)
+            self.pending_functions.append(len(out.steps) - 1)
 
-    def answer(index: int, call_id: str | None, name: str | None, result: str | None, where: str) -> None:
+    def answer(
+        self, index: int, call_id: str | None, name: str | None, result: str | None, where: str
+    ) -> None:
+        out, pending = self.out, self.pending_functions
         slot: int | None = None
-        if call_id is not None and call_id in by_id:
-            slot = by_id.pop(call_id)
+        if call_id is not None and call_id in self.by_id:
+            slot = self.by_id.pop(call_id)
         elif call_id is None and name is not None:
-            for j in range(len(pending_functions) - 1, -1, -1):
-                if out.steps[pending_functions[j]][1].name == name:
-                    slot = pending_functions.pop(j)
+            for j in range(len(pending) - 1, -1, -1):
+                if out.steps[pending[j]][1].name == name:
+                    slot = pending.pop(j)
                     break
         if slot is None:
             out.flags.append(
@@ -446,25 +448,26 @@ def read_messages(messages: Sequence[InputMessage]) -> ReadMessages:
         data["result"] = result
         out.steps[slot] = (at, ToolStep.model_validate(data))
 
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
+    def results_turn(self, i: int, message: InputMessage, where: str) -> None:
+        """A ``tool`` or legacy ``function`` turn: its results, each answering its call."""
+        if message.role == "function":
+            self.answer(i, None, message.name, _result_text(message.content, where, self.out.flags), where)
+            return
+        responses = [p for p in message.all_parts if p.type == "tool_call_response"]
+        for part in responses:
+            self.answer(i, part.get("id") or message.tool_call_id, part.get("name") or message.name,
+                        _response_text(part), where)  # fmt: skip
+        if not responses:
+            content = message.content if message.parts is None else message.parts
+            result = _result_text(content, where, self.out.flags)
+            self.answer(i, message.tool_call_id, message.name, result, where)
+
+    def text_turn(self, i: int, message: InputMessage, where: str) -> TextTurn | None:
+        """A system, user or assistant turn: its calls and results read; its text turn, None for a turn
+        of tool results only or an assistant turn of calls only."""
         texts: list[str] = []
         other: list[str] = []
         called = False
-        if message.role == "tool":
-            responses = [p for p in message.all_parts if p.type == "tool_call_response"]
-            for part in responses:
-                answer(i, part.get("id") or message.tool_call_id, part.get("name") or message.name,
-                       _response_text(part), where)  # fmt: skip
-            if not responses:
-                content = message.content if message.parts is None else message.parts
-                result = _result_text(content, where, out.flags)
-                answer(i, message.tool_call_id, message.name, result, where)
-            continue
-        if message.role == "function":
-            result = _result_text(message.content, where, out.flags)
-            answer(i, None, message.name, result, where)
-            continue
         if isinstance(message.content, str):
             texts.append(message.content)
         elif message.content is None and message.refusal:
@@ -473,25 +476,45 @@ def read_messages(messages: Sequence[InputMessage]) -> ReadMessages:
             if part.type == "text":
                 texts.append(part.text)
             elif part.type == "tool_call":
-                call(i, str(part.get("name")), part.get("id"), part.get("arguments"))
+                self.call(i, str(part.get("name")), part.get("id"), part.get("arguments"))
                 called = True
             elif part.type == "tool_call_response":
-                answer(i, part.get("id"), part.get("name"), _response_text(part), where)
+                self.answer(i, part.get("id"), part.get("name"), _response_text(part), where)
             else:
                 other.append(part.type)
         for tool_call in message.tool_calls or []:
-            call(i, tool_call.function.name, tool_call.id, tool_call.function.arguments)
+            self.call(i, tool_call.function.name, tool_call.id, tool_call.function.arguments)
             called = True
         if message.function_call is not None:
-            call(i, message.function_call.name, None, message.function_call.arguments)
+            self.call(i, message.function_call.name, None, message.function_call.arguments)
             called = True
         if other:
-            out.flags.append(f"{FLAG_CONTENT_NOT_TEXT}: {where} held {', '.join(sorted(set(other)))} parts")
+            self.out.flags.append(
+                f"{FLAG_CONTENT_NOT_TEXT}: {where} held {', '.join(sorted(set(other)))} parts"
+            )
         text = "\n".join(t for t in texts if t)
         only_results = not texts and any(p.type == "tool_call_response" for p in message.all_parts)
         if only_results or (message.role == "assistant" and not text):
-            continue  # a turn of tool results only, or an assistant turn of calls only: not a text turn
+            return None
         role = message.role
-        assert role in ("system", "user", "assistant")  # tool and function turns returned above
-        out.turns.append(TextTurn(index=i, role=role, content=text, name=message.name, calls_tools=called))
+        assert role in ("system", "user", "assistant")  # tool and function turns are results turns
+        return TextTurn(index=i, role=role, content=text, name=message.name, calls_tools=called)
+
+
+def read_messages(messages: Sequence[InputMessage]) -> ReadMessages:
+    """The text turns and tool steps of a conversation, in order. A result is paired with the call of the
+    same id (legacy ``function`` turns: the latest unanswered call of that name); a result that pairs with
+    no call becomes a step of its own (status from its result) and is flagged; a call whose result never
+    came is a step with status ``no_result``. ``earlier_turn`` is left False here (the interaction sets it
+    once it knows which user turn is the question)."""
+    out = ReadMessages()
+    pairing = _Pairing(out)
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if message.role in ("tool", "function"):
+            pairing.results_turn(i, message, where)
+            continue
+        turn = pairing.text_turn(i, message, where)
+        if turn is not None:
+            out.turns.append(turn)
     return out

@@ -151,6 +151,8 @@ def decode(
             context["now"] = now
         if received_at is not None:
             context["received_at"] = received_at
+    elif getattr(model, "stamped_on_receipt", False) and (received_at or now) is not None:
+        context["received_at"] = received_at or now
     if between_stages and not _may_hold_constant(raw):
         try:
             return model.model_validate_json(raw, context=context)

@@ -175,7 +175,9 @@ class Resources(Service):
             self._stack.callback(self.custom.close)
         self.arguments = ArgumentJudge(judge, settings)
         if settings.kafka.topology == "fused":
-            self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance, custom=self.custom)
+            self._evaluator = Evaluator(
+                judge, settings, relevance_scorer=self.relevance, custom=self.custom, clock=self.clock
+            )
             self._stack.push_async_callback(self._evaluator.aclose)
 
     def _written(self, evaluations: list[Evaluation], seconds: float) -> None:

@@ -21,6 +21,6 @@ async def skip_unsampled(ctx: StreamContext, sampler: Sampler, interaction: Inte
     ctx.metrics.sampling(interaction.app, decision.judge, decision.reason)
     if decision.judge:
         return False
-    evaluation = skipped_evaluation(interaction, decision.reason, ctx.settings.judge.kind)
+    evaluation = skipped_evaluation(interaction, decision.reason, ctx.settings.judge.kind, ctx.clock.now())
     await ctx.send(ctx.names.evaluations, interaction.interaction_id, evaluation)
     return True

@@ -103,6 +103,17 @@ class WorkerMetrics:
         self.dead_letters = Counter(
             "groundwatch_dead_letters", "dead letters sent", ["stage", "error_type"], registry=r
         )
+        self._judge_metrics(r)
+        self._traffic_metrics(r)
+        self._custom_metrics(r)
+        self.sink_rows = Counter("groundwatch_sink_rows", "evaluations written to ClickHouse", registry=r)
+        self.sink_flush = Histogram("groundwatch_sink_flush_seconds", "ClickHouse insert time", registry=r)
+        self.dead_letter_rows = Counter(
+            "groundwatch_dead_letter_rows", "dead letters written to ClickHouse", registry=r
+        )
+
+    def _judge_metrics(self, r: CollectorRegistry) -> None:
+        """The judge's calls, retries, cache hits, errors, tokens, cost and latency."""
         self.judge_calls = Counter(
             "groundwatch_judge_calls",
             "judge calls that reached a model",
@@ -129,6 +140,9 @@ class WorkerMetrics:
             "groundwatch_judge_call_seconds", "latency of judge calls that reached a model",
             ["judge", "model"], buckets=LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
+
+    def _traffic_metrics(self, r: CollectorRegistry) -> None:
+        """Interactions received, sampled and skipped; their tool calls and answers without evidence."""
         self.interactions_received = Counter(
             "groundwatch_interactions_received", "interactions that reached judging (sampled or not)",
             ["app"], registry=r,
@@ -155,6 +169,9 @@ class WorkerMetrics:
             "interactions whose tool calls used an argument value found nowhere before the call",
             ["app"], registry=r,
         )  # fmt: skip
+
+    def _custom_metrics(self, r: CollectorRegistry) -> None:
+        """Your own evaluators' scores and failures."""
         # your own evaluators (schemas.evaluators): a rate or mean is score / scored; the version is a label,
         # so a changed evaluator is a new series
         custom = ["evaluator", "version", "app", "model"]
@@ -169,11 +186,6 @@ class WorkerMetrics:
             "groundwatch_custom_missing", "interactions a custom evaluator failed to score, by reason",
             [*custom, "reason"], registry=r,
         )  # fmt: skip
-        self.sink_rows = Counter("groundwatch_sink_rows", "evaluations written to ClickHouse", registry=r)
-        self.sink_flush = Histogram("groundwatch_sink_flush_seconds", "ClickHouse insert time", registry=r)
-        self.dead_letter_rows = Counter(
-            "groundwatch_dead_letter_rows", "dead letters written to ClickHouse", registry=r
-        )
 
     def watch_lag(self, source: LagSource) -> None:
         self.registry.register(ConsumerLag(source))

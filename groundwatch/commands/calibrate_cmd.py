@@ -14,10 +14,16 @@ import argparse
 import asyncio
 import json
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from groundwatch.figures import json_safe
 from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pipeline.calibration import Calibration
+    from schemas.label import LabeledRow
+    from schemas.settings import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,31 +39,11 @@ def _fmt(mean: float | None, sd: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
-    from groundwatch.trend_report import parse_since
+    from groundwatch.store_access import settings_with_clickhouse
     from pipeline.calibration import APP_THRESHOLDS, SCORE_OF, app_thresholds_with, calibrate
-    from schemas.label import LabelSource
-    from streams.clickhouse.labels import LabelStore
 
-    try:
-        since = parse_since(args.since)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
     settings = settings_with_clickhouse(args.clickhouse)
-    start = since or datetime(1971, 1, 1, tzinfo=UTC)
-    store = open_store(settings, migrate=False)
-    try:
-        rows = asyncio.run(
-            LabelStore(store).labeled_rows(start, datetime.now(UTC) + timedelta(days=1), args.app, args.model)
-        )
-    except Exception as exc:
-        raise read_failed(settings, exc) from None
-    finally:
-        store.close()
-    if not settings.labels.include_end_user:
-        rows = [r for r in rows if r.source is not LabelSource.END_USER]
-    if not rows:
-        raise ConfigError(f"no labels of {args.app}'s judged interactions since {start:%Y-%m-%d}")
+    rows = _labeled_rows(args, settings)
     judges = sorted({r.judge for r in rows})
     if len(judges) > 1:
         raise ConfigError(
@@ -85,30 +71,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"Thresholds for {scope} (judge {judges[0]}), grouped cross-validation on people's labels "
           "(out-of-fold balanced accuracy, mean ± sd over folds):")  # fmt: skip
     for r in results:
-        print(
-            f"\n{r.kind.value} ({r.score}): {r.cases} labeled cases, {r.positives} positive, "
-            f"{r.groups} groups" + (f", {r.folds} folds" if r.folds >= 2 else "")
-        )
-        if r.current_balanced_accuracy is not None:
-            print(
-                f"  today's threshold {r.current_threshold:.3f}: "
-                f"{_fmt(r.current_balanced_accuracy, r.current_sd)}"
-            )
-        if r.proposed_threshold is None:
-            print(f"  {r.note}")
-            continue
-        folds = ", ".join(f"{t:.3f}" for t in r.fold_thresholds)
-        print(f"  chosen in the training folds ({folds}): "
-              f"{_fmt(r.cross_validated_balanced_accuracy, r.cross_validated_sd)}")  # fmt: skip
-        print(f"  proposed (chosen on every case, in-sample): {r.key} {r.proposed_threshold:.3f}")
-        band = r.cascade_band
-        if band is not None:
-            print(
-                f"  cascade band [{band.low:.3f}, {band.high:.3f}]: {band.errors_inside} of the "
-                f"{band.errors} cases the proposed threshold gets wrong, {100 * band.share_inside:.0f} % of "
-                f"the labeled cases sent to the LLM: {band.settings[0]}={band.low:.3f} "
-                f"{band.settings[1]}={band.high:.3f}"
-            )
+        _print_calibration(r)
     if setting is None:
         print("\nNothing to propose yet: label more interactions.")
         return 0
@@ -120,3 +83,60 @@ def run(args: argparse.Namespace) -> int:
         print("The cascade's band applies to every app the worker judges.")
     print("Nothing was changed.")
     return 0
+
+
+def _labeled_rows(args: argparse.Namespace, settings: Settings) -> list[LabeledRow]:
+    """The app's (and model's) labeled, judged interactions since ``--since``; end users' labels only
+    when ``labels.include_end_user``. ConfigError when there are none."""
+    from groundwatch.store_access import open_store, read_failed
+    from groundwatch.trend_report import parse_since
+    from schemas.label import LabelSource
+    from streams.clickhouse.labels import LabelStore
+
+    try:
+        since = parse_since(args.since)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    start = since or datetime(1971, 1, 1, tzinfo=UTC)
+    store = open_store(settings, migrate=False)
+    try:
+        rows = asyncio.run(
+            LabelStore(store).labeled_rows(start, datetime.now(UTC) + timedelta(days=1), args.app, args.model)
+        )
+    except Exception as exc:
+        raise read_failed(settings, exc) from None
+    finally:
+        store.close()
+    if not settings.labels.include_end_user:
+        rows = [r for r in rows if r.source is not LabelSource.END_USER]
+    if not rows:
+        raise ConfigError(f"no labels of {args.app}'s judged interactions since {start:%Y-%m-%d}")
+    return list(rows)
+
+
+def _print_calibration(r: Calibration) -> None:
+    """One label kind's calibration, in words."""
+    print(
+        f"\n{r.kind.value} ({r.score}): {r.cases} labeled cases, {r.positives} positive, "
+        f"{r.groups} groups" + (f", {r.folds} folds" if r.folds >= 2 else "")
+    )
+    if r.current_balanced_accuracy is not None:
+        print(
+            f"  today's threshold {r.current_threshold:.3f}: "
+            f"{_fmt(r.current_balanced_accuracy, r.current_sd)}"
+        )
+    if r.proposed_threshold is None:
+        print(f"  {r.note}")
+        return
+    folds = ", ".join(f"{t:.3f}" for t in r.fold_thresholds)
+    print(f"  chosen in the training folds ({folds}): "
+          f"{_fmt(r.cross_validated_balanced_accuracy, r.cross_validated_sd)}")  # fmt: skip
+    print(f"  proposed (chosen on every case, in-sample): {r.key} {r.proposed_threshold:.3f}")
+    band = r.cascade_band
+    if band is not None:
+        print(
+            f"  cascade band [{band.low:.3f}, {band.high:.3f}]: {band.errors_inside} of the "
+            f"{band.errors} cases the proposed threshold gets wrong, {100 * band.share_inside:.0f} % of "
+            f"the labeled cases sent to the LLM: {band.settings[0]}={band.low:.3f} "
+            f"{band.settings[1]}={band.high:.3f}"
+        )

@@ -27,7 +27,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
@@ -38,7 +38,7 @@ from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversations import figures
-from pipeline.custom_evaluators import CustomSummary, open_custom, summarise, summary_lines
+from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise, summary_lines
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
@@ -179,10 +179,7 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
     concurrency = args.concurrency or settings.kafka.stage_concurrency
     dataset = read_dataset(args.input, settings.limits, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
-    scorer: RelevanceScorer | None = None
-    if settings.pipeline.relevance:
-        scorer = RelevanceScorer()
-        scorer.require()  # a missing extra: one line before any judging
+    scorer = _relevance_scorer(settings)
     out_evals = evaluations_path(args.out, args.evaluations)
     out_evals.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -226,22 +223,45 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 bootstrap=getattr(args, "bootstrap", RESAMPLES),
             )
             if custom is not None:
-                summaries = summarise(custom.loaded, (e for _, e in rows))
-                report = report.model_copy(
-                    update={"custom": {k: v.model_dump(mode="json") for k, v in summaries.items()}}
-                )
-    report = estimate_cmd.with_sampling(report, args, skipped)
-    if settings.conversations.enabled:
-        every = [e for _, e in rows] + skipped
-        report = report.model_copy(
-            update={"conversations": figures(every, settings.conversations.reask_similarity)}
-        )
+                report = _with_custom_summary(report, custom, rows)
+    report = _with_conversations(estimate_cmd.with_sampling(report, args, skipped), settings, rows, skipped)
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
             handle.write(evaluation.model_dump_json() + "\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def _with_conversations(
+    report: EvalReport,
+    settings: Settings,
+    rows: Sequence[tuple[DatasetLine, Evaluation]],
+    skipped: Sequence[Evaluation],
+) -> EvalReport:
+    """The report with the file's conversation figures (when conversations are on)."""
+    if not settings.conversations.enabled:
+        return report
+    every = [e for _, e in rows] + list(skipped)
+    found = figures(every, settings.conversations.reask_similarity)
+    return report.model_copy(update={"conversations": found})
+
+
+def _relevance_scorer(settings: Settings) -> RelevanceScorer | None:
+    """The relevance scorer when ``pipeline.relevance`` is on (its extra checked before any judging)."""
+    if not settings.pipeline.relevance:
+        return None
+    scorer = RelevanceScorer()
+    scorer.require()  # a missing extra: one line before any judging
+    return scorer
+
+
+def _with_custom_summary(
+    report: EvalReport, custom: CustomEvaluators, rows: Sequence[tuple[DatasetLine, Evaluation]]
+) -> EvalReport:
+    """The report with the custom evaluators' summary (``custom``)."""
+    summaries = summarise(custom.loaded, (e for _, e in rows))
+    return report.model_copy(update={"custom": {k: v.model_dump(mode="json") for k, v in summaries.items()}})
 
 
 def summary(report: EvalReport) -> str:

@@ -227,64 +227,90 @@ class LLMJudge:
         if not hyps:
             return JudgeOutput(NliOutput(hypotheses=[], refusal=None))
         calls: list[JudgeCall] = []
-        results: list[HypothesisResult | None] = [None] * len(hyps)
         keys = [self._nli_key(premise, h) for h in hyps]
-        refusal: bool | None = None
         refusal_key = self._key("nli", "refusal-of", *hyps)
-        found = await self._get([*keys, refusal_key] if ask_refusal else keys)
-        for i, hit in enumerate(found[: len(keys)]):
-            if hit is not None:
-                results[i] = HypothesisResult.model_validate_json(hit)
-        if ask_refusal:
-            refusal_hit = found[-1]
-            if refusal_hit is not None:
-                refusal = bool(json.loads(refusal_hit))
-            else:
-                results = [None] * len(hyps)  # the refusal needs the whole answer in the prompt
+        results, refusal = await self._cached_entailments(keys, refusal_key, ask_refusal)
         hits = sum(r is not None for r in results)
         if hits:
             calls.append(self._hit_call("nli", hits))
         misses = [i for i, r in enumerate(results) if r is None]
         if misses:
-            miss_hyps = [hyps[i] for i in misses]
-            prompt = self.prompts.nli(
-                premise.text,
-                miss_hyps,
-                document=premise.document,
-                ask_refusal=ask_refusal,
-                passages=[p.text for p in premise.passages],
-            )
-
-            def check(answer: NliAnswer) -> None:
-                _expect_ids([h.id for h in answer.hypotheses], len(miss_hyps), "hypothesis")
-
-            answer, call, tokens = await self.client.complete_graded(
-                prompt,
-                stage="nli",
-                items=len(miss_hyps),
-                check=check,
-                logprobs=self.settings.verdict_logprobs,
+            call, asked_refusal = await self._ask_entailments(
+                premise, hyps, misses, results, keys, refusal_key, ask_refusal
             )
             calls.append(call)
-            by_id: dict[int, HypothesisAnswer] = {h.id: h for h in answer.hypotheses}
-            grades = dict(
-                zip(by_id, statement_grades([h.statements for h in answer.hypotheses], tokens), strict=True)
-            )
-            writes: list[tuple[str, str]] = []
-            for j, i in enumerate(misses, 1):
-                res = hypothesis_result(hyps[i], by_id[j].statements, grades[j], len(premise.passages))
-                results[i] = res
-                if self._gradeable(tokens):
-                    writes.append((keys[i], res.model_dump_json()))
-            if ask_refusal and isinstance(answer, NliRefusalAnswer):
-                refusal = answer.refusal
-                writes.append((refusal_key, json.dumps(refusal)))
-            await self._put(writes)
+            refusal = asked_refusal if asked_refusal is not None else refusal
         done = [r for r in results if r is not None]
         if ask_refusal and self.settings.refusal_phrases_first:
             if refusal_match(" ".join(hyps), REFUSAL_OFF) is not None:
                 refusal = True  # as in classify_refusals: a phrase-matched text is a refusal
         return JudgeOutput(NliOutput(hypotheses=done, refusal=refusal if ask_refusal else None), calls)
+
+    async def _cached_entailments(
+        self, keys: list[str], refusal_key: str, ask_refusal: bool
+    ) -> tuple[list[HypothesisResult | None], bool | None]:
+        """The cached result of each hypothesis (None: not cached) and, with ``ask_refusal``, the cached
+        refusal; without a cached refusal no hypothesis counts as cached (the refusal needs the whole
+        answer in the prompt)."""
+        results: list[HypothesisResult | None] = [None] * len(keys)
+        found = await self._get([*keys, refusal_key] if ask_refusal else keys)
+        for i, hit in enumerate(found[: len(keys)]):
+            if hit is not None:
+                results[i] = HypothesisResult.model_validate_json(hit)
+        if not ask_refusal:
+            return results, None
+        refusal_hit = found[-1]
+        if refusal_hit is None:
+            return [None] * len(keys), None
+        return results, bool(json.loads(refusal_hit))
+
+    async def _ask_entailments(
+        self,
+        premise: Premise,
+        hyps: list[str],
+        misses: list[int],
+        results: list[HypothesisResult | None],
+        keys: list[str],
+        refusal_key: str,
+        ask_refusal: bool,
+    ) -> tuple[JudgeCall, bool | None]:
+        """Ask the judge about the hypotheses at ``misses`` in one prompt, fill their ``results`` and
+        cache them; (the call, the refusal the judge gave or None)."""
+        miss_hyps = [hyps[i] for i in misses]
+        prompt = self.prompts.nli(
+            premise.text,
+            miss_hyps,
+            document=premise.document,
+            ask_refusal=ask_refusal,
+            passages=[p.text for p in premise.passages],
+        )
+
+        def check(answer: NliAnswer) -> None:
+            _expect_ids([h.id for h in answer.hypotheses], len(miss_hyps), "hypothesis")
+
+        answer, call, tokens = await self.client.complete_graded(
+            prompt,
+            stage="nli",
+            items=len(miss_hyps),
+            check=check,
+            logprobs=self.settings.verdict_logprobs,
+        )
+        by_id: dict[int, HypothesisAnswer] = {h.id: h for h in answer.hypotheses}
+        grades = dict(
+            zip(by_id, statement_grades([h.statements for h in answer.hypotheses], tokens), strict=True)
+        )
+        writes: list[tuple[str, str]] = []
+        for j, i in enumerate(misses, 1):
+            res = hypothesis_result(hyps[i], by_id[j].statements, grades[j], len(premise.passages))
+            results[i] = res
+            if self._gradeable(tokens):
+                writes.append((keys[i], res.model_dump_json()))
+        refusal: bool | None = None
+        if ask_refusal and isinstance(answer, NliRefusalAnswer):
+            refusal = answer.refusal
+            writes.append((refusal_key, json.dumps(refusal)))
+        await self._put(writes)
+        return call, refusal
 
     async def entail_cases(
         self, cases: Sequence[tuple[Premise, Sequence[str]]]

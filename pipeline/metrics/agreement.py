@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr
@@ -129,37 +130,54 @@ def _stats(c: np.ndarray) -> np.ndarray:
     return np.stack([se, sp, ba, kappa, rate], axis=1)
 
 
-def agreement(
-    cases: Sequence[LabeledCase], *, resamples: int = RESAMPLES, seed: int = SEED, level: float = 0.95
-) -> Agreement:
-    """Weighted agreement of the judge's flags with people's labels, with cluster bootstrap intervals."""
+def _confusion_rows(cases: Sequence[LabeledCase]) -> np.ndarray:
+    """One row per case: its weight in its confusion cell (TP, FN, FP, TN)."""
     rows = np.zeros((len(cases), 4))
     for i, case in enumerate(cases):
         if not case.weight > 0 or not math.isfinite(case.weight):
             raise ValueError(f"{case.interaction_id}: a label's weight must be positive, not {case.weight}")
         col = (0 if case.flagged else 1) if case.condition else (2 if case.flagged else 3)
         rows[i, col] = case.weight
+    return rows
+
+
+def _cluster_bootstrap(
+    per_group: np.ndarray, resamples: int, seed: int, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(lows, highs, the resampled confusion totals) of the five statistics, groups drawn with
+    replacement; NaN bounds (and no resamples) with fewer than two groups, and for a statistic defined
+    in fewer than half the resamples."""
+    lows = np.full(5, np.nan)
+    highs = np.full(5, np.nan)
+    g = len(per_group)
+    if g < 2 or resamples <= 0:
+        return lows, highs, None
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(g, np.full(g, 1.0 / g), size=resamples)  # how often each group is drawn
+    resampled = draws.astype(float) @ per_group
+    sampled = _stats(resampled)
+    alpha = (1.0 - level) / 2.0
+    for j in range(5):
+        column = sampled[:, j]
+        defined = column[~np.isnan(column)]
+        if defined.size * 2 >= resamples:
+            lows[j], highs[j] = np.quantile(defined, [alpha, 1.0 - alpha])
+    return lows, highs, resampled
+
+
+def agreement(
+    cases: Sequence[LabeledCase], *, resamples: int = RESAMPLES, seed: int = SEED, level: float = 0.95
+) -> Agreement:
+    """Weighted agreement of the judge's flags with people's labels, with cluster bootstrap intervals."""
+    rows = _confusion_rows(cases)
     index: dict[Hashable, list[int]] = defaultdict(list)
     for i, case in enumerate(cases):
         index[case.group].append(i)
     per_group = np.array([rows[idx].sum(axis=0) for idx in index.values()]) if index else np.zeros((0, 4))
     total = rows.sum(axis=0, keepdims=True)
     point = _stats(total)[0]
-    lows = np.full(5, np.nan)
-    highs = np.full(5, np.nan)
     g = len(index)
-    resampled = None
-    if g >= 2 and resamples > 0:
-        rng = np.random.default_rng(seed)
-        draws = rng.multinomial(g, np.full(g, 1.0 / g), size=resamples)  # how often each group is drawn
-        resampled = draws.astype(float) @ per_group
-        sampled = _stats(resampled)
-        alpha = (1.0 - level) / 2.0
-        for j in range(5):
-            column = sampled[:, j]
-            defined = column[~np.isnan(column)]
-            if defined.size * 2 >= resamples:
-                lows[j], highs[j] = np.quantile(defined, [alpha, 1.0 - alpha])
+    lows, highs, resampled = _cluster_bootstrap(per_group, resamples, seed, level)
 
     def est(j: int) -> Estimate:
         value = None if np.isnan(point[j]) else float(point[j])
@@ -310,19 +328,10 @@ def corrected_rate(
         raise ValueError(f"flagged must be within [0, total]: {flagged} of {total}")
     rate = flagged / total if total else None
     base = {"flagged": flagged, "total": total, "flagged_rate": rate}
-    have_pos = quality.condition_cases if quality else 0
-    have_neg = quality.other_cases if quality else 0
-    needed = max(0, min_per_class - have_pos) + max(0, min_per_class - have_neg)
-    if quality is None or needed > 0:
-        return CorrectedRate(
-            **base,
-            status=CorrectionStatus.TOO_FEW_LABELS,
-            labels_needed=needed,
-            note=(
-                f"{have_pos} labeled '{condition}' and {have_neg} labeled otherwise; {min_per_class} of each "
-                f"are needed before the rate can be corrected"
-            ),
-        )
+    too_few = _too_few_labels(base, quality, min_per_class, condition)
+    if too_few is not None:
+        return too_few
+    assert quality is not None  # without labels there are too few
     se, sp = quality.sensitivity.value, quality.specificity.value
     assert se is not None and sp is not None  # both classes are present
     if se + sp <= 1.0:
@@ -337,6 +346,15 @@ def corrected_rate(
     if rate is None:
         return CorrectedRate(**base, status=CorrectionStatus.OK, note="no interactions in the period")
     corrected = rogan_gladen(rate, se, sp)
+    low, high = _corrected_interval(flagged, total, quality, corrected, z)
+    return CorrectedRate(**base, status=CorrectionStatus.OK, corrected=corrected, low=low, high=high)
+
+
+def _corrected_interval(
+    flagged: int, total: int, quality: Agreement, corrected: float | None, z: float
+) -> tuple[float, float]:
+    """The corrected rate's interval: the adjusted Rogan-Gladen one (see the module docstring), holding
+    ``corrected``; (0, 1) when the adjusted Se + Sp is not above 1."""
     z2 = z * z
     conf = quality.confusion
     pos_w = conf.true_positives + conf.false_negatives
@@ -361,4 +379,24 @@ def corrected_rate(
         low, high = max(0.0, pi - half), min(1.0, pi + half)
         if corrected is not None:  # the interval always holds its point
             low, high = min(low, corrected), max(high, corrected)
-    return CorrectedRate(**base, status=CorrectionStatus.OK, corrected=corrected, low=low, high=high)
+    return low, high
+
+
+def _too_few_labels(
+    base: dict[str, Any], quality: Agreement | None, min_per_class: int, condition: str
+) -> CorrectedRate | None:
+    """The corrected rate's answer with fewer than ``min_per_class`` labels of a class; None: enough."""
+    have_pos = quality.condition_cases if quality else 0
+    have_neg = quality.other_cases if quality else 0
+    needed = max(0, min_per_class - have_pos) + max(0, min_per_class - have_neg)
+    if quality is not None and needed == 0:
+        return None
+    return CorrectedRate(
+        **base,
+        status=CorrectionStatus.TOO_FEW_LABELS,
+        labels_needed=needed,
+        note=(
+            f"{have_pos} labeled '{condition}' and {have_neg} labeled otherwise; {min_per_class} of each "
+            f"are needed before the rate can be corrected"
+        ),
+    )

@@ -33,11 +33,6 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
-def verify(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
-    """What a receiver does with the two headers (constant-time comparison)."""
-    return hmac.compare_digest(sign(secret, int(timestamp), body), signature)
-
-
 def _iso(ts: datetime) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 

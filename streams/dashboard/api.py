@@ -225,6 +225,7 @@ async def add_label(request: web.Request) -> web.Response:
         value=req.value,
         reviewer=reviewer,
         source=LabelSource.REVIEWER,
+        labeled_at=request.app[CLOCK_KEY].now(),
         note=req.note,
         inclusion_probability=probability if drawn(req.interaction_id, probability) else None,
     )

@@ -93,10 +93,14 @@ class JoinProcessor(HoldingProcessor):
         missing = list(entry.missing(self.need_refusal))
         scorer = self.resources.relevance
         if scorer is None:
-            return assemble(entry.converted, entry.nli, entry.refusal, self.ctx.settings, missing=missing)
+            return assemble(
+                entry.converted, entry.nli, entry.refusal, self.ctx.settings,
+                evaluated_at=self.clock.now(), missing=missing,
+            )  # fmt: skip
         relevance = await score_relevance(scorer, entry.converted.interaction)
         return assemble(
-            entry.converted, entry.nli, entry.refusal, self.ctx.settings, relevance=relevance.value,
+            entry.converted, entry.nli, entry.refusal, self.ctx.settings, evaluated_at=self.clock.now(),
+            relevance=relevance.value,
             missing=[*missing, "relevance"] if relevance.failed else missing,
             extra_seconds={"relevance": relevance.seconds},
         )  # fmt: skip

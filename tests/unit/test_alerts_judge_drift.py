@@ -21,6 +21,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import correct_threshold
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
+from tests.fixtures.messages import EVALUATED_AT
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
@@ -41,7 +42,7 @@ async def label_hour(store: ClickHouseStore, hour: int, wrong: int, identity: tu
         flagged = i < 20
         iid = f"h{hour}-{i}"
         evaluations.append(
-            Evaluation(
+            Evaluation(evaluated_at=EVALUATED_AT,
                 interaction_id=iid, timestamp=T0 + hour * HOUR + i * timedelta(seconds=30), app="bot",
                 model="m", judge=judge, judge_model=judge_model, prompt_version=prompt,
                 context_entailment=0.1 if flagged else 0.9, hallucination=flagged, answer_refusal=False,
@@ -49,7 +50,15 @@ async def label_hour(store: ClickHouseStore, hour: int, wrong: int, identity: tu
         )  # fmt: skip
         agrees = (i % 20) >= wrong
         grounded = (not flagged) if agrees else flagged
-        labels.append(Label(interaction_id=iid, kind="grounded", value=int(grounded), reviewer="ann"))
+        labels.append(
+            Label(
+                labeled_at=EVALUATED_AT,
+                interaction_id=iid,
+                kind="grounded",
+                value=int(grounded),
+                reviewer="ann",
+            )
+        )
     await store.insert_evaluations(evaluations)
     await LabelStore(store).insert(labels)
 
@@ -167,7 +176,7 @@ async def test_newer_end_user_thumbs_do_not_crowd_out_peoples_labels(store: Clic
     with end users' thumbs only leave the rule its 40 reviewers' labels (unless end users are included)."""
     await label_hour(store, 0, GOOD, OLD)
     thumbs = [
-        Evaluation(
+        Evaluation(evaluated_at=EVALUATED_AT,
             interaction_id=f"u-{i}", timestamp=T0 + 2 * HOUR + i * timedelta(seconds=10), app="bot",
             model="m", judge="openai", judge_model=OLD[1], prompt_version=OLD[2], context_entailment=0.9,
             hallucination=False, answer_refusal=False,
@@ -177,7 +186,7 @@ async def test_newer_end_user_thumbs_do_not_crowd_out_peoples_labels(store: Clic
     await store.insert_evaluations(thumbs)
     await LabelStore(store).insert(
         [Label(interaction_id=e.interaction_id, kind="grounded", value=1, reviewer="end_user",
-               source="end_user") for e in thumbs]
+               source="end_user", labeled_at=EVALUATED_AT) for e in thumbs]
     )  # fmt: skip
     labels = LabelStore(store)
     people = await labels.latest_labeled("bot", "m", LabelKind.GROUNDED, T0 + 3 * HOUR, 50)
@@ -189,7 +198,7 @@ async def test_newer_end_user_thumbs_do_not_crowd_out_peoples_labels(store: Clic
 async def test_an_id_stored_on_two_days_meets_one_verdict(store: ClickHouseStore) -> None:
     """An interaction id evaluated again on another day is a second row of evaluations (its key holds
     the day); its label is joined to the newest of them only."""
-    first = Evaluation(
+    first = Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id="r1", timestamp=T0, app="bot", model="m", judge="openai", judge_model=OLD[1],
         prompt_version=OLD[2], context_entailment=0.1, hallucination=True, answer_refusal=False,
     )  # fmt: skip
@@ -198,7 +207,9 @@ async def test_an_id_stored_on_two_days_meets_one_verdict(store: ClickHouseStore
     )
     await store.insert_evaluations([first])
     await store.insert_evaluations([again])
-    await LabelStore(store).insert([Label(interaction_id="r1", kind="grounded", value=1, reviewer="ann")])
+    await LabelStore(store).insert(
+        [Label(labeled_at=EVALUATED_AT, interaction_id="r1", kind="grounded", value=1, reviewer="ann")]
+    )
     rows = await LabelStore(store).labeled_rows(T0 - HOUR, T0 + 48 * HOUR)
     assert [(r.interaction_id, r.hallucination) for r in rows] == [("r1", False)]
     latest = await LabelStore(store).latest_labeled("bot", "m", LabelKind.GROUNDED, T0 + 48 * HOUR, 10)

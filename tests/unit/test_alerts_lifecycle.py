@@ -3,6 +3,7 @@ receiver payloads and secrets."""
 
 from __future__ import annotations
 
+import hmac
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,10 +12,16 @@ import pytest
 from schemas.alert import Alert, AlertRule, BaselineRule, Receiver
 from schemas.errors import ConfigError
 from streams.alerts.lifecycle import Slot, decide
-from streams.alerts.receivers import Target, alertmanager_alert, resolve, verify
+from streams.alerts.receivers import Target, alertmanager_alert, resolve, sign
 from streams.alerts.rules import load_rules
 from streams.alerts.stats import Obs
 from tests.settings_factory import make_settings
+
+
+def verify(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
+    """What a receiver does with the two headers (constant-time comparison)."""
+    return hmac.compare_digest(sign(secret, int(timestamp), body), signature)
+
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

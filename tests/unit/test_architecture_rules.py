@@ -4,9 +4,13 @@
   layer or one below, and no two modules import each other, directly or around a loop (an import inside
   a function counts; one under ``if TYPE_CHECKING:`` does not);
 - one clock: in streams/ and pipeline/ nothing reads the wall clock, the monotonic clock or sleeps but
-  ``pipeline/clock.py``; a retry there waits on a clock it is given (``sleep=``);
+  ``pipeline/clock.py``; a retry there waits on a clock it is given (``sleep=``); no model in schemas/
+  that streams/ or pipeline/ build stamps a field from the wall clock by default (``default_factory``):
+  the worker's clock sets it;
 - one dead-letter builder: ``DeadLetter(`` only in ``streams.codec.dead_letter``;
-- one error hierarchy: every exception class defined in the code derives from ``GroundwatchError``.
+- one error hierarchy: every exception class defined in the code derives from ``GroundwatchError``;
+- short functions: none in schemas/, pipeline/, streams/ or groundwatch/ is over ``MAX_FUNCTION_LINES``
+  lines (its signature, docstring and body), so each step has a name.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("groundwatch", "streams", "pipeline", "prompts", "schemas")  # top to bottom
 CLOCK = "pipeline/clock.py"
+MAX_FUNCTION_LINES = 60
 # what reads or waits on real time: only the clock may
 TIME_CALLS = {
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
@@ -191,6 +196,50 @@ def test_the_time_rule_sees_each_way_of_reading_time() -> None:
     assert [w for _, w in retries_without_a_clock(code)] == ["retry(...) without sleep="]
 
 
+def clock_defaults(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """(class, field) of each ``Field(default_factory=...)`` in a class body that reads real time."""
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for stmt in cls.body:
+            if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value):
+                continue
+            for call in (n for n in ast.walk(stmt.value) if isinstance(n, ast.Call)):
+                for keyword in call.keywords:
+                    if keyword.arg == "default_factory" and any(True for _ in time_reads(keyword.value)):
+                        yield cls.name, stmt.target.id
+
+
+def built_by_the_worker() -> set[str]:
+    """The names the worker's code calls (a model it builds is called by its class name)."""
+    return {
+        n.func.id
+        for _, tree in sources("streams", "pipeline")
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+
+
+def test_models_the_worker_builds_take_their_time_from_its_clock() -> None:
+    built = built_by_the_worker()
+    found = [
+        f"{rel}: {cls}.{field}"
+        for rel, tree in sources("schemas")
+        for cls, field in clock_defaults(tree)
+        if cls in built
+    ]
+    assert found == []
+
+
+def test_the_default_rule_sees_a_wall_clock_default() -> None:
+    code = ast.parse(
+        "class M(BaseModel):\n"
+        "    at: datetime = Field(default_factory=lambda: datetime.now(UTC))\n"
+        "    n: list[int] = Field(default_factory=list)\n"
+        "    t: float = Field(default_factory=time.time, description='x')\n"
+    )
+    assert list(clock_defaults(code)) == [("M", "at"), ("M", "t")]
+    assert {"Evaluation", "Label", "Alert"} <= built_by_the_worker()
+
+
 def calls_of(name: str, tree: ast.AST) -> set[int]:
     return {
         n.lineno
@@ -229,3 +278,32 @@ def test_every_error_raised_on_purpose_derives_from_groundwatch_error() -> None:
         if not issubclass(cls, GroundwatchError)
     ]
     assert outside == []
+
+
+def long_functions(tree: ast.Module) -> Iterator[tuple[int, str, int]]:
+    """(line, name, lines) of each function or method longer than ``MAX_FUNCTION_LINES``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                yield node.lineno, node.name, length
+
+
+def test_no_function_is_over_sixty_lines() -> None:
+    found = [
+        f"{rel}:{line}: {name} ({length} lines)"
+        for rel, tree in sources("schemas", "pipeline", "streams", "groundwatch")
+        for line, name, length in long_functions(tree)
+    ]
+    assert found == []
+
+
+def test_the_length_rule_counts_a_long_function_and_a_long_method() -> None:
+    lines = [f"x{i} = {i}" for i in range(MAX_FUNCTION_LINES)]  # with the def: one line too many
+    function = "def f():\n" + "".join(f"    {line}\n" for line in lines)
+    method = "class C:\n    async def m(self):\n" + "".join(f"        {line}\n" for line in lines)
+    short = "def g():\n" + "".join(f"    {line}\n" for line in lines[1:])
+    code = ast.parse(function + method + short)
+    assert [(name, length) for _, name, length in long_functions(code)] == [
+        ("f", MAX_FUNCTION_LINES + 1), ("m", MAX_FUNCTION_LINES + 1)
+    ]

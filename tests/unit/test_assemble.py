@@ -17,6 +17,7 @@ from schemas.results import (
     RefusalResult,
     StatementVerdict,
 )
+from tests.fixtures.messages import EVALUATED_AT
 from tests.settings_factory import make_settings
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -104,7 +105,7 @@ def refusal(answer: bool | None = False) -> RefusalResult:
 def test_all_fields() -> None:
     settings = make_settings()
     settings = settings.with_changes(judge={"kind": "cascade"})
-    ev = assemble(converted(), nli(), refusal(), settings, relevance=0.8)
+    ev = assemble(converted(), nli(), refusal(), settings, relevance=0.8, evaluated_at=EVALUATED_AT)
     assert (ev.interaction_id, ev.timestamp, ev.app, ev.model, ev.conversation_id) == (
         "a1",
         WHEN,
@@ -140,24 +141,37 @@ def test_all_fields() -> None:
 def test_hallucination_threshold(scores: list[float], threshold: float, expected: bool) -> None:
     settings = make_settings()
     settings = settings.with_changes(pipeline={"hallucination_threshold": threshold})
-    assert assemble(converted(), nli(scores), refusal(), settings).hallucination is expected
+    assert (
+        assemble(converted(), nli(scores), refusal(), settings, evaluated_at=EVALUATED_AT).hallucination
+        is expected
+    )
 
 
 def test_hallucination_none_for_refusal_no_context_unknown_refusal_or_no_answer() -> None:
     s = make_settings()
-    assert assemble(converted(), nli([0.0]), refusal(True), s).hallucination is None
-    assert assemble(converted(contexts=False), nli(None), refusal(), s).hallucination is None
-    assert assemble(converted(), nli([0.0]), refusal(None), s).hallucination is None
-    assert assemble(converted(answer=""), nli([0.0]), refusal(), s).hallucination is None
+    assert (
+        assemble(converted(), nli([0.0]), refusal(True), s, evaluated_at=EVALUATED_AT).hallucination is None
+    )
+    assert (
+        assemble(converted(contexts=False), nli(None), refusal(), s, evaluated_at=EVALUATED_AT).hallucination
+        is None
+    )
+    assert (
+        assemble(converted(), nli([0.0]), refusal(None), s, evaluated_at=EVALUATED_AT).hallucination is None
+    )
+    assert (
+        assemble(converted(answer=""), nli([0.0]), refusal(), s, evaluated_at=EVALUATED_AT).hallucination
+        is None
+    )
 
 
 def test_missing_parts() -> None:
     s = make_settings()
-    ev = assemble(converted(), None, refusal(), s, missing=["relevance"])
+    ev = assemble(converted(), None, refusal(), s, missing=["relevance"], evaluated_at=EVALUATED_AT)
     assert ev.complete is False
     assert ev.missing == ["relevance", "nli"]
     assert ev.context_entailment is None and ev.pairs == [] and ev.grounded_precision is None
-    ev = assemble(converted(), nli(), None, s)
+    ev = assemble(converted(), nli(), None, s, evaluated_at=EVALUATED_AT)
     assert ev.missing == ["refusal"] and ev.answer_refusal is None and ev.hallucination is None
     assert ev.stage_seconds == {"convert": 0.25, "nli": 1.5}
 
@@ -165,7 +179,13 @@ def test_missing_parts() -> None:
 def test_same_mode_takes_refusal_from_nli() -> None:
     s = make_settings()
     s = s.with_changes(pipeline={"refusal_mode": "same"})
-    ev = assemble(converted(), nli([0.0], answer_refusal=False, ground_truth_refusal=True), None, s)
+    ev = assemble(
+        converted(),
+        nli([0.0], answer_refusal=False, ground_truth_refusal=True),
+        None,
+        s,
+        evaluated_at=EVALUATED_AT,
+    )
     assert ev.complete is True
     assert (ev.answer_refusal, ev.ground_truth_refusal) == (False, True)
     assert ev.hallucination is True
@@ -175,7 +195,7 @@ def test_weights_and_unsupported_threshold_come_from_settings() -> None:
     s = make_settings()
     s = s.with_changes(pipeline={"statement_weights": {"claim": 2.0}})
     s = s.with_changes(pipeline={"unsupported_claim_threshold": 0.0})
-    ev = assemble(converted(), nli([1.0, 0.0]), refusal(), s)
+    ev = assemble(converted(), nli([1.0, 0.0]), refusal(), s, evaluated_at=EVALUATED_AT)
     assert ev.grounded_precision == 0.5
     assert ev.unsupported_claims == []
 
@@ -202,7 +222,7 @@ def test_threshold_for_judge_defaults_and_explicit_values() -> None:
     assert pipe.threshold_for("agreement", "local") == 0.6
     settings = make_settings()
     settings = settings.with_changes(judge={"kind": "openai"})
-    ev = assemble(converted(), nli(), refusal(), settings)
+    ev = assemble(converted(), nli(), refusal(), settings, evaluated_at=EVALUATED_AT)
     assert ev.hallucination is False  # 0.5 is not under the 0.5 threshold
 
 
@@ -230,15 +250,15 @@ def test_an_app_and_models_own_thresholds_come_before_every_other_setting() -> N
 def test_the_hallucination_flag_uses_the_interactions_app_and_model_threshold() -> None:
     # context entailment 0.5 (statements 1.0 and 0.0): flagged under 0.6, not under 0.4
     base = make_settings(judge={"kind": "openai"})
-    assert assemble(converted(), nli(), refusal(), base).hallucination is False
+    assert assemble(converted(), nli(), refusal(), base, evaluated_at=EVALUATED_AT).hallucination is False
     strict = base.with_changes(
         pipeline={"app_thresholds": {"shop": {"models": {"bot-7": {"hallucination": 0.6}}}}}
     )
-    assert assemble(converted(), nli(), refusal(), strict).hallucination is True
+    assert assemble(converted(), nli(), refusal(), strict, evaluated_at=EVALUATED_AT).hallucination is True
     other = base.with_changes(
         pipeline={"app_thresholds": {"shop": {"models": {"bot-9": {"hallucination": 0.6}}}}}
     )
-    assert assemble(converted(), nli(), refusal(), other).hallucination is False
+    assert assemble(converted(), nli(), refusal(), other, evaluated_at=EVALUATED_AT).hallucination is False
 
 
 @pytest.mark.parametrize(

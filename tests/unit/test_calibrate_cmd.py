@@ -15,6 +15,7 @@ from schemas.label import Label
 from schemas.settings import ClickHouseSettings, settings_from_env
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures.messages import EVALUATED_AT
 from tests.integration.chdb import fresh_chdb_url
 
 NOW = datetime.now(UTC) - timedelta(days=1)
@@ -27,6 +28,7 @@ def _store_labeled(url: str, judge: str) -> None:
         scores = [i / 100 for i in range(20, 100, 2)]
         evaluations = [
             Evaluation(
+                evaluated_at=EVALUATED_AT,
                 interaction_id=f"i{i}",
                 timestamp=NOW,
                 app="shop",
@@ -42,7 +44,7 @@ def _store_labeled(url: str, judge: str) -> None:
         store.insert_evaluations_sync(evaluations)
         # people call it grounded from 0.6 up, but for two near the line
         labels = [
-            Label(
+            Label(labeled_at=EVALUATED_AT,
                 interaction_id=f"i{i}",
                 kind="grounded",
                 value=int((s >= 0.6) != (i in (19, 21))),

@@ -9,6 +9,7 @@ from pathlib import Path
 from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
 from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures.messages import EVALUATED_AT
 from tests.integration.chdb import fresh_chdb_url
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "dashboards" / "groundwatch.sql"
@@ -26,6 +27,7 @@ def test_dashboard_queries_run() -> None:
         store.insert_evaluations_sync(
             [
                 Evaluation(interaction_id="a", timestamp=now, app="x", model="m", judge="lexical",
+                           evaluated_at=EVALUATED_AT,
                            context_entailment=0.2, hallucination=True, answer_refusal=False,
                            unsupported_claims=["The moon is cheese."], judge_latency_ms=3.0),
             ]

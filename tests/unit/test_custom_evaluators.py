@@ -33,6 +33,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fixtures.messages import EVALUATED_AT
 from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 from tests.unit import custom_functions
@@ -388,7 +389,7 @@ async def test_the_evaluation_counts_the_rubrics_calls_tokens_and_cost(
 
 
 def evaluation(i: int, start: datetime, custom: dict[str, CustomScore]) -> Evaluation:
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id=f"e{start.minute}-{i}", timestamp=start + timedelta(seconds=i), app="bot", model="m",
         judge="lexical", context_entailment=0.9, hallucination=False, answer_refusal=False, custom=custom,
     )  # fmt: skip

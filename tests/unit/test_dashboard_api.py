@@ -24,6 +24,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.dashboard.auth import require_credentials
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.messages import EVALUATED_AT
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -40,7 +41,7 @@ def evaluation(i: int, at: datetime, *, model: str = "m1", hallucination: bool |
         statement="It opened in 1991.", verdict="contradicted" if hallucination else "entailed",
         reason="the premise says 1990", tag="number", score=0.0 if hallucination else 1.0,
     )  # fmt: skip
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id=f"i{i}", timestamp=at, app="bot", model=model, judge="lexical",
         context_entailment=0.1 if hallucination else 0.9, hallucination=hallucination, answer_refusal=False,
         grounded_precision=0.0 if hallucination else 1.0, input_tokens=10, output_tokens=2, cost_usd=0.001,
@@ -72,7 +73,7 @@ async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
     await s.insert_alert(
         Alert(alert_id="a1", rule="halluc", metric="hallucination_rate", app="bot", model="m1", value=0.3,
               threshold=0.2, op=">", windows=1, interactions=10, window_start=T0, window_end=T0 + MINUTE,
-              message="hallucination_rate 0.3 > 0.2")
+              message="hallucination_rate 0.3 > 0.2", fired_at=T0 + MINUTE)
     )  # fmt: skip
     yield s
 
@@ -317,7 +318,10 @@ async def test_the_overview_draws_the_corrected_rate_per_bucket_once_labels_allo
     # Se = 2/3, Sp = 6/7. m2 (nothing flagged): two hallucinated, two grounded: Se 0 + Sp 1, chance.
     said = {0: 0, 1: 0, 3: 0, 2: 1, **{k: 1 for k in range(4, 10)}, 14: 0, 15: 0, 16: 1, 17: 1}
     await LabelStore(store).insert(
-        [Label(interaction_id=f"i{k}", kind="grounded", value=v, reviewer="ann") for k, v in said.items()]
+        [
+            Label(labeled_at=EVALUATED_AT, interaction_id=f"i{k}", kind="grounded", value=v, reviewer="ann")
+            for k, v in said.items()
+        ]
     )
     se, sp = 2 / 3, 6 / 7
     settings = Settings.from_values({"labels": {"min_per_class": 2}})
@@ -358,7 +362,9 @@ async def test_the_drill_down_exports_its_interactions_as_eval_jsonl(store: Clic
     from schemas.settings import Limits
     from streams.clickhouse.labels import LabelStore
 
-    await LabelStore(store).insert([Label(interaction_id="i0", kind="grounded", value=0, reviewer="ann")])
+    await LabelStore(store).insert(
+        [Label(labeled_at=EVALUATED_AT, interaction_id="i0", kind="grounded", value=0, reviewer="ann")]
+    )
     client = await client_for(store)
     try:
         # the second minute of m1: i10-i13

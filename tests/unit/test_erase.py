@@ -24,6 +24,7 @@ from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.dead_letter_rows import dead_letter_row
 from streams.clickhouse.erase import erase, interaction_tables
 from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures.messages import EVALUATED_AT
 
 RECEIVED = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the records' timestamp
 
@@ -52,7 +53,7 @@ def evaluation(iid: str, conversation: str, answer: str) -> Evaluation:
             )
         ],
     )
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id=iid, timestamp=T0, app="a", model="m", conversation_id=conversation, judge="lexical",
         context_entailment=1.0, pairs=[pair], interaction=interaction,
     )  # fmt: skip

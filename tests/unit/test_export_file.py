@@ -12,6 +12,7 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.label import Label
 from schemas.settings import Limits
+from tests.fixtures.messages import EVALUATED_AT
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -21,7 +22,7 @@ def _evaluation(hallucination: bool | None) -> Evaluation:
         {"interaction_id": "x", "timestamp": T0.isoformat(), "app": "a", "model": "m",
          "question": "When?", "contexts": ["At ten."], "answer": "At ten."}
     )  # fmt: skip
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id="x", timestamp=T0, app="a", model="m", judge="lexical", judge_model="lexical-v1",
         hallucination=hallucination, interaction=interaction,
     )  # fmt: skip
@@ -29,8 +30,9 @@ def _evaluation(hallucination: bool | None) -> Evaluation:
 
 def _label(value: int, reviewer: str, source: str = "reviewer") -> Label:
     return Label.model_validate(
-        {"interaction_id": "x", "kind": "grounded", "value": value, "reviewer": reviewer, "source": source}
-    )
+        {"interaction_id": "x", "kind": "grounded", "value": value, "reviewer": reviewer, "source": source,
+         "labeled_at": EVALUATED_AT}
+    )  # fmt: skip
 
 
 def test_majority_label_and_the_judge_as_a_peer_round_trip_through_the_eval_reader() -> None:

@@ -14,6 +14,7 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.label import LabeledRow, LabelKind, LabelSource
 from schemas.settings import FeedbackRule, describe_settings_error, settings_from_env
+from tests.fixtures.messages import EVALUATED_AT
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 
@@ -34,7 +35,13 @@ def evaluation(iid: str, metadata: dict[str, object] | None) -> Evaluation:
         else None
     )
     return Evaluation(
-        interaction_id=iid, timestamp=NOW, app="a", model="m", judge="lexical", interaction=interaction
+        evaluated_at=EVALUATED_AT,
+        interaction_id=iid,
+        timestamp=NOW,
+        app="a",
+        model="m",
+        judge="lexical",
+        interaction=interaction,
     )
 
 
@@ -119,6 +126,7 @@ async def test_end_user_labels_leave_the_review_queue_and_progress_alone() -> No
         await store.insert_evaluations(
             [
                 Evaluation(
+                    evaluated_at=EVALUATED_AT,
                     interaction_id=i,
                     timestamp=now,
                     app="a",

@@ -30,6 +30,7 @@ from schemas.settings import ClickHouseSettings
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.messages import EVALUATED_AT
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.grafana_macros import QueryContext, Variable, expand
 
@@ -123,6 +124,7 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
     if rng.random() < 0.1:  # skipped by sampling: counted, never scored (the rates leave it out)
         reason = rng.choice(["sampled_out:default", "budget:cost_per_day"])
         return Evaluation(interaction_id=f"{app}-{model}-{i}", timestamp=ts, app=app, model=model,
+                          evaluated_at=EVALUATED_AT,
                           judge="openai", judged=False, skip_reason=reason)  # fmt: skip
     refusal = _maybe(rng, rng.random() < 0.12, 0.05)
     ctx = _maybe(rng, round(rng.random(), 3), 0.1)
@@ -133,6 +135,7 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
     ]  # fmt: skip
     tool_calls = rng.randint(0, 3)
     return Evaluation(
+        evaluated_at=EVALUATED_AT,
         interaction_id=f"{app}-{model}-{i}",
         timestamp=ts,
         app=app,
@@ -215,6 +218,7 @@ def _build(store: ClickHouseStore) -> Data:
             window_start=start - 2 * timedelta(minutes=15),
             window_end=start + WINDOW,
             message="hallucination_rate 0.410 > 0.3 over the last 3 windows (30 interactions)",
+            fired_at=start + WINDOW,
         )
         asyncio.run(store.insert_alert(alert))
         asyncio.run(store.insert_alert(alert))  # a re-evaluation writes the same alert again

@@ -17,6 +17,7 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import read_quality
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.messages import EVALUATED_AT
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 LATER = T0 + timedelta(days=1)
@@ -25,7 +26,7 @@ LATER = T0 + timedelta(days=1)
 def ev(
     iid: str, hallucination: bool, *, ctx: float | None = None, conversation: str | None = None
 ) -> Evaluation:
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id=iid, timestamp=T0, app="a", model="m", judge="lexical", judge_model="lexical-v1",
         conversation_id=conversation,
         context_entailment=ctx if ctx is not None else (0.2 if hallucination else 0.9),

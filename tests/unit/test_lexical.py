@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from pipeline.judges.base import Judge, Premise
@@ -16,7 +18,15 @@ from pipeline.judges.lexical import (
     split_statements,
 )
 from pipeline.refusal_phrases import is_refusal, refusal_match
-from pipeline.text_normalise import normalise_text, parse_number, stem, tokens_of
+from pipeline.text_normalise import normalise_text, stem, tokens_of
+
+
+def parse_number(text: str) -> Decimal | None:
+    """The one number tokens_of reads in ``text`` ("67,000,000", "67 million", "1.5k", "15%", "twelve");
+    None when it reads none or several."""
+    numbers = [t for t in tokens_of(text) if t.kind == "number"]
+    return Decimal(numbers[0].norm) if len(numbers) == 1 else None
+
 
 #: every rule on: tests of a rule that is off by default (docs/accuracy.md, ablation) turn it on
 ALL_ON = LexicalOptions(**{s: True for s in SWITCHES}, refusal_off=frozenset())

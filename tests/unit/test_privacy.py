@@ -22,6 +22,7 @@ from schemas.interaction import Interaction
 from schemas.settings import ClickHouseSettings, PrivacySettings
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import stage_of
+from tests.fixtures.messages import EVALUATED_AT
 from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
@@ -157,7 +158,7 @@ def test_a_placeholder_already_in_the_text_is_not_reused(detector: PresidioDetec
 def _evaluation_of(interaction: Interaction) -> Any:
     from schemas.evaluation import Evaluation
 
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id=interaction.interaction_id, timestamp=interaction.timestamp, app="a", model="m",
         judge="lexical", interaction=interaction,
     )  # fmt: skip
@@ -351,7 +352,7 @@ async def test_the_staged_join_puts_the_values_back(detector: PresidioDetector) 
     assert not holds_planted(converted.model_dump_json(exclude={"originals"}))  # what the judge reads
     converted = type(converted).model_validate_json(converted.model_dump_json())  # over Kafka
     nli = await run_nli(converted, LexicalJudge(), settings)
-    evaluation = assemble(converted, nli, None, settings)
+    evaluation = assemble(converted, nli, None, settings, evaluated_at=EVALUATED_AT)
     assert evaluation.interaction == original
     assert PLANTED["EMAIL"] in " ".join(h.hypothesis for p in evaluation.pairs for h in p.hypotheses)
 
@@ -363,7 +364,9 @@ def test_a_labels_note_is_masked_for_storage_in_mode_all(detector: PresidioDetec
 
     guard = PrivacyGuard(PrivacySettings(mode=mode), Masker(detector))
     note = f"asked by {PLANTED['EMAIL']}"
-    label = Label(interaction_id="x", kind="grounded", value=1, reviewer="ann", note=note)
+    label = Label(
+        labeled_at=EVALUATED_AT, interaction_id="x", kind="grounded", value=1, reviewer="ann", note=note
+    )
     stored = guard.label_for_storage(label)
     assert stored.note == ("asked by <EMAIL_1>" if mode == "all" else note)
     assert guard.label_for_storage(label.model_copy(update={"note": None})).note is None

@@ -8,7 +8,16 @@ from datetime import UTC, datetime
 import pytest
 
 from pipeline.dataset import DatasetLine, LineError, parse_line
-from pipeline.report import build_report, distribution, gold_answers, label_reports, trust_eval_case
+from pipeline.report import (
+    FLAG_SCORES,
+    LABEL_SCORES,
+    SCORES,
+    build_report,
+    distribution,
+    gold_answers,
+    label_reports,
+    trust_eval_case,
+)  # fmt: skip
 from schemas.evaluation import Evaluation
 from schemas.results import JudgeCall
 from schemas.settings import Limits
@@ -26,6 +35,7 @@ def _evaluation(n: int, **fields: object) -> Evaluation:
     base: dict[str, object] = {
         "interaction_id": f"i{n}",
         "timestamp": datetime(2026, 1, 1, tzinfo=UTC),
+        "evaluated_at": datetime(2026, 1, 1, tzinfo=UTC),
         "app": "a",
         "model": "m",
         "judge": "lexical",
@@ -205,3 +215,17 @@ def test_bootstrap_intervals_with_every_auc_and_balanced_accuracy() -> None:
     # no resamples: no intervals
     none = label_reports(rows, settings, bootstrap=0)["grounded"].primary
     assert none.roc_auc_ci is None and none.balanced_accuracy_ci is None
+
+
+def test_each_label_kinds_report_scores_come_from_the_label_registry() -> None:
+    from schemas.label import LABEL_TARGETS
+
+    assert LABEL_SCORES == {
+        "grounded": ["context_entailment", "grounded_precision"],
+        "correct": ["answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"],
+        "answer_refusal": ["answer_refusal"],
+    }
+    for target in LABEL_TARGETS.values():
+        assert set(target.scores) <= set(SCORES) | FLAG_SCORES
+        if target.threshold is not None:  # the score its flag thresholds is the one reported first
+            assert target.scores[0] == target.threshold[0]

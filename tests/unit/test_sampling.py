@@ -14,6 +14,7 @@ from pipeline.sampling import Sampler, load_sampling_rules, skipped_evaluation, 
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.sampling import SamplingRules
+from tests.fixtures.messages import EVALUATED_AT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,6 +104,7 @@ def test_budget_skips_once_spent_and_recovers_on_the_injected_clock() -> None:
 
     def spend(app: str, tokens: int, cost: float) -> None:
         sampler.record([Evaluation(interaction_id="x", timestamp=clock.now(), app=app, model="m",
+                                   evaluated_at=EVALUATED_AT,
                                    judge="openai", input_tokens=tokens, cost_usd=cost)])  # fmt: skip
 
     assert sampler.decide(item()).judge
@@ -113,7 +115,7 @@ def test_budget_skips_once_spent_and_recovers_on_the_injected_clock() -> None:
     clock.advance(30)  # the first 600 tokens left the minute
     assert sampler.decide(item()).judge
     # an unjudged evaluation spends nothing
-    sampler.record([skipped_evaluation(item(), "sampled_out:default", "openai")])
+    sampler.record([skipped_evaluation(item(), "sampled_out:default", "openai", EVALUATED_AT)])
     assert sampler.budgets.spent("bot") == (400, 0.0)
     # the default budget: every other app on its own, cost per UTC day
     spend("a1", 10, 0.5)
@@ -127,7 +129,7 @@ def test_budget_skips_once_spent_and_recovers_on_the_injected_clock() -> None:
 
 
 def test_skipped_evaluation_carries_the_reason_and_no_score() -> None:
-    e = skipped_evaluation(item(labels={"hallucination": 1}), "never:short", "openai")
+    e = skipped_evaluation(item(labels={"hallucination": 1}), "never:short", "openai", EVALUATED_AT)
     assert (e.judged, e.skip_reason, e.judge_calls, e.context_entailment, e.hallucination) == (
         False, "never:short", 0, None, None,
     )  # fmt: skip
@@ -193,7 +195,7 @@ def test_windows_count_received_judged_and_skipped_and_rate_only_the_judged() ->
         for i in range(4)
     ]  # fmt: skip
     skipped = [
-        EvalRow.from_evaluation(skipped_evaluation(item(f"s{i}", app="a"), reason, "openai"))
+        EvalRow.from_evaluation(skipped_evaluation(item(f"s{i}", app="a"), reason, "openai", EVALUATED_AT))
         for i, reason in enumerate(["sampled_out:default"] * 5 + ["budget:cost_per_day"])
     ]
     w = aggregate(
@@ -222,10 +224,11 @@ def test_unjudged_rows_and_window_counts_round_trip_through_chdb() -> None:
     store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url(), ttl_days=7))
     try:
         judged = Evaluation(interaction_id="j", timestamp=t0, app="a", model="m", judge="lexical",
+                            evaluated_at=EVALUATED_AT,
                             context_entailment=0.9, hallucination=False)  # fmt: skip
-        skipped = skipped_evaluation(item("s", app="a", model="m"), "never:short", "lexical").model_copy(
-            update={"timestamp": t0}
-        )
+        skipped = skipped_evaluation(
+            item("s", app="a", model="m"), "never:short", "lexical", EVALUATED_AT
+        ).model_copy(update={"timestamp": t0})
         store.insert_evaluations_sync([judged, skipped])
         rows = store.rows_between_sync("a", "m", t0, t0 + timedelta(minutes=1))
         by_id = {r.interaction_id: r for r in rows}
@@ -254,7 +257,7 @@ def test_a_later_unjudged_copy_never_replaces_a_complete_verdict() -> None:
     verdict = Evaluation(
         interaction_id="i1", timestamp=t0, evaluated_at=t0, app="bot", model="m", judge="openai"
     )
-    later_skip = skipped_evaluation(item(), "budget:cost_per_day", "openai").model_copy(
+    later_skip = skipped_evaluation(item(), "budget:cost_per_day", "openai", EVALUATED_AT).model_copy(
         update={"evaluated_at": t0 + timedelta(hours=1)}
     )
     partial = verdict.model_copy(update={"complete": False, "evaluated_at": t0 - timedelta(hours=1)})

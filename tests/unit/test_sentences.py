@@ -9,7 +9,7 @@ import pytest
 
 import pipeline.punkt
 from pipeline.punkt import PunktMissingError, ensure_punkt, punkt_data_dir
-from pipeline.sentences import first_sentences, join_short, last_sentence, split_long, split_sentences
+from pipeline.sentences import first_sentences, join_short, split_long, split_sentences
 from schemas.settings import SplitSettings
 
 SEED = SplitSettings(keep_lists=False, keep_tables=False)
@@ -142,12 +142,9 @@ def test_empty_and_none() -> None:
     assert split_sentences("", SEED) == []
     assert split_sentences("   \n ", SEED) == []
     assert split_sentences(None) == []
-    assert last_sentence(None) == ""
 
 
-def test_last_and_first_sentences() -> None:
-    question = "I read the manual of the router. How do I reset it to factory settings?"
-    assert last_sentence(question) == "How do I reset it to factory settings?"
+def test_first_sentences() -> None:
     text = "One sentence is here. Two sentences are here. Three sentences are here."
     assert first_sentences(text, 2) == "One sentence is here. Two sentences are here."
     assert first_sentences(text, 5) == text

@@ -18,6 +18,10 @@ from tests.fixtures import messages
 from tests.fixtures.messages import T0
 
 
+def slice_of(*terms: str) -> SliceFilter:
+    return SliceFilter.model_validate(SliceFilter.parse_terms(list(terms)))
+
+
 def calls(latencies: list[float]) -> list[JudgeCall]:
     return [JudgeCall(stage="nli", judge="openai", model="gpt", latency_ms=ms) for ms in latencies]
 
@@ -34,7 +38,7 @@ async def test_the_sliced_latency_is_the_windows_histogram_quantile(store: Click
             evaluations.append(messages.evaluation(i, calls=calls([ms, ms / 2])))
     store.insert_evaluations_sync(evaluations)
     hour = {"start": T0, "end": T0 + timedelta(hours=1)}
-    query = SliceQuery(**hour, slice=SliceFilter.from_terms(["prompt_version:v2"]))
+    query = SliceQuery(**hour, slice=slice_of("prompt_version:v2"))
     [series] = slice_series(await SliceReader(store).series_rows(query, 3600))
     v2 = plan["v2"] + [ms / 2 for ms in plan["v2"]]
     assert series.latency_p50_ms == [quantile(histogram(v2), 0.5)]
@@ -43,6 +47,6 @@ async def test_the_sliced_latency_is_the_windows_histogram_quantile(store: Click
     window = WindowStats().extend(EvalRow.from_evaluation(e) for e in evaluations if "v2" in e.interaction_id)
     stored = window.result(window_start=T0, window_end=T0 + timedelta(hours=1), app="bot", model="m")
     assert quantile(add_histograms([stored.judge_latency_histogram]), 0.5) == series.latency_p50_ms[0]
-    other = query.model_copy(update={"slice": SliceFilter.from_terms(["prompt_version:v1"])})
+    other = query.model_copy(update={"slice": slice_of("prompt_version:v1")})
     [v1] = slice_series(await SliceReader(store).series_rows(other, 3600))
     assert v1.latency_p50_ms != series.latency_p50_ms  # the slice's own calls

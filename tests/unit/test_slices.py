@@ -25,6 +25,7 @@ from streams.clickhouse.slices import ROW_SUMS, SliceReader, metric_sql
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.messages import EVALUATED_AT
 from tests.integration.chdb import fresh_chdb_url
 
 RATE = METRICS_BY_NAME["hallucination_rate"]
@@ -142,11 +143,11 @@ def evaluation(i: int, at: datetime, version: str | None, bad: bool, *, judged: 
         answer="a" * (50 if i % 2 else 700), metadata=metadata,
     )  # fmt: skip
     if not judged:
-        return Evaluation(
+        return Evaluation(evaluated_at=EVALUATED_AT,
             interaction_id=f"i{i}", timestamp=at, app="bot", model="m", judge="lexical",
             interaction=interaction, judged=False, skip_reason="rate",
         )  # fmt: skip
-    return Evaluation(
+    return Evaluation(evaluated_at=EVALUATED_AT,
         interaction_id=f"i{i}", timestamp=at, app="bot", model="m", judge="lexical", interaction=interaction,
         context_entailment=0.2 if bad else 0.9, hallucination=bad, answer_refusal=i % 5 == 0,
         input_tokens=10 + i % 7, output_tokens=3, cost_usd=0.001 * (i % 4), complete=i % 11 != 0,
@@ -327,6 +328,7 @@ async def test_a_slice_overview_carries_the_alerts_about_that_slice(store: Click
             alert_id=aid, rule="r", metric="hallucination_rate", app="bot", model="m", value=0.6,
             threshold=0.4, op=">", windows=1, interactions=20, window_start=T0 + DAY,
             window_end=T0 + DAY + timedelta(hours=1), message=aid, slice=slice_,
+            fired_at=T0 + DAY + timedelta(hours=1),
         )  # fmt: skip
 
     for aid, slice_ in (

@@ -9,6 +9,7 @@ import pytest
 
 from schemas.errors import InvalidMessage
 from schemas.interaction import Interaction
+from schemas.label import Label
 from schemas.results import Converted
 from schemas.settings import Limits
 from streams.codec import dead_letter, decode, encode, payload_text
@@ -44,8 +45,9 @@ def test_not_json_and_empty() -> None:
 
 def test_undecodable_bytes_are_kept_as_base64() -> None:
     assert payload_text(b"\xff\xfe") == "base64://4="
-    letter = dead_letter(failed_at=FAILED_AT,
-        stage="validate", error=InvalidMessage("bad"), payload=b"\xff", source_topic="t")
+    letter = dead_letter(
+        failed_at=FAILED_AT, stage="validate", error=InvalidMessage("bad"), payload=b"\xff", source_topic="t"
+    )
     assert (
         letter.payload.startswith("base64:")
         and letter.error == "bad"
@@ -87,3 +89,21 @@ def test_a_message_between_stages_is_still_validated_with_the_same_reasons() -> 
 def test_the_interaction_between_stages_keeps_the_configured_limits() -> None:
     with pytest.raises(InvalidMessage, match="over the limit of 1"):
         decode(converted_json(), Converted, Limits(max_answer_chars=1), between_stages=True)
+
+
+def test_a_message_without_its_time_takes_the_record_time_else_the_workers_clock() -> None:
+    record, clock = datetime(2026, 11, 20, 9, tzinfo=UTC), datetime(2026, 11, 20, 10, tzinfo=UTC)
+    label = b'{"interaction_id": "i1", "kind": "grounded", "value": 1, "reviewer": "ann"}'
+    assert decode(label, Label, now=clock, received_at=record).labeled_at == record
+    assert decode(label, Label, now=clock).labeled_at == clock
+    given = (
+        b'{"interaction_id": "i1", "kind": "grounded", "value": 1, "reviewer": "ann", '
+        b'"labeled_at": "2026-11-19T08:00:00Z"}'
+    )
+    assert decode(given, Label, now=clock, received_at=record).labeled_at == datetime(
+        2026, 11, 19, 8, tzinfo=UTC
+    )
+    interaction = b'{"id": "i1", "question": "q?", "answer": "a."}'
+    assert decode(interaction, Interaction, now=clock).timestamp == clock
+    with pytest.raises(InvalidMessage, match="labeled_at"):
+        decode(label, Label)  # no clock at all: nothing to stamp it with

@@ -11,6 +11,7 @@ from schemas.interaction import Interaction
 from schemas.results import JudgeCall
 from schemas.tools import ToolStep
 from streams.telemetry import WorkerMetrics, faust_lag
+from tests.fixtures.messages import EVALUATED_AT
 
 
 def value(metrics: WorkerMetrics, name: str, **labels: str) -> float:
@@ -28,7 +29,7 @@ def test_judge_calls_tokens_cost_and_cache_hits_come_from_the_call_records() -> 
     ]  # fmt: skip
     metrics = WorkerMetrics()
     evaluation = Evaluation(interaction_id="i", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
-                            judge="openai", calls=calls)  # fmt: skip
+                            evaluated_at=EVALUATED_AT, judge="openai", calls=calls)  # fmt: skip
     metrics.written([evaluation, evaluation.model_copy(update={"calls": []})], 0.25)
     assert value(metrics, "groundwatch_sink_rows_total") == 2
     assert value(metrics, "groundwatch_events_out_total", stage="sink") == 2
@@ -50,9 +51,11 @@ def test_tool_calls_answers_without_evidence_and_ungrounded_arguments_are_counte
     )  # fmt: skip
     metrics = WorkerMetrics()
     evaluation = Evaluation(interaction_id="t", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
+                            evaluated_at=EVALUATED_AT,
                             judge="lexical", interaction=interaction, no_evidence=True,
                             ungrounded_arguments=False)  # fmt: skip
     metrics.written([evaluation, Evaluation(interaction_id="u", timestamp="2026-11-20T10:00:00Z", app="a",
+                                            evaluated_at=EVALUATED_AT,
                                             model="x", judge="lexical")], 0.1)  # fmt: skip
     assert value(metrics, "groundwatch_tool_calls_total", app="a", tool="search_kb", status="ok") == 1
     assert value(metrics, "groundwatch_tool_calls_total", app="a", tool="get_order", status="error") == 1
@@ -88,7 +91,7 @@ def test_custom_evaluators_scores_and_failures_are_counted_per_evaluator_and_ver
               CustomScore(score=None, reason="timeout: still running after 2 s", version="2")]  # fmt: skip
     evaluations = [
         Evaluation(interaction_id=f"i{k}", timestamp="2026-11-20T10:00:00Z", app="a", model="x",
-                   judge="lexical", custom={"comp": score})
+                   evaluated_at=EVALUATED_AT, judge="lexical", custom={"comp": score})
         for k, score in enumerate(scores)
     ]  # fmt: skip
     metrics.written(evaluations, 0.1)

@@ -11,6 +11,7 @@ from schemas.evaluation_row import EvalRow
 from schemas.latency import bucket_of
 from streams.windows.aggregator import WindowStats
 from streams.windows.tumbling import TumblingWindows
+from tests.fixtures.messages import EVALUATED_AT
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -69,7 +70,15 @@ def test_call_latencies_skip_cached_and_lexical_calls() -> None:
         JudgeCall(stage="nli", judge="lexical", model="lexical", latency_ms=0.5),
         JudgeCall(stage="refusal", judge="openai", model="m", latency_ms=80.0),
     ]
-    e = Evaluation(interaction_id="x", timestamp=T0, app="a", model="m", judge="openai", calls=calls)
+    e = Evaluation(
+        evaluated_at=EVALUATED_AT,
+        interaction_id="x",
+        timestamp=T0,
+        app="a",
+        model="m",
+        judge="openai",
+        calls=calls,
+    )
     assert call_latencies(e) == [120.0, 80.0]
     assert EvalRow.from_evaluation(e).call_latencies_ms == [120.0, 80.0]
 
