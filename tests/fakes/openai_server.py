@@ -459,8 +459,11 @@ class FakeOpenAIServer:
                       "output_tokens_details": {"reasoning_tokens": 0}},
         })  # fmt: skip
 
-    def _rubric(self, user: str, system: str) -> tuple[str, dict[str, Any], list[float]] | None:
-        """A custom rubric's answer (prompts/rubric.md), or None for any other prompt."""
+    def _rubric(self, user: Any, system: Any) -> tuple[str, dict[str, Any], list[float]] | None:
+        """A custom rubric's answer (prompts/rubric.md), or None for any other prompt (one given as parts
+        among them: an app's own chat request)."""
+        if not isinstance(user, str) or not isinstance(system, str):
+            return None
         if not user.startswith("Check this exchange against the instructions."):
             return None
         instructions = system.partition("The reviewer's instructions:\n")[2]
@@ -471,9 +474,9 @@ class FakeOpenAIServer:
             return "rubric", {"reason": "scripted", "score": score}, []
         return "rubric", {"reason": "scripted", "verdict": "pass" if outcome else "fail"}, []
 
-    def _arguments(self, user: str) -> tuple[str, dict[str, Any], list[float]] | None:
+    def _arguments(self, user: Any) -> tuple[str, dict[str, Any], list[float]] | None:
         """The verdicts on tool-argument values (prompts/arguments.md), or None for any other prompt."""
-        if not re.match(r"Check these \d+ argument values\.", user):
+        if not isinstance(user, str) or not re.match(r"Check these \d+ argument values\.", user):
             return None
         turns = [m.group(2) for m in _TURN.finditer(user)]
         results = [m.group(1) for m in _ARGUMENT_RESULT.finditer(user)]
