@@ -25,6 +25,12 @@ def open_view(driver: Any, url: str, view: str = "overview") -> None:
     assert loaded == view, driver.find_element(By.ID, "status").text
 
 
+def count_of(text: str) -> int:
+    """A count as the page shows it (Intl.NumberFormat, en-US: 1,234)."""
+    assert text.replace(",", "").isdigit(), text
+    return int(text.replace(",", ""))
+
+
 def wait_loaded(driver: Any, view: str) -> None:
     WebDriverWait(driver, 30).until(
         lambda d: (
@@ -292,7 +298,7 @@ def test_the_drill_down_exports_its_interactions_as_eval_jsonl(site: DashboardSi
     assert link.text == "export these interactions (eval JSONL)"
     href = link.get_attribute("href")
     assert href.startswith(site.url + "api/export?") and "app=wiki-qa" in href and "model=beta" in href
-    total = int(browser.find_element(By.ID, "bucket-summary").text.split()[0])
+    total = count_of(browser.find_element(By.ID, "bucket-summary").text.split()[0])
     with urllib.request.urlopen(href, timeout=30) as response:
         assert "attachment" in response.headers["Content-Disposition"]
         lines = [json.loads(line) for line in response.read().decode().splitlines()]
