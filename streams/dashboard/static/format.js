@@ -80,9 +80,13 @@ export function dateTime(t, withSeconds) {
   return (withSeconds ? DATE_TIME_SECONDS : DATE_TIME).format(d);
 }
 
-/* Two moments as a UTC range: "Nov 23, 2026, 11:00 – Nov 23, 2026, 12:00 UTC". */
+/* Two moments as a UTC range, the day once when both fall on it: "Nov 21, 2026, 08:00 – 14:00 UTC". */
 export function dateRange(start, end) {
-  return `${dateTime(start)} – ${dateTime(end)} UTC`;
+  const a = toDate(start);
+  const b = toDate(end);
+  if (Number.isNaN(a.getTime()) || Number.isNaN(b.getTime()) || b < a)
+    return `${dateTime(start)} – ${dateTime(end)} UTC`;
+  return `${DATE_TIME.formatRange(a, b)} UTC`;
 }
 
 export function timeOfDay(d) {
