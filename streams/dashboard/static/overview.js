@@ -202,6 +202,7 @@ function drawChart(def, overview, container) {
     series,
     bands,
     legend: { show: false },
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"), // the time axis in UTC, as the rest of the page
     scales: { x: { time: true, range: [drawnRange.start, drawnRange.end] }, y: def.share ? { range: [0, 1] } : {} },
     axes: [{}, { values: (_u, vals) => vals.map((v) => (unit === "usd" ? usdAxis(v) : fmt(v, unit))), size: 64 }],
     cursor: { focus: { prox: 24 } },
