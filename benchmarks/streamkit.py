@@ -72,6 +72,7 @@ class RunConfig:
     profile: str | None = None  # py-spy: record the first worker into this file (svg/speedscope)
     profile_seconds: float = 30.0
     stage_times: bool = False  # read every topic's message timestamps: when each stage wrote its outputs
+    conversation_turns: int = 0  # > 0: consecutive records are turns of conversations this long
 
 
 @dataclass
@@ -217,11 +218,16 @@ class Stack:
 
 
 async def produce(
-    settings: Settings, records: list[dict[str, Any]], rate: float, duration_s: float, count: int
+    settings: Settings,
+    records: list[dict[str, Any]],
+    rate: float,
+    duration_s: float,
+    count: int,
+    conversation_turns: int = 0,
 ) -> tuple[int, float, float]:
     """Send records (cycled, each with a new id and ``timestamp`` = the moment it is sent) at ``rate``
-    a second for ``duration_s``, or ``count`` of them at once when rate is 0. Returns (sent, first send
-    time, seconds)."""
+    a second for ``duration_s``, or ``count`` of them at once when rate is 0; with ``conversation_turns``,
+    each run of that many records shares a conversation_id. Returns (sent, first send time, seconds)."""
     topic = topic_names(settings.kafka).interactions
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap_servers(settings.kafka.broker), acks="all", linger_ms=5
@@ -248,6 +254,8 @@ async def produce(
                 iid = f"{rec['interaction_id']}~{run}~{sent}"
                 rec["interaction_id"] = iid
                 rec["timestamp"] = now
+                if conversation_turns > 0:
+                    rec["conversation_id"] = f"{run}~c{sent // conversation_turns}"
                 pending.append(await producer.send(topic, value=json.dumps(rec).encode(), key=iid.encode()))
                 sent += 1
             if len(pending) > 5000:
@@ -391,7 +399,7 @@ def run(cfg: RunConfig, machine: Machine, log: Any = print) -> RunResult:
         if cfg.profile:
             spy = py_spy(stack.workers[0].pid, Path(cfg.profile), cfg.profile_seconds)
         produced, first, produce_s = asyncio.run(
-            produce(settings, records, cfg.rate, cfg.duration_s, cfg.count)
+            produce(settings, records, cfg.rate, cfg.duration_s, cfg.count, cfg.conversation_turns)
         )
         log(f"produced {produced} interactions in {produce_s:.1f}s ({produced / produce_s:.0f}/s)")
         drained = True

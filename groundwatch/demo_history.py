@@ -16,7 +16,12 @@ becomes an OpenAI chat-format conversation (a system turn, the question, an assi
 of documents) with no ``contexts`` of their own, so the answer is judged against what the tool returned.
 From ``kb_outage`` on (the knowledge base's index breaks) most of its searches return ``[]``; the agent
 answers anyway, so its answers without evidence step up and the demo's rule on ``no_evidence_rate`` fires
-for its ``search_kb`` slice. Deterministic for a seed.
+for its ``search_kb`` slice.
+
+``car-manual / gamma`` is multi-turn: conversations of 2 to 3 turns a few minutes apart (a
+``conversation_id`` each, the last turn marked ``conversation_end``), and from the onset on most of them
+end on a refusal, so its unresolved-conversation rate rises and the demo's rule on it fires.
+Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ class SeriesPlan:
     v2_share_after_onset: float = 0.0  # share of its traffic served with prompt v2 from the onset on
     tool: bool = False  # a tool-calling agent: its passages come back from a search_kb call
     empty_share_after_outage: float = 0.0  # share of its searches that return nothing from kb_outage on
+    max_turns: int = 1  # > 1: conversations of 2 to max_turns turns
+    unresolved_after_onset: float | None = None  # share of conversations ending on a bad answer from onset
 
 
 PLANS: tuple[SeriesPlan, ...] = (
@@ -53,7 +60,7 @@ PLANS: tuple[SeriesPlan, ...] = (
         "wiki-qa", "beta", "wiki-qa", 0.30, 0.08, bad_share_after_onset=0.75, v2_share_after_onset=0.7
     ),
     SeriesPlan("open-qa", "alpha", "open-qa", 0.15, 0.40),
-    SeriesPlan("car-manual", "gamma", "car-manual", 0.15, 0.30),
+    SeriesPlan("car-manual", "gamma", "car-manual", 0.15, 0.30, max_turns=3, unresolved_after_onset=0.8),
     SeriesPlan("support-agent", "delta", "wiki-qa", 0.15, 0.0, tool=True, empty_share_after_outage=0.7),
 )
 SYSTEM_PROMPT = "You are the support agent. Search the knowledge base before you answer."
@@ -68,6 +75,16 @@ class History:
     drifting: tuple[str, str] | None  # (app, model) whose hallucination rate rises at onset
     kb_outage: datetime | None = None  # when the tool-calling agent's search starts returning nothing
     tool_agent: tuple[str, str] | None = None  # (app, model) of the tool-calling agent
+
+    def conversations(self) -> int:
+        """How many conversations (with a conversation_id) the interactions hold: the rows the worker
+        writes to ``conversations``."""
+        keys = set()
+        for line in self.lines:
+            record = json.loads(line)
+            if record.get("conversation_id"):
+                keys.add((record["app"], record["model"], record["conversation_id"]))
+        return len(keys)
 
     def windows(self, size_seconds: int) -> int:
         """How many (app, model, window) the interactions fall in: the window rows the worker writes. A
@@ -174,6 +191,9 @@ def simulate(
     pools = _pools(records)
     stamped: list[tuple[datetime, str]] = []
     for plan in PLANS:
+        if plan.max_turns > 1:  # its own generator: the single-turn series draw as they always did
+            stamped += _conversations(plan, pools, events, start, end, onset, random.Random(seed * 7919 + 34))
+            continue
         count = max(1, round(events * plan.share))
         for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
             v2 = when >= onset and rng.random() < plan.v2_share_after_onset
@@ -213,6 +233,53 @@ def simulate(
         kb_outage=outage if agent else None,
         tool_agent=agent,
     )
+
+
+def _conversations(
+    plan: SeriesPlan,
+    pools: dict[tuple[str, bool], list[dict[str, Any]]],
+    events: int,
+    start: datetime,
+    end: datetime,
+    onset: datetime,
+    rng: random.Random,
+) -> list[tuple[datetime, str]]:
+    """A multi-turn series: conversations of 2 to ``max_turns`` turns, 20 s to 3 min apart; each turn
+    drawn bad with ``bad_share``, but from ``onset`` on a conversation's last turn with
+    ``unresolved_after_onset``."""
+    mean_turns = (2 + plan.max_turns) / 2
+    count = max(1, round(events * plan.share / mean_turns))
+    out: list[tuple[datetime, str]] = []
+    for j, begin in enumerate(_times(rng, count, start, (end - start).total_seconds())):
+        turns = rng.randint(2, plan.max_turns)
+        when = begin
+        for k in range(turns):
+            if k:
+                when += timedelta(seconds=rng.uniform(20, 180))
+            last = k == turns - 1
+            bad = plan.bad_share
+            if last and when >= onset and plan.unresolved_after_onset is not None:
+                bad = plan.unresolved_after_onset
+            pool = (
+                pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
+            )
+            if not pool:
+                continue
+            record = dict(rng.choice(pool))
+            metadata = dict(record.get("metadata") or {})
+            metadata.update(prompt_version="v1", retriever=rng.choice(("bm25", "dense")))
+            if last:
+                metadata["conversation_end"] = True
+            record.update(
+                metadata=metadata,
+                id=f"{record['id']}-{plan.model}-c{j}-{k}",
+                conversation_id=f"{plan.app}-{plan.model}-conversation-{j}",
+                app=plan.app,
+                model=plan.model,
+                timestamp=when.isoformat(),
+            )
+            out.append((when, json.dumps(record, ensure_ascii=False)))
+    return out
 
 
 def stamp_file(

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from groundwatch.figures import defined, fixed
 from schemas.alert import Alert
-from schemas.metrics import Metric, MetricKind, catalogue, pooled
+from schemas.metrics import Metric, MetricKind, Over, catalogue, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
@@ -95,7 +95,11 @@ def render(report: Report, *, every_window: bool = True) -> str:
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
         judged = sum(w.judged for w in windows)
-        summary = ", ".join(f"{m.label.lower()} {figure(m, pooled(m, windows))}" for m in rates)
+        summary = ", ".join(
+            f"{m.label.lower()} {figure(m, pooled(m, windows))}"
+            for m in rates
+            if m.over is Over.INTERACTION or pooled(m, windows) is not None  # conversation rates when counted
+        )
         summary += "".join(
             f", {m.label.lower()} {int(n)}" for m in missing if (n := pooled(m, windows) or 0) > 0
         )

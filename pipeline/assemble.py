@@ -57,6 +57,23 @@ def count_judge_calls(calls: Iterable[JudgeCall]) -> int:
     return sum(1 for call in calls if not call.cached and call.attempts > 0)
 
 
+def with_calls(evaluation: Evaluation, calls: list[JudgeCall], **update: Any) -> Evaluation:
+    """The evaluation with more judge calls (custom rubrics, the argument judge) in its calls, judge call
+    count, tokens, cost and latency, and the other fields of ``update``."""
+    all_calls = [*evaluation.calls, *calls]
+    return evaluation.model_copy(
+        update={
+            **update,
+            "calls": all_calls,
+            "judge_calls": count_judge_calls(all_calls),
+            "input_tokens": evaluation.input_tokens + sum(c.input_tokens for c in calls),
+            "output_tokens": evaluation.output_tokens + sum(c.output_tokens for c in calls),
+            "cost_usd": evaluation.cost_usd + sum(c.cost_usd for c in calls),
+            "judge_latency_ms": evaluation.judge_latency_ms + sum(c.latency_ms for c in calls),
+        }
+    )
+
+
 def _absent(
     nli: NliResult | None, refusal: RefusalResult | None, same: bool, missing: Iterable[str]
 ) -> list[str]:

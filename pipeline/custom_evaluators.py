@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, Field
 
-from pipeline.assemble import count_judge_calls
+from pipeline.assemble import with_calls
 from pipeline.judges.base import Judge
 from pipeline.llm.cache import cache_key
 from pipeline.metrics.agreement import Agreement, LabeledCase, agreement
@@ -242,7 +242,7 @@ class CustomEvaluators:
         self.loaded = loaded
         self.settings = settings
         self.judge = judge
-        self.llm = _llm_of(judge)
+        self.llm = llm_of(judge)
         rubrics = any(isinstance(e, RubricEvaluator) for e in loaded.evaluators)
         self.prompts = (prompts or Prompts()) if rubrics else None
         self._patterns = {e.name: _Pattern(e) for e in loaded.evaluators if isinstance(e, PatternEvaluator)}
@@ -416,7 +416,7 @@ def rubric_input(ev: RubricEvaluator, interaction: Interaction) -> RubricInput:
     )
 
 
-def _llm_of(judge: Judge | None) -> tuple[Any, Any, str] | None:
+def llm_of(judge: Judge | None) -> tuple[Any, Any, str] | None:
     """(JudgeClient, verdict cache, model id) of the judge's LLM: an LLM judge's own, a cascade's LLM's."""
     for candidate in (judge, getattr(judge, "llm", None)):
         client = getattr(candidate, "client", None)
@@ -431,18 +431,7 @@ def with_custom(
     """The evaluation with its custom scores, and the rubrics' judge calls in its calls, tokens and cost."""
     if not scores and not calls:
         return evaluation
-    all_calls = [*evaluation.calls, *calls]
-    return evaluation.model_copy(
-        update={
-            "custom": {**evaluation.custom, **scores},
-            "calls": all_calls,
-            "judge_calls": count_judge_calls(all_calls),
-            "input_tokens": evaluation.input_tokens + sum(c.input_tokens for c in calls),
-            "output_tokens": evaluation.output_tokens + sum(c.output_tokens for c in calls),
-            "cost_usd": evaluation.cost_usd + sum(c.cost_usd for c in calls),
-            "judge_latency_ms": evaluation.judge_latency_ms + sum(c.latency_ms for c in calls),
-        }
-    )
+    return with_calls(evaluation, calls, custom={**evaluation.custom, **scores})
 
 
 class CustomSummary(BaseModel):

@@ -6,7 +6,8 @@ sentence splitting, pronoun prefilter, exact-match shortcut, NLI grouping and re
 concurrent interactions, premise splitting at the judge's window, the in-memory verdict cache) and
 counted, then answered locally with a valid answer that sends the pipeline no further; with an
 evaluators file, its rubrics' requests too (stage ``custom``; patterns and python evaluators call no
-judge). Counting:
+judge); with ``tools.argument_judge`` llm, the review of the argument values the lexical check does not
+find (stage ``arguments``, one call per interaction with such values). Counting:
 
 - input tokens: the characters of the request's messages (and its ``response_format`` schema, which a
   hosted model is billed for) divided by ``pipeline.chars_per_token``, the ratio the pipeline already
@@ -43,6 +44,9 @@ from pipeline.llm.client import JudgeClient, price
 from pipeline.llm.verdict_probs import TokenLogprob
 from pipeline.sampling import Sampler
 from prompts import (
+    ArgumentsAnswer,
+    ArgumentsInput,
+    ArgumentVerdict,
     CaseAnswer,
     HypothesisAnswer,
     NliAnswer,
@@ -137,6 +141,10 @@ def fabricate(prompt: RenderedPrompt[Any]) -> BaseModel:
         if prompt.output_model is RubricScoreAnswer:
             return RubricScoreAnswer(reason=REASON, score=1)
         return RubricPassFailAnswer(reason=REASON, verdict="fail")
+    if isinstance(inp, ArgumentsInput):  # tool-argument values: a reason of the same length, unsupported
+        count = len(inp.values)
+        verdicts = [ArgumentVerdict(id=i, reason=REASON, supported=False) for i in range(1, count + 1)]
+        return ArgumentsAnswer(values=verdicts)
     raise ValueError(f"no dry-run answer for prompt {prompt.name} (input {type(inp).__name__})")
 
 

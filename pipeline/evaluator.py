@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+from pipeline.argument_judge import ArgumentJudge
 from pipeline.assemble import assemble
 from pipeline.convert import convert
 from pipeline.custom_evaluators import CustomEvaluators, with_custom
@@ -45,6 +46,8 @@ class Evaluator:
         self.refusals = RefusalClassifier(judge, settings)
         # batched NLI: cases of concurrent interactions share prompts (pipeline.nli_grouping)
         self.nli_judge = nli_judge(judge, settings)
+        # tools.argument_judge llm: the LLM judge's review of unsupported tool arguments
+        self.arguments = ArgumentJudge(judge, settings)
 
     async def _convert(self, interaction: Interaction, originals: Mapping[str, str] | None) -> Converted:
         try:
@@ -101,11 +104,14 @@ class Evaluator:
             raise group_error.exceptions[0] from None  # the first failing stage's StageError
         nli, refusal, relevance = nli_task.result(), refusal_task.result(), relevance_task.result()
         if relevance is None:
-            return assemble(converted, nli, refusal, self.settings)
-        return assemble(
-            converted, nli, refusal, self.settings, relevance=relevance.value,
-            missing=["relevance"] if relevance.failed else [], extra_seconds={"relevance": relevance.seconds},
-        )  # fmt: skip
+            evaluation = assemble(converted, nli, refusal, self.settings)
+        else:
+            evaluation = assemble(
+                converted, nli, refusal, self.settings, relevance=relevance.value,
+                missing=["relevance"] if relevance.failed else [],
+                extra_seconds={"relevance": relevance.seconds},
+            )  # fmt: skip
+        return await self.arguments.review(evaluation, converted.interaction)
 
     async def aclose(self, *, cancel: bool = False) -> None:
         """Finish the refusal batches and NLI groups still in flight, or with ``cancel`` drop them (the

@@ -54,6 +54,7 @@ from pipeline.metrics.classification import (
 )
 from pipeline.metrics.groups import group_keys
 from pipeline.metrics.trust_eval import TrustEvalCase, TrustEvalResult, trust_eval
+from schemas.conversation import ConversationFigures
 from schemas.evaluation import Evaluation
 from schemas.settings import Settings
 
@@ -182,6 +183,9 @@ class EvalReport(BaseModel):
     labels: dict[str, LabelReport]
     trust_eval: TrustEvalResult | None = None
     settings: dict[str, Any]
+    conversations: ConversationFigures | None = Field(
+        None, description="the conversation metrics of the file's conversations (None: conversations off)"
+    )
     # your own evaluators (``--evaluators``; pipeline.custom_evaluators.CustomSummary as JSON), by name
     custom: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from schemas.interaction import Interaction
@@ -79,17 +80,36 @@ class _Haystack:
 def ungrounded_arguments(interaction: Interaction, min_chars: int = 3) -> list[str] | None:
     """``"<tool>.<argument>=<value>"`` for each checked argument value of the current question's calls
     found nowhere before it; None when no call of the current question has a value to check."""
+    found = unsupported_values(interaction, min_chars)
+    return [value.label for value in found] if found is not None else None
+
+
+@dataclass(frozen=True)
+class UnsupportedValue:
+    """An argument value the lexical check did not find: its label ``<tool>.<argument>=<value>`` and how
+    many tool results (of ``interaction.steps``, in order) the model had received before the call."""
+
+    label: str
+    results_before: int
+
+
+def unsupported_values(interaction: Interaction, min_chars: int = 3) -> list[UnsupportedValue] | None:
+    """``ungrounded_arguments`` with, for each value, the tool results the call came after (what a second
+    opinion, ``pipeline.argument_judge``, shows the judge); None when nothing was checked."""
     haystack = _Haystack([interaction.question, *(t.content for t in interaction.history)])
-    found: list[str] = []
+    found: list[UnsupportedValue] = []
     checked = False
+    results = 0
     for step in interaction.steps:
         if not step.earlier_turn:
             for path, value in _values(step, min_chars):
                 checked = True
                 if not haystack.holds(value):
-                    found.append(f"{step.name}.{path}={value}" if path else f"{step.name}={value}")
+                    label = f"{step.name}.{path}={value}" if path else f"{step.name}={value}"
+                    found.append(UnsupportedValue(label, results))
         if step.result is not None:
             haystack.add(step.result)
+            results += 1
     return found if checked else None
 
 

@@ -26,6 +26,10 @@ from pydantic import BaseModel
 from prompts.fences import FENCE_TAGS, fence, neutralise
 from prompts.models import (
     OUTPUT_MODELS,
+    ArgumentsAnswer,
+    ArgumentsInput,
+    ArgumentValue,
+    ArgumentVerdict,
     CaseAnswer,
     HypothesisAnswer,
     NliAnswer,
@@ -49,6 +53,10 @@ from prompts.models import (
 
 __all__ = [
     "FENCE_TAGS",
+    "ArgumentValue",
+    "ArgumentVerdict",
+    "ArgumentsAnswer",
+    "ArgumentsInput",
     "CaseAnswer",
     "HypothesisAnswer",
     "NliAnswer",
@@ -164,6 +172,7 @@ class Prompts:
         self.nli_cases_t = load_template("nli_cases")
         self.refusal_t = load_template("refusal")
         self.rubric_t = load_template("rubric")
+        self.arguments_t = load_template("arguments")
 
     @staticmethod
     def _messages(t: PromptTemplate, **values: str) -> list[dict[str, str]]:
@@ -278,8 +287,26 @@ class Prompts:
             return RenderedPrompt(t.name, self._version(t), messages, RubricScoreAnswer, None, inp)
         return RenderedPrompt(t.name, self._version(t), messages, RubricPassFailAnswer, None, inp)
 
+    def arguments(self, inp: ArgumentsInput) -> RenderedPrompt[ArgumentsAnswer]:
+        """Tool-argument values the lexical check did not find (``pipeline.argument_judge``): the
+        conversation fenced by turn, the tool results as numbered passages, each value with how many of
+        them came before its call."""
+        t = self.arguments_t
+        turns = "\n".join(f'<turn role="{u.role}">{neutralise(u.text)}</turn>' for u in inp.turns)
+        results = "\n".join(fence("passage", r, i) for i, r in enumerate(inp.results, 1))
+        values = "\n".join(
+            f'<text id="{i}" results="{v.results_before}">{neutralise(v.text)}</text>'
+            for i, v in enumerate(inp.values, 1)
+        )
+        messages = self._messages(
+            t, turns=turns, results=results, values=values, count=str(len(inp.values))
+        )
+        return RenderedPrompt(t.name, self._version(t), messages, ArgumentsAnswer, len(inp.values), inp)
+
     def versions(self) -> dict[str, str]:
-        templates = (self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t, self.rubric_t)
+        templates = (
+            self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t, self.rubric_t, self.arguments_t,
+        )  # fmt: skip
         return {t.name: self._version(t) for t in templates}
 
 

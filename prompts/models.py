@@ -66,6 +66,24 @@ class RefusalInput(_Input):
     texts: list[str] = Field(min_length=1)
 
 
+class ArgumentValue(_Input):
+    """A tool-call argument value the lexical check found nowhere before the call."""
+
+    text: str = Field(description="'<tool>.<argument>=<value>'")
+    results_before: int = Field(
+        ge=0, description="how many of the tool results (numbered from 1, in order) came before the call"
+    )
+
+
+class ArgumentsInput(_Input):
+    """arguments.md: the conversation (oldest first, ending with the current question), the tool results
+    in the order the model received them, and the argument values to check against what came before."""
+
+    turns: list[PronounTurn] = Field(min_length=1)
+    results: list[str] = Field(default_factory=list)
+    values: list[ArgumentValue] = Field(min_length=1)
+
+
 class PronounSentence(_Strict):
     id: int
     text: str
@@ -109,6 +127,18 @@ class NliRefusalAnswer(NliAnswer):
 class CaseAnswer(_Strict):
     id: int
     hypotheses: list[HypothesisAnswer]
+
+
+class ArgumentVerdict(_Strict):
+    id: int
+    reason: str = Field(description="short reason, at most 15 words")
+    supported: bool
+
+
+class ArgumentsAnswer(_Strict):
+    """arguments.md: whether the conversation or the earlier tool results support each value, by id."""
+
+    values: list[ArgumentVerdict]
 
 
 class NliCasesAnswer(_Strict):
@@ -157,6 +187,6 @@ OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
         PronounsAnswer, NliAnswer, NliRefusalAnswer, NliCasesAnswer, RefusalAnswer, RubricPassFailAnswer,
-        RubricScoreAnswer,
+        RubricScoreAnswer, ArgumentsAnswer,
     )
 }  # fmt: skip

@@ -93,3 +93,7 @@ class LocalModelError(DependencyMissing, RuntimeError):
 
 class WindowError(GroundwatchError):
     """One window could not be closed or written; the others are closed regardless."""
+
+
+class ConversationError(GroundwatchError, ValueError):
+    """A conversation cannot be rolled up (it has no turns)."""

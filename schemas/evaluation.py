@@ -41,7 +41,7 @@ class Evaluation(BaseModel):
 
     pairs: list[PairResult] = Field(default_factory=list)  # statement-level detail
 
-    # the answer's outcome and tool calls (README "Agents and tools", pipeline/evidence.py)
+    # the answer's outcome and tool calls (docs/input.md "Agents and tools", pipeline/evidence.py)
     outcome: Outcome | None = Field(
         None,
         description="refusal (answer_refusal); unsupported_no_evidence (answered, not a refusal, a factual "
@@ -74,6 +74,11 @@ class Evaluation(BaseModel):
     )
     ungrounded_argument_values: list[str] = Field(
         default_factory=list, description="those values, as '<tool>.<argument>=<value>'"
+    )
+    argument_judge_failure: str | None = Field(
+        None,
+        description="with tools.argument_judge llm: why the LLM judge's review of the unsupported argument "
+        "values failed (the lexical result stands); None when it ran or was not asked",
     )
 
     # cost and time

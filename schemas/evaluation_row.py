@@ -17,6 +17,7 @@ class EvalRow(BaseModel):
     timestamp: datetime
     app: str
     model: str
+    conversation_id: str | None = None  # None: a conversation of one turn (pipeline.conversations)
     context_entailment: float | None = None
     ground_truth_entails_answer: float | None = None
     answer_entails_ground_truth: float | None = None

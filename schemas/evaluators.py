@@ -1,4 +1,4 @@
-"""Your own evaluators, declared in a YAML or JSON file (``evaluators.file``; README "Your own evaluators").
+"""Your own evaluators, declared in a YAML or JSON file (``evaluators.file``; docs/evaluators.md).
 
 The file holds ``evaluators:``, a list of entries, each with a ``name``, a ``version`` and a ``kind``:
 

@@ -23,6 +23,14 @@ class MetricKind(StrEnum):
     SUM = "sum"  # a plain total (volume, tokens, cost)
 
 
+class Over(StrEnum):
+    """What a rate or mean is over: interactions (``EvalRow`` fields) or conversations (the fields of
+    ``schemas.conversation.ConversationRollup``, windowed by the conversation's last turn)."""
+
+    INTERACTION = "interaction"
+    CONVERSATION = "conversation"
+
+
 class Metric(BaseModel):
     """One metric, declared once: where its per-interaction values come from (an ``EvalRow`` field), which
     ``window_aggregates`` columns hold its window value and its denominator, and from these the SQL that
@@ -50,7 +58,15 @@ class Metric(BaseModel):
         None, description="rate: a window_aggregates column counting its events exactly, when there is one"
     )
     sum_columns: tuple[str, ...] = Field((), description="sum: the window_aggregates columns it adds up")
-    unit: str = Field("", description="unit shown beside values: '' (a share 0-1), 'count', 'tokens', 'USD'")
+    over: Over = Field(
+        Over.INTERACTION,
+        description="what it counts: interactions (a rate or mean's ``source`` an EvalRow field) or "
+        "conversations (a ConversationRollup field); a conversation metric lives in the windows only and "
+        "has no per-interaction value (slices of evaluations show it undefined)",
+    )
+    unit: str = Field(
+        "", description="unit shown beside values: '' (a share 0-1), 'count', 'tokens', 'USD', 'turns'"
+    )
     lower_is_better: bool = Field(True, description="direction of a good change, for colouring")
     custom_key: str | None = Field(
         None,
@@ -119,6 +135,21 @@ def _mean(name: str, label: str, short: str, source: str, count: str) -> Metric:
     )  # fmt: skip
 
 
+def _conversation(
+    name: str,
+    label: str,
+    short: str,
+    source: str,
+    events: str | None,
+    kind: MetricKind = MetricKind.RATE,
+    unit: str = "",
+) -> Metric:
+    return Metric(
+        name=name, label=label, short=short, kind=kind, source=source, count_column="conversations",
+        events_column=events, over=Over.CONVERSATION, unit=unit,
+    )  # fmt: skip
+
+
 def _sum(name: str, label: str, short: str, columns: tuple[str, ...], unit: str) -> Metric:
     return Metric(name=name, label=label, short=short, kind=MetricKind.SUM, sum_columns=columns, unit=unit)
 
@@ -173,6 +204,30 @@ METRICS: tuple[Metric, ...] = (
     _sum("incomplete", "Incomplete evaluations", "incomp", ("incomplete",), "count"),
     _sum("judge_tokens", "Judge tokens (in + out)", "tokens", ("input_tokens", "output_tokens"), "tokens"),
     _sum("judge_cost_usd", "Judge cost", "cost $", ("cost_usd",), "USD"),
+    _conversation(
+        "conversation_hallucinated_rate", "Conversations with a hallucinated turn", "cv hal",
+        "any_hallucinated", "conversations_hallucinated",
+    ),
+    _conversation(
+        "conversation_unresolved_rate", "Conversations ended unresolved", "cv unres", "ended_unresolved",
+        "conversations_unresolved",
+    ),
+    _conversation(
+        "conversation_reask_rate", "Conversations with a re-asked question", "cv reask", "reasked",
+        "conversations_reasked",
+    ),
+    _conversation(
+        "conversation_contradiction_rate", "Conversations with a self-contradiction", "cv contr",
+        "contradicted", "conversations_contradicted",
+    ),
+    _conversation(
+        "mean_turns_per_conversation", "Turns per conversation", "turns/cv", "turns", None, MetricKind.MEAN,
+        unit="turns",
+    ),
+    Metric(
+        name="conversations_closed", label="Conversations closed", short="convs", kind=MetricKind.SUM,
+        sum_columns=("conversations",), unit="count", over=Over.CONVERSATION,
+    ),
 )  # fmt: skip
 
 METRICS_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
@@ -191,7 +246,13 @@ def pooled(metric: Metric, windows: Iterable[WindowAggregate]) -> float | None:
 
 
 #: the rates and means: what a window aggregates per interaction
-SCORED: tuple[Metric, ...] = tuple(m for m in METRICS if m.kind is not MetricKind.SUM)
+SCORED: tuple[Metric, ...] = tuple(
+    m for m in METRICS if m.kind is not MetricKind.SUM and m.over is Over.INTERACTION
+)
+#: the rates and means a window aggregates per conversation (its conversations' rollups)
+CONVERSATION_SCORED: tuple[Metric, ...] = tuple(
+    m for m in METRICS if m.kind is not MetricKind.SUM and m.over is Over.CONVERSATION
+)
 RATE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS if m.kind is MetricKind.RATE)
 #: what a sum's alert rule counts as the interactions behind it (``min_interactions``)
 SUM_SUPPORT_COLUMN = "count"

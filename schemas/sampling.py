@@ -6,8 +6,8 @@ never does, ``sample`` judges the share ``rate`` of the interactions it matches.
 matches is sampled at ``sampling.default_rate`` (a setting, 1.0 by default: every interaction). The
 share is decided by a stable hash of the interaction id (``pipeline.sampling.stable_fraction``), so a
 replay, or another worker, decides the same. A judge budget per app (tokens per minute, USD per day)
-then skips what would go over it. ``pipeline.sampling`` applies all of it; docs in README "Sampling and
-budgets", an example in deploy/sampling/rules.example.yaml.
+then skips what would go over it. ``pipeline.sampling`` applies all of it; docs in docs/sampling.md,
+an example in deploy/sampling/rules.example.yaml.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class SamplingRule(_Strict):
 class JudgeBudget(_Strict):
     """A ceiling on what judging one app may spend; past it interactions are skipped with the reason
     ``budget:tokens_per_minute`` or ``budget:cost_per_day`` until the spend falls back under it. Counted per
-    worker process from the evaluations it writes (see README "Sampling and budgets")."""
+    worker process from the evaluations it writes (see docs/sampling.md)."""
 
     app: str | None = Field(
         None, description="the app (none: every app without a budget of its own, each apart)"

@@ -945,6 +945,44 @@ class WindowSettings(BaseModel):
     )
 
 
+class ConversationSettings(BaseModel):
+    """Conversation rollups (pipeline.conversations, streams.windows.conversations)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(
+        True,
+        description="roll the turns of each conversation (app, model, conversation_id) up into a "
+        "conversations row when it closes, and count conversation metrics in the windows",
+    )
+    idle_seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="a conversation closes once its app and model's event-time watermark is this far past "
+        "its last turn (or, on a quiet stream, no turn of it has arrived for this long on the wall clock); "
+        "a turn with metadata.conversation_end true closes it at once. A later turn reopens it and its row "
+        "is written again",
+    )
+    quiet_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="on a stream gone quiet, a conversation whose last turn is idle_seconds old closes after "
+        "this many seconds without a turn of it on the wall clock (none: idle_seconds); a replay of old "
+        "traffic sets it low so its last conversations close soon after it ends",
+    )
+    reask_similarity: float = Field(
+        0.35,
+        gt=0,
+        le=1,
+        description="a user turn is a re-ask when the Jaccard similarity of its content words with an "
+        "earlier user turn's of the conversation reaches this (chosen by grouped cross-validation on "
+        "planted re-asks: benchmarks/conversation_detection.py)",
+    )
+    close_batch: int = Field(
+        200, ge=1, le=10_000, description="due conversations closed together (one read per app and model)"
+    )
+
+
 class AlertSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -973,7 +1011,7 @@ class AlertSettings(BaseModel):
 
 
 class SamplingSettings(BaseModel):
-    """Which interactions are judged (pipeline.sampling; README "Sampling and budgets")."""
+    """Which interactions are judged (pipeline.sampling; docs/sampling.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -992,7 +1030,7 @@ class SamplingSettings(BaseModel):
 
 
 class EvaluatorsSettings(BaseModel):
-    """Your own evaluators (schemas.evaluators; README "Your own evaluators")."""
+    """Your own evaluators (schemas.evaluators; docs/evaluators.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1021,7 +1059,7 @@ _DIMENSION_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
 
 class DimensionSettings(BaseModel):
-    """What evaluations are sliced by (README "Slices: why did it move?")."""
+    """What evaluations are sliced by (docs/slices.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1241,8 +1279,7 @@ class FeedbackRule(BaseModel):
 
 
 class LabelsSettings(BaseModel):
-    """People's labels: the review queue, and when agreement may correct a rate (README "Is the judge
-    right?")."""
+    """People's labels: the review queue, and when agreement may correct a rate (docs/trust.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1301,7 +1338,7 @@ class LabelsSettings(BaseModel):
 
 
 class ToolSettings(BaseModel):
-    """Tool calls and their results (README "Agents and tools")."""
+    """Tool calls and their results (docs/input.md "Agents and tools")."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1338,6 +1375,15 @@ class ToolSettings(BaseModel):
         le=100,
         description="an argument value shorter than this (characters) is never checked for grounding "
         "(ungrounded tool arguments)",
+    )
+    argument_judge: Literal["lexical", "llm"] = Field(
+        "lexical",
+        description="who decides ungrounded tool arguments: lexical (a value must appear in the "
+        "conversation or an earlier tool result, pipeline.tool_arguments); llm: the values the lexical check "
+        "does not find are sent to the LLM judge (judge.kind openai, local or cascade) in one call per "
+        "interaction, and those it finds supported (a date given in words, a normalised id) are dropped; "
+        "without an LLM judge, or when the call fails, the lexical result stands "
+        "(pipeline.argument_judge)",
     )
 
     @field_validator("evidence_allow", "evidence_deny")
@@ -1382,6 +1428,9 @@ class Settings(BaseSettings):
         default_factory=ClickHouseSettings, description="ClickHouse connection, retention and sink"
     )
     window: WindowSettings = Field(default_factory=WindowSettings, description="tumbling windows")
+    conversations: ConversationSettings = Field(
+        default_factory=ConversationSettings, description="conversation rollups and their metrics"
+    )
     alerts: AlertSettings = Field(default_factory=AlertSettings, description="alert rules and webhook")
     sampling: SamplingSettings = Field(
         default_factory=SamplingSettings, description="sampling rules and judge budgets"

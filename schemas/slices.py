@@ -1,5 +1,5 @@
 """Slices: the JSON API's queries and answers for a metric per value of one dimension and for what
-changed between two periods (pipeline/slices.py computes them; README "Slices: why did it move?").
+changed between two periods (pipeline/slices.py computes them; docs/slices.md).
 
 The slice filter (``slice``, repeated ``key:value`` terms) is ``schemas.slice_filter.SliceFilter``.
 Every request value is validated here; in SQL it travels as a query parameter.

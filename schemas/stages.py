@@ -19,4 +19,5 @@ Stage = Literal[
     "labels",
     "privacy",
     "custom",
+    "arguments",
 ]

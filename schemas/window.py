@@ -42,7 +42,7 @@ class WindowAggregate(BaseModel):
     judge_latency_histogram: list[int] = Field(default_factory=list)
     # sampling (pipeline.sampling): ``count`` is every interaction received; the rates and means above are
     # over judged ones only (a skipped one carries no score)
-    # tool calls (README "Agents and tools"): each a mean or rate with its denominator (and events)
+    # tool calls (docs/input.md "Agents and tools"): each a mean or rate with its denominator (and events)
     mean_tool_calls: float | None = Field(None, description="tool calls per judged interaction")
     tool_calls_scored: int = Field(0, description="judged interactions whose tool calls are known")
     tool_error_rate: float | None = Field(
@@ -72,6 +72,19 @@ class WindowAggregate(BaseModel):
     custom_missing: dict[str, int] = Field(
         default_factory=dict, description="evaluator -> interactions it failed to score"
     )
+
+    # conversations whose last turn falls in the window (schemas/conversation.py): how many, how many had
+    # each outcome, and the rates and mean turns over them (the metric catalogue's conversation metrics)
+    conversations: int = Field(0, description="conversations closed with their last turn in the window")
+    conversations_hallucinated: int = Field(0, description="... with a hallucinated turn")
+    conversations_unresolved: int = Field(0, description="... that ended unresolved")
+    conversations_reasked: int = Field(0, description="... with a re-asked user turn")
+    conversations_contradicted: int = Field(0, description="... with an answer contradicting an earlier one")
+    conversation_hallucinated_rate: float | None = None
+    conversation_unresolved_rate: float | None = None
+    conversation_reask_rate: float | None = None
+    conversation_contradiction_rate: float | None = None
+    mean_turns_per_conversation: float | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -5,7 +5,8 @@ by default), and every 100th run of it is a full collection that walks every obj
 start-up leaves a few hundred thousand of them (faust, aiokafka, pydantic's schemas, the sentence
 splitter's parameters, chDB's client), and each interaction allocates thousands (the judge's JSON answer
 with its token log-probabilities, the decoded messages): with the defaults, full collections that found
-almost nothing to free took ~40% of the CPU of the stages' own work (docs/performance.md, section 7).
+almost nothing to free took ~40% of the CPU of the stages' own work (docs/performance.md, "Throughput and
+CPU").
 
 So, once started: what start-up left is collected once and moved out of the collector's sight
 (``gc.freeze``: it is never walked again, and never freed, which it would not be anyway), and the first

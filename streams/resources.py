@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from mode import Service
 from pydantic import BaseModel
 
+from pipeline.argument_judge import ArgumentJudge
 from pipeline.clock import Clock
 from pipeline.custom_evaluators import CustomEvaluators, open_custom
 from pipeline.evaluator import Evaluator
@@ -32,12 +33,14 @@ from schemas.evaluation import Evaluation
 from schemas.safe_text import safe_text
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.batch import DeadLetterRows
+from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.sink import EvaluationSink, Located
 from streams.clickhouse.store import ClickHouseStore
 from streams.context import StreamContext
 from streams.status import WorkerStatus, write_status
 from streams.windows.closer import WindowCloser
+from streams.windows.conversations import ConversationCloser
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +71,14 @@ class Resources(Service):
         self._nli_judge: EntailJudge | NliGrouper | None = None
         self._evaluator: Evaluator | None = None  # the fused topology's
         self.custom: CustomEvaluators | None = None  # evaluators.file (pipeline.custom_evaluators)
+        # tools.argument_judge llm: the staged join's review of unsupported tool arguments
+        self.arguments: ArgumentJudge | None = None
         self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
         self.store: ClickHouseStore | None = None
         self._sink: EvaluationSink | None = None
         self._dead_letter_rows: DeadLetterRows | None = None
         self._windows: WindowCloser | None = None
+        self.conversations: ConversationCloser | None = None  # None: conversations.enabled false
         self._alerts: AlertEngine | None = None
 
     # ---- the opened resources (NotReady before on_start) -----------------------------------------
@@ -121,10 +127,18 @@ class Resources(Service):
         )
         self._stack.push_async_callback(alerts.aclose)
         await alerts.redeliver_due()  # notifications an earlier worker stored and never recorded
-        self._windows = WindowCloser(settings.window, store, alerts, clock=self.clock)
+        rollups = ConversationRows(store) if settings.conversations.enabled else None
+        self._windows = WindowCloser(settings.window, store, alerts, clock=self.clock, conversations=rollups)
         stale = await self._windows.reconcile(timedelta(hours=settings.window.reconcile_hours))
         if stale:
             log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)
+        if rollups is not None:
+            self.conversations = ConversationCloser(
+                settings.conversations, settings.window, rollups, self._windows, clock=self.clock
+            )
+            unrolled, _ = await self.conversations.reconcile(timedelta(hours=settings.window.reconcile_hours))
+            if unrolled:
+                log.info("%d conversations left open by an earlier worker will be rolled up", unrolled)
         self._sink = EvaluationSink(
             settings.clickhouse,
             store,
@@ -159,6 +173,7 @@ class Resources(Service):
         self.custom = open_custom(settings.evaluators, judge)
         if self.custom is not None:
             self._stack.callback(self.custom.close)
+        self.arguments = ArgumentJudge(judge, settings)
         if settings.kafka.topology == "fused":
             self._evaluator = Evaluator(judge, settings, relevance_scorer=self.relevance, custom=self.custom)
             self._stack.push_async_callback(self._evaluator.aclose)
@@ -174,6 +189,8 @@ class Resources(Service):
 
     async def _after_flush(self, rows: Sequence[Located]) -> None:
         await self.windows.touch(rows)
+        if self.conversations is not None:
+            await self.conversations.touch(rows)
         await self.update_status()
 
     async def _end_user_labels(self, evaluations: list[Evaluation]) -> None:
@@ -236,6 +253,7 @@ class Resources(Service):
             "windows_closed": self._windows.written if self._windows else 0,
             "window_close_failures": self._windows.failed if self._windows else 0,
             "windows_dropped": self._windows.dropped if self._windows else 0,  # given up after retries
+            "conversations_closed": self.conversations.written if self.conversations else 0,
             "alert_transitions": self._alerts.fired if self._alerts else 0,  # firing and resolved
             "alert_delivery_failures": self._alerts.delivery_failures if self._alerts else 0,
         }
@@ -267,6 +285,11 @@ class Resources(Service):
                 await self._dead_letter_rows.flush()
             except Exception:  # unacked: read again after a restart
                 log.exception("writing the dead-letter rows on stop failed")
+        if self.conversations is not None:
+            try:  # the due conversations' rollups, so the windows written next count them
+                await self.conversations.close_due()
+            except Exception:
+                log.exception("closing the due conversations on stop failed (rolled up at the next start)")
         if self._windows is not None:
             # rows flushed so far are complete: write their windows (after the timer's round under way,
             # never beside it), within a third of the stop's time; the rest are recomputed at the next start

@@ -1,4 +1,4 @@
--- groundwatch schema v6: sampling and judge budgets (pipeline/sampling.py, README "Sampling and budgets").
+-- groundwatch schema v6: sampling and judge budgets (pipeline/sampling.py, docs/sampling.md).
 
 -- an interaction the sampling rules or a judge budget skip is stored unjudged (no scores, no judge call)
 -- with the reason; rows written before v6 were all judged

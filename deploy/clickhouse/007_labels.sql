@@ -1,4 +1,4 @@
--- groundwatch schema v7: people's labels and the judge's identity (README "Is the judge right?").
+-- groundwatch schema v7: people's labels and the judge's identity (docs/trust.md).
 
 -- one row per (interaction, label kind, reviewer): the latest label wins (version = labeled_at in ms).
 -- statements: the reviewer's per-statement verdicts as JSON ([] when none were given);

@@ -1,4 +1,4 @@
--- groundwatch schema v8: slices (README "Slices: why did it move?", docs/architecture.md "Dimensions").
+-- groundwatch schema v8: slices (docs/slices.md, docs/architecture.md "Dimensions").
 
 -- the dimensions of each evaluation: the configured metadata paths (dimensions.paths) and the built-ins
 -- answer_length, has_ground_truth and turn, name -> value (pipeline/dimensions.py). One Map rather than a

@@ -1,4 +1,4 @@
--- groundwatch schema v12: tool calls (README "Agents and tools").
+-- groundwatch schema v12: tool calls (docs/input.md "Agents and tools").
 
 -- per interaction: its current question's tool calls, whether one failed, whether an answer with a factual
 -- statement had no evidence at all, whether a tool argument value appeared nowhere before the call

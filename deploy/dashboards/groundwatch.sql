@@ -21,7 +21,12 @@ SELECT
     mean_tool_calls,
     tool_error_rate,
     no_evidence_rate,
-    ungrounded_arguments_rate
+    ungrounded_arguments_rate,
+    conversation_hallucinated_rate,
+    conversation_unresolved_rate,
+    conversation_reask_rate,
+    conversation_contradiction_rate,
+    mean_turns_per_conversation
 FROM groundwatch.window_aggregates FINAL
 WHERE $__timeFilter(window_start)
 ORDER BY t;
@@ -47,6 +52,12 @@ SELECT
     sum(incomplete) AS incomplete,
     sum(input_tokens + output_tokens) AS judge_tokens,
     sum(cost_usd) AS judge_cost_usd,
+    sum(conversations_hallucinated) / nullIf(sum(conversations), 0) AS conversation_hallucinated_rate,
+    sum(conversations_unresolved) / nullIf(sum(conversations), 0) AS conversation_unresolved_rate,
+    sum(conversations_reasked) / nullIf(sum(conversations), 0) AS conversation_reask_rate,
+    sum(conversations_contradicted) / nullIf(sum(conversations), 0) AS conversation_contradiction_rate,
+    sum(ifNull(mean_turns_per_conversation, 0) * conversations) / nullIf(sum(conversations), 0) AS mean_turns_per_conversation,
+    sum(conversations) AS conversations_closed,
     max(judge_latency_p95_ms) AS worst_window_p95_ms
 FROM groundwatch.window_aggregates FINAL
 WHERE $__timeFilter(window_start)

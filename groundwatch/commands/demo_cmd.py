@@ -24,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from groundwatch.commands.arg_types import port_number, positive_float, positive_int
-from groundwatch.demo_history import History, simulate, stamp_file
+from groundwatch.demo_history import PLANS, History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
@@ -171,6 +171,8 @@ def _stack_env(args: argparse.Namespace) -> dict[str, str]:
         # replayed history arrives about in time order, partitions interleaved: a window closes once the
         # stream's event time is a tenth of a window past its end (later rows recompute it anyway)
         "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(max(1, args.window_seconds // 10)),
+        # the replay ends in seconds: its last conversations close 3 s after their last turn arrived
+        "GROUNDWATCH_CONVERSATIONS__QUIET_SECONDS": "3",
     }
 
 
@@ -184,6 +186,10 @@ def _replay_and_wait(stack: LocalStack, plan: History, timeout: float, window_se
             bar.update(max(0, count - bar.n))
 
         stack.wait_for_evaluations(len(plan.lines), timeout_s=timeout, on_progress=progress)
+    conversations = plan.conversations()
+    if conversations:
+        _say(f"waiting for the {conversations} conversations to close")
+        stack.wait_for_conversations(conversations, timeout_s=timeout)
     windows = plan.windows(window_seconds)
     _say(f"all interactions stored; waiting for their {windows} windows (and the alerts they fire)")
     stack.wait_for_windows(windows, timeout_s=timeout)
@@ -257,6 +263,12 @@ def run(args: argparse.Namespace) -> int:
         _say(
             f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
             f"base starts returning empty results at {plan.kb_outage:{stamp}}"
+        )
+    multi_turn = [p for p in PLANS if p.max_turns > 1]
+    if plan.onset and multi_turn and plan.conversations():
+        _say(
+            f"{multi_turn[0].app} / {multi_turn[0].model} holds {plan.conversations()} conversations of 2-"
+            f"{multi_turn[0].max_turns} turns; from {plan.onset:{stamp}} most end on a refusal (unresolved)"
         )
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:

@@ -37,6 +37,7 @@ from tqdm import tqdm
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.figures import UNDEFINED, defined, fixed
+from pipeline.conversations import figures
 from pipeline.custom_evaluators import CustomSummary, open_custom, summarise, summary_lines
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
@@ -45,8 +46,11 @@ from pipeline.metrics.bootstrap import RESAMPLES, Interval
 from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.privacy.mask import Masked, PrivacyGuard
 from pipeline.report import EvalReport, build_report
+from schemas.conversation import ConversationFigures
 from schemas.errors import ConfigError, StageError
 from schemas.evaluation import Evaluation
+from schemas.metrics import CONVERSATION_SCORED
+from schemas.safe_text import safe_text
 from schemas.settings import JudgeKind, Settings
 
 
@@ -71,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="RULES",
-        help="sampling rules (YAML/JSON, README 'Sampling and budgets'): judge only what they pick "
+        help="sampling rules (YAML/JSON, docs/sampling.md): judge only what they pick "
         "(the others are written unjudged with their reason); with --estimate: the figure after them",
     )
     parser.add_argument(
@@ -106,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="your own evaluators (README 'Your own evaluators'; default: GROUNDWATCH_EVALUATORS__FILE): "
+        help="your own evaluators (docs/evaluators.md; default: GROUNDWATCH_EVALUATORS__FILE): "
         "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -227,6 +231,11 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                     update={"custom": {k: v.model_dump(mode="json") for k, v in summaries.items()}}
                 )
     report = estimate_cmd.with_sampling(report, args, skipped)
+    if settings.conversations.enabled:
+        every = [e for _, e in rows] + skipped
+        report = report.model_copy(
+            update={"conversations": figures(every, settings.conversations.reask_similarity)}
+        )
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
             handle.write(evaluation.model_dump_json() + "\n")
@@ -267,6 +276,8 @@ def summary(report: EvalReport) -> str:
             peers = ", ".join(f"{k}={_fmt(v, p.peers_ci.get(k))}" for k, v in p.peers.items())
             ours = _fmt(p.ours_balanced_accuracy, p.ours_balanced_accuracy_ci)
             lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
+    if report.conversations is not None:
+        lines.append(conversation_summary(report.conversations))
     if report.custom:
         lines.append("  your evaluators:")
         lines.extend(summary_lines({k: CustomSummary.model_validate(v) for k, v in report.custom.items()}))
@@ -275,6 +286,16 @@ def summary(report: EvalReport) -> str:
     if len(report.errors) > 5:
         lines.append(f"  ... {len(report.errors) - 5} more errors in the report")
     return "\n".join(lines)
+
+
+def conversation_summary(c: ConversationFigures) -> str:
+    """One line: the conversation metrics of the catalogue and the worst conversation."""
+    parts = [f"{m.label.lower()} {_fmt(c.metrics.get(m.name))}" for m in CONVERSATION_SCORED]
+    line = f"  {c.conversations} conversations ({c.multi_turn} with a conversation_id): " + ", ".join(parts)
+    if c.worst:
+        w = c.worst[0]
+        line += f"; worst {safe_text(w.conversation_id)[:80]} (turn {safe_text(w.worst_turn_id)[:80]})"
+    return line
 
 
 def _fmt(value: float | None, interval: Interval | None = None) -> str:

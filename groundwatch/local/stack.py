@@ -128,17 +128,24 @@ class LocalStack:
 
     def wait_for_windows(self, n: int, timeout_s: float = 600.0) -> int:
         """Wait until ClickHouse holds ``n`` window rows (the worker's status file says)."""
+        return self._wait_for_rows("window_aggregates", n, timeout_s)
+
+    def wait_for_conversations(self, n: int, timeout_s: float = 600.0) -> int:
+        """Wait until ClickHouse holds ``n`` conversation rows (the worker's status file says)."""
+        return self._wait_for_rows("conversations", n, timeout_s)
+
+    def _wait_for_rows(self, table: str, n: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
         count = 0
         while time.monotonic() < deadline:
             if self.worker is not None and not self.worker.alive():
                 raise RuntimeError(f"the worker stopped:\n{self.worker.tail()}")
             status = self.worker.status() if self.worker else None
-            count = status.counts.get("window_aggregates", 0) if status else 0
+            count = status.counts.get(table, 0) if status else 0
             if count >= n:
                 return count
             time.sleep(0.5)
-        raise TimeoutError(f"{count} of {n} windows in ClickHouse after {timeout_s}s")
+        raise TimeoutError(f"{count} of {n} {table} rows in ClickHouse after {timeout_s}s")
 
     def stop_worker(self) -> int:
         if self.worker is None:

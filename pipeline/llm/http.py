@@ -1,7 +1,7 @@
 """The judge's chat-completions POST over one pooled aiohttp session (the worker's hot path).
 
 The openai SDK on httpx costs several times the CPU a request of aiohttp with orjson (docs/performance.md,
-"The judge's HTTP client"); an instant judge makes a worker spend most of its time there. The request is the
+"Throughput and CPU"); an instant judge makes a worker spend most of its time there. The request is the
 one the SDK sends (``Authorization: Bearer``, the JSON body); the answer is the response's JSON as a
 dict. Failures are the exceptions below, which ``pipeline.llm.client`` maps as it maps the SDK's.
 """

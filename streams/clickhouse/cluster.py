@@ -35,6 +35,7 @@ DISTRIBUTED_TABLES = (
     "alert_deliveries",
     "dead_letters",
     "labels",
+    "conversations",
 )
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?"

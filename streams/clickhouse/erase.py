@@ -4,8 +4,9 @@ pseudonym (``privacy.pseudonym_key``), from every table that has an ``interactio
 The interactions are resolved first (a conversation's from ``evaluations``; a pseudonym's from the
 texts of ``evaluations``, ``evaluation_statements`` and ``labels``), then each table's rows of them
 are counted and removed with ClickHouse's lightweight ``DELETE`` (the rows vanish from every read at
-once; the parts are rewritten in the background). Window aggregates, alerts and deliveries hold no
-text and no interaction's rows: they are left as they are. Each erasure is recorded in ``erasures``:
+once; the parts are rewritten in the background). A conversation's erasure also deletes its rollup
+(``conversations``, ids and counts, no text). Window aggregates, alerts and deliveries hold no text and
+no interaction's rows: they are left as they are. Each erasure is recorded in ``erasures``:
 what was asked, which interactions, how many rows per table, when (ids only, never a text).
 """
 
@@ -105,6 +106,15 @@ def erase(
         rows[table] = int(counted[0]["n"]) if counted else 0
         if rows[table]:
             store.command_sync(f"DELETE FROM {store.db}.{table}{on_cluster} WHERE {where}", {"ids": ids})
+    if kind == "conversation":
+        where = "conversation_id = {t:String}"
+        counted = store.query_sync(
+            f"SELECT count() AS n FROM {source(store, 'conversations', cluster)} WHERE {where}", {"t": target}
+        )
+        rows["conversations"] = int(counted[0]["n"]) if counted else 0
+        if rows["conversations"]:
+            delete = f"DELETE FROM {store.db}.conversations{on_cluster} WHERE {where}"
+            store.command_sync(delete, {"t": target})
     erasure = Erasure(kind, target, now, ids, rows)
     store.insert_rows_sync(
         "erasures",

@@ -38,6 +38,7 @@ TTL_COLUMNS: dict[str, str] = {
     "alert_deliveries": "claimed_at",
     "labels": "inserted_at",
     "erasures": "erased_at",
+    "conversations": "written_at",
 }
 #: the tables kept for ``aggregate_ttl_days``: no text, no row of one interaction
 AGGREGATE_TABLES = frozenset({"window_aggregates", "alerts", "alert_deliveries", "erasures"})

@@ -11,7 +11,7 @@ from typing import Any
 
 from pipeline.dimensions import NONE
 from schemas.latency import LATENCY_BUCKET_EDGES_MS
-from schemas.metrics import Metric, MetricKind, catalogue
+from schemas.metrics import Metric, MetricKind, Over, catalogue
 from schemas.slice_filter import COLUMNS, SliceFilter
 from schemas.slices import SliceQuery, SliceTotals
 from streams.clickhouse.sql import APP_FILTER, in_range
@@ -70,7 +70,10 @@ def where(condition: str) -> str:
 def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
     """(numerator, denominator) aggregate expressions of one metric over the ``evaluations`` rows
     ``within`` holds: a rate or mean over the judged rows carrying its source; a sum over its columns
-    (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare)."""
+    (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare).
+    A conversation metric has no per-interaction value: 0 over 0 (undefined)."""
+    if metric.over is Over.CONVERSATION:
+        return "toFloat64(0)", "toUInt64(0)"
     key = f"'{metric.custom_key}'"  # a custom evaluator's checked name (schemas.evaluators.NAME_PATTERN)
     if metric.kind is MetricKind.SUM and metric.custom_key is not None:  # its missing scores
         return f"sumIf(toFloat64(mapContains(custom_missing, {key})), ({within}) AND judged = 1)", "0"

@@ -505,6 +505,7 @@ class ClickHouseStore:
             "window_aggregates": "window_aggregates FINAL",
             "alerts": "alerts FINAL",
             "dead_letters": "dead_letters FINAL",
+            "conversations": "conversations FINAL",
         }
         for table, source in sources.items():
             rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{source}")

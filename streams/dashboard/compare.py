@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.metrics.wilson import Z95
 from schemas.compare import CompareQuery, CompareReport, MetricDifference, QuestionDifference
 from schemas.evaluation import Evaluation
-from schemas.metrics import Metric, MetricKind, catalogue
+from schemas.metrics import Metric, MetricKind, Over, catalogue
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
 from streams.clickhouse.slices import metric_sql, slice_condition
 from streams.clickhouse.sql import in_range
@@ -38,9 +38,12 @@ def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
             if m.kind is MetricKind.SUM:
                 parts.append(f"{num} AS `{side}__{m.name}__total`")
                 continue
-            known = f"({cond}) AND judged = 1 AND {m.source} IS NOT NULL"
             parts.append(f"{den} AS `{side}__{m.name}__n`")
             parts.append(f"{num} AS `{side}__{m.name}__sum`")
+            if m.over is Over.CONVERSATION:  # no per-interaction value (metric_sql: 0 over 0)
+                parts.append(f"toFloat64(0) AS `{side}__{m.name}__sq`")
+                continue
+            known = f"({cond}) AND judged = 1 AND {m.source} IS NOT NULL"
             parts.append(f"sumIf(pow({_column(m)}, 2), {known}) AS `{side}__{m.name}__sq`")
     where = f"{in_range()} AND (({cond_a}) OR ({cond_b}))"
     return f"SELECT {', '.join(parts)} FROM {db}.evaluations FINAL WHERE {where}"

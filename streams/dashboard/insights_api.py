@@ -3,6 +3,8 @@
     GET /api/documents    per context document, worst first (start, end, slice*, limit)
     GET /api/compare      two slices side by side (start, end, a*, b*, questions)
 
+and the conversation routes of streams/dashboard/conversations.py.
+
 ``slice``, ``a`` and ``b`` are each a slice filter: repeated ``key:value`` terms, ``app``, ``model`` or a
 dimension (``schemas.slice_filter.SliceFilter``).
 """
@@ -31,3 +33,6 @@ async def compare(request: web.Request) -> web.Response:
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/documents", documents)
     app.router.add_get("/api/compare", compare)
+    from streams.dashboard.conversations import add_routes as conversation_routes
+
+    conversation_routes(app)

@@ -1,4 +1,4 @@
-"""The dashboard's slice endpoints (README "Slices: why did it move?"):
+"""The dashboard's slice endpoints (docs/slices.md):
 
     GET /api/slices/dimensions  the dimensions stored in a range and the configured ones (start, end)
     GET /api/slices/breakdown   a metric per slice of one dimension, with Wilson intervals and volume

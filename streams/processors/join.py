@@ -80,6 +80,9 @@ class JoinProcessor(HoldingProcessor):
     async def evaluation(self, entry: Pending) -> Evaluation:
         """The entry's Evaluation with its custom scores (from the judge result)."""
         evaluation = await self._core_evaluation(entry)
+        assert entry.converted is not None
+        if self.resources.arguments is not None:
+            evaluation = await self.resources.arguments.review(evaluation, entry.converted.interaction)
         if entry.judged is None:
             return evaluation
         return with_custom(evaluation, entry.judged.custom, entry.judged.custom_calls)

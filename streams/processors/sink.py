@@ -68,10 +68,15 @@ class SinkProcessor:
         self.flush_failures.succeeded()
 
     async def tick(self) -> None:
-        """Close the windows that are due (and check their alerts)."""
+        """Close the conversations that are due, then the windows that are due (and check their alerts)."""
         res = self.resources
         if not res.ready:
             return
+        if res.conversations is not None:
+            try:
+                await res.conversations.close_due()
+            except Exception:
+                log.exception("conversations: closing failed; will retry")
         try:
             closed = await res.windows.close_due()
         except Exception:

@@ -15,9 +15,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from pipeline.conversations import single
+from schemas.conversation import ConversationRollup
 from schemas.evaluation_row import EvalRow
 from schemas.latency import histogram, quantile
-from schemas.metrics import SCORED
+from schemas.metrics import CONVERSATION_SCORED, SCORED
 from schemas.window import WindowAggregate
 
 
@@ -36,9 +38,28 @@ class WindowStats:
         self._latency: list[float] = []  # one per judge call (not per interaction)
         self._custom: dict[str, list[float]] = {}  # custom evaluator -> its scores (schemas.evaluators)
         self._custom_missing: dict[str, int] = {}
+        self._conversations: dict[str, list[float]] = {m.name: [] for m in CONVERSATION_SCORED}
+        self.conversations = 0
+        self._singles: list[EvalRow] = []  # rows without a conversation_id (conversations of one turn)
+
+    def add_conversation(self, conversation: ConversationRollup) -> None:
+        """A conversation whose last turn is in the window."""
+        self.conversations += 1
+        for metric in CONVERSATION_SCORED:
+            self._conversations[metric.name].append(float(getattr(conversation, str(metric.source))))
+
+    def count_conversations(self, conversations: Iterable[ConversationRollup]) -> WindowStats:
+        """Count these conversations and the window's rows without a conversation_id (one turn each)."""
+        for conversation in conversations:
+            self.add_conversation(conversation)
+        for row in self._singles:
+            self.add_conversation(single(row))
+        return self
 
     def add(self, row: EvalRow) -> None:
         self.count += 1
+        if row.conversation_id is None:
+            self._singles.append(row)
         if not row.judged:  # counted as received, carries no score, tokens nor latency
             reason = row.skip_reason or "unknown"
             self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -73,6 +94,12 @@ class WindowStats:
             out[str(metric.count_column)] = len(values)
             if metric.events_column:
                 out[metric.events_column] = round(sum(values))
+        for metric in CONVERSATION_SCORED:
+            values = self._conversations[metric.name]
+            out[metric.name] = sum(values) / len(values) if values else None
+            if metric.events_column:
+                out[metric.events_column] = round(sum(values))
+        out["conversations"] = self.conversations
         return out
 
     def result(
@@ -106,11 +133,17 @@ class WindowStats:
 
 
 def aggregate(
-    rows: Iterable[EvalRow], *, window_start: datetime, window_end: datetime, app: str, model: str
+    rows: Iterable[EvalRow],
+    *,
+    window_start: datetime,
+    window_end: datetime,
+    app: str,
+    model: str,
+    conversations: Iterable[ConversationRollup] | None = None,
 ) -> WindowAggregate:
-    """The aggregate of one window's (deduplicated) rows."""
-    return (
-        WindowStats()
-        .extend(rows)
-        .result(window_start=window_start, window_end=window_end, app=app, model=model)
-    )
+    """The aggregate of one window's (deduplicated) rows and, unless None (conversations off), of the
+    conversations whose last turn is in it."""
+    stats = WindowStats().extend(rows)
+    if conversations is not None:
+        stats.count_conversations(conversations)
+    return stats.result(window_start=window_start, window_end=window_end, app=app, model=model)

@@ -26,6 +26,10 @@ failed. When ClickHouse is unavailable (``streams.clickhouse.client.is_unavailab
 a timeout) the batch is not split, its windows are not counted against ``max_close_attempts`` and the
 round ends: one line, and every window stays pending for the next tick.
 
+With a conversation source (``conversations``: the ``conversations`` table), a window also counts the
+conversations whose last turn falls in it (schemas/metrics.py, the conversation metrics); the
+conversation closer touches a window again when it writes a conversation that counts there.
+
 A window's aggregate is stamped ``computed_at`` = the closer's clock *before* its rows are read, so a row
 stored while they are read (``inserted_at``, the ClickHouse server's clock) is never older than the
 aggregate and ``reconcile`` finds that window again after a restart. Against a remote ClickHouse this
@@ -54,6 +58,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from pipeline.clock import Clock, SystemClock
+from schemas.conversation import ConversationRollup
 from schemas.evaluation_row import EvalRow
 from schemas.settings import WindowSettings
 from schemas.utc import utc
@@ -90,6 +95,14 @@ class WindowStore(Protocol):
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[WindowKey]: ...
 
 
+class ConversationSource(Protocol):
+    """The closed conversations a window counts (streams.clickhouse.conversations.ConversationRows)."""
+
+    async def of_windows(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[ConversationRollup]: ...
+
+
 class WindowListener(Protocol):
     """What hears of closed windows (streams.alerts.engine.AlertEngine is one)."""
 
@@ -122,10 +135,12 @@ class WindowCloser:
         store: WindowStore,
         listener: WindowListener | None = None,
         clock: Clock | None = None,
+        conversations: ConversationSource | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.listener = listener
+        self.conversations = conversations  # None: no conversation metrics
         self.clock: Clock = clock or SystemClock()
         self.windows = TumblingWindows(settings.size_seconds)
         self._dirty: dict[WindowKey, float] = {}  # -> monotonic time of the last row
@@ -190,11 +205,18 @@ class WindowCloser:
             by_start: dict[datetime, list[EvalRow]] = defaultdict(list)
             for row in rows:
                 by_start[self.windows.start_of(utc(row.timestamp))].append(row)
+            closed: dict[datetime, list[ConversationRollup]] | None = None
+            if self.conversations is not None:
+                closed = defaultdict(list)
+                size = self.settings.size_seconds
+                for c in await self.conversations.of_windows(app, model, starts, size):
+                    closed[self.windows.start_of(utc(c.last_turn_at))].append(c)
             for start in starts:
                 end = self.windows.end_of(start)
                 out[(app, model, start)] = aggregate(
-                    by_start.get(start, []), window_start=start, window_end=end, app=app, model=model
-                )
+                    by_start.get(start, []), window_start=start, window_end=end, app=app, model=model,
+                    conversations=None if closed is None else closed.get(start, []),
+                )  # fmt: skip
         return out
 
     async def close_due(self, final: bool = False) -> list[WindowAggregate]:

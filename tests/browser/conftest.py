@@ -100,11 +100,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardSite]:
         "GROUNDWATCH_KAFKA__WEB_ENABLED": "true",
         "GROUNDWATCH_LABELS__MIN_PER_CLASS": str(MIN_PER_CLASS),
         "GROUNDWATCH_KAFKA__WEB_PORT": str(port),
+        "GROUNDWATCH_CONVERSATIONS__QUIET_SECONDS": "3",  # the replay's last conversations close soon
     }
     workdir = tmp_path_factory.mktemp("dashboard-stack")
     with LocalStack(workdir, env=env, window_seconds=WINDOW_SECONDS) as stack:
         stack.replay(history.lines)
         stack.wait_for_evaluations(len(history.lines), timeout_s=600)
+        stack.wait_for_conversations(history.conversations(), timeout_s=600)
         stack.wait_for_windows(history.windows(WINDOW_SECONDS), timeout_s=600)
         yield DashboardSite(url=f"http://127.0.0.1:{port}/dashboard/", history=history)
 

@@ -11,7 +11,11 @@ prompts from their fences, and answers with scripted verdicts:
 - nli_cases (several premises a prompt): the same, each case's hypotheses against its own premise;
 - refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...);
 - rubric (a custom evaluator's, prompts/rubric.md): ``Script.rubric`` over the instructions and the fenced
-  fields; by default a pass (score 5) unless the answer names a dose in mg.
+  fields; by default a pass (score 5) unless the answer names a dose in mg;
+- arguments (tool-argument values, prompts/arguments.md): ``Script.argument`` over each value and the text
+  that came before its call (the turns and the tool results 1 to K); by default supported when the
+  value's digits occur, in order and together, among the digits of that text with number words
+  ("four four seven one") read as digits.
 
 An app's own calls (no groundwatch prompt) are answered by ``Script.chat``; when the request offers
 ``tools`` and ``Script.tool_call`` names one, the reply is that tool call instead. Both on the chat
@@ -117,6 +121,23 @@ def default_rubric(instructions: str, fields: dict[str, str]) -> bool | int:
     return not re.search(r"\b\d+\s*mg\b", fields.get("answer", ""))
 
 
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine".split())}
+_ARGUMENT_VALUE = re.compile(r'<text id="(\d+)" results="(\d+)">(.*?)</text>', re.DOTALL)
+_ARGUMENT_RESULT = re.compile(r'<passage id="\d+">(.*?)</passage>', re.DOTALL)
+
+
+def _digits(text: str) -> str:
+    words = re.findall(r"[a-z]+|\d", text.lower())
+    return "".join(_NUMBER_WORDS.get(w, w) for w in words if w.isdigit() or w in _NUMBER_WORDS)
+
+
+def default_argument(value: str, seen: str) -> bool:
+    """A tool-argument value (``tool.argument=value``) is supported when it has digits and they occur
+    together among the digits of the text seen before its call, number words read as digits."""
+    digits = "".join(re.findall(r"\d", value.partition("=")[2]))
+    return bool(digits) and digits in _digits(seen)
+
+
 _RUBRIC_FIELD = re.compile(r"<(question|answer|ground_truth)>(.*?)</\1>", re.DOTALL)
 
 
@@ -135,6 +156,9 @@ class Script:
     # a custom rubric (prompts/rubric.md): (instructions, fenced fields by tag) -> a pass (True) / fail
     # (False) for output pass_fail, or a score 1-5 for score_1_5 (what the rubric's system text asks)
     rubric: Callable[[str, dict[str, str]], bool | int] = field(default=lambda i, f: default_rubric(i, f))
+    # a tool-argument value (prompts/arguments.md): ("tool.argument=value", the text seen before its call)
+    # -> supported
+    argument: Callable[[str, str], bool] = field(default=lambda v, s: default_argument(v, s))
     # an app's own chat call (no groundwatch prompt in it): the messages -> the reply's text; None: the
     # "prompt not recognised" JSON
     chat: Callable[[list[dict[str, Any]]], str] | None = None
@@ -328,8 +352,8 @@ class FakeOpenAIServer:
         user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         prompt_text = "".join(str(m.get("content", "")) for m in messages)
         system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-        rubric = self._rubric(user, system)
-        kind, answer, probabilities = rubric if rubric is not None else self._scripted(user)
+        special = self._rubric(user, system) or self._arguments(user)
+        kind, answer, probabilities = special if special is not None else self._scripted(user)
         content = json.dumps(answer)
         finish = "stop"
         if fault is not None:
@@ -446,6 +470,19 @@ class FakeOpenAIServer:
             score = int(outcome) if not isinstance(outcome, bool) else (5 if outcome else 1)
             return "rubric", {"reason": "scripted", "score": score}, []
         return "rubric", {"reason": "scripted", "verdict": "pass" if outcome else "fail"}, []
+
+    def _arguments(self, user: str) -> tuple[str, dict[str, Any], list[float]] | None:
+        """The verdicts on tool-argument values (prompts/arguments.md), or None for any other prompt."""
+        if not re.match(r"Check these \d+ argument values\.", user):
+            return None
+        turns = [m.group(2) for m in _TURN.finditer(user)]
+        results = [m.group(1) for m in _ARGUMENT_RESULT.finditer(user)]
+        verdicts = []
+        for m in _ARGUMENT_VALUE.finditer(user):
+            seen = "\n".join([*turns, *results[: int(m.group(2))]])
+            supported = self.config.script.argument(m.group(3), seen)
+            verdicts.append({"id": int(m.group(1)), "reason": "scripted", "supported": supported})
+        return "arguments", {"values": verdicts}, []
 
     def _scripted(self, user: str) -> tuple[str, dict[str, Any], list[float]]:
         """The prompt's kind, the answer and P(entailed) of each NLI statement in answer order."""

@@ -19,8 +19,9 @@ from tests.integration.helpers import REPO
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden_verdicts.json"
 #: recorded since the capture, beside the verdicts: each statement's supporting passage and the NLI
-#: prompt's version (v3 asks for the passage), the outcome, and what tool calls add (the sample calls no
-#: tools); the verdicts and scores themselves must not move
+#: prompt's version (v3 asks for the passage), the outcome, what tool calls add (the sample calls no
+#: tools), and the custom evaluators' scores (the run configures none); the verdicts and scores themselves
+#: must not move
 SINCE_CAPTURE = {
     "passage",
     "prompt_version",
@@ -31,6 +32,8 @@ SINCE_CAPTURE = {
     "tool_error",
     "ungrounded_arguments",
     "ungrounded_argument_values",
+    "argument_judge_failure",
+    "custom",
 }
 
 

@@ -87,10 +87,10 @@ def test_every_statement_for_a_cluster_runs_on_it_with_replicated_engines(parser
                 continue
             assert name.startswith("Replicated"), text
             assert engine[1].startswith("'/clickhouse/tables/{uuid}/{shard}', '{replica}'"), text
-    # every table created (schema_migrations, the 8 of the migrations, 011's 3 copies, the Distributed
+    # every table created (schema_migrations, the 9 of the migrations, 011's 3 copies, the Distributed
     # ones) had its engine checked
     creates = [c for c in commands if re.match(r"CREATE (OR REPLACE )?TABLE", c)]
-    assert engines == len(creates) == 1 + 8 + 3 + len(DISTRIBUTED_TABLES)
+    assert engines == len(creates) == 1 + 9 + 3 + len(DISTRIBUTED_TABLES)
     create = next(c for c in commands if c.startswith("CREATE TABLE gw.evaluations_v011"))
     assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)" in create
     assert "ON CLUSTER gw_cluster AS gw.evaluations" in create

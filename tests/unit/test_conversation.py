@@ -114,10 +114,10 @@ def test_openai_nulls_are_ignored_and_a_name_is_kept() -> None:
             {"messages": [ASK, {"role": "robot", "content": "{}"}]},
             "messages.1.role: Input should be 'system', 'user', 'assistant', 'tool' or 'function'",
         ),
-        ({"messages": [{"role": "user"}]}, "messages.0: Value error, a user turn needs content (or parts)"),
+        ({"messages": [{"role": "user"}]}, "messages.0: a user turn needs content (or parts)"),
         (
             {"messages": [{"role": "user", "content": ["parts"]}]},
-            "messages.0.content: Value error, part 0 is not an object",
+            "messages.0.content: part 0 is not an object",
         ),
         (
             {"messages": [{**ASK, "tool_calls": [{}]}]},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,16 @@ class Resources:
         self.status_writes += 1
 
 
+FAILED_AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
 def letters(n: int) -> list[Event]:
     out = []
     for i in range(n):
-        letter = dead_letter(stage="nli", error=JudgeError(f"judge gave up {i}"), payload=f"p{i}",
-                             source_topic="t.converted", interaction_id=f"i{i}")  # fmt: skip
+        letter = dead_letter(
+            stage="nli", error=JudgeError(f"judge gave up {i}"), payload=f"p{i}",
+            source_topic="t.converted", interaction_id=f"i{i}", failed_at=FAILED_AT,
+        )  # fmt: skip
         out.append(Event(encode(letter), key=f"i{i}".encode()))
     return out
 

@@ -4,8 +4,9 @@ drift inside v2; its rules file has a slice rule the default dimensions allow.""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from groundwatch.demo_history import simulate
 from schemas.interaction import Interaction
@@ -50,6 +51,32 @@ def test_the_demo_rules_group_by_prompt_version_and_by_tool() -> None:
     check_group_by(rules, DimensionSettings())
 
 
+def test_the_multi_turn_series_ends_on_refusals_after_the_onset() -> None:
+    """car-manual / gamma is conversations of 2-3 turns within a few minutes, the last marked as the end;
+    from the onset on most end on a refusal (the label), before it about as often as any turn."""
+    records = [
+        json.loads(line) for line in (DATA / "sample_interactions.jsonl").read_text().splitlines() if line
+    ]
+    history = simulate(records, 4000, days=10, onset_fraction=0.5, now=datetime(2026, 11, 23, tzinfo=UTC))
+    assert history.onset is not None
+    rows = [json.loads(line) for line in history.lines]
+    by_conversation: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("conversation_id"):
+            by_conversation.setdefault(r["conversation_id"], []).append(r)
+    assert {(r["app"], r["model"]) for r in rows if r.get("conversation_id")} == {("car-manual", "gamma")}
+    assert len(by_conversation) == history.conversations() > 100
+    before, after = [], []
+    for turns in by_conversation.values():
+        times = [datetime.fromisoformat(t["timestamp"]) for t in turns]
+        assert 2 <= len(turns) <= 3 and max(times) - min(times) < timedelta(minutes=10)
+        last = turns[times.index(max(times))]
+        assert last["metadata"].get("conversation_end") is True
+        assert sum(bool(t["metadata"].get("conversation_end")) for t in turns) == 1
+        (after if max(times) >= history.onset else before).append(last["labels"]["answer_refusal"])
+    assert sum(after) / len(after) > 0.7 and sum(before) / len(before) < 0.4
+    rules = {r.name: r for r in load_rules(DATA / "demo_alert_rules.yaml").rules}
+    assert rules["conversations-ending-unresolved"].metric == "conversation_unresolved_rate"
 def test_the_tool_agent_calls_search_kb_and_its_results_go_empty_at_the_outage() -> None:
     records = [
         json.loads(line) for line in (DATA / "sample_interactions.jsonl").read_text().splitlines() if line

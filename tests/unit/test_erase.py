@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from groundwatch.commands import erase_cmd
+from schemas.conversation import ConversationRollup
 from schemas.deadletter import DeadLetter
 from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
 from schemas.window import WindowAggregate
+from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.dead_letter_rows import dead_letter_row
 from streams.clickhouse.erase import erase, interaction_tables
 from streams.clickhouse.store import ClickHouseStore
@@ -91,6 +93,14 @@ def fill(store: ClickHouseStore) -> None:
         cost_usd=0.0, judge_latency_p50_ms=None, judge_latency_p95_ms=None, incomplete=0,
     )  # fmt: skip
     asyncio.run(store.insert_window(window, T0))
+    rollups = [
+        ConversationRollup(
+            app="a", model="m", conversation_id=cid, first_turn_at=T0, last_turn_at=T0, turns=turns,
+            worst_turn_id=worst,
+        )
+        for cid, turns, worst in (("c-erase", 2, "e-1"), ("c-keep", 1, ""))
+    ]  # fmt: skip
+    ConversationRows(store).insert_sync([(c, 1) for c in rollups], T0)
 
 
 def rows_of(store: ClickHouseStore, ids: list[str]) -> dict[str, int]:
@@ -113,8 +123,10 @@ def erase_scenario(store: ClickHouseStore) -> None:
     done = erase(store, "conversation", "c-erase", T0)
     assert done.interaction_ids == ["e-1", "e-2"]
     assert done.rows["evaluations"] == 2 and done.rows["dead_letters"] == 1 and done.rows["labels"] == 1
-    assert done.rows["evaluation_statements"] == 2
+    assert done.rows["evaluation_statements"] == 2 and done.rows["conversations"] == 1
     assert set(rows_of(store, ["e-1", "e-2"]).values()) == {0}  # gone from every table
+    left = [c.conversation_id for c in ConversationRows(store).all_sync()]
+    assert left == ["c-keep"]  # the conversation's rollup too, and only it
     kept = rows_of(store, ["k-1"])
     assert kept["evaluations"] == 1 and kept["labels"] == 1 and kept["dead_letters"] == 1
     assert store.query_sync(f"SELECT count() AS n FROM {store.db}.window_aggregates")[0]["n"] == 1
@@ -122,7 +134,7 @@ def erase_scenario(store: ClickHouseStore) -> None:
         f"SELECT kind, target, interaction_ids, total_rows FROM {store.db}.erasures FINAL"
     )
     assert recorded == [
-        {"kind": "conversation", "target": "c-erase", "interaction_ids": ["e-1", "e-2"], "total_rows": 6}
+        {"kind": "conversation", "target": "c-erase", "interaction_ids": ["e-1", "e-2"], "total_rows": 7}
     ]
     again = erase(store, "conversation", "c-erase", T0 + timedelta(seconds=1))
     assert again.interaction_ids == [] and again.total_rows == 0  # nothing left to find
@@ -171,6 +183,7 @@ def test_on_a_cluster_every_shard_is_searched_counted_and_erased(store: ClickHou
     node = OneNodeCluster(store)
     done = erase(node, "conversation", "c-erase", T0, "gw")  # type: ignore[arg-type]
     assert done.interaction_ids == ["e-1", "e-2"] and done.rows["evaluations"] == 2
+    assert done.rows["conversations"] == 1
     reads = [sql for sql in node.sent if sql.startswith("SELECT")]
     deletes = [sql for sql in node.sent if sql.startswith("DELETE")]
     assert reads and all(f"cluster('gw', '{store.db}', '" in sql for sql in reads)

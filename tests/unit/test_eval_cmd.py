@@ -228,3 +228,46 @@ def test_eval_bootstrap_option(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert report["labels"]["grounded"]["primary"]["roc_auc_ci"] is None
     printed = capsys.readouterr().err
     assert "bootstrap interval" not in printed and "AUC=1.000 bacc@" in printed
+
+
+CONTEXT = "Orders ship within 2 days. Returns are accepted within 30 days of delivery."
+CONVERSATION_LINES = [
+    # c1: resolved, two turns
+    {"id": "c1-1", "conversation_id": "c1", "timestamp": 100, "question": "When do orders ship?",
+     "contexts": [CONTEXT], "answer": "Orders ship within 2 days."},
+    {"id": "c1-2", "conversation_id": "c1", "timestamp": 110, "question": "How long do I have to return it?",
+     "contexts": [CONTEXT], "answer": "Returns are accepted within 30 days of delivery."},
+    # c2 (lines out of order): asked twice, the answer's number changes, ends in a refusal
+    {"id": "c2-3", "conversation_id": "c2", "timestamp": 230, "question": "Can I get a refund on shipping?",
+     "contexts": ["The jack is under the rear seat."],
+     "answer": "The given context does not provide information about refunds on shipping."},
+    {"id": "c2-1", "conversation_id": "c2", "timestamp": 210, "question": "How long do I have to return it?",
+     "contexts": [CONTEXT], "answer": "Returns are accepted within 30 days of delivery."},
+    {"id": "c2-2", "conversation_id": "c2", "timestamp": 220,
+     "question": "How long do I have to return it again?", "contexts": [CONTEXT],
+     "answer": "Returns are accepted within 14 days of delivery."},
+    # no conversation_id: a conversation of one turn
+    {"id": "s1", "timestamp": 300, "question": "When do orders ship?", "contexts": [CONTEXT],
+     "answer": "Orders ship within 2 days."},
+]  # fmt: skip
+
+
+def test_eval_reports_the_conversations_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "conversations.jsonl"
+    data.write_text("\n".join(json.dumps(line) for line in CONVERSATION_LINES) + "\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 0
+    c = json.loads(out.read_text())["conversations"]
+    assert (c["conversations"], c["multi_turn"]) == (3, 2)
+    metrics = c["metrics"]
+    assert metrics["conversation_unresolved_rate"] == pytest.approx(1 / 3)
+    assert metrics["conversation_reask_rate"] == pytest.approx(1 / 3)
+    assert metrics["conversation_contradiction_rate"] == pytest.approx(1 / 3)
+    assert metrics["mean_turns_per_conversation"] == pytest.approx(2.0)
+    [worst] = c["worst"]
+    assert (worst["conversation_id"], worst["turns"], worst["unresolving_turn_id"]) == ("c2", 3, "c2-3")
+    assert (worst["reasked_turns"], worst["contradictions"]) == (1, 1)
+    printed = capsys.readouterr().err
+    assert "3 conversations (2 with a conversation_id): " in printed and "worst c2 (turn c2-2)" in printed

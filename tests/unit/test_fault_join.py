@@ -101,7 +101,7 @@ def rig(store: Store | None = None) -> Rig:
     async def ready() -> Any:
         return resources
 
-    resources = SimpleNamespace(wait_ready=ready, store_open=store, relevance=None)
+    resources = SimpleNamespace(wait_ready=ready, store_open=store, relevance=None, arguments=None)
     clock = ManualClock()
     join = JoinProcessor(ctx, resources, clock=clock)  # type: ignore[arg-type]
     join.acks = OrderedAcks()

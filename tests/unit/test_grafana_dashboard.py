@@ -174,7 +174,8 @@ def _build(store: ClickHouseStore) -> Data:
                 batch.append(_evaluation(rng, n, ts, app, model, lexical))
             store.insert_evaluations_sync(batch)
             evaluations += [(start, e) for e in batch]
-            stats = WindowStats().extend(EvalRow.from_evaluation(e) for e in batch)
+            # each interaction has no conversation_id: a conversation of one turn
+            stats = WindowStats().extend(EvalRow.from_evaluation(e) for e in batch).count_conversations([])
             window = stats.result(window_start=start, window_end=start + WINDOW, app=app, model=model)
             if w == 3:  # an earlier computation of the same window, replaced (read with FINAL)
                 stale = WindowStats().extend(EvalRow.from_evaluation(e) for e in batch[:2])
@@ -256,11 +257,25 @@ EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "incomplete": lambda es: float(sum(not e.complete for e in es)),
     "judge_tokens": lambda es: float(sum(e.input_tokens + e.output_tokens for e in es)),
     "judge_cost_usd": lambda es: sum(e.cost_usd for e in es),
+    # every interaction is a conversation of one turn (no conversation_id)
+    "conversation_hallucinated_rate": lambda es: _rate([e.judged and bool(e.hallucination) for e in es]),
+    "conversation_unresolved_rate": lambda es: _rate(
+        [e.judged and bool(e.answer_refusal or e.hallucination) for e in es]
+    ),
+    "conversation_reask_rate": lambda es: _rate([False for _ in es]),
+    "conversation_contradiction_rate": lambda es: _rate([False for _ in es]),
+    "mean_turns_per_conversation": lambda es: _rate([1 for _ in es]),
+    "conversations_closed": lambda es: float(len(es)),
 }
 RATE_FLAGS: dict[str, Callable[[Evaluation], bool | None]] = {
     "hallucination_rate": lambda e: e.hallucination,
     "answer_refusal_rate": lambda e: e.answer_refusal,
     "ground_truth_refusal_rate": lambda e: e.ground_truth_refusal,
+    # conversations of one turn (no conversation_id): a skipped one counts, unflagged
+    "conversation_hallucinated_rate": lambda e: e.judged and bool(e.hallucination),
+    "conversation_unresolved_rate": lambda e: e.judged and bool(e.answer_refusal or e.hallucination),
+    "conversation_reask_rate": lambda e: False,
+    "conversation_contradiction_rate": lambda e: False,
     "tool_error_rate": lambda e: e.tool_error,
     "no_evidence_rate": lambda e: e.no_evidence,
     "ungrounded_arguments_rate": lambda e: e.ungrounded_arguments,

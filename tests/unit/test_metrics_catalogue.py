@@ -12,9 +12,10 @@ from pydantic import ValidationError
 
 from groundwatch.trend_report import Report, figure, render
 from schemas.alert import AlertRules
+from schemas.conversation import ConversationRollup
 from schemas.dashboard import OverviewQuery
 from schemas.evaluation_row import EvalRow
-from schemas.metrics import METRICS, METRICS_BY_NAME, Metric, MetricKind, pooled
+from schemas.metrics import METRICS, METRICS_BY_NAME, Metric, MetricKind, Over, pooled
 from schemas.window import WindowAggregate
 from streams.alerts.lifecycle import Slot, decide
 from streams.alerts.stats import observe
@@ -53,7 +54,8 @@ def test_every_column_a_metric_names_exists() -> None:
         for column in filter(None, columns):
             assert column in WindowAggregate.model_fields, (m.name, column)
         if m.kind is not MetricKind.SUM:
-            assert m.source in EvalRow.model_fields, (m.name, m.source)
+            rows = ConversationRollup if m.over is Over.CONVERSATION else EvalRow
+            assert m.source in rows.model_fields, (m.name, m.source)
             assert m.name in WindowAggregate.model_fields, m.name
 
 
@@ -142,7 +144,12 @@ def _full_window(start: datetime) -> WindowAggregate:
         )
         for i in range(10)
     ] + [EvalRow(interaction_id="s", timestamp=start, app="a", model="m", judged=False, skip_reason="x")]
-    return WindowStats().extend(rows).result(
+    talk = ConversationRollup(
+        app="a", model="m", conversation_id="c", first_turn_at=start, last_turn_at=start, turns=3,
+        judged_turns=3, hallucinated_turns=1, any_hallucinated=True, ended_unresolved=True, reasked=True,
+        contradicted=True,
+    )  # fmt: skip
+    return WindowStats().extend(rows).count_conversations([talk]).result(
         window_start=start, window_end=start + timedelta(hours=1), app="a", model="m"
     )  # fmt: skip
 
@@ -173,9 +180,7 @@ async def test_every_metric_is_charted_alerted_on_reported_and_in_grafana(store:
     assert served == [m.name for m in METRICS]  # the dashboard's charts are drawn from this list
     for m in METRICS:
         value = pooled(m, [window])
-        assert value is not None and (m.kind is MetricKind.SUM or m.unit == "count" or 0 <= value <= 1), (
-            m.name
-        )
+        assert value is not None and (m.kind is MetricKind.SUM or m.unit or 0 <= value <= 1), m.name
         # charted: the API serves the metric and its bucket's value
         assert series.values[m.name] == [pytest.approx(value)], m.name
         # alerted on: a rule parses and fires at the window's value

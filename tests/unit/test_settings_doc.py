@@ -49,13 +49,11 @@ def test_the_factory_ignores_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert settings_from_env({"GROUNDWATCH_KAFKA__PARTITIONS": "7"}).kafka.partitions == 7
 
 
-README = DOC.parents[1] / "README.md"
+CONFIGURATION = DOC.parent / "configuration.md"
 
 
 def _configuration_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("\n## Configuration\n")
-    return text[start : text.index("\n## ", start + 1)]
+    return CONFIGURATION.read_text(encoding="utf-8")
 
 
 def _expand(names: list[str], section: str) -> list[str]:
@@ -70,7 +68,7 @@ def _expand(names: list[str], section: str) -> list[str]:
 
 
 def _stated_defaults() -> list[tuple[str, str]]:
-    """(variable, default as the README states it) of every row of the configuration table and every
+    """(variable, default as docs/configuration.md states it) of every row of its table and every
     ``VARIABLE=value`` of the section (there, that form states a default); descriptive defaults
     ("derived", "all three") are left out."""
     import re
@@ -99,7 +97,7 @@ def _stated_defaults() -> list[tuple[str, str]]:
     return stated
 
 
-def test_the_readme_configuration_table_matches_the_settings() -> None:
+def test_the_configuration_table_matches_the_settings() -> None:
     from groundwatch.commands.settings_cmd import default_text
     from schemas.settings import setting_variables
 
@@ -108,10 +106,10 @@ def test_the_readme_configuration_table_matches_the_settings() -> None:
     assert len(stated) > 30
     assert "GROUNDWATCH_KAFKA__START_OFFSET" in dict(stated)
     for name, default in stated:
-        assert name in variables, f"README names {name}, which is not a setting"
+        assert name in variables, f"docs/configuration.md names {name}, which is not a setting"
         actual = default_text(variables[name]).strip("`")
         assert _same(default, actual), (
-            f"README says {name} defaults to {default}; schemas/settings.py: {actual}"
+            f"docs/configuration.md says {name} defaults to {default}; schemas/settings.py: {actual}"
         )
 
 

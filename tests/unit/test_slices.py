@@ -18,10 +18,10 @@ from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
-from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind, pooled
+from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind, Over, pooled
 from schemas.settings import ClickHouseSettings, DashboardSettings
 from schemas.slices import BreakdownQuery, SliceTotals
-from streams.clickhouse.slices import ROW_SUMS, SliceReader
+from streams.clickhouse.slices import ROW_SUMS, SliceReader, metric_sql
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
@@ -113,8 +113,18 @@ def test_breakdown_gives_wilson_intervals_for_rates_only() -> None:
 
 
 def test_every_sum_metric_has_its_per_interaction_sql() -> None:
-    needed = {c for m in METRICS if m.kind is MetricKind.SUM for c in m.sum_columns}
+    needed = {
+        c for m in METRICS if m.kind is MetricKind.SUM and m.over is Over.INTERACTION for c in m.sum_columns
+    }
     assert needed <= set(ROW_SUMS), needed - set(ROW_SUMS)
+
+
+def test_a_conversation_metric_has_no_per_interaction_value() -> None:
+    """Conversation metrics live in the windows: per interaction they are 0 over 0 (undefined), and
+    their SQL names no column evaluations lack."""
+    for m in METRICS:
+        if m.over is Over.CONVERSATION:
+            assert metric_sql(m, "app = 'x'") == ("toFloat64(0)", "toUInt64(0)"), m.name
 
 
 # ---- on chDB ----------------------------------------------------------------------------------------

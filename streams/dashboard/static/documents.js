@@ -1,13 +1,14 @@
 /* Documents page: per context document, worst first (api/documents). It reads the page's range, its
    app / model filters (one model ticked: that model; else every model) and its slice filter
-   (slices.js), whose own app or model term wins. */
+   (slices.js), whose own app or model term wins; the Conversations page sends the same slice. */
 import { $ } from "./dom.js";
 import { fmt, iso, plural } from "./format.js";
 import { filterText, sliceTerms, termKey } from "./slices.js";
 import { api, currentRange, params } from "./state.js";
 import { renderTable } from "./table.js";
 
-function documentsSlice() {
+/* The slice filter with the page's app and one ticked model as terms, unless the filter names its own. */
+export function documentsSlice() {
   const p = params();
   const terms = sliceTerms();
   const given = terms.map(termKey);

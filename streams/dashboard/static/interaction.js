@@ -1,5 +1,7 @@
 /* The drill-down (one bucket's interactions, worst first: api/bucket) and one interaction (its
-   statements, verdicts, evidence and costs: api/interactions/{id}) with the reviewer's label panel. */
+   statements, verdicts, evidence and costs: api/interactions/{id}, a link to its conversation) with the
+   reviewer's label panel. */
+import { conversationLink } from "./conversations.js";
 import { $, el, status } from "./dom.js";
 import { dateRange, dateTime, fmt, plural } from "./format.js";
 import { go } from "./router.js";
@@ -287,7 +289,7 @@ function factsPanel(e) {
   if ((e.ungrounded_argument_values || []).length)
     add("ungrounded tool arguments", e.ungrounded_argument_values.join(", "));
   if ((i.flags || []).length) add("flags", i.flags.join("; "));
-  // your own evaluators (README "Your own evaluators"): score or why it is missing, with the version
+  // your own evaluators (docs/evaluators.md): score or why it is missing, with the version
   for (const [name, c] of Object.entries(e.custom || {})) {
     add(
       `custom.${name} v${c.version}`,
@@ -356,6 +358,9 @@ export async function loadInteraction() {
     el("p", {}, ...badges.filter(Boolean)),
     labelPanel(e, labels || []),
     factsPanel(e),
+    e.conversation_id
+      ? el("p", {}, "Conversation ", conversationLink(e.app, e.model, e.conversation_id), " (every turn, in order)")
+      : "",
     ...[conversationPanel(i)].filter(Boolean),
     textPanel("Question", i.question),
     ...[stepsPanel(i)].filter(Boolean),

@@ -3,6 +3,7 @@
    whose load function is registered here under its view name. */
 import { loadAlerts } from "./alerts.js";
 import { loadCompare, wireCompare } from "./compare.js";
+import { loadConversation, loadConversations } from "./conversations.js";
 import { loadDocuments } from "./documents.js";
 import { renderFilters, wireFilters } from "./filters.js";
 import { labelKeys, loadBucket, loadInteraction } from "./interaction.js";
@@ -21,6 +22,8 @@ registerView("alerts", loadAlerts);
 registerView("quality", loadQuality);
 registerView("review", loadReview);
 registerView("documents", loadDocuments);
+registerView("conversations", loadConversations);
+registerView("conversation", loadConversation);
 registerView("compare", loadCompare);
 onOptions(renderFilters);
 
@@ -30,10 +33,12 @@ for (const a of document.querySelectorAll("[data-view]")) {
     go({ view: a.dataset.view });
   });
 }
-document.getElementById("interaction-back").addEventListener("click", (e) => {
-  e.preventDefault();
-  history.back();
-});
+for (const id of ["interaction-back", "conversation-back"]) {
+  document.getElementById(id).addEventListener("click", (e) => {
+    e.preventDefault();
+    history.back();
+  });
+}
 document.addEventListener("keydown", labelKeys);
 wireFilters();
 wireCompare();

@@ -1,0 +1,173 @@
+"""The ``conversations`` table (migration 014): reading a conversation's stored turns, writing its rollup,
+and finding the conversations and windows a crashed worker left behind.
+
+Every read of turns is of ``evaluations FINAL`` (one row per interaction, however often it was
+delivered) and every read of rollups of ``conversations FINAL`` (the latest version of each)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from schemas.conversation import ConversationRollup, ConversationTurn
+from streams.clickhouse.rows import utc
+from streams.clickhouse.store import ClickHouseStore
+
+CONVERSATION_COLUMNS = [*ConversationRollup.model_fields, "written_at", "version"]
+_ROLLUP = ", ".join(ConversationRollup.model_fields)
+_TS = "DateTime64(3, 'UTC')"
+
+#: a stored turn: the columns of ConversationTurn, the texts and the end mark from the payload's interaction
+_TURN = (
+    "interaction_id, timestamp, conversation_id, judged, hallucination, answer_refusal, input_tokens, "
+    "output_tokens, cost_usd, JSONExtractString(payload, 'interaction', 'question') AS question, "
+    "JSONExtractString(payload, 'interaction', 'answer') AS answer, "
+    "lower(JSONExtractRaw(payload, 'interaction', 'metadata', 'conversation_end')) IN ('true', '\"true\"') "
+    "AS ends"
+)
+
+
+def conversation_row(c: ConversationRollup, written_at: datetime, version: int) -> list[Any]:
+    values = c.model_dump()
+    values["first_turn_at"], values["last_turn_at"] = utc(c.first_turn_at), utc(c.last_turn_at)
+    return [values[f] for f in ConversationRollup.model_fields] + [utc(written_at), version]
+
+
+class ConversationRows:
+    """Reads and writes of the conversation rollups, through the one store (its lock and thread)."""
+
+    def __init__(self, store: ClickHouseStore) -> None:
+        self.store = store
+        self.db = store.db
+
+    def turns_sync(self, app: str, model: str, ids: Sequence[str]) -> dict[str, list[ConversationTurn]]:
+        """The stored turns (deduplicated) of these conversations of one app and model, by id."""
+        if not ids:
+            return {}
+        rows = self.store.query_sync(
+            f"SELECT {_TURN} FROM {self.db}.evaluations FINAL WHERE app = {{app:String}} "
+            "AND model = {model:String} AND conversation_id IN {ids:Array(String)}",
+            {"app": app, "model": model, "ids": list(dict.fromkeys(ids))},
+        )
+        out: dict[str, list[ConversationTurn]] = defaultdict(list)
+        for r in rows:
+            out[str(r.pop("conversation_id"))].append(ConversationTurn.model_validate(r))
+        return dict(out)
+
+    async def turns(self, app: str, model: str, ids: Sequence[str]) -> dict[str, list[ConversationTurn]]:
+        return await asyncio.to_thread(self.turns_sync, app, model, list(ids))
+
+    def current_sync(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]:
+        """(last turn time, version) of the stored rollups of these conversations, by id."""
+        if not ids:
+            return {}
+        rows = self.store.query_sync(
+            f"SELECT conversation_id, last_turn_at, version FROM {self.db}.conversations FINAL "
+            "WHERE app = {app:String} AND model = {model:String} AND conversation_id IN {ids:Array(String)}",
+            {"app": app, "model": model, "ids": list(dict.fromkeys(ids))},
+        )
+        return {str(r["conversation_id"]): (utc(r["last_turn_at"]), int(r["version"])) for r in rows}
+
+    async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]:
+        return await asyncio.to_thread(self.current_sync, app, model, list(ids))
+
+    def insert_sync(self, rows: Sequence[tuple[ConversationRollup, int]], written_at: datetime) -> None:
+        """Rollups with their versions, in one insert (a higher version replaces a conversation's row)."""
+        if rows:
+            data = [conversation_row(c, written_at, v) for c, v in rows]
+            self.store.insert_rows_sync("conversations", data, CONVERSATION_COLUMNS)
+
+    async def insert(self, rows: Sequence[tuple[ConversationRollup, int]], written_at: datetime) -> None:
+        await asyncio.to_thread(self.insert_sync, list(rows), written_at)
+
+    def of_windows_sync(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[ConversationRollup]:
+        """The conversations of one app and model whose last turn falls in the windows beginning at
+        ``starts`` (``size_seconds`` long)."""
+        if not starts:
+            return []
+        first = min(utc(s) for s in starts)
+        size = timedelta(seconds=size_seconds)
+        rows = self.store.query_sync(
+            f"SELECT {_ROLLUP} FROM {self.db}.conversations FINAL WHERE app = {{app:String}} "
+            f"AND model = {{model:String}} AND last_turn_at >= {{start:{_TS}}} "
+            f"AND last_turn_at < {{end:{_TS}}} "
+            f"AND intDiv(toUnixTimestamp64Milli(last_turn_at) - toUnixTimestamp64Milli({{start:{_TS}}}), "
+            "{size_ms:Int64}) IN {offsets:Array(Int64)}",
+            {
+                "app": app, "model": model, "start": first, "end": max(utc(s) for s in starts) + size,
+                "size_ms": int(size_seconds) * 1000,
+                "offsets": sorted({int((utc(s) - first) / size) for s in starts}),
+            },
+        )  # fmt: skip
+        return [ConversationRollup.model_validate(r) for r in rows]
+
+    async def of_windows(
+        self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
+    ) -> list[ConversationRollup]:
+        return await asyncio.to_thread(self.of_windows_sync, app, model, list(starts), size_seconds)
+
+    def unrolled_sync(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
+        """(app, model, conversation_id, last turn time, end marked) of the conversations with turns
+        written since ``since`` whose stored rollup is missing or counts other turns: what a crashed
+        worker left open."""
+        rows = self.store.query_sync(
+            "SELECT t.app AS app, t.model AS model, t.cid AS cid, t.last AS last, t.ends AS ends "
+            "FROM (SELECT app, model, assumeNotNull(conversation_id) AS cid, count() AS n, "
+            "max(timestamp) AS last, max(lower(JSONExtractRaw(payload, 'interaction', 'metadata', "
+            "'conversation_end')) IN ('true', '\"true\"')) AS ends "
+            f"FROM {self.db}.evaluations FINAL WHERE conversation_id IS NOT NULL AND cid IN ("
+            f"SELECT DISTINCT assumeNotNull(conversation_id) FROM {self.db}.evaluations "
+            f"WHERE inserted_at >= {{since:{_TS}}} AND conversation_id IS NOT NULL) "
+            "GROUP BY app, model, cid) AS t "
+            f"LEFT JOIN (SELECT app, model, conversation_id, turns FROM {self.db}.conversations FINAL) AS c "
+            "ON t.app = c.app AND t.model = c.model AND t.cid = c.conversation_id "
+            "WHERE c.turns != t.n",
+            {"since": utc(since)},
+        )
+        return [(r["app"], r["model"], str(r["cid"]), utc(r["last"]), bool(r["ends"])) for r in rows]
+
+    async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
+        return await asyncio.to_thread(self.unrolled_sync, since)
+
+    def stale_windows_sync(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        """(app, model, window start) of windows a conversation row written since ``since`` counts in and
+        that were computed before it (or never): the worker stopped between the two writes."""
+        size_ms = int(size_seconds) * 1000
+        params = {"size_ms": size_ms, "since": utc(since)}
+        written = self.store.query_sync(
+            "SELECT app, model, intDiv(toUnixTimestamp64Milli(last_turn_at), {size_ms:Int64}) AS bucket, "
+            f"max(written_at) AS written FROM {self.db}.conversations "
+            f"WHERE written_at >= {{since:{_TS}}} GROUP BY app, model, bucket",
+            params,
+        )
+        computed = self.store.query_sync(
+            "SELECT app, model, intDiv(toUnixTimestamp64Milli(window_start), {size_ms:Int64}) AS bucket, "
+            f"max(computed_at) AS computed FROM {self.db}.window_aggregates "
+            f"WHERE computed_at >= {{since:{_TS}}} GROUP BY app, model, bucket",
+            params,
+        )
+        done = {(r["app"], r["model"], int(r["bucket"])): utc(r["computed"]) for r in computed}
+        out = []
+        for r in written:
+            key = (r["app"], r["model"], int(r["bucket"]))
+            if key not in done or utc(r["written"]) >= done[key]:
+                out.append((key[0], key[1], datetime.fromtimestamp(key[2] * size_ms / 1000, tz=UTC)))
+        return out
+
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        return await asyncio.to_thread(self.stale_windows_sync, size_seconds, since)
+
+    def count_sync(self) -> int:
+        rows = self.store.query_sync(f"SELECT count() AS n FROM {self.db}.conversations FINAL")
+        return int(rows[0]["n"]) if rows else 0
+
+    def all_sync(self) -> list[ConversationRollup]:
+        rows = self.store.query_sync(
+            f"SELECT {_ROLLUP} FROM {self.db}.conversations FINAL ORDER BY app, model, conversation_id"
+        )
+        return [ConversationRollup.model_validate(r) for r in rows]

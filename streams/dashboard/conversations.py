@@ -1,0 +1,112 @@
+"""The Conversations page and the conversation view of the dashboard.
+
+    GET /api/conversations    closed conversations whose last turn is in [start, end), worst first
+                              (start, end, slice*, limit): a slice keeps the conversations with a turn in it
+    GET /api/conversation     one conversation: its turns in order with their verdicts (app, model, id)
+
+The list reads ``conversations FINAL`` (the latest rollup of each); the view reads the turns from
+``evaluations FINAL`` and recomputes the rollup from them (pipeline.conversations), so a conversation
+still open shows as it stands.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.conversations import contradictions, reasks, rollup
+from schemas.conversation import (
+    ConversationList,
+    ConversationRollup,
+    ConversationsQuery,
+    ConversationTurn,
+    ConversationView,
+    TurnView,
+)
+from schemas.settings import ConversationSettings
+from streams.clickhouse.conversations import _ROLLUP, _TURN, ConversationRows
+from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.store import ClickHouseStore
+from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
+
+_TS = "DateTime64(3, 'UTC')"
+#: worst first (pipeline.conversations.badness), then the latest
+WORST_FIRST = (
+    "ended_unresolved DESC, hallucinated_turns DESC, contradictions DESC, reasked_turns DESC, refusals DESC, "
+    "last_turn_at DESC, conversation_id"
+)
+
+
+class ConversationKeyQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    app: str = Field(min_length=1, max_length=200)
+    model: str = Field(min_length=1, max_length=200)
+    id: str = Field(min_length=1, max_length=1000, description="the conversation_id")
+
+
+def list_sql(db: str, condition: str, sliced: bool) -> str:
+    """The range's conversations; with a slice, those with a turn in it (the turns' evaluations rows)."""
+    where = f"last_turn_at >= {{start:{_TS}}} AND last_turn_at < {{end:{_TS}}}"
+    if sliced:
+        where += (
+            " AND (app, model, conversation_id) IN (SELECT app, model, assumeNotNull(conversation_id) "
+            f"FROM {db}.evaluations FINAL WHERE conversation_id IS NOT NULL AND timestamp < {{end:{_TS}}} "
+            f"AND {condition})"
+        )
+    return f"SELECT {_ROLLUP}, count() OVER () AS total FROM {db}.conversations FINAL WHERE {where} "
+
+
+async def read_conversations(store: ClickHouseStore, q: ConversationsQuery) -> ConversationList:
+    condition, params = slice_condition(q.slice, "s")
+    sliced = condition != "1"
+    sql = list_sql(store.db, condition, sliced) + f"ORDER BY {WORST_FIRST} LIMIT {{limit:UInt32}}"
+    rows = await store.query(sql, {**params, "start": q.start, "end": q.end, "limit": q.limit})
+    total = int(rows[0]["total"]) if rows else 0
+    found = [ConversationRollup.model_validate({k: v for k, v in r.items() if k != "total"}) for r in rows]
+    return ConversationList(start=q.start, end=q.end, slice=q.slice, conversations=found, total=total)
+
+
+async def read_conversation(
+    store: ClickHouseStore, key: ConversationKeyQuery, settings: ConversationSettings
+) -> ConversationView | None:
+    rows = await store.query(
+        f"SELECT {_TURN}, context_entailment FROM {store.db}.evaluations FINAL WHERE app = {{app:String}} "
+        "AND model = {model:String} AND conversation_id = {id:String} ORDER BY timestamp, interaction_id",
+        {"app": key.app, "model": key.model, "id": key.id},
+    )
+    if not rows:
+        return None
+    turns = [ConversationTurn.model_validate(r) for r in rows]
+    c = rollup(key.app, key.model, key.id, turns, settings.reask_similarity)
+    asked = reasks([t.question for t in turns], settings.reask_similarity)
+    contra = contradictions([t.answer for t in turns])
+    stored = await ConversationRows(store).current(key.app, key.model, [key.id])
+    views = [
+        TurnView(
+            **t.model_dump(include={"interaction_id", "timestamp", "question", "answer", "judged"}),
+            hallucination=t.hallucination, answer_refusal=t.answer_refusal,
+            context_entailment=r["context_entailment"], reasked=a, contradicts=x,
+            unresolving=t.interaction_id == c.unresolving_turn_id,
+        )
+        for t, r, a, x in zip(turns, rows, asked, contra, strict=True)
+    ]  # fmt: skip
+    return ConversationView(rollup=c, stored=key.id in stored, turns=views)
+
+
+async def conversations(request: web.Request) -> web.Response:
+    q = parse_query(request, ConversationsQuery, repeated=("slice",))
+    return json_response(await read_conversations(queries_of(request).store, q))
+
+
+async def conversation(request: web.Request) -> web.Response:
+    key = parse_query(request, ConversationKeyQuery)
+    view = await read_conversation(queries_of(request).store, key, request.app[SETTINGS_KEY].conversations)
+    if view is None:
+        raise web.HTTPNotFound(text='{"error": "no such conversation"}', content_type="application/json")
+    return json_response(view)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/api/conversations", conversations)
+    app.router.add_get("/api/conversation", conversation)

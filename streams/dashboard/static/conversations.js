@@ -1,0 +1,122 @@
+/* Conversations page (api/conversations): the closed conversations whose last turn is in the range, worst
+   first, for the page's app / model filters and slice filter (the same slice the Documents page sends);
+   and the conversation view (api/conversation): every turn in order with its verdicts, the turn that
+   left it unresolved highlighted. */
+import { documentsSlice } from "./documents.js";
+import { $, el } from "./dom.js";
+import { dateRange, dateTime, fmt, iso, plural } from "./format.js";
+import { go } from "./router.js";
+import { filterText } from "./slices.js";
+import { api, currentRange, params } from "./state.js";
+import { renderTable } from "./table.js";
+
+/* A link to one conversation's view (also the interaction page's link to its conversation). */
+export function conversationLink(app, model, id, text) {
+  return el(
+    "a",
+    {
+      href: "#",
+      class: "conversation-link",
+      onclick: (e) => {
+        e.preventDefault();
+        go({ view: "conversation", app_c: app, model_c: model, cid: id });
+      },
+    },
+    text || id,
+  );
+}
+
+const yesNo = (v) => (v ? "yes" : "no");
+
+export async function loadConversations() {
+  const r = currentRange();
+  const q = new URLSearchParams({ start: iso(r.start), end: iso(r.end), limit: "500" });
+  for (const t of documentsSlice()) q.append("slice", t);
+  const body = await api("conversations", q);
+  $("conversations-summary").textContent =
+    `${plural(body.total, "closed conversation")} (${filterText(body.slice)})` +
+    (body.total > body.conversations.length ? `, the worst ${fmt(body.conversations.length, "int")} shown` : "");
+  renderTable($("conversations-table"), {
+    columns: [
+      { label: "conversation", cell: (c) => conversationLink(c.app, c.model, c.conversation_id) },
+      { label: "app / model", cell: (c) => `${c.app} / ${c.model}` },
+      { label: "last turn (UTC)", cell: (c) => dateTime(c.last_turn_at, true) },
+      { label: "turns", num: true, cell: (c) => fmt(c.turns, "int") },
+      { label: "unresolved", cell: (c) => yesNo(c.ended_unresolved) },
+      { label: "hallucinated turns", num: true, cell: (c) => fmt(c.hallucinated_turns, "int") },
+      { label: "refusals", num: true, cell: (c) => fmt(c.refusals, "int") },
+      { label: "re-asked", num: true, cell: (c) => fmt(c.reasked_turns, "int") },
+      { label: "contradictions", num: true, cell: (c) => fmt(c.contradictions, "int") },
+      { label: "cost", num: true, cell: (c) => fmt(c.cost_usd, "usd") },
+    ],
+    rows: body.conversations,
+    rowAttrs: (c) => ({
+      class: c.ended_unresolved || c.hallucinated_turns ? "bad" : "",
+      "data-conversation": c.conversation_id,
+    }),
+    empty: "no closed conversations in this range",
+  });
+}
+
+function flag(text, bad) {
+  return el("span", { class: `badge ${bad ? "bad" : "ok"}` }, text);
+}
+
+function turnPanel(t, n) {
+  const open = el(
+    "a",
+    {
+      href: "#",
+      class: "interaction-link",
+      onclick: (e) => {
+        e.preventDefault();
+        go({ view: "interaction", id: t.interaction_id });
+      },
+    },
+    t.interaction_id,
+  );
+  const verdicts = el(
+    "p",
+    {},
+    t.judged ? "" : el("span", { class: "badge" }, "not judged"),
+    t.hallucination ? flag("hallucination", true) : "",
+    t.answer_refusal ? flag("refusal", true) : "",
+    t.reasked ? flag("asked again", true) : "",
+    t.contradicts ? flag("contradicts an earlier answer", true) : "",
+    el("span", { class: "meta" }, ` context ⇒ answer ${fmt(t.context_entailment)} · `),
+    open,
+  );
+  return el(
+    "div",
+    {
+      class: `panel turn-pair${t.unresolving ? " highlight unresolving" : ""}`,
+      "data-turn": String(n + 1),
+      "data-interaction": t.interaction_id,
+    },
+    el("h3", {}, `Turn ${n + 1} · ${dateTime(t.timestamp, true)} UTC${t.unresolving ? " · left it unresolved" : ""}`),
+    el("div", { class: "turn turn-user" }, el("span", { class: "meta" }, "user: "), t.question),
+    el("div", { class: "turn turn-assistant" }, el("span", { class: "meta" }, "assistant: "), t.answer),
+    verdicts,
+  );
+}
+
+export async function loadConversation() {
+  const p = params();
+  const q = new URLSearchParams({ app: p.get("app_c") || "", model: p.get("model_c") || "", id: p.get("cid") || "" });
+  const { rollup: c, stored, turns } = await api("conversation", q);
+  $("conversation-title").textContent = `${c.app} / ${c.model} · conversation ${c.conversation_id}`;
+  const summary = el(
+    "p",
+    {},
+    flag(c.ended_unresolved ? "ended unresolved" : "resolved", c.ended_unresolved),
+    flag(plural(c.hallucinated_turns, "hallucinated turn"), c.hallucinated_turns > 0),
+    flag(`${fmt(c.reasked_turns, "int")} re-asked`, c.reasked_turns > 0),
+    flag(plural(c.contradictions, "contradiction"), c.contradictions > 0),
+    el(
+      "span",
+      { class: "hint" },
+      ` ${plural(c.turns, "turn")}, ${dateRange(c.first_turn_at, c.last_turn_at)}${stored ? "" : "; still open (not rolled up yet)"}`,
+    ),
+  );
+  $("conversation-body").replaceChildren(summary, ...turns.map(turnPanel));
+}

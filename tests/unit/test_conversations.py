@@ -1,0 +1,368 @@
+"""Conversations: closing on event time, the rollup from stored turns, and their window metrics."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from pipeline.clock import ManualClock
+from pipeline.conversations import (
+    OpenConversations,
+    contradictions,
+    reasks,
+    rollup,
+    single,
+)
+from schemas.conversation import ConversationTurn, marks_end
+from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow
+from schemas.interaction import Interaction
+from schemas.settings import (
+    ClickHouseSettings,
+    ConversationSettings,
+    DashboardSettings,
+    Settings,
+    WindowSettings,
+)
+from streams.clickhouse.conversations import ConversationRows
+from streams.clickhouse.store import ClickHouseStore
+from streams.dashboard.api import root_app
+from streams.windows.closer import WindowCloser
+from streams.windows.conversations import ConversationCloser
+from tests.integration.chdb import fresh_chdb_url
+
+#: inside the evaluations' retention, on a window boundary
+T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
+
+
+def turn(iid: str, seconds: float, **kw: object) -> ConversationTurn:
+    return ConversationTurn(interaction_id=iid, timestamp=T0 + timedelta(seconds=seconds), **kw)
+
+
+# ---- pure ------------------------------------------------------------------------------------------------
+
+
+def test_re_asks_are_user_turns_asking_again() -> None:
+    questions = [
+        "How do I reset my router password?",
+        "What is the warranty period?",
+        "How can I reset the password of my router?",
+        "Does the warranty cover water damage?",
+    ]
+    assert reasks(questions, 0.5) == [False, False, True, False]
+    assert reasks(["hi", "hi"], 0.6) == [False, True]
+    assert reasks(["", ""], 0.6) == [False, False]  # nothing asked, nothing asked again
+
+
+def test_contradiction_is_a_changed_value_for_the_same_subject() -> None:
+    answers = [
+        "The return window is 30 days from delivery.",
+        "Shipping is free over 50 dollars.",
+        "The return window is 14 days from delivery.",  # the value changed: a contradiction
+        "The return window is 14 days from delivery, and 30 days for members.",  # adds nothing new against #3
+    ]
+    assert contradictions(answers) == [False, False, True, False]
+    named = ["The capital of Australia is Canberra.", "The capital of Australia is Sydney."]
+    assert contradictions(named) == [False, True]
+    other_subject = ["The store opens at 9 am.", "The warehouse ships 400 parcels a day."]
+    assert contradictions(other_subject) == [False, False]
+
+
+def test_rollup_counts_outcomes_in_event_order_whatever_the_arrival_order() -> None:
+    turns = [
+        turn(
+            "t3", 30, question="Can I get a refund?", answer="I cannot help with that.", answer_refusal=True
+        ),
+        turn(
+            "t1", 10, question="Where is my order?", answer="It ships Monday.", input_tokens=5, cost_usd=0.5
+        ),
+        turn("t2", 20, question="Where is my order now?", answer="It shipped.", hallucination=True),
+        turn("t4", 40, judged=False, question="hello?"),  # unjudged: not the last answer that counts
+    ]
+    c = rollup("a", "m", "c1", turns, 0.5)
+    assert (c.turns, c.judged_turns, c.hallucinated_turns, c.refusals) == (4, 3, 1, 1)
+    assert (c.first_turn_at, c.last_turn_at) == (T0 + timedelta(seconds=10), T0 + timedelta(seconds=40))
+    assert c.ended_unresolved and c.unresolving_turn_id == "t3"
+    assert c.any_hallucinated and c.worst_turn_id == "t2"
+    assert c.reasked and c.reasked_turns == 1  # t2 asks t1 again
+    assert (c.input_tokens, c.cost_usd) == (5, 0.5)
+    assert rollup("a", "m", "c1", list(reversed(turns)), 0.5) == c
+    resolved = rollup("a", "m", "c2", [turn("x", 1, answer="Yes."), turn("y", 2, answer="Done.")], 0.6)
+    assert (
+        not resolved.ended_unresolved and resolved.worst_turn_id == "" and resolved.unresolving_turn_id == ""
+    )
+    with pytest.raises(ValueError, match="no turns"):
+        rollup("a", "m", "c3", [], 0.6)
+
+
+def test_an_interaction_without_a_conversation_is_one_turn() -> None:
+    row = EvalRow(interaction_id="i", timestamp=T0, app="a", model="m", answer_refusal=True)
+    c = single(row)
+    assert (c.turns, c.ended_unresolved, c.conversation_id, c.worst_turn_id) == (1, True, "", "i")
+    skipped = single(EvalRow(interaction_id="s", timestamp=T0, app="a", model="m", judged=False))
+    assert (skipped.turns, skipped.judged_turns, skipped.ended_unresolved) == (1, 0, False)
+
+
+def test_the_end_mark() -> None:
+    assert marks_end({"conversation_end": True}) and marks_end({"conversation_end": "TRUE"})
+    assert not marks_end({"conversation_end": False}) and not marks_end({"conversation_end": "yes"})
+    assert not marks_end(None) and not marks_end({})
+
+
+def test_open_conversations_close_on_event_time_an_end_mark_or_a_quiet_stream() -> None:
+    o = OpenConversations(timedelta(seconds=100), timedelta(seconds=300))
+    wall = T0 + timedelta(seconds=50)
+    o.touch(("a", "m", "c1"), T0, False, wall, 0.0)
+    o.touch(("a", "m", "c2"), T0 + timedelta(seconds=10), False, wall, 0.0)
+    o.touch(("a", "m", "c3"), T0 + timedelta(seconds=20), True, wall, 0.0)  # marked its end
+    o.touch(("b", "m", "c4"), T0, False, wall, 0.0)
+    assert o.due(wall, 1.0) == [("a", "m", "c3")]
+    # another conversation's turn moves the app's watermark past c1's idle time, not b's
+    o.touch(("a", "m", "c5"), T0 + timedelta(seconds=105), False, wall, 2.0)
+    assert o.due(wall, 2.0) == [("a", "m", "c1"), ("a", "m", "c3")]
+    # a turn stamped far in the future moves the watermark no further than wall + max_skew
+    o.touch(("b", "m", "c6"), T0 + timedelta(days=9), False, wall, 3.0)
+    assert ("b", "m", "c4") in o.due(wall, 3.0)
+    # quiet: no turn for idle seconds on the wall clock, and its last turn that old
+    q = OpenConversations(timedelta(seconds=100), timedelta(seconds=300))
+    q.touch(("a", "m", "q"), T0, False, T0, 0.0)
+    assert q.due(T0 + timedelta(seconds=99), 99.0) == []
+    assert q.due(T0 + timedelta(seconds=100), 100.0) == [("a", "m", "q")]
+    # a quiet time of its own (a replay of old traffic): closes sooner on the wall clock, never before
+    # its last turn is idle seconds old
+    r = OpenConversations(timedelta(seconds=100), timedelta(seconds=300), quiet=timedelta(seconds=3))
+    r.touch(("a", "m", "r"), T0, False, T0 + timedelta(seconds=500), 0.0)
+    assert r.due(T0 + timedelta(seconds=502), 2.0) == []
+    assert r.due(T0 + timedelta(seconds=503), 3.0) == [("a", "m", "r")]
+    r.touch(("a", "m", "new"), T0 + timedelta(seconds=500), False, T0 + timedelta(seconds=500), 3.0)
+    assert ("a", "m", "new") not in r.due(T0 + timedelta(seconds=510), 10.0)
+    # a turn while it was being closed keeps it open
+    gen = q.generation(("a", "m", "q"))
+    q.touch(("a", "m", "q"), T0 - timedelta(seconds=5), False, T0, 100.0)  # a late, older turn
+    q.closed(("a", "m", "q"), gen)
+    assert ("a", "m", "q") in q
+    q.closed(("a", "m", "q"), q.generation(("a", "m", "q")))
+    assert len(q) == 0
+
+
+def test_settings_refuse_unknown_keys_and_describe_each_field() -> None:
+    with pytest.raises(ValueError, match="idle_secs"):
+        ConversationSettings.model_validate({"idle_secs": 10})
+    assert Settings.from_values({}).conversations.idle_seconds == 1800
+    assert all(f.description for f in ConversationSettings.model_fields.values())
+
+
+# ---- on chDB -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def store() -> Iterator[ClickHouseStore]:
+    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    yield s
+    s.close()
+
+
+def ev(
+    iid: str, cid: str | None, seconds: float, *, question: str = "q?", answer: str = "a.",
+    refusal: bool = False, halluc: bool = False, end: bool = False, app: str = "a",
+) -> Evaluation:  # fmt: skip
+    ts = T0 + timedelta(seconds=seconds)
+    metadata = {"conversation_end": True} if end else {}
+    interaction = Interaction(
+        interaction_id=iid, timestamp=ts, app=app, model="m", conversation_id=cid, question=question,
+        answer=answer, metadata=metadata,
+    )  # fmt: skip
+    return Evaluation(
+        interaction_id=iid, timestamp=ts, app=app, model="m", conversation_id=cid, judge="lexical",
+        context_entailment=0.2 if halluc else 0.9, hallucination=halluc, answer_refusal=refusal,
+        interaction=interaction, input_tokens=3, cost_usd=0.01,
+    )  # fmt: skip
+
+
+def closers(
+    store: ClickHouseStore, clock: ManualClock, idle: float = 100
+) -> tuple[ConversationCloser, WindowCloser]:
+    rows = ConversationRows(store)
+    wset = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
+    windows = WindowCloser(wset, store, clock=clock, conversations=rows)
+    convs = ConversationCloser(ConversationSettings(idle_seconds=idle), wset, rows, windows, clock=clock)
+    return convs, windows
+
+
+async def deliver(
+    store: ClickHouseStore, convs: ConversationCloser, windows: WindowCloser, es: list[Evaluation]
+) -> None:
+    await store.insert_evaluations(es)
+    await windows.touch(es)
+    await convs.touch(es)
+
+
+async def test_a_conversation_closes_is_reopened_by_a_late_turn_and_counts_once(
+    store: ClickHouseStore,
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    convs, windows = closers(store, clock)
+    rows = ConversationRows(store)
+    first = [
+        ev("t1", "c1", 1, question="Where is my parcel?", answer="It ships on 3 May."),
+        ev("t2", "c1", 5, question="Where is my parcel now?", answer="It ships on 9 May."),
+    ]
+    await deliver(store, convs, windows, first)
+    await deliver(store, convs, windows, first)  # redelivered
+    assert await convs.close_due() == []  # the watermark (5 s) is not 100 s past the last turn
+    # an interaction of no conversation moves the app's event time too
+    await deliver(store, convs, windows, [ev("o1", None, 106)])
+    [c] = await convs.close_due()
+    assert (c.conversation_id, c.turns, c.reasked, c.contradicted, c.input_tokens) == ("c1", 2, True, True, 6)
+    assert not c.ended_unresolved
+    [w] = [w for w in await windows.close_due(final=True) if w.window_start == T0]
+    assert (w.conversations, w.conversation_reask_rate, w.mean_turns_per_conversation) == (1, 1.0, 2.0)
+    # a late turn, out of order and a refusal: the conversation is reopened, rolled up again, replaced
+    late = ev("t3", "c1", 7, question="Refund?", answer="I can't help with that.", refusal=True)
+    await deliver(store, convs, windows, [late])
+    await deliver(store, convs, windows, [ev("o2", "other", 300)])
+    closed = await convs.close_due()
+    # "other" (a turn at 300 s) stays open until the watermark is 100 s past its last turn
+    assert [(c.conversation_id, c.turns, c.ended_unresolved, c.unresolving_turn_id) for c in closed] == [
+        ("c1", 3, True, "t3")
+    ]
+    stored = rows.all_sync()
+    assert [(c.conversation_id, c.turns) for c in stored] == [("c1", 3)]
+    await windows.close_due(final=True)
+    [w] = [w for w in store.windows_sync() if w.window_start.replace(tzinfo=UTC) == T0]
+    assert (w.conversations, w.conversations_unresolved, w.conversation_unresolved_rate) == (1, 1, 1.0)
+
+
+async def test_an_end_mark_closes_at_once_and_one_turn_interactions_count(store: ClickHouseStore) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    convs, windows = closers(store, clock)
+    await deliver(store, convs, windows, [
+        ev("e1", "c-end", 1), ev("e2", "c-end", 2, halluc=True, end=True),
+        ev("s1", None, 3, refusal=True), ev("s2", None, 4),
+    ])  # fmt: skip
+    [c] = await convs.close_due()
+    assert (c.conversation_id, c.ended, c.any_hallucinated, c.ended_unresolved) == ("c-end", True, True, True)
+    [w] = await windows.close_due(final=True)
+    # the ended conversation and two conversations of one turn (one a refusal)
+    assert (w.conversations, w.conversations_unresolved, w.conversations_hallucinated) == (3, 2, 1)
+
+
+async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHouseStore) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    convs, windows = closers(store, clock)
+    await deliver(store, convs, windows, [ev("r1", "c1", 1), ev("r2", "c1", 2)])
+    # the worker dies before the conversation is due; a new one starts later with nothing in memory
+    clock.advance(500)
+    convs, windows = closers(store, clock)
+    assert await convs.reconcile(timedelta(hours=24)) == (1, 0)
+    [c] = await convs.close_due()  # quiet for idle seconds: closed on the wall clock
+    assert c.turns == 2
+    # a worker that died between writing the rollup and its window: the window is recomputed at start
+    convs, windows = closers(store, clock)
+    assert await convs.reconcile(timedelta(hours=24)) == (0, 1)
+    clock.advance(1)
+    [w] = await windows.close_due(final=True)
+    assert w.conversations == 1
+    convs, windows = closers(store, clock)
+    assert await convs.reconcile(timedelta(hours=24)) == (0, 0)
+
+
+async def test_turns_out_of_order_and_duplicated_count_exactly(store: ClickHouseStore) -> None:
+    """Many conversations' turns arrive shuffled, some twice, with closes in between: one row per
+    conversation with its exact turn count."""
+    rng = random.Random(7)
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    convs, windows = closers(store, clock, idle=30)
+    want = {f"c{i}": rng.randint(1, 6) for i in range(40)}
+    turns = [
+        ev(f"c{i}-t{k}", f"c{i}", i * 7 + k * 3, question=f"question {k} about item {i}")
+        for i in range(40) for k in range(want[f"c{i}"])
+    ]  # fmt: skip
+    stream = turns + rng.sample(turns, 30)
+    rng.shuffle(stream)
+    for i in range(0, len(stream), 17):
+        await deliver(store, convs, windows, stream[i : i + 17])
+        await convs.close_due()
+    clock.advance(10_000)
+    await convs.close_due()
+    stored = ConversationRows(store).all_sync()
+    assert {c.conversation_id: c.turns for c in stored} == want
+    assert len(convs.open) == 0
+
+
+# ---- the dashboard's Conversations page and conversation view -------------------------------------------
+
+
+async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_order(
+    store: ClickHouseStore,
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    convs, windows = closers(store, clock)
+    good = [ev("g1", "good", 1), ev("g2", "good", 2, end=True)]
+    bad = [
+        ev(
+            "b2",
+            "bad",
+            6,
+            question="Can I return it?",
+            answer="I can't help with that.",
+            refusal=True,
+            end=True,
+        ),
+        ev("b1", "bad", 5, question="Can I return it now?", answer="Returns take 30 days."),
+    ]
+    other = [ev("o1", "elsewhere", 3, app="other", halluc=True, end=True)]
+    await deliver(store, convs, windows, [*good, *bad, *other])
+    assert len(await convs.close_due()) == 3
+    app = root_app(lambda: store, DashboardSettings(), Settings.from_values({}))
+    client = TestClient(TestServer(app, host="127.0.0.1"))
+    await client.start_server()
+    try:
+        span = {"start": T0.isoformat(), "end": (T0 + timedelta(minutes=5)).isoformat()}
+        listed = await (await client.get("/dashboard/api/conversations", params=span)).json()
+        # both unresolved; "elsewhere" also hallucinated
+        assert [c["conversation_id"] for c in listed["conversations"]] == ["elsewhere", "bad", "good"]
+        assert listed["total"] == 3
+        one_app = await (
+            await client.get("/dashboard/api/conversations", params={**span, "slice": "app:other"})
+        ).json()
+        assert [c["conversation_id"] for c in one_app["conversations"]] == ["elsewhere"]
+        later = {
+            "start": (T0 + timedelta(minutes=5)).isoformat(),
+            "end": (T0 + timedelta(minutes=9)).isoformat(),
+        }
+        assert (await (await client.get("/dashboard/api/conversations", params=later)).json())["total"] == 0
+        view = await (
+            await client.get("/dashboard/api/conversation", params={"app": "a", "model": "m", "id": "bad"})
+        ).json()
+        assert view["stored"] and view["rollup"]["ended_unresolved"]
+        assert [(t["interaction_id"], t["reasked"], t["unresolving"]) for t in view["turns"]] == [
+            ("b1", False, False),
+            ("b2", True, True),
+        ]
+        missing = await client.get(
+            "/dashboard/api/conversation", params={"app": "a", "model": "m", "id": "x"}
+        )
+        assert missing.status == 404
+        assert (await client.get("/dashboard/api/conversation", params={"app": "a"})).status == 400
+        index = await (await client.get("/dashboard/")).text()
+        assert 'data-view="conversations"' in index and "static/conversations.js" in index
+    finally:
+        await client.close()
+
+
+def test_the_table_is_kept_as_long_as_the_evaluations() -> None:
+    s = ClickHouseStore.open_sync(
+        ClickHouseSettings(url=fresh_chdb_url(), ttl_days=9, aggregate_ttl_days=300)
+    )
+    try:
+        ddl = s.client.command(f"SHOW CREATE TABLE {s.db}.conversations")
+        assert "ReplacingMergeTree(version)" in ddl and "ORDER BY (app, model, conversation_id)" in ddl
+        assert "toIntervalDay(9)" in ddl and "written_at" in ddl
+        assert "toIntervalDay(9)" in s.client.command(f"SHOW CREATE TABLE {s.db}.evaluations")
+    finally:
+        s.close()
