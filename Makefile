@@ -15,9 +15,12 @@ AGENTS_OPENAI2 := openai==2.54.0 $(OTEL_SDK) opentelemetry-instrumentation-opena
 	langgraph==1.2.24 langchain-openai==1.7.4
 AGENTS_OPENAI3 := openai==3.57.0 $(OTEL_SDK) openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0' \
 	openinference-instrumentation-openai-agents==2.6.0 opentelemetry-instrumentation-openai-agents==0.62.4
+# the dashboard's JavaScript linter and formatter (biome.json), from npm into $(VENV)/biome
+BIOME_VERSION := 2.6.8
+BIOME := $(VENV)/biome/node_modules/.bin/biome
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
-.PHONY: install dev local embeddings demo test lint typecheck architecture unit integration browser test-local accuracy clean system-deps
+.PHONY: install dev local embeddings demo test lint lint-js format-js typecheck architecture unit integration browser test-local accuracy clean system-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -69,8 +72,20 @@ embeddings: $(VENV)/.embeddings
 demo: $(VENV)/.core $(if $(filter local,$(JUDGE)),$(VENV)/.local)
 	$(BIN)/groundwatch demo --events $(EVENTS) --judge $(JUDGE)
 
-lint: $(VENV)/.dev
+# Biome (pinned above) from the npm registry: Node 20 and npm on the machine
+$(VENV)/biome/.$(BIOME_VERSION):
+	npm install --prefix $(VENV)/biome --no-audit --no-fund --save-exact @biomejs/biome@$(BIOME_VERSION)
+	touch $@
+
+lint: $(VENV)/.dev lint-js
 	$(BIN)/ruff check .
+
+# the dashboard's ES modules (streams/dashboard/static): Biome's lint rules and its formatting, warnings fail
+lint-js: $(VENV)/biome/.$(BIOME_VERSION)
+	$(BIOME) ci --error-on-warnings streams/dashboard/static
+
+format-js: $(VENV)/biome/.$(BIOME_VERSION)
+	$(BIOME) check --write streams/dashboard/static
 
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy schemas pipeline streams prompts groundwatch
@@ -107,9 +122,9 @@ system-deps:
 browser: $(VENV)/.dev system-deps
 	$(BIN)/pytest tests/browser -q
 
-# what CI runs (.ci/run): lint, types, unit, integration and browser tests (real Tansu broker + chDB, fake
-# OpenAI server, headless Chromium against a worker's dashboard)
-test: $(VENV)/.dev system-deps
+# what CI runs (.ci/run): lint (Python and the dashboard's JavaScript), types, unit, integration and browser
+# tests (real Tansu broker + chDB, fake OpenAI server, headless Chromium against a worker's dashboard)
+test: $(VENV)/.dev system-deps lint-js
 	$(BIN)/ruff check .
 	$(BIN)/mypy schemas pipeline streams prompts groundwatch
 	$(BIN)/pytest -q -m "not local_model"

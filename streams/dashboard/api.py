@@ -31,7 +31,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import get_args
 
 from aiohttp import web
@@ -71,6 +71,9 @@ from streams.dashboard.slices_api import add_routes as add_slice_routes
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
+# the static files' types by extension, whatever the machine's MIME table says (/etc/mime.types, the Windows
+# registry): with nosniff a browser runs the page's ES modules only when they come as JavaScript
+STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
 StoreProvider = Callable[[], ClickHouseStore | None]
 DASHBOARD_KEY = web.AppKey("dashboard", DashboardSettings)
 
@@ -252,6 +255,18 @@ async def security_headers(
     return response
 
 
+@web.middleware
+async def static_types(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    response = await handler(request)
+    if isinstance(response, web.FileResponse):
+        kind = STATIC_TYPES.get(PurePosixPath(request.path).suffix)
+        if kind is not None:
+            response.content_type = kind  # set before the response is prepared: no guess from the machine
+    return response
+
+
 def dashboard_app(
     store: StoreProvider,
     settings: DashboardSettings,
@@ -264,7 +279,7 @@ def dashboard_app(
     while it is opening: the API answers 503); ``full`` the settings the judge-quality pages read
     (thresholds, labels, privacy; from the environment when not given); ``privacy`` the worker's guard,
     which masks reviewers' notes in mode ``all`` (without it, one is loaded at the first note)."""
-    app = web.Application(middlewares=[security_headers, auth_middleware(settings)])
+    app = web.Application(middlewares=[security_headers, static_types, auth_middleware(settings)])
     app[SETTINGS_KEY] = full = full or Settings()
     app[DASHBOARD_KEY] = settings
     app[NOTES_KEY] = NoteMasker(full.privacy, privacy)

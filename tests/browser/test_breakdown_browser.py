@@ -84,7 +84,7 @@ def test_what_changed_puts_v2_first_and_a_click_filters_the_page(site: Dashboard
     )  # fmt: skip
     assert bucket["total"] == series["values"]["interactions"][busiest] > 0
     filtered_url = browser.current_url
-    # the bucket page as a click on that point opens it (dashboard.js openPoint keeps ?slice=)
+    # the bucket page as a click on that point opens it (overview.js openPoint keeps ?slice=)
     stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     stop = datetime.fromtimestamp(t + overview["step_seconds"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     open_view(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 import urllib.request
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from selenium.webdriver.common.action_chains import ActionChains
@@ -23,6 +23,12 @@ def open_view(driver: Any, url: str, view: str = "overview") -> None:
     )
     loaded = driver.find_element(By.TAG_NAME, "body").get_attribute("data-loaded")
     assert loaded == view, driver.find_element(By.ID, "status").text
+
+
+def count_of(text: str) -> int:
+    """A count as the page shows it (Intl.NumberFormat, en-US: 1,234)."""
+    assert text.replace(",", "").isdigit(), text
+    return int(text.replace(",", ""))
 
 
 def wait_loaded(driver: Any, view: str) -> None:
@@ -159,7 +165,26 @@ def test_alerts_page_lists_the_drift_alert(site: DashboardSite, browser: Any) ->
     rows = browser.find_elements(By.CSS_SELECTOR, "#alerts-table tbody tr")
     text = "\n".join(r.text for r in rows)
     assert "hallucination-rate-high" in text and "wiki-qa / beta" in text and "> 0.25" in text
+    # each alert's window in UTC as Intl.DateTimeFormat.formatRange writes it (en-US, the day once)
+    query = urllib.parse.urlencode(
+        {
+            "start": (site.history.start - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "end": (site.history.end + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+    )
+    with urllib.request.urlopen(f"{site.url}api/alerts?{query}", timeout=30) as response:
+        alerts = json.load(response)
+    windows = {r.find_elements(By.TAG_NAME, "td")[9].text for r in rows}
+    assert alerts and windows == {utc_range(a["window_start"], a["window_end"]) for a in alerts}
     assert console_errors(browser) == []
+
+
+def utc_range(start: str, end: str) -> str:
+    a, b = (datetime.fromisoformat(t.replace("Z", "+00:00")).astimezone(UTC) for t in (start, end))
+    day = "{:%b} {}, {:%Y}"
+    if a.date() == b.date():
+        return f"{day.format(a, a.day, a)}, {a:%H:%M} – {b:%H:%M} UTC"
+    return f"{day.format(a, a.day, a)}, {a:%H:%M} – {day.format(b, b.day, b)}, {b:%H:%M} UTC"
 
 
 def test_a_conversation_shows_its_earlier_turns_above_the_question(site: DashboardSite, browser: Any) -> None:
@@ -292,7 +317,7 @@ def test_the_drill_down_exports_its_interactions_as_eval_jsonl(site: DashboardSi
     assert link.text == "export these interactions (eval JSONL)"
     href = link.get_attribute("href")
     assert href.startswith(site.url + "api/export?") and "app=wiki-qa" in href and "model=beta" in href
-    total = int(browser.find_element(By.ID, "bucket-summary").text.split()[0])
+    total = count_of(browser.find_element(By.ID, "bucket-summary").text.split()[0])
     with urllib.request.urlopen(href, timeout=30) as response:
         assert "attachment" in response.headers["Content-Disposition"]
         lines = [json.loads(line) for line in response.read().decode().splitlines()]

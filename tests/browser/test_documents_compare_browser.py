@@ -10,7 +10,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from tests.browser.conftest import SCREENSHOTS, DashboardSite
-from tests.browser.test_dashboard_browser import console_errors, open_view, wait_loaded
+from tests.browser.test_dashboard_browser import console_errors, count_of, open_view, wait_loaded
 
 
 def test_documents_page_ranks_documents_worst_first(site: DashboardSite, browser: Any) -> None:
@@ -18,8 +18,8 @@ def test_documents_page_ranks_documents_worst_first(site: DashboardSite, browser
     rows = browser.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr[data-document]")
     assert rows, browser.find_element(By.ID, "documents-summary").text
     cells = [r.find_elements(By.TAG_NAME, "td") for r in rows]
-    retrieved = [int(c[1].text) for c in cells]
-    judged = [int(c[2].text) for c in cells]
+    retrieved = [count_of(c[1].text) for c in cells]
+    judged = [count_of(c[2].text) for c in cells]
     assert sum(retrieved) > 0 and sum(judged) > 0  # the lexical judge recorded each statement's passage
     assert "document" in browser.find_element(By.ID, "documents-summary").text
     # the demo names each passage (groundwatch/demo_history.py): the worst are behind hallucinated answers
@@ -118,9 +118,9 @@ def test_compare_two_prompt_versions_of_one_app(site: DashboardSite, browser: An
         r.get_attribute("data-metric"): r.find_elements(By.TAG_NAME, "td")
         for r in browser.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")
     }
-    assert rows["interactions"][1].text == str(count("v1")) and rows["interactions"][2].text == str(
-        count("v2")
-    )
+    # counts as the page formats them (Intl, en-US: 1,234)
+    assert rows["interactions"][1].text == f"{count('v1'):,}"
+    assert rows["interactions"][2].text == f"{count('v2'):,}"
     assert count("v2") > 0
     hallucination = rows["hallucination_rate"]
     assert hallucination[6].text == "fisher", [c.text for c in hallucination]
@@ -138,7 +138,7 @@ def test_documents_honour_the_page_slice_filter(site: DashboardSite, browser: An
     open_view(browser, site.url + "?range=data&view=documents&slice=prompt_version:v2", view="documents")
     assert "prompt_version:v2" in browser.find_element(By.ID, "documents-summary").text
     rows = browser.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr[data-document]")
-    retrieved = sum(int(r.find_elements(By.TAG_NAME, "td")[1].text) for r in rows)
+    retrieved = sum(count_of(r.find_elements(By.TAG_NAME, "td")[1].text) for r in rows)
     records = [json.loads(line) for line in site.history.lines]
     v2 = [r for r in records if (r.get("metadata") or {}).get("prompt_version") == "v2"]
     # each v2 interaction retrieves its distinct named documents once

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -182,6 +183,34 @@ async def test_page_and_vendored_chart_library_are_served(store: ClickHouseStore
         lib = await client.get("/dashboard/static/vendor/uplot/uPlot.iife.min.js")
         assert lib.status == 200 and "uPlot" in await lib.text()
         assert (await client.get("/", allow_redirects=False)).headers["Location"] == "/dashboard/"
+    finally:
+        await client.close()
+
+
+async def test_page_modules_are_served_as_javascript_and_all_resolve(store: ClickHouseStore) -> None:
+    """The page loads one ES module; every module it imports, transitively, is served as JavaScript
+    (with nosniff a browser runs nothing else), whatever the machine's MIME table says of .js."""
+    client = await client_for(store)
+    try:
+        page = await client.get("/dashboard/")
+        assert '<script type="module" src="static/main.js">' in await page.text()
+        seen: set[str] = set()
+        todo = ["main.js"]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            response = await client.get(f"/dashboard/static/{name}")
+            assert response.status == 200, name
+            assert response.headers["Content-Type"].split(";")[0] == "text/javascript", name
+            assert response.headers["X-Content-Type-Options"] == "nosniff"
+            todo += re.findall(r'from "\./([a-z_]+\.js)"', await response.text())
+        assert {"main.js", "table.js", "format.js", "slices.js", "overview.js"} <= seen
+        css = await client.get("/dashboard/static/dashboard.css")
+        assert css.headers["Content-Type"].split(";")[0] == "text/css"
+        missing = await client.get("/dashboard/static/nothing.js")
+        assert missing.status == 404
     finally:
         await client.close()
 
