@@ -169,6 +169,12 @@ class WorkerMetrics:
             "interactions whose tool calls used an argument value found nowhere before the call",
             ["app"], registry=r,
         )  # fmt: skip
+        self.otlp_steps = Counter(
+            "groundwatch_otlp_model_calls_as_steps",
+            "OpenTelemetry model calls read as steps of a final answer (they only asked for tools, or a "
+            "sub-agent answered), by whether their trace had a final answer",
+            ["final_answer"], registry=r,
+        )  # fmt: skip
 
     def _custom_metrics(self, r: CollectorRegistry) -> None:
         """Your own evaluators' scores and failures."""

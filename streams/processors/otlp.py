@@ -80,6 +80,8 @@ class OtlpProcessor(HoldingProcessor):
         cannot be mapped with the reason; never raises (but for cancellation)."""
         trace = ready.trace
         result = convert_trace(trace, incomplete=ready.expired, limits=self.ctx.settings.limits)
+        if result.steps:  # a trace of calls that only asked for tools: counted, not judged (no answer)
+            self.ctx.metrics.otlp_steps.labels("yes" if result.interactions else "no").inc(result.steps)
         for error in result.errors:
             call = trace.calls.get(error.span_id) or Call(error.trace_id, error.span_id)
             why = error.reason

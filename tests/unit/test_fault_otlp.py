@@ -254,3 +254,19 @@ def test_a_call_without_any_time_says_so() -> None:
     [ready] = buffer.drain()
     [result] = convert_trace(ready.trace).errors
     assert isinstance(result, CallError) and "no time" in result.reason
+
+
+async def test_a_trace_whose_calls_only_asked_for_tools_is_counted_acked_and_never_a_dead_letter() -> None:
+    r = rig()
+    asked = kv({
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "content": "Where is order 42?"}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "call_1", "name": "get_order", "arguments": {"order_id": "42"}}]}]),
+    })  # fmt: skip
+    span = {"traceId": T1, "spanId": S1, "name": "chat", "startTimeUnixNano": "1795430001000000000",
+            "endTimeUnixNano": "1795430002000000000", "attributes": asked}  # fmt: skip
+    await r.handle(r.event(r.ctx.names.otlp, 0, request(span)))  # a root span: the trace is complete
+    assert r.interactions() == [] and r.letters() == []
+    assert r.acked == [(r.ctx.names.otlp, 0)]
+    assert r.ctx.metrics.otlp_steps.labels("no")._value.get() == 1
