@@ -179,7 +179,7 @@ def ev(
     return Evaluation(
         interaction_id=iid, timestamp=ts, app=app, model="m", conversation_id=cid, judge="lexical",
         context_entailment=0.2 if halluc else 0.9, hallucination=halluc, answer_refusal=refusal,
-        interaction=interaction, input_tokens=3, cost_usd=0.01,
+        interaction=interaction, input_tokens=3, cost_usd=0.01, evaluated_at=ts,
     )  # fmt: skip
 
 
@@ -350,7 +350,8 @@ async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_or
         assert missing.status == 404
         assert (await client.get("/dashboard/api/conversation", params={"app": "a"})).status == 400
         index = await (await client.get("/dashboard/")).text()
-        assert 'data-view="conversations"' in index and "static/conversations.js" in index
+        main = await (await client.get("/dashboard/static/main.js")).text()
+        assert 'data-view="conversations"' in index and '"./conversations.js"' in main
     finally:
         await client.close()
 
