@@ -31,7 +31,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -68,14 +68,19 @@ REASON_CHARS = 400  # a reason longer than this is cut
 
 def install_from_settings(settings: EvaluatorsSettings) -> None:
     """The evaluators file's metrics in the catalogue, for a command that reads them (report, dashboard,
-    export) without running the evaluators (their functions are not imported)."""
-    if settings.file is not None:
+    export) without running the evaluators (their functions are not imported); without a file, none is
+    (an earlier file's metrics leave the catalogue)."""
+    if settings.file is None:
+        install_custom(())
+    else:
         load_evaluators(settings.file, functions=False)
 
 
 def open_custom(settings: EvaluatorsSettings, judge: Judge | None) -> CustomEvaluators | None:
-    """The custom evaluators of ``evaluators.file`` (installed in the catalogue), or None without one."""
+    """The custom evaluators of ``evaluators.file`` (installed in the catalogue), or None without one
+    (and then no custom metric is in the catalogue, whatever an earlier file installed)."""
     if settings.file is None:
+        install_custom(())
         return None
     return CustomEvaluators(load_evaluators(settings.file), settings, judge)
 
@@ -342,12 +347,10 @@ class CustomEvaluators:
         try:
             value = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), ev.timeout_s)
         except TimeoutError:
-            if not job.cancel():  # running: it holds its thread until it returns
-                self._hung[ev.name] += 1
-                job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._hung.subtract, [ev.name]))
+            self._give_up(ev, job, loop)
             return self.missing(ev, f"timeout: still running after {ev.timeout_s:g} s")
-        except asyncio.CancelledError:
-            job.cancel()
+        except asyncio.CancelledError:  # run_bounded's wait_after_core_s ran out
+            self._give_up(ev, job, loop)
             raise
         except Exception as exc:
             return self.missing(ev, f"raised {type(exc).__name__}: {exc}")
@@ -356,6 +359,13 @@ class CustomEvaluators:
         except ValueError as exc:
             return self.missing(ev, f"bad result: {exc}")
         return CustomScore(score=score, reason=reason[:REASON_CHARS], version=ev.version)
+
+    def _give_up(self, ev: Evaluator, job: Future[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """A call no longer awaited: dropped if still queued; if running, it holds its thread until it
+        returns and counts as hung until then (the busy guard of ``_python``)."""
+        if not job.cancel():
+            self._hung[ev.name] += 1
+            job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._hung.subtract, [ev.name]))
 
     async def _rubric(
         self, ev: RubricEvaluator, interaction: Interaction

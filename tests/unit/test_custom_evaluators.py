@@ -15,7 +15,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pydantic import SecretStr
 
-from pipeline.custom_evaluators import CustomEvaluators, load_evaluators
+from pipeline.custom_evaluators import CustomEvaluators, install_from_settings, load_evaluators, open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.judges.llm_judge import LLMJudge
@@ -24,7 +24,7 @@ from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction, Passage
-from schemas.metrics import MetricKind, catalogue, install_custom, metric_named, pooled
+from schemas.metrics import MetricKind, alert_metric_names, catalogue, metric_named, pooled
 from schemas.results import CustomScore
 from schemas.settings import ClickHouseSettings, DashboardSettings, EvaluatorsSettings, JudgeSettings
 from streams.alerts.lifecycle import Slot, decide
@@ -47,10 +47,10 @@ GENERATOR = ROOT / "deploy" / "grafana" / "generate.py"
 
 
 @pytest.fixture(autouse=True)
-def _fixed_catalogue() -> Iterator[None]:
-    """Each test installs its own evaluators' metrics; none is left behind."""
+def _release_hanging_evaluators() -> Iterator[None]:
+    """A hanging python evaluator's threads go at the end of each test (the catalogue is reset by
+    tests/conftest.py)."""
     yield
-    install_custom(())
     custom_functions.RELEASE.set()
 
 
@@ -145,6 +145,19 @@ def test_the_worker_refuses_a_bad_file_before_it_connects(tmp_path: Path) -> Non
     bad = write(tmp_path, "evaluators:\n  - {name: a, version: '1', kind: pattern, field: answer}\n")
     with pytest.raises(ConfigError, match=r"evaluator 'a'.*\(GROUNDWATCH_EVALUATORS__FILE\)"):
         read_files(make_settings(evaluators={"file": bad}))
+
+
+def test_an_app_started_without_an_evaluators_file_lists_no_custom_metric_of_an_earlier_one(
+    tmp_path: Path,
+) -> None:
+    assert open_custom(EvaluatorsSettings(file=python_file(tmp_path, "short_answer")), None)
+    assert metric_named("custom.fn") is not None
+    assert open_custom(EvaluatorsSettings(), None) is None  # the next app: no evaluators file
+    assert metric_named("custom.fn") is None and "custom.fn" not in alert_metric_names()
+    install_from_settings(EvaluatorsSettings(file=python_file(tmp_path, "short_answer")))
+    assert "custom.fn" in alert_metric_names()
+    install_from_settings(EvaluatorsSettings())  # a report or dashboard without a file
+    assert metric_named("custom.fn") is None and "custom.fn" not in alert_metric_names()
 
 
 def test_alert_rules_may_watch_custom_metrics_once_the_evaluators_are_loaded(tmp_path: Path) -> None:
@@ -266,6 +279,34 @@ async def test_a_hanging_python_evaluator_times_out_then_is_busy_without_holding
         scores, _ = await custom.run(interaction(3))
         assert scores["fn"].reason.startswith("busy:") and scores["comp"].score == 1.0
         assert custom.failures["fn"] == 3
+    finally:
+        custom_functions.RELEASE.set()
+        custom.close()
+
+
+async def test_a_call_cut_off_after_the_core_verdicts_counts_as_hung_so_later_calls_are_busy_not_queued(
+    tmp_path: Path,
+) -> None:
+    """timeout_s (30) over wait_after_core_s (0): run_bounded cancels the hanging call, which keeps its
+    thread; the next calls are missing at once (busy) instead of queueing behind it with their
+    interactions."""
+    custom_functions.RELEASE.clear()
+    custom = CustomEvaluators(
+        load_evaluators(python_file(tmp_path, "hangs", timeout_s=30)),
+        EvaluatorsSettings(python_threads=1, wait_after_core_s=0.0),
+    )
+    try:
+        core: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        core.set_result(None)
+        reasons = []
+        for i in range(20):
+            scores, _ = await custom.run_bounded(interaction(i), core)
+            reasons.append(scores["fn"].reason)
+            await asyncio.sleep(0)
+        queued = custom._pools["fn"]._work_queue.qsize()
+        assert queued <= 1, f"{queued} cancelled calls (each holding its Interaction) wait in the queue"
+        assert any(r.startswith("busy") for r in reasons), reasons
+        assert custom.failures["fn"] == 20
     finally:
         custom_functions.RELEASE.set()
         custom.close()
