@@ -9,7 +9,10 @@ rate take it, concurrently, and never raises: an evaluator that fails (an except
 that gave up, an answer that is not a score) gives ``CustomScore(score=None, reason=...)``, counted per
 evaluator (``failures``). Kinds:
 
-- pattern: compiled once; a field that is absent (no ground truth) is searched as empty text;
+- pattern: compiled once with the ``regex`` module (Python's ``re`` syntax); the first ``max_chars`` of
+  each field are searched (one that is absent, no ground truth, as empty text), on the event loop, each
+  search stopped at its share of the evaluator's ``timeout_s``: a pattern that backtracks without end
+  holds the loop that long at most and gives a missing score (reason timeout);
 - python: the function runs in a thread of the evaluator's own pool (``evaluators.python_threads``),
   under its ``timeout_s`` (time queued for a thread included). A thread cannot be stopped: a call past
   its timeout keeps its thread until it returns, and while every thread of an evaluator is held so, its
@@ -35,6 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
+import regex
 from pydantic import BaseModel, Field
 
 from pipeline.assemble import with_calls
@@ -192,19 +196,25 @@ def field_text(interaction: Interaction, name: EvaluatorField) -> str:
 
 
 class _Pattern:
+    """An evaluator's patterns and words, compiled once with the ``regex`` module: each search is given
+    its share of ``timeout_s`` (a catastrophic backtracking stops there instead of holding the event
+    loop) and reads the first ``max_chars`` of a field."""
+
     def __init__(self, ev: PatternEvaluator) -> None:
         self.ev = ev
-        flags = 0 if ev.case_sensitive else re.IGNORECASE
-        self.regexes = [re.compile(p, flags) for p in ev.patterns]
+        flags = 0 if ev.case_sensitive else regex.IGNORECASE
+        self.regexes = [regex.compile(p, flags) for p in ev.patterns]
         if ev.words:
-            words = "|".join(re.escape(w.strip()) for w in ev.words)
-            self.regexes.append(re.compile(rf"(?<!\w)(?:{words})(?!\w)", flags))
+            words = "|".join(regex.escape(w.strip()) for w in ev.words)
+            self.regexes.append(regex.compile(rf"(?<!\w)(?:{words})(?!\w)", flags))
+        self.timeout_s = ev.timeout_s / (len(self.regexes) * len(ev.searched))
 
     def score(self, interaction: Interaction) -> CustomScore:
+        """The evaluator's score; TimeoutError (the ``regex`` module's) when a search runs out of time."""
         for name in self.ev.searched:
-            text = field_text(interaction, name)
-            for regex in self.regexes:
-                m = regex.search(text)
+            text = field_text(interaction, name)[: self.ev.max_chars]
+            for compiled in self.regexes:
+                m = compiled.search(text, timeout=self.timeout_s)
                 if m is not None:
                     found = f"{name}: {m.group(0)[:80]!r}"
                     flagged = self.ev.flag_when == "any"
@@ -272,7 +282,7 @@ class CustomEvaluators:
             return {}, []
         scores: dict[str, CustomScore] = {}
         calls: list[JudgeCall] = []
-        # patterns at once (pure CPU, microseconds); python functions and rubrics as tasks
+        # patterns at once (pure CPU, bounded by their timeout_s); python functions and rubrics as tasks
         waiting = []
         for ev in chosen:
             if isinstance(ev, PatternEvaluator):
@@ -323,7 +333,9 @@ class CustomEvaluators:
     def _pattern(self, ev: PatternEvaluator, interaction: Interaction) -> CustomScore:
         try:
             return self._patterns[ev.name].score(interaction)
-        except Exception as exc:  # a catastrophic pattern on a huge text: RecursionError, MemoryError
+        except TimeoutError:
+            return self.missing(ev, f"timeout: its patterns searched over {ev.timeout_s:g} s")
+        except Exception as exc:  # MemoryError, RecursionError
             return self.missing(ev, f"error: {type(exc).__name__}: {exc}")
 
     async def _one(self, ev: Evaluator, interaction: Interaction) -> tuple[CustomScore, JudgeCall | None]:

@@ -5,7 +5,8 @@ The file holds ``evaluators:``, a list of entries, each with a ``name``, a ``ver
 - ``pattern``: regular expressions (``patterns``) and/or whole words (``words``) looked for in one or more
   fields of the interaction (``field`` or ``fields``: answer, question, ground_truth, contexts, history);
   it flags an interaction (score 1) when ANY of them matches (``flag_when: any``) or when NONE does
-  (``flag_when: none``), else scores 0;
+  (``flag_when: none``), else scores 0; the ``regex`` module runs them (Python's ``re`` syntax) on the first
+  ``max_chars`` of each field, within ``timeout_s``;
 - ``python``: an importable callable (``function: "module:function"``; the evaluators file's own folder
   is on the import path) called with the ``schemas.interaction.Interaction`` off the event loop, under
   ``timeout_s``; it returns a float in [0, 1], a bool, or a mapping with ``score`` (either) and ``reason``;
@@ -21,9 +22,9 @@ evaluator with ``output: pass_fail``), a mean for a score.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.metrics import Metric, MetricKind
@@ -110,14 +111,28 @@ class PatternEvaluator(_Evaluator):
     flag_when: Literal["any", "none"] = Field(
         "any", description="any: flag when one pattern or word matches; none: flag when nothing matches"
     )
+    max_chars: int = Field(
+        20_000,
+        ge=1,
+        le=1_000_000,
+        description="how much of each field is searched: its first max_chars characters (a match further "
+        "on is not seen)",
+    )
+    timeout_s: float = Field(
+        0.1,
+        gt=0.0,
+        le=5.0,
+        description="how long its patterns may search one interaction, all fields together; a pattern "
+        "that backtracks past it gives a missing score (reason timeout) instead of holding the worker",
+    )
 
     @field_validator("patterns")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         for i, pattern in enumerate(patterns):
             try:
-                re.compile(pattern)
-            except re.error as exc:
+                regex.compile(pattern)
+            except regex.error as exc:
                 raise ValueError(f"pattern {i} {pattern!r} is not a regular expression: {exc}") from None
         return patterns
 

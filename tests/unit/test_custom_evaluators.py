@@ -197,6 +197,49 @@ async def test_patterns_flag_on_any_or_none_and_match_whole_words(tmp_path: Path
     assert scores["competitor"].score == 0.0  # the phrase as written, not with other spacing
 
 
+BACKTRACKING = """
+evaluators:
+  - {name: nested, version: '1', kind: pattern, field: answer, patterns: ['(\\w+\\s?)+$']}
+  - {name: alternation, version: '1', kind: pattern, field: answer, patterns: ['(a|aa)+$'], timeout_s: 0.05}
+  - {name: comp, version: '1', kind: pattern, field: answer, words: [store]}
+"""
+
+
+async def test_a_backtracking_pattern_gives_up_at_its_timeout_and_the_core_verdicts_are_not_held(
+    tmp_path: Path,
+) -> None:
+    """Patterns that backtrack exponentially on a short answer (with Python's re each would hold the
+    event loop for minutes): the first is searched without backtracking, the second stops at its
+    timeout_s with its score missing; the core verdicts and the other evaluators are unaffected."""
+    settings = make_settings(evaluators={"wait_after_core_s": 0.0})
+    custom = CustomEvaluators(load_evaluators(write(tmp_path, BACKTRACKING)), settings.evaluators)
+    evaluator = Evaluator(LexicalJudge(), settings, custom=custom)
+    try:
+        for answer in ("a" * 30 + "!", "a" * 40 + "!"):
+            evaluation = await evaluator.evaluate(interaction(answer=answer))
+            assert evaluation.complete and evaluation.context_entailment is not None
+            assert evaluation.custom["nested"].score == 0.0
+            assert evaluation.custom["alternation"].score is None
+            assert evaluation.custom["alternation"].reason == "timeout: its patterns searched over 0.05 s"
+            assert evaluation.custom["comp"].score == 0.0
+        assert custom.failures == {"alternation": 2}
+    finally:
+        await evaluator.aclose()
+
+
+async def test_a_pattern_searches_only_the_first_max_chars_of_a_field(tmp_path: Path) -> None:
+    text = """
+evaluators:
+  - {name: capped, version: '1', kind: pattern, field: answer, words: [Globex], max_chars: 50}
+  - {name: whole, version: '1', kind: pattern, field: answer, words: [Globex]}
+"""
+    custom = CustomEvaluators(load_evaluators(write(tmp_path, text)), EvaluatorsSettings())
+    scores, _ = await custom.run(interaction(answer="x " * 30 + "Try Globex."))
+    assert scores["capped"].score == 0.0 and scores["whole"].score == 1.0
+    scores, _ = await custom.run(interaction(answer="Try Globex." + " x" * 30))
+    assert scores["capped"].score == 1.0
+
+
 async def test_sample_rate_and_conditions_choose_the_same_interactions_every_time(tmp_path: Path) -> None:
     text = """
 evaluators:
