@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -1162,10 +1163,7 @@ def interaction(
             "the model call has no time (the span's startTimeUnixNano, the records' timeUnixNano)"
         )
     model = next((m for k in MODEL_KEYS if (m := _first(k, span_attrs, *record_attrs))), "unknown")
-    not_judged: dict[str, int] = {}
-    for m in [*inputs, *outputs]:
-        for kind in m.not_judged:
-            not_judged[kind] = not_judged.get(kind, 0) + 1
+    not_judged = dict(Counter(kind for m in [*inputs, *outputs] for kind in m.not_judged))
     metadata: dict[str, Any] = {
         "trace_id": call.trace_id,
         "span_name": call.name,
