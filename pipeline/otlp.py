@@ -44,8 +44,10 @@ and span id:
 - **retrieval**: OpenInference RETRIEVER spans (``retrieval.documents.N.document.content|id``) and GenAI
   ``retrieval`` spans (``gen_ai.retrieval.documents``, a JSON string or structured list of
   ``{id, score, content}``: the specification requires only id and score, which carry no text to judge
-  against, so only documents with ``content`` become passages). The passages of a trace become the
-  context of its model calls;
+  against, so only documents with ``content`` become passages). Each passage becomes the context of
+  the final answer its retrieval span belongs to: the first that ends after the span starts (the rule
+  that gives tool spans to their answer), so a trace that spans several turns judges each answer
+  against what was retrieved for it, not what a later turn retrieved;
 - the **conversation**: the input messages become the interaction's ``messages`` (roles user, human or
   none -> user; assistant, ai, model, bot -> assistant; system, developer -> system), so the last user
   message that asks something is the question and the turns before it the history. Tool turns (read as
@@ -62,8 +64,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -220,8 +223,13 @@ class Call:
 
 @dataclass(frozen=True)
 class Passage:
+    """One retrieved passage, with its retrieval span's start and parent (0 and "" where unknown): the
+    start places it in its turn (``convert_trace``)."""
+
     text: str
     document: str | None
+    start_ns: int = 0
+    parent_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -662,12 +670,13 @@ def read_batch(request: dict[str, Any]) -> Batch:
         read += 1
         attrs = attributes(item.get("attributes", []))
         trace, span_id, name = _id(item.get("traceId")), _id(item.get("spanId")), str(item.get("name", ""))
-        found = documents(attrs)
-        if found and trace:
-            passages.setdefault(trace, []).extend(found)
         start = _time(item, "startTimeUnixNano", "endTimeUnixNano")
         end = _time(item, "endTimeUnixNano", "startTimeUnixNano")
         parent = _id(item.get("parentSpanId"))
+        found = documents(attrs)
+        if found and trace:
+            placed = (replace(p, start_ns=start, parent_id=parent) for p in found)
+            passages.setdefault(trace, []).extend(placed)
         if not _is_model_call(attrs):
             if trace and span_id:
                 tool = tool_span(span_id, parent, name, attrs, item, start, end)
@@ -1127,10 +1136,15 @@ def _conversation_id(final: _Read, trace: Trace) -> str | None:
 
 
 def interaction(
-    read: _Read, trace: Trace, steps: list[dict[str, Any]], incomplete: bool, limits: Limits | None = None
+    read: _Read,
+    trace: Trace,
+    steps: list[dict[str, Any]],
+    incomplete: bool,
+    limits: Limits | None = None,
+    passages: Sequence[Passage] = (),
 ) -> Interaction:
-    """The interaction of the call that answered (its span's content, else its records'); ValueError or
-    ValidationError with the reason when it has none."""
+    """The interaction of the call that answered (its span's content, else its records'), with
+    ``passages`` as its contexts; ValueError or ValidationError with the reason when it has none."""
     call, inputs, outputs = read.call, read.inputs, read.outputs
     if not any(m.text.strip() or m.tool_calls or m.tool_results for m in [*inputs, *outputs]):
         raise ValueError(NO_CONTENT_IN_RECORDS if call.records else NO_CONTENT)
@@ -1149,10 +1163,7 @@ def interaction(
             "the model call has no time (the span's startTimeUnixNano, the records' timeUnixNano)"
         )
     model = next((m for k in MODEL_KEYS if (m := _first(k, span_attrs, *record_attrs))), "unknown")
-    not_judged: dict[str, int] = {}
-    for m in [*inputs, *outputs]:
-        for kind in m.not_judged:
-            not_judged[kind] = not_judged.get(kind, 0) + 1
+    not_judged = dict(Counter(kind for m in [*inputs, *outputs] for kind in m.not_judged))
     metadata: dict[str, Any] = {
         "trace_id": call.trace_id,
         "span_name": call.name,
@@ -1170,7 +1181,7 @@ def interaction(
         "model": str(model),
         "conversation_id": _conversation_id(read, trace),
         "messages": conversation(inputs),
-        "contexts": [{"text": p.text, "document": p.document} for p in trace.passages],
+        "contexts": [{"text": p.text, "document": p.document} for p in passages],
         "answer": answer,
         "ground_truth": _first("groundwatch.ground_truth", span_attrs, *record_attrs),
         "metadata": metadata,
@@ -1218,11 +1229,12 @@ def convert_trace(trace: Trace, incomplete: bool = False, limits: Limits | None 
     """One interaction per final answer. Of the trace's model calls that answered in text, those returned
     to the user (``_finals``) are interactions; the others (sub-agents, handoffs), the calls that only
     asked for tools, and the tool executions are steps of the first final answer that ends after they
-    start. A call with neither text nor tool calls is an error with the reason; a trace whose calls only
-    asked for tools gives no interaction (a plain client's next call, a trace of its own, has the results
-    in its input messages). ``incomplete``: the trace was held its time and is judged with what came.
-    ``limits``: the steps and history cut to them (``max_steps``, ``max_tool_result_chars``...), as the
-    worker sends it; without, as read."""
+    start, and the retrieved passages the contexts of that answer. A call with neither text nor tool
+    calls is an error with the reason; a trace whose calls only asked for tools gives no interaction (a
+    plain client's next call, a trace of its own, has the results in its input messages).
+    ``incomplete``: the trace was held its time and is judged with what came. ``limits``: the steps and
+    history cut to them (``max_steps``, ``max_tool_result_chars``...), as the worker sends it; without,
+    as read."""
     reads = sorted((_read(call) for call in trace.calls.values()), key=lambda r: (r.start_ns, r.call.span_id))
     answers = [r for r in reads if r.answer.strip()]
     asked = [r for r in reads if not r.answer.strip() and r.asked]
@@ -1247,9 +1259,10 @@ def convert_trace(trace: Trace, incomplete: bool = False, limits: Limits | None 
         mine = [r for r in asked if owner(r.start_ns) is final]
         sub = [r for r in others if owner(r.start_ns) is final]
         tools = [t for t in trace.tools.values() if owner(t.start_ns) is final]
+        passages = [p for p in trace.passages if owner(p.start_ns) is final]
         try:
             steps = _steps(final, mine, sub, tools, trace)
-            found.append(interaction(final, trace, steps, incomplete, limits))
+            found.append(interaction(final, trace, steps, incomplete, limits, passages))
         except (ValueError, ValidationError) as exc:
             errors.append(_error(final.call, exc))
     return TraceOutcome(found, errors, len(asked) + len(others))

@@ -328,7 +328,7 @@ class Interaction(BaseModel):
                 given_limits.max_tool_arguments_chars,
             )
             flags.extend(cut)
-            flags.extend(step_flags(self.steps, flags))
+            flags.extend(step_flags(self.steps, flags, given_limits.max_json_depth))
         self.flags = _cap_flags(flags)
         return self
 

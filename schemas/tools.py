@@ -20,10 +20,23 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from schemas.json_depth import json_depth_exceeds, value_depth_exceeds
+from schemas.settings import Limits
 
 #: a tool-call's arguments were a string that is not JSON: kept as the string
 FLAG_ARGUMENTS_NOT_JSON = "arguments_not_json"
+#: a tool-call's arguments nested deeper than ``limits.max_json_depth``: kept as their JSON text
+FLAG_ARGUMENTS_TOO_DEEP = "tool_arguments_too_deep"
 #: a tool-call's arguments were over ``limits.max_tool_arguments_chars``: kept as their JSON text, cut
 FLAG_ARGUMENTS_TRUNCATED = "tool_arguments_truncated"
 #: a tool result was over ``limits.max_tool_result_chars``: cut (the step is marked ``truncated``)
@@ -94,8 +107,9 @@ class ToolStep(BaseModel):
         None,
         description="the call's arguments: a JSON object (a JSON string that parses to an object is kept "
         "as the object); a string that is not JSON is kept as the string and the interaction flagged "
-        "arguments_not_json; arguments over limits.max_tool_arguments_chars are kept as their JSON text "
-        "cut to it (flagged tool_arguments_truncated); None: no arguments",
+        "arguments_not_json; arguments nested deeper than limits.max_json_depth are kept as their JSON "
+        "text (flagged tool_arguments_too_deep); arguments over limits.max_tool_arguments_chars are kept "
+        "as their JSON text cut to it (flagged tool_arguments_truncated); None: no arguments",
     )
     result: str | None = Field(
         None,
@@ -122,9 +136,16 @@ class ToolStep(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _normalise(cls, data: Any) -> Any:
+    def _normalise(cls, data: Any, info: ValidationInfo) -> Any:
+        """Nulls dropped; a result that is not text kept as its JSON text; arguments that are a JSON
+        object kept as the object unless they nest deeper than ``max_json_depth`` (the limits in the
+        validation context, else the default ones): then kept as their JSON text, which any later stage
+        can write out (``step_flags`` flags them)."""
         if not isinstance(data, dict):
             return data
+        ctx = info.context if isinstance(info.context, dict) else {}
+        limits = ctx.get("limits")
+        max_depth = (limits if isinstance(limits, Limits) else Limits()).max_json_depth
         data = {k: v for k, v in data.items() if v is not None or k == "result"}
         result = data.get("result")
         if result is not None and not isinstance(result, str):
@@ -133,10 +154,12 @@ class ToolStep(BaseModel):
         if isinstance(arguments, str):
             if not arguments.strip():
                 data.pop("arguments")
-            else:
+            elif not json_depth_exceeds(arguments, max_depth):
                 ok, value = parse_json(arguments)
                 if ok and isinstance(value, dict):
                     data["arguments"] = value
+        elif isinstance(arguments, dict) and value_depth_exceeds(arguments, max_depth):
+            data["arguments"] = json_text(arguments)
         elif arguments is not None and not isinstance(arguments, dict):
             data["arguments"] = json_text(arguments)  # a list or a number: kept as its JSON text
         if "status" not in data:
@@ -201,15 +224,23 @@ def limit_steps(
     return out, flags
 
 
-def step_flags(steps: Sequence[ToolStep], flags: Sequence[str] = ()) -> list[str]:
-    """The flags the steps themselves call for: arguments kept as a string that is not JSON (except
-    arguments that ``flags`` already says were cut to the limit: their JSON text is cut)."""
+def step_flags(steps: Sequence[ToolStep], flags: Sequence[str] = (), max_depth: int = 0) -> list[str]:
+    """The flags the steps themselves call for: arguments kept as JSON text because they nest deeper
+    than ``max_depth`` (``limits.max_json_depth``; 0: the default limit), and arguments kept as a
+    string that is not JSON (except arguments that ``flags`` already says were cut to the limit: their
+    JSON text is cut)."""
+    max_depth = max_depth or Limits().max_json_depth
     cut = {f.split(" ", 2)[1] for f in flags if f.startswith(f"{FLAG_ARGUMENTS_TRUNCATED}: ")}
-    return [
-        f"{FLAG_ARGUMENTS_NOT_JSON}: steps[{i}] ({s.name})"
-        for i, s in enumerate(steps)
-        if not arguments_are_json(s) and f"steps[{i}]" not in cut
-    ]
+    out: list[str] = []
+    for i, s in enumerate(steps):
+        if isinstance(s.arguments, str) and json_depth_exceeds(s.arguments, max_depth):
+            out.append(
+                f"{FLAG_ARGUMENTS_TOO_DEEP}: steps[{i}] ({s.name}) nested deeper than {max_depth} levels "
+                f"(max_json_depth)"
+            )
+        elif not arguments_are_json(s) and f"steps[{i}]" not in cut:
+            out.append(f"{FLAG_ARGUMENTS_NOT_JSON}: steps[{i}] ({s.name})")
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

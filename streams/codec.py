@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -14,32 +13,12 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.deadletter import DeadLetter
 from schemas.errors import InvalidMessage, StageError
+from schemas.json_depth import json_depth_exceeds
 from schemas.results import Stage
 from schemas.settings import Limits
 from schemas.validation import describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
-
-# a JSON string (skipped whole, at C speed) or one bracket; what is left between them cannot nest
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-
-
-def json_depth_exceeds(text: str, limit: int) -> bool:
-    """True when objects and arrays in ``text`` nest deeper than ``limit``; a linear scan without
-    recursion (``json.loads`` recurses once a level and a deep enough message raises RecursionError).
-    Brackets inside strings do not count; for text that is not JSON the answer is only an estimate."""
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    for m in _STRING_OR_BRACKET.finditer(text):
-        ch = m.group()
-        if ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-    return False
 
 
 def _reject_constant(name: str) -> Any:

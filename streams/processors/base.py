@@ -85,7 +85,7 @@ class Processor(ABC, Generic[In]):
         await self.process(message)
         self.ctx.metrics.events_out.labels(self.stage).inc()
 
-    def letter_payload(self, event: Any, exc: Exception) -> bytes | str:
+    def letter_payload(self, event: Any, exc: Exception) -> bytes | str | None:
         """What a dead letter of this event carries: the message as read."""
         return event.value
 

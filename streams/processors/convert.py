@@ -23,7 +23,7 @@ class ConvertProcessor(Processor[Interaction]):
     def source_topic(self) -> str:
         return self.ctx.names.interactions
 
-    def letter_payload(self, event: Any, exc: Exception) -> bytes | str:
+    def letter_payload(self, event: Any, exc: Exception) -> bytes | str | None:
         return letter_payload(self.resources.privacy, event.value, exc, self.ctx.settings.limits)
 
     async def process(self, message: Interaction) -> None:

@@ -20,11 +20,14 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
 from pipeline.clock import Clock
 from pipeline.otlp import Call, convert_trace, read_batch
 from pipeline.otlp_join import OtlpBuffer, Ready
 from pipeline.retry import Backoff, retry
 from schemas.errors import InvalidMessage
+from schemas.interaction import Interaction
 from schemas.otlp import OtlpLogs, OtlpTraces
 from streams.acks import OrderedAcks, Ticket
 from streams.codec import Origin, decode
@@ -93,7 +96,7 @@ class OtlpProcessor(HoldingProcessor):
         for found in result.interactions:
             iid = found.interaction_id
             call = trace.calls[iid.rpartition(":")[2]]
-            send = functools.partial(self.ctx.send, self.ctx.names.interactions, iid, found)
+            send = functools.partial(self._send, iid, found)
             tried = await retry(
                 send,
                 what=f"otlp: sending {iid}",
@@ -101,10 +104,29 @@ class OtlpProcessor(HoldingProcessor):
                 backoff=Backoff(first_s=self.ctx.retry_delay_s),
                 sleep=self.ctx.clock.sleep,
             )
-            if tried.error is not None:
-                await self.dead_letter(call, tried.error, self._topic(call), found.model_dump_json())
+            failed = tried.error or tried.value
+            if failed is not None:
+                await self.dead_letter(call, failed, self._topic(call), self._original(found))
                 continue
             self.ctx.metrics.events_out.labels("otlp").inc()
+
+    async def _send(self, iid: str, found: Interaction) -> PydanticSerializationError | None:
+        """Send one interaction; an interaction that cannot be written out is returned, not raised (no
+        retry can write it out)."""
+        try:
+            await self.ctx.send(self.ctx.names.interactions, iid, found)
+        except PydanticSerializationError as exc:
+            return exc
+        return None
+
+    def _original(self, found: Interaction) -> str | None:
+        """The interaction a dead letter carries to replay: masked in ``privacy.mode`` all (as the
+        stages after this one would store it); None when it cannot be masked or written out."""
+        try:
+            return self.resources.privacy.for_storage(found).model_dump_json()
+        except Exception as exc:  # the failure being dead-lettered stays the one reported
+            log.warning("otlp: a dead letter carries no interaction (%s)", type(exc).__name__)
+            return None
 
     def _topic(self, call: Call) -> str:
         return self.ctx.names.otlp if call.span is not None else self.ctx.names.otlp_logs

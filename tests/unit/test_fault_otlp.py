@@ -14,11 +14,15 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic_core import PydanticSerializationError
 
 from pipeline.clock import ManualClock
 from pipeline.otlp import read_batch
+from pipeline.privacy.detect import Span
+from pipeline.privacy.mask import Masker, PrivacyGuard
 from schemas.deadletter import DeadLetter
 from schemas.interaction import Interaction
+from schemas.settings import PrivacySettings
 from streams.acks import OrderedAcks, Ticket
 from streams.context import StreamContext, new_context
 from streams.processors.holding import HoldingProcessor
@@ -68,7 +72,7 @@ class Rig:
         await asyncio.sleep(0)
 
 
-def rig() -> Rig:
+def rig(privacy: PrivacyGuard | None = None) -> Rig:
     settings = make_settings(
         kafka={"otlp_input": True, "otlp_logs_input": True, "otlp_hold_s": HOLD_S}, judge={"kind": "lexical"}
     )
@@ -76,7 +80,7 @@ def rig() -> Rig:
     for name in ctx.names.all():
         ctx.topics[name] = Topic()
     ctx.clock = ManualClock()
-    resources = SimpleNamespace(clock=ManualClock())
+    resources = SimpleNamespace(clock=ManualClock(), privacy=privacy or PrivacyGuard(settings.privacy))
     return Rig(ctx, OtlpProcessor(ctx, resources, clock=ManualClock()), [])  # type: ignore[arg-type]
 
 
@@ -270,3 +274,52 @@ async def test_a_trace_whose_calls_only_asked_for_tools_is_counted_acked_and_nev
     assert r.interactions() == [] and r.letters() == []
     assert r.acked == [(r.ctx.names.otlp, 0)]
     assert r.ctx.metrics.otlp_steps.labels("no")._value.get() == 1
+
+
+EMAIL = "mira.kowalski@northwind-mail.com"
+
+
+class EmailOnly:
+    """A detector that finds one address (Presidio stands behind this interface in the worker)."""
+
+    def detect(self, text: str) -> list[Span]:
+        i = text.find(EMAIL)
+        return [] if i < 0 else [Span(i, i + len(EMAIL), "EMAIL_ADDRESS", 1.0)]
+
+
+class Unwritable(Topic):
+    """The interactions topic when the interaction cannot be written out (what ``encode`` raises)."""
+
+    async def send(self, *, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+        self.tried += 1
+        raise PydanticSerializationError("Error serializing to JSON: Maximum serialization depth exceeded")
+
+
+@pytest.mark.parametrize("unwritable", [False, True])
+async def test_an_interaction_that_cannot_be_sent_is_dead_lettered_masked_in_mode_all(
+    unwritable: bool,
+) -> None:
+    """A broker that refuses is retried ``deadletter_attempts`` times; an interaction that cannot be
+    written out is dead-lettered at once (no retry can write it). Either way, in ``privacy.mode`` all the
+    letter's interaction to replay is the masked one."""
+    r = rig(PrivacyGuard(PrivacySettings(mode="all"), Masker(EmailOnly())))
+    name = r.ctx.names.interactions
+    if unwritable:
+        r.ctx.topics[name] = Unwritable()
+    else:
+        r.ctx.topics[name].fail = True  # type: ignore[union-attr]
+    said = [{"role": "user", "content": f"I am {EMAIL}, where is my order?"}]
+    span = chat_span(T1, S1, content=False)
+    span["attributes"] += kv({
+        "gen_ai.input.messages": json.dumps(said),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": "Shipped."}]),
+    })  # fmt: skip
+    await r.handle(r.event(r.ctx.names.otlp, 0, request(span)))
+    await r.otlp.pool.drain()
+    topic = r.ctx.topics[name]
+    assert isinstance(topic, Topic)
+    assert topic.tried == (1 if unwritable else r.ctx.settings.kafka.deadletter_attempts)
+    [letter] = r.letters()
+    assert letter.error_type == ("PydanticSerializationError" if unwritable else "ConnectionError")
+    assert letter.original is not None and "<EMAIL" in letter.original
+    assert EMAIL not in letter.model_dump_json()

@@ -287,3 +287,27 @@ def test_each_frameworks_tool_spans_alone_carry_the_result(name: str) -> None:
     assert [t.name for t in tools] == ["search_kb", "search_kb"]
     assert [json.loads(t.result or "")[0]["id"] for t in tools] == DOCS
     assert not any(t.error for t in tools)
+
+
+def test_a_later_turns_retrieved_passage_is_not_the_earlier_turns_context() -> None:
+    """A session span around two turns, and a retrieval span in the second turn only: the first turn's
+    answer is not judged against what was retrieved after it was given; the second turn's is."""
+    [request] = requests("openai-v2")
+    session = span("5" * 16, "session", {"session.id": "conv-42"}, start=0)
+    spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    for resource in request["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for item in scope["spans"]:
+                item["traceId"] = TRACE
+                item["parentSpanId"] = item.get("parentSpanId") or session["spanId"]
+    last_start = max(int(s["startTimeUnixNano"]) for s in spans)
+    documents = json.dumps([{"id": "later.pdf", "content": "LATER TURN TEXT"}])
+    retrieval = span("6" * 16, "retrieval", {"gen_ai.operation.name": "retrieval",
+        "gen_ai.retrieval.documents": documents}, session["spanId"])  # fmt: skip
+    retrieval["startTimeUnixNano"] = str(last_start - 1)  # inside the second turn, after the first answer
+    spans.extend([session, retrieval])
+    interactions, errors, _ = convert(request)
+    assert [i.question for i in interactions] == QUESTIONS and errors == []
+    first, second = interactions
+    assert [p.text for p in first.contexts] == []
+    assert [(p.text, p.document) for p in second.contexts] == [("LATER TURN TEXT", "later.pdf")]

@@ -19,9 +19,10 @@ from pipeline.judges.lexical import LexicalJudge
 from pipeline.privacy.detect import PresidioDetector, Span
 from pipeline.privacy.mask import PSEUDONYM, Masker, PrivacyError, PrivacyGuard, restore_evaluation
 from schemas.interaction import Interaction
-from schemas.settings import ClickHouseSettings, PrivacySettings
+from schemas.settings import ClickHouseSettings, Limits, PrivacySettings
 from streams.clickhouse.store import ClickHouseStore
-from streams.codec import stage_of
+from streams.codec import dead_letter, decode, encode, stage_of
+from streams.privacy import letter_payload
 from tests.fixtures.messages import EVALUATED_AT
 from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
@@ -210,6 +211,35 @@ def test_a_failing_detector_stops_the_interaction_under_stage_privacy() -> None:
         guard.for_storage(planted_interaction())
     assert stage_of(raised.value, "convert") == "privacy"
     assert not holds_planted(str(raised.value))  # the reason names the failure, not the text
+
+
+class EmailOnly:
+    def detect(self, text: str) -> list[Span]:
+        i = text.find(PLANTED["EMAIL"])
+        return [] if i < 0 else [Span(i, i + len(PLANTED["EMAIL"]), "EMAIL_ADDRESS", 1.0)]
+
+
+def test_a_dead_letter_in_mode_all_never_carries_a_readable_interaction_unmasked() -> None:
+    """Tool arguments nesting 300 levels inside one string (the message passes max_json_depth): the
+    masked interaction is still written out, and a failure after the masking dead-letters it masked; an
+    interaction that cannot be masked again gets a letter without payload, never the message as read."""
+    email = PLANTED["EMAIL"]
+    raw = json.dumps({
+        "interaction_id": "leak-1", "question": f"I am {email}, where is my order?", "answer": "Shipped.",
+        "steps": [{"name": "lookup", "arguments": '{"a":' * 300 + '"ORD-1"' + "}" * 300, "result": "ok"}],
+    })  # fmt: skip
+    guard = PrivacyGuard(PrivacySettings(mode="all"), Masker(EmailOnly()))
+    masked = encode(guard.for_storage(decode(raw, Interaction, Limits()))).decode()
+    assert email not in masked and "<EMAIL" in masked
+    failure = RuntimeError("the judge failed")
+    payload = letter_payload(guard, raw, failure, Limits())
+    assert isinstance(payload, str) and email not in payload and "<EMAIL" in payload
+    broken = PrivacyGuard(PrivacySettings(mode="all"), Masker(Broken()))
+    assert letter_payload(broken, raw, failure, Limits()) is None
+    letter = dead_letter(stage="evaluate", error=failure, payload=None, failed_at=EVALUATED_AT)
+    assert letter.payload == "" and letter.original is None and letter.error == "the judge failed"
+    not_an_interaction = b'{"question": 1}'
+    assert letter_payload(guard, not_an_interaction, failure, Limits()) == not_an_interaction
 
 
 async def test_judge_mode_judges_placeholders_and_keeps_the_originals(detector: PresidioDetector) -> None:

@@ -13,7 +13,7 @@ from schemas.errors import InvalidMessage
 from schemas.interaction import Interaction, interaction_digest
 from schemas.settings import Limits
 from schemas.tools import ToolStep, is_error_result
-from streams.codec import decode
+from streams.codec import decode, encode
 
 SYSTEM = {"role": "system", "content": "You are the support bot of Acme."}
 ASK_ORDER = {"role": "user", "content": "Where is my order 4471?"}
@@ -301,3 +301,47 @@ def test_non_utf8_and_odd_text_in_a_tool_result_are_kept_as_text() -> None:
         decode(raw.replace(b"\\udce9", b"\xe9"), Interaction, Limits())
     i = entered(event(question="Q?", steps=[{"name": "f", "result": "naïve 😀 \u0000"}]))
     assert i.steps[0].result == "naïve 😀 \u0000"
+
+
+def deep_arguments(depth: int) -> str:
+    return '{"a":' * depth + '"ORD-12345"' + "}" * depth
+
+
+@pytest.mark.parametrize("where", ["steps", "messages"])
+def test_arguments_nested_deeper_than_max_json_depth_are_kept_as_their_json_text_and_flagged(
+    where: str,
+) -> None:
+    """The message passes ``max_json_depth`` (the arguments are one string in it), but parsed they would
+    nest 300 levels, which no later stage could write out: they stay text, flagged."""
+    text = deep_arguments(300)
+    data = event(question="Where is my order?")
+    if where == "steps":
+        data["steps"] = [{"name": "lookup", "arguments": text, "result": "shipped"}]
+    else:
+        data["messages"] = [
+            ASK_ORDER, calls(call("c1", "lookup", text)), tool("c1", "shipped"),
+        ]  # fmt: skip
+        del data["question"]
+    interaction = entered(data)
+    [step] = interaction.steps
+    assert step.arguments == text and step.result == "shipped"
+    assert [f for f in interaction.flags if f.startswith("tool_arguments")] == [
+        "tool_arguments_too_deep: steps[0] (lookup) nested deeper than 64 levels (max_json_depth)"
+    ]
+    assert not any(f.startswith("arguments_not_json") for f in interaction.flags)
+    again = decode(encode(interaction), Interaction, Limits(), between_stages=True)
+    assert again == interaction
+
+
+def test_arguments_given_as_an_object_deeper_than_max_json_depth_are_kept_as_their_json_text() -> None:
+    limits = Limits(max_json_depth=3)
+    deep = {"a": {"b": {"c": {"d": "ORD-1"}}}}
+    shallow = {"a": {"b": {"c": "ORD-2"}}}
+    steps = [{"name": "deep", "arguments": deep}, {"name": "shallow", "arguments": shallow}]
+    interaction = Interaction.model_validate(
+        event(question="Where is my order?", steps=steps), context={"limits": limits}
+    )
+    assert [s.arguments for s in interaction.steps] == [json.dumps(deep, separators=(",", ":")), shallow]
+    assert interaction.flags == [
+        "tool_arguments_too_deep: steps[0] (deep) nested deeper than 3 levels (max_json_depth)"
+    ]
