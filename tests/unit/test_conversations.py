@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -32,7 +33,7 @@ from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.closer import WindowCloser
-from streams.windows.conversations import ConversationCloser
+from streams.windows.conversations import ConversationCloser, ConversationStore
 from tests.integration.chdb import fresh_chdb_url
 
 #: inside the evaluations' retention, on a window boundary
@@ -367,3 +368,101 @@ def test_the_table_is_kept_as_long_as_the_evaluations() -> None:
         assert "toIntervalDay(9)" in s.client.command(f"SHOW CREATE TABLE {s.db}.evaluations")
     finally:
         s.close()
+
+
+class FailingTurns:
+    """A conversation store whose reads of turns fail with ``error`` (taking ``seconds`` on the clock)."""
+
+    def __init__(self, error: Exception, clock: ManualClock | None = None, seconds: float = 0.0) -> None:
+        self.error, self.clock, self.seconds = error, clock, seconds
+        self.reads = 0
+
+    async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
+        self.reads += 1
+        if self.clock is not None:
+            self.clock.advance(self.seconds)
+        raise self.error
+
+    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int]]:
+        return {}
+
+    async def insert(self, rows: object, written_at: datetime) -> None:
+        return None
+
+    async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
+        return []
+
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        return []
+
+
+def _due_closer(store: ConversationStore, clock: ManualClock) -> ConversationCloser:
+    wset = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
+    settings = ConversationSettings(idle_seconds=100, close_batch=10)
+    return ConversationCloser(settings, wset, store, clock=clock)
+
+
+async def test_an_unavailable_clickhouse_ends_the_round_with_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    down = FailingTurns(ConnectionError("ClickHouse down"))
+    convs = _due_closer(down, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    assert await convs.close_due() == []
+    assert down.reads == 1  # like the window closer: one unavailable read ends the round
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
+    assert await convs.close_due() == [] and down.reads == 2  # all still open: tried at the next tick
+    caplog.clear()
+    result = await convs.finish(budget_s=30.0)
+    assert (result.closed, result.left, down.reads) == (0, 1000, 3)
+    assert "ClickHouse unavailable" in caplog.text and "LEFT" in caplog.text
+
+
+async def test_failing_batches_log_a_few_lines_a_round(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    refused = FailingTurns(ValueError("refused"))
+    convs = _due_closer(refused, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    assert await convs.close_due() == []
+    assert refused.reads == 100  # not an outage: every batch is tried
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(lines) == 6 and "95 more batches failed" in lines[-1], lines
+
+
+async def test_the_stop_closes_conversations_within_its_budget_then_nothing_more(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    slow = FailingTurns(ValueError("slow and refused"), clock, seconds=2.0)
+    convs = _due_closer(slow, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    result = await convs.finish(budget_s=9.0)
+    # a batch begins only while the last one's 2 s still fit: at 0, 2, 4, 6 s (8 + 2 > 9)
+    assert (slow.reads, result.closed, result.left, result.failed) == (4, 0, 1000, 4)
+    assert "budget of 9 s ran out" in caplog.text
+    assert await convs.close_due() == [] and slow.reads == 4  # nothing closes after the stop
+    assert (await convs.finish(budget_s=9.0)).left == 0 and slow.reads == 4
+
+
+async def test_a_timer_round_ends_after_its_batch_when_the_stop_begins() -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    gate = asyncio.Event()
+
+    class Hanging(FailingTurns):
+        async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
+            self.reads += 1
+            await gate.wait()
+            raise self.error
+
+    hanging = Hanging(ValueError("refused"))
+    convs = _due_closer(hanging, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    timer = asyncio.create_task(convs.close_due())
+    await asyncio.sleep(0)
+    final = asyncio.create_task(convs.finish(budget_s=-1.0))  # (a stop's round that begins nothing)
+    await asyncio.sleep(0)
+    gate.set()
+    await timer
+    result = await final
+    assert (hanging.reads, result.left) == (1, 1000)
