@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS ${database}.conversations
     unresolving_turn_id String,
     written_at DateTime64(3, 'UTC'),
     version UInt64,
+    -- when the row was stored (the ClickHouse server's clock): a window computed before it (computed_at)
+    -- may not count it, and is recomputed at the next start (streams/clickhouse/conversations.py)
+    inserted_at DateTime64(3, 'UTC') DEFAULT now64(3),
     -- windows read conversations by their close time (the last turn's)
     INDEX last_turn_minmax last_turn_at TYPE minmax GRANULARITY 1
 )

@@ -253,7 +253,8 @@ async def test_an_end_mark_closes_at_once_and_one_turn_interactions_count(store:
 
 
 async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHouseStore) -> None:
-    clock = ManualClock(T0 + timedelta(seconds=10))
+    # near the server's clock, which stamps a stored rollup's inserted_at (read by reconcile)
+    clock = ManualClock(datetime.now(UTC))
     convs, windows = closers(store, clock)
     await deliver(store, convs, windows, [ev("r1", "c1", 1), ev("r2", "c1", 2)])
     # the worker dies before the conversation is due; a new one starts later with nothing in memory
@@ -270,6 +271,35 @@ async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHou
     assert w.conversations == 1
     convs, windows = closers(store, clock)
     assert await convs.reconcile(timedelta(hours=24)) == (0, 0)
+
+
+async def test_a_window_computed_while_a_rollup_is_written_is_recomputed_at_the_next_start(
+    store: ClickHouseStore,
+) -> None:
+    """A window round that reads the conversations while a rollup is being written (the timer beside the
+    stop, or a second worker) is stamped after the rollup's close began but before it is stored; the
+    worker dies before the window closes again: the next start recomputes it."""
+    clock = ManualClock(datetime.now(UTC) - timedelta(seconds=30))  # behind the server's clock
+    convs, windows = closers(store, clock)
+    await deliver(store, convs, windows, [ev("t1", "c1", 1), ev("t2", "c1", 2, end=True)])
+    real_insert = convs.store.insert
+
+    async def insert_beside_a_window_round(rows: object, written_at: datetime) -> None:
+        clock.advance(0.01)
+        await windows.close_due(final=True)  # the window round reads the conversations before the insert
+        await real_insert(rows, written_at)  # type: ignore[arg-type]
+
+    convs.store.insert = insert_beside_a_window_round  # type: ignore[method-assign]
+    [c] = await convs.close_due()
+    assert c.turns == 2
+    [w] = store.windows_sync()
+    assert w.conversations == 0  # computed before the rollup was stored
+    # the worker dies here (the touched window never closes again); a new one starts
+    clock.advance(5)
+    convs, windows = closers(store, clock)
+    assert await convs.reconcile(timedelta(hours=24)) == (0, 1)
+    [w] = await windows.close_due(final=True)
+    assert w.conversations == 1
 
 
 async def test_turns_out_of_order_and_duplicated_count_exactly(store: ClickHouseStore) -> None:
