@@ -45,6 +45,7 @@ ALTER TABLE ${database}.evaluations
 -- the conversation metrics of a window: the conversations whose last turn falls in it (schemas/metrics.py)
 ALTER TABLE ${database}.window_aggregates
     ADD COLUMN IF NOT EXISTS conversations UInt64 DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS conversations_judged UInt64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS conversations_hallucinated UInt64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS conversations_unresolved UInt64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS conversations_reasked UInt64 DEFAULT 0,

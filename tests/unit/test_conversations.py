@@ -14,14 +14,17 @@ from pipeline.clock import ManualClock
 from pipeline.conversations import (
     OpenConversations,
     contradictions,
+    figures,
     reasks,
     rollup,
     single,
+    turn_of,
 )
 from schemas.conversation import ConversationTurn, marks_end
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
+from schemas.metrics import METRICS_BY_NAME
 from schemas.settings import (
     ClickHouseSettings,
     ConversationSettings,
@@ -32,6 +35,7 @@ from schemas.settings import (
 from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
+from streams.windows.aggregator import aggregate
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser, ConversationStore
 from tests.integration.chdb import fresh_chdb_url
@@ -496,3 +500,27 @@ async def test_a_timer_round_ends_after_its_batch_when_the_stop_begins() -> None
     await timer
     result = await final
     assert (hanging.reads, result.left) == (1, 1000)
+
+
+def test_a_conversation_sampled_out_is_not_counted_as_resolved() -> None:
+    """A conversation none of whose turns was judged has no verdict: the rates read from verdicts leave it
+    out; it is closed and its turns counted all the same."""
+    rows = [EvalRow.from_evaluation(ev("j", None, 1, refusal=True))]
+    unjudged = {"judged": False, "hallucination": None, "answer_refusal": None, "skip_reason": "rate"}
+    skipped = [ev(f"s{i}", None, 2 + i).model_copy(update=unjudged) for i in range(9)]
+    asked = "Where is my parcel?"
+    skipped += [ev(f"m{i}", "multi", 20 + i, question=asked).model_copy(update=unjudged) for i in (1, 2)]
+    rows += [EvalRow.from_evaluation(e) for e in skipped if e.conversation_id is None]
+    multi = rollup("a", "m", "multi", [turn_of(e) for e in skipped if e.conversation_id], 0.8)
+    w = aggregate(rows, window_start=T0, window_end=T0 + timedelta(seconds=60), app="a", model="m",
+                  conversations=[multi])  # fmt: skip
+    assert w.answer_refusal_rate == 1.0  # over the judged interactions
+    assert (w.conversations, w.conversations_judged) == (11, 1)
+    assert (w.conversation_unresolved_rate, w.conversation_hallucinated_rate) == (1.0, 0.0)
+    # the rates read from texts and the turns are over every conversation
+    assert (w.conversation_reask_rate, w.mean_turns_per_conversation) == (1 / 11, 12 / 11)
+    found = figures([ev("j", None, 1, refusal=True), *skipped], 0.8)
+    assert found.metrics["conversation_unresolved_rate"] == 1.0
+    assert found.metrics["mean_turns_per_conversation"] == 12 / 11
+    pooled = METRICS_BY_NAME["conversation_unresolved_rate"]
+    assert pooled.denominator == "conversations_judged" and pooled.totals(w) == (1.0, 1)
