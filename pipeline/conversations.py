@@ -27,7 +27,7 @@ from schemas.conversation import ConversationFigures, ConversationRollup, Conver
 from schemas.errors import ConversationError
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
-from schemas.metrics import CONVERSATION_SCORED
+from schemas.metrics import CONVERSATION_SCORED, JUDGED_CONVERSATIONS, Metric
 
 ConversationKey = tuple[str, str, str]  # app, model, conversation_id
 
@@ -287,13 +287,20 @@ def rollups_of(evaluations: Iterable[Evaluation], reask_similarity: float) -> li
     return out
 
 
+def counts_in(metric: Metric, conversation: ConversationRollup) -> bool:
+    """Whether a conversation counts in a conversation metric: a rate read from the judge's verdicts
+    (its count column ``JUDGED_CONVERSATIONS``) counts only the conversations with a judged turn; the
+    others count every conversation."""
+    return metric.count_column != JUDGED_CONVERSATIONS or conversation.judged_turns > 0
+
+
 def figures(evaluations: Iterable[Evaluation], reask_similarity: float) -> ConversationFigures:
     """The catalogue's conversation metrics over the conversations of these evaluations, as a window
     computes them (``streams.windows.aggregator``), and the worst conversations."""
     rollups = rollups_of(evaluations, reask_similarity)
     values: dict[str, float | None] = {}
     for metric in CONVERSATION_SCORED:
-        known = [float(getattr(c, str(metric.source))) for c in rollups]
+        known = [float(getattr(c, str(metric.source))) for c in rollups if counts_in(metric, c)]
         values[metric.name] = sum(known) / len(known) if known else None
     multi = [c for c in rollups if c.conversation_id]
     worst = sorted((c for c in multi if any(badness(c))), key=badness, reverse=True)[:20]

@@ -135,6 +135,11 @@ def _mean(name: str, label: str, short: str, source: str, count: str) -> Metric:
     )  # fmt: skip
 
 
+#: the window_aggregates column counting the conversations with at least one judged turn: the denominator
+#: of the conversation rates read from the judge's verdicts (a conversation sampled out entirely has none)
+JUDGED_CONVERSATIONS = "conversations_judged"
+
+
 def _conversation(
     name: str,
     label: str,
@@ -143,9 +148,10 @@ def _conversation(
     events: str | None,
     kind: MetricKind = MetricKind.RATE,
     unit: str = "",
+    count: str = "conversations",
 ) -> Metric:
     return Metric(
-        name=name, label=label, short=short, kind=kind, source=source, count_column="conversations",
+        name=name, label=label, short=short, kind=kind, source=source, count_column=count,
         events_column=events, over=Over.CONVERSATION, unit=unit,
     )  # fmt: skip
 
@@ -206,11 +212,11 @@ METRICS: tuple[Metric, ...] = (
     _sum("judge_cost_usd", "Judge cost", "cost $", ("cost_usd",), "USD"),
     _conversation(
         "conversation_hallucinated_rate", "Conversations with a hallucinated turn", "cv hal",
-        "any_hallucinated", "conversations_hallucinated",
+        "any_hallucinated", "conversations_hallucinated", count=JUDGED_CONVERSATIONS,
     ),
     _conversation(
         "conversation_unresolved_rate", "Conversations ended unresolved", "cv unres", "ended_unresolved",
-        "conversations_unresolved",
+        "conversations_unresolved", count=JUDGED_CONVERSATIONS,
     ),
     _conversation(
         "conversation_reask_rate", "Conversations with a re-asked question", "cv reask", "reasked",

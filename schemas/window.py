@@ -76,6 +76,9 @@ class WindowAggregate(BaseModel):
     # conversations whose last turn falls in the window (schemas/conversation.py): how many, how many had
     # each outcome, and the rates and mean turns over them (the metric catalogue's conversation metrics)
     conversations: int = Field(0, description="conversations closed with their last turn in the window")
+    conversations_judged: int = Field(
+        0, description="... with at least one judged turn (the denominator of the rates read from verdicts)"
+    )
     conversations_hallucinated: int = Field(0, description="... with a hallucinated turn")
     conversations_unresolved: int = Field(0, description="... that ended unresolved")
     conversations_reasked: int = Field(0, description="... with a re-asked user turn")

@@ -287,17 +287,22 @@ class Resources(Service):
                 await self._dead_letter_rows.flush()
             except Exception:  # unacked: read again after a restart
                 log.exception("writing the dead-letter rows on stop failed")
+        # the due conversations, then the open windows (which count them), share a third of the stop's
+        # time: the conversations first, the windows get what is left; what either leaves is logged and
+        # done at the next start (``reconcile``)
+        budget = self.ctx.settings.kafka.shutdown_timeout_s / 3
+        started = self.clock.monotonic()
         if self.conversations is not None:
-            try:  # the due conversations' rollups, so the windows written next count them
-                await self.conversations.close_due()
+            try:
+                await self.conversations.finish(budget)
             except Exception:
                 log.exception("closing the due conversations on stop failed (rolled up at the next start)")
         if self._windows is not None:
             # rows flushed so far are complete: write their windows (after the timer's round under way,
-            # never beside it), within a third of the stop's time; the rest are recomputed at the next start
-            budget = self.ctx.settings.kafka.shutdown_timeout_s / 3
+            # never beside it) in what is left of the budget; the rest are recomputed at the next start
+            left = max(0.0, budget - (self.clock.monotonic() - started))
             try:
-                await self._windows.finish(budget)
+                await self._windows.finish(left)
             except Exception:
                 log.exception("closing the open windows on stop failed (recomputed at the next start)")
             try:

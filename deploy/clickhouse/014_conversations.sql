@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS ${database}.conversations
     unresolving_turn_id String,
     written_at DateTime64(3, 'UTC'),
     version UInt64,
+    -- when the row was stored (the ClickHouse server's clock): a window computed before it (computed_at)
+    -- may not count it, and is recomputed at the next start (streams/clickhouse/conversations.py)
+    inserted_at DateTime64(3, 'UTC') DEFAULT now64(3),
     -- windows read conversations by their close time (the last turn's)
     INDEX last_turn_minmax last_turn_at TYPE minmax GRANULARITY 1
 )
@@ -42,6 +45,7 @@ ALTER TABLE ${database}.evaluations
 -- the conversation metrics of a window: the conversations whose last turn falls in it (schemas/metrics.py)
 ALTER TABLE ${database}.window_aggregates
     ADD COLUMN IF NOT EXISTS conversations UInt64 DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS conversations_judged UInt64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS conversations_hallucinated UInt64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS conversations_unresolved UInt64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS conversations_reasked UInt64 DEFAULT 0,

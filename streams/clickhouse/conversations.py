@@ -135,14 +135,17 @@ class ConversationRows:
         return await asyncio.to_thread(self.unrolled_sync, since)
 
     def stale_windows_sync(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
-        """(app, model, window start) of windows a conversation row written since ``since`` counts in and
-        that were computed before it (or never): the worker stopped between the two writes."""
+        """(app, model, window start) of windows a conversation row stored since ``since`` counts in and
+        that were computed before it was stored (or never): the worker stopped between the two writes,
+        or a window round read the conversations while the row was being written. As for the rows of a
+        window (``ClickHouseStore.stale_windows_sync``), the row's ``inserted_at`` (the server's clock)
+        is compared with the window's ``computed_at`` (stamped before its reads)."""
         size_ms = int(size_seconds) * 1000
         params = {"size_ms": size_ms, "since": utc(since)}
         written = self.store.query_sync(
             "SELECT app, model, intDiv(toUnixTimestamp64Milli(last_turn_at), {size_ms:Int64}) AS bucket, "
-            f"max(written_at) AS written FROM {self.db}.conversations "
-            f"WHERE written_at >= {{since:{_TS}}} GROUP BY app, model, bucket",
+            f"max(inserted_at) AS written FROM {self.db}.conversations "
+            f"WHERE inserted_at >= {{since:{_TS}}} GROUP BY app, model, bucket",
             params,
         )
         computed = self.store.query_sync(

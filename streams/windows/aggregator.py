@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from pipeline.conversations import single
+from pipeline.conversations import counts_in, single
 from schemas.conversation import ConversationRollup
 from schemas.evaluation_row import EvalRow
 from schemas.latency import histogram, quantile
@@ -40,13 +40,17 @@ class WindowStats:
         self._custom_missing: dict[str, int] = {}
         self._conversations: dict[str, list[float]] = {m.name: [] for m in CONVERSATION_SCORED}
         self.conversations = 0
+        self.conversations_judged = 0  # with a judged turn: the verdict rates' denominator
         self._singles: list[EvalRow] = []  # rows without a conversation_id (conversations of one turn)
 
     def add_conversation(self, conversation: ConversationRollup) -> None:
-        """A conversation whose last turn is in the window."""
+        """A conversation whose last turn is in the window (in a rate read from verdicts only when one of
+        its turns was judged: pipeline.conversations.counts_in)."""
         self.conversations += 1
+        self.conversations_judged += conversation.judged_turns > 0
         for metric in CONVERSATION_SCORED:
-            self._conversations[metric.name].append(float(getattr(conversation, str(metric.source))))
+            if counts_in(metric, conversation):
+                self._conversations[metric.name].append(float(getattr(conversation, str(metric.source))))
 
     def count_conversations(self, conversations: Iterable[ConversationRollup]) -> WindowStats:
         """Count these conversations and the window's rows without a conversation_id (one turn each)."""
@@ -100,6 +104,7 @@ class WindowStats:
             if metric.events_column:
                 out[metric.events_column] = round(sum(values))
         out["conversations"] = self.conversations
+        out["conversations_judged"] = self.conversations_judged
         return out
 
     def result(

@@ -10,10 +10,16 @@ when a late turn moved it, are touched in the window closer, which recomputes th
 conversation metrics.
 
 One round at a time (a lock), in batches of ``conversations.close_batch`` (one read of turns, one of the
-stored rollups and one insert per app and model). A batch that fails is logged and stays open: it is
-tried again at the next tick. A conversation that gets a turn while it is being closed stays open for
-that turn. Nothing is lost on a crash: at start ``reconcile`` reopens the conversations whose stored
-turns differ from their rollup (or that have none) and the windows a rollup was written after.
+stored rollups and one insert per app and model). A batch that fails stays open and is tried again at the
+next tick; a round logs at most ``LOG_FAILURES_PER_ROUND`` failed batches one by one, then one line with
+how many more. When ClickHouse is unavailable (``streams.clickhouse.client.is_unavailable``) the round
+ends at once with one line: every due conversation stays open for the next tick. The stop
+(``finish(budget_s)``) works as the window closer's: a round under way ends after its batch, then one
+round closes the due conversations while its budget lasts; what is left is logged and rolled up at the
+next start (``reconcile``), and nothing closes after it. A conversation that gets a turn while it is
+being closed stays open for that turn. Nothing is lost on a crash: at start ``reconcile`` reopens the
+conversations whose stored turns differ from their rollup (or that have none) and the windows a rollup
+was written after.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from pipeline.clock import Clock, SystemClock
 from pipeline.conversations import ConversationKey, OpenConversations, rollup
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
 from schemas.settings import ConversationSettings, WindowSettings
-from streams.windows.closer import Located
+from streams.clickhouse.client import is_unavailable
+from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located
 from streams.windows.tumbling import utc
 
 log = logging.getLogger(__name__)
@@ -100,6 +107,10 @@ class ConversationCloser:
         self.written = 0  # rollups written
         self.failed = 0  # batches that failed
         self._lock = asyncio.Lock()
+        self._stopping = False  # ``finish`` began: a round under way ends after its batch
+        self._finished = False
+        self._outage: str | None = None  # why the last round ended early: ClickHouse unavailable
+        self._out_of_time = False  # ... or the stop's budget ran out
 
     async def touch(self, rows: Sequence[Any]) -> None:
         wall, now = self.clock.now(), self.clock.monotonic()
@@ -124,22 +135,102 @@ class ConversationCloser:
         return len(unrolled), len(stale)
 
     async def close_due(self) -> list[ConversationRollup]:
-        """Close every due conversation (one round at a time), in batches; returns the rollups written."""
+        """Close every due conversation (one round at a time), in batches; returns the rollups written.
+        Closes nothing once ``finish`` began; a round under way ends after its current batch."""
+        if self._stopping:
+            return []
         async with self._lock:
-            keys = self.open.due(self.clock.now(), self.clock.monotonic())
-            out: list[ConversationRollup] = []
-            size = self.settings.close_batch
+            if self._stopping:
+                return []
+            closed, _ = await self._round(self.open.due(self.clock.now(), self.clock.monotonic()), None)
+            return closed
+
+    async def finish(self, budget_s: float) -> FinalRound:
+        """The stop's round: let a round under way end after its current batch, then close the due
+        conversations within ``budget_s`` seconds; the rest stay unrolled (logged) and the next start
+        reopens them (``reconcile``). After it the closer closes nothing more."""
+        self._stopping = True
+        started = self.clock.monotonic()
+        async with self._lock:
+            if self._finished:
+                return FinalRound(0, 0, 0, 0.0)
+            failed_before = self.failed
+            try:
+                keys = self.open.due(self.clock.now(), self.clock.monotonic())
+                closed, left = await self._round(keys, budget_s, started)
+            finally:
+                self._finished = True
+        seconds = self.clock.monotonic() - started
+        failed = self.failed - failed_before
+        if left:
+            why = (
+                f"ClickHouse unavailable: {self._outage}" if self._outage
+                else f"the stop's budget of {budget_s:g} s ran out" if self._out_of_time
+                else "their close failed"
+            )  # fmt: skip
+            log.warning(
+                "conversations on stop: %d closed in %.1f s, %d due LEFT for the next start to roll up, %d "
+                "batches failed (%s)",
+                len(closed), seconds, len(left), failed, why,
+            )  # fmt: skip
+        else:
+            log.info("conversations on stop: %d closed in %.1f s, none due left", len(closed), seconds)
+        return FinalRound(len(closed), len(left), failed, seconds)
+
+    async def _round(
+        self, keys: list[ConversationKey], budget_s: float | None, started: float | None = None
+    ) -> tuple[list[ConversationRollup], list[ConversationKey]]:
+        """Close ``keys`` in batches of ``close_batch``; returns the rollups written and the keys not
+        closed (those of failed batches and those never begun). With ``budget_s``, a batch begins only
+        while the time the last batch took still fits in what is left of it; without, the round ends
+        when a stop begins. Either ends at once when ClickHouse is unavailable (one line). A round logs
+        at most ``LOG_FAILURES_PER_ROUND`` failed batches one by one, then one line with how many more."""
+        size = self.settings.close_batch
+        begun = self.clock.monotonic() if started is None else started
+        last_batch = 0.0
+        out: list[ConversationRollup] = []
+        left: list[ConversationKey] = []
+        logged = unlogged = 0
+        self._outage = None
+        self._out_of_time = False
+        try:
             for i in range(0, len(keys), size):
+                now = self.clock.monotonic()
+                if budget_s is None and self._stopping:
+                    return out, left + keys[i:]
+                if budget_s is not None and now - begun + last_batch > budget_s:
+                    self._out_of_time = True
+                    return out, left + keys[i:]
                 batch = keys[i : i + size]
                 try:
                     out += await self._close_batch(batch)
                 except Exception as exc:
                     self.failed += 1
-                    log.warning(
-                        "conversations: closing %d failed (kept open; will retry): %s: %s",
-                        len(batch), type(exc).__name__, str(exc)[:500],
-                    )  # fmt: skip
-            return out
+                    if is_unavailable(exc):
+                        self._outage = f"{type(exc).__name__}: {str(exc)[:300]}"
+                        log.warning(
+                            "conversations: closing %d due conversations failed, ClickHouse is unavailable: "
+                            "%s; they stay open and this round ends",
+                            len(keys) - i, self._outage,
+                        )  # fmt: skip
+                        return out, left + keys[i:]
+                    left += batch
+                    if logged < LOG_FAILURES_PER_ROUND:
+                        logged += 1
+                        log.warning(
+                            "conversations: closing %d failed (kept open; will retry): %s: %s",
+                            len(batch), type(exc).__name__, str(exc)[:500],
+                        )  # fmt: skip
+                    else:
+                        unlogged += 1
+                last_batch = self.clock.monotonic() - now
+            return out, left
+        finally:
+            if unlogged:
+                log.warning(
+                    "conversations: %d more batches failed to close this round (not logged one by one)",
+                    unlogged,
+                )  # fmt: skip
 
     async def _close_batch(self, keys: Sequence[ConversationKey]) -> list[ConversationRollup]:
         generations = {k: self.open.generation(k) for k in keys}

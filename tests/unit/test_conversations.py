@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -13,14 +14,17 @@ from pipeline.clock import ManualClock
 from pipeline.conversations import (
     OpenConversations,
     contradictions,
+    figures,
     reasks,
     rollup,
     single,
+    turn_of,
 )
 from schemas.conversation import ConversationTurn, marks_end
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
+from schemas.metrics import METRICS_BY_NAME
 from schemas.settings import (
     ClickHouseSettings,
     ConversationSettings,
@@ -31,8 +35,9 @@ from schemas.settings import (
 from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
+from streams.windows.aggregator import aggregate
 from streams.windows.closer import WindowCloser
-from streams.windows.conversations import ConversationCloser
+from streams.windows.conversations import ConversationCloser, ConversationStore
 from tests.integration.chdb import fresh_chdb_url
 
 #: inside the evaluations' retention, on a window boundary
@@ -252,7 +257,8 @@ async def test_an_end_mark_closes_at_once_and_one_turn_interactions_count(store:
 
 
 async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHouseStore) -> None:
-    clock = ManualClock(T0 + timedelta(seconds=10))
+    # near the server's clock, which stamps a stored rollup's inserted_at (read by reconcile)
+    clock = ManualClock(datetime.now(UTC))
     convs, windows = closers(store, clock)
     await deliver(store, convs, windows, [ev("r1", "c1", 1), ev("r2", "c1", 2)])
     # the worker dies before the conversation is due; a new one starts later with nothing in memory
@@ -269,6 +275,35 @@ async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHou
     assert w.conversations == 1
     convs, windows = closers(store, clock)
     assert await convs.reconcile(timedelta(hours=24)) == (0, 0)
+
+
+async def test_a_window_computed_while_a_rollup_is_written_is_recomputed_at_the_next_start(
+    store: ClickHouseStore,
+) -> None:
+    """A window round that reads the conversations while a rollup is being written (the timer beside the
+    stop, or a second worker) is stamped after the rollup's close began but before it is stored; the
+    worker dies before the window closes again: the next start recomputes it."""
+    clock = ManualClock(datetime.now(UTC) - timedelta(seconds=30))  # behind the server's clock
+    convs, windows = closers(store, clock)
+    await deliver(store, convs, windows, [ev("t1", "c1", 1), ev("t2", "c1", 2, end=True)])
+    real_insert = convs.store.insert
+
+    async def insert_beside_a_window_round(rows: object, written_at: datetime) -> None:
+        clock.advance(0.01)
+        await windows.close_due(final=True)  # the window round reads the conversations before the insert
+        await real_insert(rows, written_at)  # type: ignore[arg-type]
+
+    convs.store.insert = insert_beside_a_window_round  # type: ignore[method-assign]
+    [c] = await convs.close_due()
+    assert c.turns == 2
+    [w] = store.windows_sync()
+    assert w.conversations == 0  # computed before the rollup was stored
+    # the worker dies here (the touched window never closes again); a new one starts
+    clock.advance(5)
+    convs, windows = closers(store, clock)
+    assert await convs.reconcile(timedelta(hours=24)) == (0, 1)
+    [w] = await windows.close_due(final=True)
+    assert w.conversations == 1
 
 
 async def test_turns_out_of_order_and_duplicated_count_exactly(store: ClickHouseStore) -> None:
@@ -367,3 +402,125 @@ def test_the_table_is_kept_as_long_as_the_evaluations() -> None:
         assert "toIntervalDay(9)" in s.client.command(f"SHOW CREATE TABLE {s.db}.evaluations")
     finally:
         s.close()
+
+
+class FailingTurns:
+    """A conversation store whose reads of turns fail with ``error`` (taking ``seconds`` on the clock)."""
+
+    def __init__(self, error: Exception, clock: ManualClock | None = None, seconds: float = 0.0) -> None:
+        self.error, self.clock, self.seconds = error, clock, seconds
+        self.reads = 0
+
+    async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
+        self.reads += 1
+        if self.clock is not None:
+            self.clock.advance(self.seconds)
+        raise self.error
+
+    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int]]:
+        return {}
+
+    async def insert(self, rows: object, written_at: datetime) -> None:
+        return None
+
+    async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
+        return []
+
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        return []
+
+
+def _due_closer(store: ConversationStore, clock: ManualClock) -> ConversationCloser:
+    wset = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
+    settings = ConversationSettings(idle_seconds=100, close_batch=10)
+    return ConversationCloser(settings, wset, store, clock=clock)
+
+
+async def test_an_unavailable_clickhouse_ends_the_round_with_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    down = FailingTurns(ConnectionError("ClickHouse down"))
+    convs = _due_closer(down, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    assert await convs.close_due() == []
+    assert down.reads == 1  # like the window closer: one unavailable read ends the round
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
+    assert await convs.close_due() == [] and down.reads == 2  # all still open: tried at the next tick
+    caplog.clear()
+    result = await convs.finish(budget_s=30.0)
+    assert (result.closed, result.left, down.reads) == (0, 1000, 3)
+    assert "ClickHouse unavailable" in caplog.text and "LEFT" in caplog.text
+
+
+async def test_failing_batches_log_a_few_lines_a_round(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    refused = FailingTurns(ValueError("refused"))
+    convs = _due_closer(refused, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    assert await convs.close_due() == []
+    assert refused.reads == 100  # not an outage: every batch is tried
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(lines) == 6 and "95 more batches failed" in lines[-1], lines
+
+
+async def test_the_stop_closes_conversations_within_its_budget_then_nothing_more(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    slow = FailingTurns(ValueError("slow and refused"), clock, seconds=2.0)
+    convs = _due_closer(slow, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    result = await convs.finish(budget_s=9.0)
+    # a batch begins only while the last one's 2 s still fit: at 0, 2, 4, 6 s (8 + 2 > 9)
+    assert (slow.reads, result.closed, result.left, result.failed) == (4, 0, 1000, 4)
+    assert "budget of 9 s ran out" in caplog.text
+    assert await convs.close_due() == [] and slow.reads == 4  # nothing closes after the stop
+    assert (await convs.finish(budget_s=9.0)).left == 0 and slow.reads == 4
+
+
+async def test_a_timer_round_ends_after_its_batch_when_the_stop_begins() -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    gate = asyncio.Event()
+
+    class Hanging(FailingTurns):
+        async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
+            self.reads += 1
+            await gate.wait()
+            raise self.error
+
+    hanging = Hanging(ValueError("refused"))
+    convs = _due_closer(hanging, clock)
+    await convs.touch([ev(f"t{i}", f"c{i}", 1, end=True) for i in range(1000)])
+    timer = asyncio.create_task(convs.close_due())
+    await asyncio.sleep(0)
+    final = asyncio.create_task(convs.finish(budget_s=-1.0))  # (a stop's round that begins nothing)
+    await asyncio.sleep(0)
+    gate.set()
+    await timer
+    result = await final
+    assert (hanging.reads, result.left) == (1, 1000)
+
+
+def test_a_conversation_sampled_out_is_not_counted_as_resolved() -> None:
+    """A conversation none of whose turns was judged has no verdict: the rates read from verdicts leave it
+    out; it is closed and its turns counted all the same."""
+    rows = [EvalRow.from_evaluation(ev("j", None, 1, refusal=True))]
+    unjudged = {"judged": False, "hallucination": None, "answer_refusal": None, "skip_reason": "rate"}
+    skipped = [ev(f"s{i}", None, 2 + i).model_copy(update=unjudged) for i in range(9)]
+    asked = "Where is my parcel?"
+    skipped += [ev(f"m{i}", "multi", 20 + i, question=asked).model_copy(update=unjudged) for i in (1, 2)]
+    rows += [EvalRow.from_evaluation(e) for e in skipped if e.conversation_id is None]
+    multi = rollup("a", "m", "multi", [turn_of(e) for e in skipped if e.conversation_id], 0.8)
+    w = aggregate(rows, window_start=T0, window_end=T0 + timedelta(seconds=60), app="a", model="m",
+                  conversations=[multi])  # fmt: skip
+    assert w.answer_refusal_rate == 1.0  # over the judged interactions
+    assert (w.conversations, w.conversations_judged) == (11, 1)
+    assert (w.conversation_unresolved_rate, w.conversation_hallucinated_rate) == (1.0, 0.0)
+    # the rates read from texts and the turns are over every conversation
+    assert (w.conversation_reask_rate, w.mean_turns_per_conversation) == (1 / 11, 12 / 11)
+    found = figures([ev("j", None, 1, refusal=True), *skipped], 0.8)
+    assert found.metrics["conversation_unresolved_rate"] == 1.0
+    assert found.metrics["mean_turns_per_conversation"] == 12 / 11
+    pooled = METRICS_BY_NAME["conversation_unresolved_rate"]
+    assert pooled.denominator == "conversations_judged" and pooled.totals(w) == (1.0, 1)

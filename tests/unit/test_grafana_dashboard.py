@@ -243,6 +243,15 @@ def _rate(values: list[Any]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def _cv_hallucinated(e: Evaluation) -> bool | None:
+    """A conversation of one turn with a hallucinated answer; None (not counted) when it was not judged."""
+    return bool(e.hallucination) if e.judged else None
+
+
+def _cv_unresolved(e: Evaluation) -> bool | None:
+    return bool(e.answer_refusal or e.hallucination) if e.judged else None
+
+
 EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "hallucination_rate": lambda es: _rate([e.hallucination for e in es]),
     "answer_refusal_rate": lambda es: _rate([e.answer_refusal for e in es]),
@@ -261,11 +270,9 @@ EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "incomplete": lambda es: float(sum(not e.complete for e in es)),
     "judge_tokens": lambda es: float(sum(e.input_tokens + e.output_tokens for e in es)),
     "judge_cost_usd": lambda es: sum(e.cost_usd for e in es),
-    # every interaction is a conversation of one turn (no conversation_id)
-    "conversation_hallucinated_rate": lambda es: _rate([e.judged and bool(e.hallucination) for e in es]),
-    "conversation_unresolved_rate": lambda es: _rate(
-        [e.judged and bool(e.answer_refusal or e.hallucination) for e in es]
-    ),
+    # every interaction is a conversation of one turn (no conversation_id); a skipped one has no verdict
+    "conversation_hallucinated_rate": lambda es: _rate([_cv_hallucinated(e) for e in es]),
+    "conversation_unresolved_rate": lambda es: _rate([_cv_unresolved(e) for e in es]),
     "conversation_reask_rate": lambda es: _rate([False for _ in es]),
     "conversation_contradiction_rate": lambda es: _rate([False for _ in es]),
     "mean_turns_per_conversation": lambda es: _rate([1 for _ in es]),
@@ -275,9 +282,10 @@ RATE_FLAGS: dict[str, Callable[[Evaluation], bool | None]] = {
     "hallucination_rate": lambda e: e.hallucination,
     "answer_refusal_rate": lambda e: e.answer_refusal,
     "ground_truth_refusal_rate": lambda e: e.ground_truth_refusal,
-    # conversations of one turn (no conversation_id): a skipped one counts, unflagged
-    "conversation_hallucinated_rate": lambda e: e.judged and bool(e.hallucination),
-    "conversation_unresolved_rate": lambda e: e.judged and bool(e.answer_refusal or e.hallucination),
+    # conversations of one turn (no conversation_id): a skipped one has no verdict (not counted), but
+    # counts in the rates read from texts
+    "conversation_hallucinated_rate": lambda e: _cv_hallucinated(e),
+    "conversation_unresolved_rate": lambda e: _cv_unresolved(e),
     "conversation_reask_rate": lambda e: False,
     "conversation_contradiction_rate": lambda e: False,
     "tool_error_rate": lambda e: e.tool_error,

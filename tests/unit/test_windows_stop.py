@@ -10,14 +10,21 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from pipeline.clock import ManualClock
+from schemas.conversation import ConversationTurn
 from schemas.evaluation_row import EvalRow
-from schemas.settings import WindowSettings
+from schemas.settings import ConversationSettings, WindowSettings
 from schemas.window import WindowAggregate
+from streams.context import new_context
+from streams.resources import Resources as WorkerResources
 from streams.windows.closer import WindowCloser
+from streams.windows.conversations import ConversationCloser
+from tests.settings_factory import make_settings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SIZE = 60
@@ -286,3 +293,65 @@ async def test_a_window_left_by_the_stop_is_recomputed_at_the_next_start() -> No
         assert [k[2] for k in again.pending()] == [W0], f"reconcile found {found}: the late row is lost"
     finally:
         store.close()
+
+
+@dataclass
+class Turn:
+    app: str
+    model: str
+    timestamp: datetime
+    conversation_id: str
+    interaction: SimpleNamespace
+
+
+class SlowConversations:
+    """A conversation store whose every read of turns takes ``read_s`` seconds on the clock and is refused
+    (not an outage: the round goes on while its budget lasts)."""
+
+    def __init__(self, clock: ManualClock, read_s: float) -> None:
+        self.clock, self.read_s, self.reads = clock, read_s, 0
+
+    async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
+        self.reads += 1
+        self.clock.advance(self.read_s)
+        raise ValueError("refused")
+
+    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int]]:
+        return {}
+
+    async def insert(self, rows: object, written_at: datetime) -> None:
+        return None
+
+    async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
+        return []
+
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
+        return []
+
+
+async def test_the_stop_shares_one_budget_between_conversations_and_windows(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A third of kafka.shutdown_timeout_s (10 s of 30): the due conversations first (4 s a batch: two
+    begin, at 0 and 4 s), the windows in what is left (2 s: one batch of 2 s); the rest is left, logged."""
+    caplog.set_level(logging.INFO)
+    settings = make_settings(
+        kafka={"shutdown_timeout_s": 30}, clickhouse={"status_file": str(tmp_path / "status.json")}
+    )
+    ctx = new_context(settings, app=None)  # type: ignore[arg-type]
+    clock = ManualClock(T0 + timedelta(days=1))
+    resources = WorkerResources(ctx, clock=clock)
+    turns_store = SlowConversations(clock, read_s=4.0)
+    conversations = ConversationSettings(idle_seconds=100, close_batch=10)
+    resources.conversations = ConversationCloser(conversations, settings.window, turns_store, clock=clock)
+    ends = SimpleNamespace(metadata={"conversation_end": True})
+    await resources.conversations.touch([Turn("a", "m", T0, f"c{i}", ends) for i in range(50)])  # all due
+    window_store = SlowStore(clock, read_s=1.0)
+    resources._windows = await closer_with(2000, window_store, clock)
+    started = clock.monotonic()
+    await resources.finish()
+    assert turns_store.reads == 2
+    assert sum(window_store.written().values()) == 100  # one batch, begun at 8 s (8 + 0 <= 10)
+    assert clock.monotonic() - started <= 10.0
+    left = [r.getMessage() for r in caplog.records if "LEFT for the next start" in r.getMessage()]
+    assert len(left) == 2 and "conversations on stop" in left[0] and "windows on stop" in left[1], left
