@@ -1,8 +1,8 @@
 """End users' thumbs as labels: a verdict an end user gave on an answer (``metadata.feedback``: "up",
-"down", 1, -1, ...) mapped by a rule (``labels.end_user_feedback``) to a label of kind grounded or
-correct, source ``end_user``, reviewer ``end_user``. Such labels are kept apart from reviewers': the
-judge's agreement counts them only with ``labels.include_end_user``, and they never take an interaction
-out of the review queue.
+"down", 1, -1, ...) mapped by a rule (``labels.end_user_feedback``) to a label of the rule's kind (one
+of ``schemas.label_kinds.LABEL_TARGETS``), source ``end_user``, reviewer ``end_user``. Such labels are
+kept apart from reviewers': the judge's agreement counts them only with ``labels.include_end_user``, and
+they never take an interaction out of the review queue.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabelKind, LabelSource
+from schemas.label import Label, LabelSource
 from schemas.settings import FeedbackRule
 
 END_USER = "end_user"
@@ -47,7 +47,7 @@ def feedback_labels(evaluations: Iterable[Evaluation], rule: FeedbackRule, now: 
         labels.append(
             Label(
                 interaction_id=evaluation.interaction_id,
-                kind=LabelKind(rule.kind),
+                kind=rule.kind,
                 value=value,
                 reviewer=END_USER,
                 source=LabelSource.END_USER,

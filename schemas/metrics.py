@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -29,6 +30,32 @@ class Over(StrEnum):
 
     INTERACTION = "interaction"
     CONVERSATION = "conversation"
+
+
+class RowSum(BaseModel):
+    """What one row adds to one ``window_aggregates`` column of a sum: ``value`` (a field of the row, the
+    ``evaluations`` column of the same name; None: 1) when every condition of ``when`` holds (a boolean
+    field and the value it must have). Declared once, it gives both the window aggregator's count
+    (``of``, streams.windows.aggregator) and the per-interaction SQL of slices and Compare (``sql``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    column: str = Field(description="the window_aggregates column it adds to")
+    value: str | None = Field(None, description="the row's field added; None: the row counts 1")
+    when: tuple[tuple[str, bool], ...] = Field(
+        (), description="the boolean fields the row must have (and their values) to count; empty: every row"
+    )
+
+    def of(self, row: Any) -> float:
+        """What ``row`` (an EvalRow, or a ConversationRollup for a conversation sum) adds."""
+        if all(bool(getattr(row, field)) is wanted for field, wanted in self.when):
+            return getattr(row, self.value) if self.value else 1
+        return 0
+
+    def sql(self, within: str = "1") -> str:
+        """The aggregate over the ``evaluations`` rows ``within`` holds: the sum of what each adds."""
+        conditions = [f"({within})", *(f"{field} = {int(wanted)}" for field, wanted in self.when)]
+        return f"sumIf(toFloat64({self.value or 1}), {' AND '.join(conditions)})"
 
 
 class Metric(BaseModel):
@@ -58,6 +85,11 @@ class Metric(BaseModel):
         None, description="rate: a window_aggregates column counting its events exactly, when there is one"
     )
     sum_columns: tuple[str, ...] = Field((), description="sum: the window_aggregates columns it adds up")
+    per_row: tuple[RowSum, ...] = Field(
+        (),
+        description="a sum (but a custom evaluator's): what one row of what it is over adds to each of its "
+        "sum_columns, in their order",
+    )
     over: Over = Field(
         Over.INTERACTION,
         description="what it counts: interactions (a rate or mean's ``source`` an EvalRow field) or "
@@ -83,6 +115,10 @@ class Metric(BaseModel):
             raise ValueError(f"{self.name}: a rate or mean names its source and count_column")
         if self.events_column and self.kind is not MetricKind.RATE:
             raise ValueError(f"{self.name}: only a rate counts events")
+        if self.custom_key is None and tuple(r.column for r in self.per_row) != (
+            self.sum_columns if self.kind is MetricKind.SUM else ()
+        ):
+            raise ValueError(f"{self.name}: a sum says what one row adds to each sum_columns (per_row)")
         return self
 
     @property
@@ -156,8 +192,14 @@ def _conversation(
     )  # fmt: skip
 
 
-def _sum(name: str, label: str, short: str, columns: tuple[str, ...], unit: str) -> Metric:
-    return Metric(name=name, label=label, short=short, kind=MetricKind.SUM, sum_columns=columns, unit=unit)
+def _sum(name: str, label: str, short: str, per_row: tuple[RowSum, ...], unit: str) -> Metric:
+    return Metric(
+        name=name, label=label, short=short, kind=MetricKind.SUM, unit=unit, per_row=per_row,
+        sum_columns=tuple(r.column for r in per_row),
+    )  # fmt: skip
+
+
+_JUDGED = (("judged", True),)  # tokens, cost and incomplete count over judged rows only
 
 
 METRICS: tuple[Metric, ...] = (
@@ -204,12 +246,31 @@ METRICS: tuple[Metric, ...] = (
         "ungrounded_arguments_rate", "Ungrounded tool arguments", "ungr arg", "ungrounded_arguments",
         "ungrounded_arguments_known", "ungrounded_arguments_events",
     ),
-    _sum("interactions", "Interactions", "n", ("count",), "count"),
-    _sum("judged", "Judged interactions (the rest skipped by sampling)", "judged", ("judged",), "count"),
-    _sum("skipped", "Skipped interactions (sampling rules, judge budget)", "skipped", ("skipped",), "count"),
-    _sum("incomplete", "Incomplete evaluations", "incomp", ("incomplete",), "count"),
-    _sum("judge_tokens", "Judge tokens (in + out)", "tokens", ("input_tokens", "output_tokens"), "tokens"),
-    _sum("judge_cost_usd", "Judge cost", "cost $", ("cost_usd",), "USD"),
+    _sum("interactions", "Interactions", "n", (RowSum(column="count"),), "count"),
+    _sum(
+        "judged", "Judged interactions (the rest skipped by sampling)", "judged",
+        (RowSum(column="judged", when=_JUDGED),), "count",
+    ),
+    _sum(
+        "skipped", "Skipped interactions (sampling rules, judge budget)", "skipped",
+        (RowSum(column="skipped", when=(("judged", False),)),), "count",
+    ),
+    _sum(
+        "incomplete", "Incomplete evaluations", "incomp",
+        (RowSum(column="incomplete", when=(*_JUDGED, ("complete", False))),), "count",
+    ),
+    _sum(
+        "judge_tokens", "Judge tokens (in + out)", "tokens",
+        (
+            RowSum(column="input_tokens", value="input_tokens", when=_JUDGED),
+            RowSum(column="output_tokens", value="output_tokens", when=_JUDGED),
+        ),
+        "tokens",
+    ),
+    _sum(
+        "judge_cost_usd", "Judge cost", "cost $",
+        (RowSum(column="cost_usd", value="cost_usd", when=_JUDGED),), "USD",
+    ),
     _conversation(
         "conversation_hallucinated_rate", "Conversations with a hallucinated turn", "cv hal",
         "any_hallucinated", "conversations_hallucinated", count=JUDGED_CONVERSATIONS,
@@ -232,7 +293,8 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         name="conversations_closed", label="Conversations closed", short="convs", kind=MetricKind.SUM,
-        sum_columns=("conversations",), unit="count", over=Over.CONVERSATION,
+        sum_columns=("conversations",), per_row=(RowSum(column="conversations"),), unit="count",
+        over=Over.CONVERSATION,
     ),
 )  # fmt: skip
 
@@ -259,6 +321,25 @@ SCORED: tuple[Metric, ...] = tuple(
 CONVERSATION_SCORED: tuple[Metric, ...] = tuple(
     m for m in METRICS if m.kind is not MetricKind.SUM and m.over is Over.CONVERSATION
 )
+
+
+def _window_sums(over: Over) -> dict[str, RowSum]:
+    """Each window_aggregates column the fixed sums over ``over`` add up, and what one row adds to it (a
+    column two sums share must be declared the same in both)."""
+    out: dict[str, RowSum] = {}
+    for metric in METRICS:
+        if metric.kind is MetricKind.SUM and metric.over is over:
+            for row_sum in metric.per_row:
+                if out.setdefault(row_sum.column, row_sum) != row_sum:
+                    raise ValueError(f"{row_sum.column}: two sums declare it differently")
+    return out
+
+
+#: what one evaluations row adds to each column the sums over interactions add up (the window
+#: aggregator counts these; slices and Compare sum them in SQL)
+INTERACTION_SUMS: dict[str, RowSum] = _window_sums(Over.INTERACTION)
+#: what one conversation (its rollup) adds to each column the sums over conversations add up
+CONVERSATION_SUMS: dict[str, RowSum] = _window_sums(Over.CONVERSATION)
 RATE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS if m.kind is MetricKind.RATE)
 #: what a sum's alert rule counts as the interactions behind it (``min_interactions``)
 SUM_SUPPORT_COLUMN = "count"

@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
             "assembles and checks the 1.1 GB model; CPU judging takes seconds to minutes per interaction"
         )
     with stack:
-        _say(f"broker {stack.broker.url}, worker ready (log: {stack.worker_log})")
+        _say(f"broker {stack.broker_url}, worker ready (log: {stack.worker_log})")
         timeout = args.timeout or (3600.0 * 3 if local else 900.0)
         report = _replay_and_wait(stack, plan, timeout, args.window_seconds)
     _say("broker and worker stopped")

@@ -7,9 +7,11 @@ For the demo and for trying groundwatch on one machine::
         stack.wait_for_evaluations(len(lines), on_progress=print)
         report = stack.finish()          # stops the worker, then reads ClickHouse
 
-Everything binds 127.0.0.1. The worker inherits the caller's GROUNDWATCH_* settings (judge, limits...)
-except the broker (with its tuning, ``tansu.worker_env``), the ClickHouse URL, the status file and the topic
-prefix, which the stack owns.
+Everything binds 127.0.0.1. The worker inherits the caller's GROUNDWATCH_* settings (judge, limits...;
+``inherit_settings=False``: none) except the broker (with its tuning, ``tansu.worker_env``), the ClickHouse
+URL, the status file and the topic prefix, which the stack owns. Given ``broker_url``, the stack runs on a
+broker already running (its own topics, consumer group and chDB path beside other stacks'), and neither
+starts nor stops it; ``start_worker`` starts more workers of the same deployment.
 The calling process never opens the chDB path (one process per path): it follows the worker through its
 status file, and ``finish()`` reads the report in a child process.
 """
@@ -30,7 +32,9 @@ from groundwatch.local.supervise import WorkerProcess, spawn_worker
 from groundwatch.local.tansu import TansuBroker, worker_env
 from groundwatch.replay import ReplayResult, replay
 from groundwatch.trend_report import Report
+from pipeline.net import free_port
 from schemas.settings import Settings, settings_from_env
+from streams.status import WorkerStatus, read_status
 
 
 class LocalStack:
@@ -43,6 +47,9 @@ class LocalStack:
         window_seconds: int = 10,
         loglevel: str = "info",
         ready_timeout_s: float = 300.0,  # the local judge loads its model before the worker is ready
+        broker_url: str | None = None,
+        clickhouse_url: str | None = None,
+        inherit_settings: bool = True,
     ) -> None:
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -52,8 +59,15 @@ class LocalStack:
         self.loglevel = loglevel
         self.ready_timeout_s = ready_timeout_s
         self.prefix = f"gw{uuid.uuid4().hex[:6]}."
-        self.broker = TansuBroker(log_path=workdir / "tansu.log")
+        self.broker = None if broker_url else TansuBroker(log_path=workdir / "tansu.log")
+        self._broker_url = broker_url
+        self._clickhouse_url = clickhouse_url
+        self.inherit_settings = inherit_settings
         self.worker: WorkerProcess | None = None
+
+    @property
+    def broker_url(self) -> str:
+        return self.broker.url if self.broker is not None else str(self._broker_url)
 
     @property
     def status_file(self) -> Path:
@@ -61,14 +75,15 @@ class LocalStack:
 
     @property
     def clickhouse_url(self) -> str:
-        return f"chdb://{self.workdir / 'chdb'}"
+        return self._clickhouse_url or f"chdb://{self.workdir / 'chdb'}"
 
     @property
     def worker_log(self) -> Path:
         return self.workdir / "worker.log"
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        inherited = os.environ.items()
+        env = {k: v for k, v in inherited if self.inherit_settings or not k.startswith("GROUNDWATCH_")}
         env.update(
             {
                 "GROUNDWATCH_KAFKA__PARTITIONS": str(self.partitions),
@@ -78,7 +93,7 @@ class LocalStack:
             }
         )
         env.update(self.extra_env)
-        env.update(worker_env(self.broker.url))
+        env.update(worker_env(self.broker_url))
         env.update(
             {
                 "GROUNDWATCH_KAFKA__TOPIC_PREFIX": self.prefix,
@@ -95,19 +110,30 @@ class LocalStack:
         return settings_from_env(self.env())
 
     def start(self, timeout_s: float | None = None) -> LocalStack:
-        self.broker.start()
+        if self.broker is not None:
+            self.broker.start()
         self.worker = spawn_worker(
             self.env(), self.worker_log, self.status_file, cwd=self.workdir, loglevel=self.loglevel
         )
         self.worker.wait_ready(timeout_s or self.ready_timeout_s)
         return self
 
+    def start_worker(self, name: str = "worker") -> WorkerProcess:
+        """One more worker of this deployment (its own web port and log ``<name>.log``), not waited for."""
+        env = {**self.env(), "GROUNDWATCH_KAFKA__WEB_PORT": str(free_port())}
+        return spawn_worker(env, self.workdir / f"{name}.log", self.status_file, cwd=self.workdir)
+
+    def status(self) -> WorkerStatus | None:
+        """The last status a worker of this deployment wrote (its ClickHouse table counts)."""
+        return read_status(self.status_file)
+
     def replay(self, lines: Iterable[str], *, rate: float | None = None) -> ReplayResult:
         return asyncio.run(replay(self.settings(), lines, rate=rate))
 
     def evaluations(self) -> int:
-        """Rows in ClickHouse ``evaluations`` (from the worker's status file)."""
-        return self.worker.evaluations() if self.worker else 0
+        """Rows in ClickHouse ``evaluations`` (from the workers' status file)."""
+        status = self.status()
+        return status.counts.get("evaluations", 0) if status else 0
 
     def wait_for_evaluations(
         self, n: int, timeout_s: float = 600.0, on_progress: Callable[[int], None] | None = None
@@ -157,13 +183,19 @@ class LocalStack:
         """Stop the worker (it flushes and writes the open windows), then read the report with
         `groundwatch report --json` in a child process, so this process never opens the chDB path."""
         self.stop_worker()
-        return report_in_child(self.env(), self.workdir)
+        return self.report()
+
+    def report(self, timeout_s: float = 300.0) -> Report:
+        """`groundwatch report --json` in a child process (once the workers stopped: an embedded chDB is
+        one process's)."""
+        return report_in_child(self.env(), self.workdir, timeout_s)
 
     def stop(self) -> None:
         try:
             self.stop_worker()
         finally:
-            self.broker.stop()
+            if self.broker is not None:
+                self.broker.stop()
 
     def __enter__(self) -> LocalStack:
         try:

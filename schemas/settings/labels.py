@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from schemas.label_kinds import LABEL_TARGETS, LabelKind
+
 
 class FeedbackRule(BaseModel):
     """How end users' thumbs in an interaction's metadata become labels (source ``end_user``)."""
@@ -13,8 +15,11 @@ class FeedbackRule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     key: str = Field("feedback", min_length=1, description="the metadata key holding the end user's verdict")
-    kind: Literal["grounded", "correct"] = Field(
-        "grounded", description="the label kind a verdict stands for: grounded or correct"
+    kind: LabelKind = Field(
+        LabelKind.GROUNDED,
+        description="the label kind a verdict stands for: one of the label kinds (schemas.label_kinds: "
+        + ", ".join(LABEL_TARGETS)
+        + ")",
     )
     values: dict[str, Literal[0, 1]] = Field(
         min_length=1,
@@ -22,6 +27,13 @@ class FeedbackRule(BaseModel):
         'are matched as text, trimmed and in lower case (the number -1 as "-1", true as "true"); a '
         "verdict not listed gives no label",
     )
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known_kind(cls, value: object) -> object:
+        if not isinstance(value, str) or value not in LABEL_TARGETS:
+            raise ValueError(f"unknown label kind {value!r}: use one of {', '.join(LABEL_TARGETS)}")
+        return value
 
     @field_validator("values")
     @classmethod

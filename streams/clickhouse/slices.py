@@ -17,18 +17,6 @@ from schemas.slices import SliceQuery, SliceTotals
 from streams.clickhouse.sql import APP_FILTER, in_range
 from streams.clickhouse.store import ClickHouseStore
 
-#: per-interaction SQL over ``evaluations`` adding up to each ``window_aggregates`` column a sum metric
-#: names, as streams/windows/aggregator.py counts it (tokens, cost and incomplete over judged rows only)
-ROW_SUMS: dict[str, str] = {
-    "count": "1",
-    "judged": "judged",
-    "skipped": "1 - judged",
-    "incomplete": "judged * (1 - complete)",
-    "input_tokens": "judged * input_tokens",
-    "output_tokens": "judged * output_tokens",
-    "cost_usd": "judged * cost_usd",
-}
-
 RANGE = (
     f"{in_range()} "
     f"AND {APP_FILTER} "
@@ -67,23 +55,32 @@ def where(condition: str) -> str:
     return f"{RANGE} AND {condition}"
 
 
+def carried(metric: Metric, within: str = "1") -> tuple[str, str]:
+    """(value, condition) of a rate or mean over interactions: its per-row value as Float64 (its
+    ``source``, or a custom evaluator's score) and the condition of the ``evaluations`` rows ``within``
+    holds that carry it (judged, the value known). Compare's per-question figures read it too."""
+    if metric.custom_key is not None:  # a custom evaluator: its score in the custom_scores map
+        key = f"'{metric.custom_key}'"  # a checked name (schemas.evaluators.NAME_PATTERN)
+        return f"custom_scores[{key}]", f"({within}) AND judged = 1 AND mapContains(custom_scores, {key})"
+    value = f"toFloat64(assumeNotNull({metric.source}))"
+    return value, f"({within}) AND judged = 1 AND {metric.source} IS NOT NULL"
+
+
 def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
     """(numerator, denominator) aggregate expressions of one metric over the ``evaluations`` rows
-    ``within`` holds: a rate or mean over the judged rows carrying its source; a sum over its columns
-    (denominator 0). The one translation of the catalogue into per-interaction SQL (breakdown, Compare).
-    A conversation metric has no per-interaction value: 0 over 0 (undefined)."""
+    ``within`` holds: a rate or mean over the judged rows carrying its source (``carried``); a sum of what
+    each row adds to its columns (``Metric.per_row``, as the window aggregator counts it; denominator 0).
+    The one translation of the catalogue into per-interaction SQL (breakdown, Compare). A conversation
+    metric has no per-interaction value: 0 over 0 (undefined)."""
     if metric.over is Over.CONVERSATION:
         return "toFloat64(0)", "toUInt64(0)"
-    key = f"'{metric.custom_key}'"  # a custom evaluator's checked name (schemas.evaluators.NAME_PATTERN)
     if metric.kind is MetricKind.SUM and metric.custom_key is not None:  # its missing scores
+        key = f"'{metric.custom_key}'"
         return f"sumIf(toFloat64(mapContains(custom_missing, {key})), ({within}) AND judged = 1)", "0"
     if metric.kind is MetricKind.SUM:
-        return " + ".join(f"sumIf(toFloat64({ROW_SUMS[c]}), {within})" for c in metric.sum_columns), "0"
-    if metric.custom_key is not None:  # a custom evaluator: its score in the custom_scores map
-        carried = f"({within}) AND judged = 1 AND mapContains(custom_scores, {key})"
-        return f"sumIf(custom_scores[{key}], {carried})", f"countIf({carried})"
-    carried = f"({within}) AND judged = 1 AND {metric.source} IS NOT NULL"
-    return f"sumIf(toFloat64({metric.source}), {carried})", f"countIf({carried})"
+        return " + ".join(row_sum.sql(within) for row_sum in metric.per_row), "0"
+    value, condition = carried(metric, within)
+    return f"sumIf({value}, {condition})", f"countIf({condition})"
 
 
 def breakdown_sql(db: str, metric: Metric, condition: str) -> str:

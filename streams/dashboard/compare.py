@@ -15,17 +15,16 @@ from typing import Any
 from pipeline.metrics.wilson import Z95
 from schemas.compare import CompareQuery, CompareReport, MetricDifference, QuestionDifference
 from schemas.evaluation import Evaluation
-from schemas.metrics import Metric, MetricKind, Over, catalogue
+from schemas.metrics import Metric, MetricKind, Over, catalogue, named
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
-from streams.clickhouse.slices import metric_sql, slice_condition
+from streams.clickhouse.slices import carried, metric_sql, slice_condition
 from streams.clickhouse.sql import in_range
 from streams.clickhouse.store import ClickHouseStore
 
 SIGNIFICANCE = 0.05
-
-
-def _column(metric: Metric) -> str:
-    return f"toFloat64(assumeNotNull({metric.source}))"
+#: the rate and the mean the repeated questions are compared on (the mean's lowest interaction is each
+#: side's example); their columns and conditions come from the catalogue
+QUESTION_RATE, QUESTION_MEAN = named("hallucination_rate"), named("mean_context_entailment")
 
 
 def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
@@ -43,8 +42,8 @@ def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
             if m.over is Over.CONVERSATION:  # no per-interaction value (metric_sql: 0 over 0)
                 parts.append(f"toFloat64(0) AS `{side}__{m.name}__sq`")
                 continue
-            known = f"({cond}) AND judged = 1 AND {m.source} IS NOT NULL"
-            parts.append(f"sumIf(pow({_column(m)}, 2), {known}) AS `{side}__{m.name}__sq`")
+            value, known = carried(m, cond)
+            parts.append(f"sumIf(pow({value}, 2), {known}) AS `{side}__{m.name}__sq`")
     where = f"{in_range()} AND (({cond_a}) OR ({cond_b}))"
     return f"SELECT {', '.join(parts)} FROM {db}.evaluations FINAL WHERE {where}"
 
@@ -122,20 +121,22 @@ _DIGITS = 9
 
 def per_question_sql(db: str, cond_a: str, cond_b: str) -> str:
     """One row per question asked in both slices (judged interactions in the range): each side's count,
-    hallucination rate and mean context entailment (NULL where none is known), the A and B interaction of
-    lowest context entailment, and how far the sides differ on the two (rounded; 0 where a side is
+    ``QUESTION_RATE`` and ``QUESTION_MEAN`` (NULL where none is known), the A and B interaction of lowest
+    ``QUESTION_MEAN`` value, and how far the sides differ on the two (rounded; 0 where a side is
     unknown)."""
     in_a, in_b = f"({cond_a})", f"({cond_b})"
     where = f"{in_range()} AND ({in_a} OR {in_b})"
-    known = "hallucination IS NOT NULL"
+    figures = []
+    for column, metric in (("h", QUESTION_RATE), ("ce", QUESTION_MEAN)):
+        for side in ("a", "b"):
+            value, known = carried(metric, f"in_{side}")
+            figures.append(f"avgIfOrNull({value}, {known}) AS {side}_{column}")
+    lowest, _ = carried(QUESTION_MEAN)
+    low_known = f"{QUESTION_MEAN.source} IS NOT NULL"
     return (
-        "SELECT question_hash, countIf(in_a) AS a_n, countIf(in_b) AS b_n, "
-        f"avgIfOrNull(toFloat64(assumeNotNull(hallucination)), in_a AND {known}) AS a_h, "
-        f"avgIfOrNull(toFloat64(assumeNotNull(hallucination)), in_b AND {known}) AS b_h, "
-        "avgIfOrNull(assumeNotNull(context_entailment), in_a AND context_entailment IS NOT NULL) AS a_ce, "
-        "avgIfOrNull(assumeNotNull(context_entailment), in_b AND context_entailment IS NOT NULL) AS b_ce, "
-        "argMinIf(interaction_id, ifNull(context_entailment, 2), in_a) AS a_example, "
-        "argMinIf(interaction_id, ifNull(context_entailment, 2), in_b) AS b_example, "
+        f"SELECT question_hash, countIf(in_a) AS a_n, countIf(in_b) AS b_n, {', '.join(figures)}, "
+        f"argMinIf(interaction_id, if({low_known}, {lowest}, 2), in_a) AS a_example, "
+        f"argMinIf(interaction_id, if({low_known}, {lowest}, 2), in_b) AS b_example, "
         f"ifNull(round(abs(b_h - a_h), {_DIGITS}), 0) AS h_gap, "
         f"ifNull(round(abs(b_ce - a_ce), {_DIGITS}), 0) AS ce_gap "
         f"FROM (SELECT *, {in_a} AS in_a, {in_b} AS in_b FROM {db}.evaluations FINAL "

@@ -27,7 +27,7 @@ from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from pipeline.net import free_port
 from tests.chdb_http_server import ChdbHttpServer
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl
 from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED, WebhookReceiver
 
 HOUR = timedelta(hours=1)
@@ -108,7 +108,7 @@ def test_two_workers_notify_each_transition_once(
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 20 * HOUR
     records = traffic(start)
     with TansuBroker(log_path=tmp_path / "tansu.log") as broker, ChdbHttpServer(tmp_path / "chdb") as ch:
-        dep = Deployment(broker.url, tmp_path, extra_env={
+        dep = deployment(broker.url, tmp_path, extra_env={
             "GROUNDWATCH_CLICKHOUSE__URL": ch + "/groundwatch",
             "GROUNDWATCH_KAFKA__PARTITIONS": "4",
             "GROUNDWATCH_ALERTS__RULES_FILE": str(rules),

@@ -23,7 +23,7 @@ from groundwatch.replay import replay
 from pipeline.net import free_port
 from tests.chdb_http_server import ChdbHttpServer
 from tests.fault.test_fault_clickhouse_outage import interactions
-from tests.integration.helpers import Deployment
+from tests.integration.helpers import deployment, topic_of
 
 ENV = {
     "GROUNDWATCH_CLICKHOUSE__SINK_MAX_FAILURES": "2",  # the batch is split (bad-row search) early
@@ -46,7 +46,7 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
     with TansuBroker(log_path=tmp_path / "tansu.log") as broker:
         try:
             url = server.start()
-            dep = Deployment(broker.url, tmp_path, extra_env=ENV | {
+            dep = deployment(broker.url, tmp_path, extra_env=ENV | {
                 "GROUNDWATCH_CLICKHOUSE__URL": url + "/groundwatch"
             })  # fmt: skip
             worker = dep.start_worker()
@@ -57,7 +57,7 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
                 server.stop()  # ClickHouse is gone: connections are refused
                 asyncio.run(replay(dep.settings(), during))
                 # the stages before the sink go on: every interaction's Evaluation reaches its topic
-                evaluated = dep.read_topic("evaluations", expect=total)
+                evaluated = topic_of(dep, "evaluations", expect=total)
                 assert {e["interaction_id"] for e in evaluated} >= {json.loads(x)["id"] for x in during}
                 wait_for(lambda: "timed flush failed" in worker.log.read_text(), 60, "the sink failing")
                 assert worker.alive(), worker.tail()
@@ -70,6 +70,6 @@ def test_clickhouse_gone_and_back_loses_nothing_and_dead_letters_nothing(tmp_pat
             windows = "SELECT sum(count) FROM groundwatch.window_aggregates FINAL"
             assert scalar(url, windows) == total  # counted once in the windows
             assert scalar(url, "SELECT count() FROM groundwatch.dead_letters") == 0
-            assert dep.read_topic("deadletter", idle_s=2.0) == []
+            assert topic_of(dep, "deadletter", idle_s=2.0) == []
         finally:
             server.stop()  # whatever happened (a no-op when stopped)

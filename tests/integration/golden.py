@@ -28,12 +28,12 @@ from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.integration.helpers import REPO, Deployment
+from tests.integration.helpers import REPO, deployment, topic_of
 
 SAMPLE = REPO / "groundwatch" / "data" / "sample_interactions.jsonl"
 N = 200
 
-#: configuration name -> the worker's environment on top of ``Deployment``'s (lexical judge, staged)
+#: configuration name -> the worker's environment on top of ``helpers.deployment``'s (lexical judge, staged)
 CONFIGS: dict[str, dict[str, str]] = {
     "lexical": {},
     "openai-fake": {"GROUNDWATCH_JUDGE__KIND": "openai", "GROUNDWATCH_JUDGE__API_KEY": "x"},
@@ -75,14 +75,14 @@ def run_config(broker_url: str, workdir: Path, env: dict[str, str], fake_url: st
     if extra.get("GROUNDWATCH_JUDGE__KIND") == "openai":
         extra |= {"GROUNDWATCH_JUDGE__BASE_URL": fake_url, "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false"}
     workdir.mkdir(parents=True, exist_ok=True)
-    dep = Deployment(broker_url, workdir, extra_env=extra)
+    dep = deployment(broker_url, workdir, extra_env=extra)
     lines = sample_lines()
     worker = dep.start_worker()
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), lines))
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= len(lines), 180, "every evaluation stored")
-        evaluations = dep.read_topic("evaluations", expect=len(lines), idle_s=2)
+        wait_for(lambda: dep.evaluations() >= len(lines), 180, "every evaluation stored")
+        evaluations = topic_of(dep, "evaluations", expect=len(lines), idle_s=2)
     finally:
         code = worker.stop()
     if code != 0:

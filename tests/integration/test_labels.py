@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from streams.topics import bootstrap_servers, ensure_topics
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl, topic_of
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "groundwatch" / "data" / "sample_interactions.jsonl"
@@ -36,7 +37,7 @@ store.close()
 """
 
 
-async def _send(dep: Deployment, values: list[bytes]) -> None:
+async def _send(dep: LocalStack, values: list[bytes]) -> None:
     settings = dep.settings()
     await ensure_topics(settings.kafka)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers(settings.kafka.broker))
@@ -52,7 +53,7 @@ def test_labels_topic_stores_labels_and_dead_letters_bad_ones(
     broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     rule = {"kind": "grounded", "values": {"up": 1, "down": 0, "1": 1, "-1": 0}}
-    dep = Deployment(
+    dep = deployment(
         broker.url,
         tmp_path_factory.mktemp("labels"),
         extra_env={"GROUNDWATCH_LABELS__END_USER_FEEDBACK": json.dumps(rule)},
@@ -77,8 +78,8 @@ def test_labels_topic_stores_labels_and_dead_letters_bad_ones(
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl(interactions)))
         asyncio.run(_send(dep, good + bad + [label("l-0", 0)]))  # the last: a redelivery of the first
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 3, 90, "the interactions in ClickHouse")
-        letters = dep.read_topic("deadletter", expect=2)
+        wait_for(lambda: dep.evaluations() >= 3, 90, "the interactions in ClickHouse")
+        letters = topic_of(dep, "deadletter", expect=2)
     finally:
         assert worker.stop() == 0, worker.tail()
     assert sorted(letter["stage"] for letter in letters) == ["validate", "validate"]

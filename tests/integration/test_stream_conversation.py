@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
+from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from schemas.deadletter import DeadLetter
 from schemas.interaction import Interaction
 from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl, topic_of
 
 CONTEXT = "The Pro plan costs 30 dollars a month per team. It includes priority support."
 ASK = {"role": "user", "content": "What is the Pro plan?"}
@@ -88,7 +89,7 @@ def fake() -> Iterator[FakeOpenAIServer]:
         yield server
 
 
-def stored_rows(dep: Deployment) -> list[dict[str, Any]]:
+def stored_rows(dep: LocalStack) -> list[dict[str, Any]]:
     """The evaluations table read by a child process (chDB: one process per path; the worker stopped)."""
     out = subprocess.run(
         [sys.executable, "-c", QUERY],
@@ -114,13 +115,13 @@ def test_a_conversation_is_evaluated_turn_by_turn_with_its_history(
         "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
         "GROUNDWATCH_LIMITS__MAX_HISTORY_TURNS": "3",
     }
-    dep = Deployment(broker.url, tmp_path_factory.mktemp("conversation"), extra_env=env)
+    dep = deployment(broker.url, tmp_path_factory.mktemp("conversation"), extra_env=env)
     worker = dep.start_worker()
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl(RECORDS)))
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 5, 180, "the five interactions in ClickHouse")
-        letters = [DeadLetter.model_validate(d) for d in dep.read_topic("deadletter", expect=2)]
+        wait_for(lambda: dep.evaluations() >= 5, 180, "the five interactions in ClickHouse")
+        letters = [DeadLetter.model_validate(d) for d in topic_of(dep, "deadletter", expect=2)]
     finally:
         assert worker.stop() == 0, worker.tail()
 

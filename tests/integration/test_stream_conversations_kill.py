@@ -17,7 +17,7 @@ import pytest
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl
 from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED
 
 CONVERSATIONS = 200
@@ -58,7 +58,7 @@ def test_conversations_across_a_kill_are_rolled_up_once_with_every_turn(
     records, want = turns(rng)
     stream = records + rng.sample(records, len(records) // 6)  # some sent twice
     rng.shuffle(stream)  # out of order
-    dep = Deployment(
+    dep = deployment(
         broker.url,
         tmp_path_factory.mktemp("conversations"),
         extra_env={"GROUNDWATCH_CONVERSATIONS__IDLE_SECONDS": "3"},
@@ -73,10 +73,10 @@ def test_conversations_across_a_kill_are_rolled_up_once_with_every_turn(
     producer = threading.Thread(target=produce)
     producer.start()
     try:
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 60, 90, "the first evaluations")
+        wait_for(lambda: dep.evaluations() >= 60, 90, "the first evaluations")
     finally:
         first.kill()
-    before = dep.evaluations_in_clickhouse()
+    before = dep.evaluations()
     producer.join(timeout=120)
     assert result["replay"].sent == len(stream)
     assert 0 < before < len(records), "the kill must land mid-stream"
@@ -88,7 +88,7 @@ def test_conversations_across_a_kill_are_rolled_up_once_with_every_turn(
     second = dep.start_worker("worker2")
     try:
         second.wait_ready()
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= len(records), 180, "every turn after the restart")
+        wait_for(lambda: dep.evaluations() >= len(records), 180, "every turn after the restart")
         wait_for(lambda: conversations() >= CONVERSATIONS, 60, "every conversation rolled up")
     finally:
         assert second.stop() == 0, second.tail()

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaProducer
 
+from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from schemas.deadletter import DeadLetter
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
-from tests.integration.helpers import Deployment
+from tests.integration.helpers import deployment, topic_of
 
 #: per input topic (by its TopicNames field), a message its processor cannot take
 BAD: dict[str, bytes] = {
@@ -28,7 +29,7 @@ GOOD = {"interaction_id": "good-1", "question": "Where is Paris?", "answer": "Pa
         "contexts": ["Paris is the capital of France."]}  # fmt: skip
 
 
-async def produce(dep: Deployment) -> None:
+async def produce(dep: LocalStack) -> None:
     settings = dep.settings()
     await ensure_topics(settings.kafka)
     names = topic_names(settings.kafka)
@@ -43,13 +44,13 @@ async def produce(dep: Deployment) -> None:
 
 
 def test_a_bad_message_on_every_input_topic_is_dead_lettered(broker: TansuBroker, tmp_path: Path) -> None:
-    dep = Deployment(broker.url, tmp_path, extra_env={"GROUNDWATCH_KAFKA__OTLP_INPUT": "true"})
+    dep = deployment(broker.url, tmp_path, extra_env={"GROUNDWATCH_KAFKA__OTLP_INPUT": "true"})
     worker = dep.start_worker()
     try:
         worker.wait_ready()
         asyncio.run(produce(dep))
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 1, 120, "the good interaction in ClickHouse")
-        letters = [DeadLetter.model_validate(d) for d in dep.read_topic("deadletter", expect=len(BAD))]
+        wait_for(lambda: dep.evaluations() >= 1, 120, "the good interaction in ClickHouse")
+        letters = [DeadLetter.model_validate(d) for d in topic_of(dep, "deadletter", expect=len(BAD))]
     finally:
         code = worker.stop()
     assert code == 0, worker.tail()

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
@@ -26,7 +27,7 @@ from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
 from schemas.latency import histogram, quantile
 from schemas.window import WindowAggregate
-from tests.integration.helpers import REPO, Deployment, jsonl
+from tests.integration.helpers import REPO, deployment, jsonl, topic_of
 
 SAMPLE = REPO / "groundwatch" / "data" / "sample_interactions.jsonl"
 N_SAMPLE = 40
@@ -109,7 +110,7 @@ class WebhookReceiver:
 
 @dataclass
 class Run:
-    deployment: Deployment
+    deployment: LocalStack
     expected_ids: set[str]
     evaluations: list[dict[str, Any]]
     deadletters: list[dict[str, Any]]
@@ -130,7 +131,7 @@ def run(broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Run:
         "GROUNDWATCH_ALERTS__WEBHOOK_URL": hook.url,
         "GROUNDWATCH_ALERTS__WEBHOOK_BACKOFF_S": "0.05",
     }
-    dep = Deployment(broker.url, workdir, extra_env=env)
+    dep = deployment(broker.url, workdir, extra_env=env)
     sample = [line for line in SAMPLE.read_text().splitlines() if line.strip()][:N_SAMPLE]
     good = synthetic("grounded-app", GROUNDED, 12)
     bad = synthetic("hallucinating-app", HALLUCINATED, 12)
@@ -142,9 +143,7 @@ def run(broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Run:
         worker.wait_ready()
         sent = asyncio.run(replay(dep.settings(), lines))
         assert sent.sent == len(lines)
-        wait_for(
-            lambda: dep.evaluations_in_clickhouse() >= len(expected), 120, "every evaluation in ClickHouse"
-        )
+        wait_for(lambda: dep.evaluations() >= len(expected), 120, "every evaluation in ClickHouse")
 
         # windows close 1 s after the watermark passes (2 s windows) or 2 s after their last row
         def windows_done() -> bool:
@@ -152,14 +151,14 @@ def run(broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Run:
             return status is not None and status.windows_written >= 1
 
         wait_for(windows_done, 60, "windows to close")
-        evaluations = dep.read_topic("evaluations", expect=len(expected))
-        deadletters = dep.read_topic("deadletter", expect=len(MALFORMED))
+        evaluations = topic_of(dep, "evaluations", expect=len(expected))
+        deadletters = topic_of(dep, "deadletter", expect=len(MALFORMED))
         # the graceful stop writes the windows still open and evaluates their alerts (Resources.finish)
     finally:
         code = worker.stop()
         hook.close()
     assert code == 0, worker.tail()
-    alerts_topic = dep.read_topic("alerts", idle_s=2)
+    alerts_topic = topic_of(dep, "alerts", idle_s=2)
     log = worker.log.read_text()
     return Run(dep, expected, evaluations, deadletters, alerts_topic, dep.report(), log, hook.bodies)
 

@@ -16,7 +16,7 @@ from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from tests.fakes.openai_server import FakeOpenAIServer, failing_nli
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl, topic_of
 
 POISON = "zebra-poison"
 CONTEXT = "The library opens at 9 am and closes at 5 pm on weekdays."
@@ -41,7 +41,7 @@ def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
         "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
         "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
     }
-    dep = Deployment(broker.url, tmp_path_factory.mktemp("judge-errors"), extra_env=env)
+    dep = deployment(broker.url, tmp_path_factory.mktemp("judge-errors"), extra_env=env)
     records = [
         {"interaction_id": "ok-1", "question": "When does the library open?", "contexts": [CONTEXT],
          "answer": "The library opens at 9 am."},
@@ -52,11 +52,11 @@ def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl(records)))
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 2, 90, "both interactions in ClickHouse")
+        wait_for(lambda: dep.evaluations() >= 2, 90, "both interactions in ClickHouse")
     finally:
         assert worker.stop() == 0, worker.tail()
 
-    letters = [DeadLetter.model_validate(d) for d in dep.read_topic("deadletter", expect=1)]
+    letters = [DeadLetter.model_validate(d) for d in topic_of(dep, "deadletter", expect=1)]
     assert [(d.stage, d.interaction_id) for d in letters] == [("nli", "bad-1")]
     assert letters[0].error_type == "JudgeError" and letters[0].error
     assert '"interaction"' in letters[0].payload  # the Converted that could not be judged
@@ -64,7 +64,7 @@ def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
     assert Interaction.model_validate_json(letters[0].original).interaction_id == "bad-1"
 
     evaluations = {
-        e["interaction_id"]: Evaluation.model_validate(e) for e in dep.read_topic("evaluations", expect=2)
+        e["interaction_id"]: Evaluation.model_validate(e) for e in topic_of(dep, "evaluations", expect=2)
     }
     assert evaluations["ok-1"].complete and evaluations["ok-1"].judge_calls > 0
     bad = evaluations["bad-1"]

@@ -11,7 +11,7 @@ import pytest
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl, topic_of
 from tests.integration.test_stream_end_to_end import GROUNDED, HALLUCINATED, synthetic
 
 N = 150
@@ -20,7 +20,7 @@ N = 150
 def test_kill_mid_stream_and_restart_counts_each_interaction_once(
     broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    dep = Deployment(broker.url, tmp_path_factory.mktemp("kill"))
+    dep = deployment(broker.url, tmp_path_factory.mktemp("kill"))
     records = synthetic("app-a", GROUNDED, N // 2) + synthetic("app-b", HALLUCINATED, N - N // 2)
     lines = jsonl(records)
     ids = {r["interaction_id"] for r in records}
@@ -35,10 +35,10 @@ def test_kill_mid_stream_and_restart_counts_each_interaction_once(
     producer = threading.Thread(target=produce)
     producer.start()
     try:
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 20, 60, "the first evaluations")
+        wait_for(lambda: dep.evaluations() >= 20, 60, "the first evaluations")
     finally:
         first.kill()
-    before = dep.evaluations_in_clickhouse()
+    before = dep.evaluations()
     producer.join(timeout=60)
     assert result["replay"].sent == N
     assert 0 < before < N, "the kill must land mid-stream"
@@ -46,12 +46,12 @@ def test_kill_mid_stream_and_restart_counts_each_interaction_once(
     second = dep.start_worker("worker2")
     try:
         second.wait_ready()
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= N, 120, "all interactions after the restart")
+        wait_for(lambda: dep.evaluations() >= N, 120, "all interactions after the restart")
     finally:
         assert second.stop() == 0, second.tail()
 
     report = dep.report()
     assert report.counts["evaluations"] == N
     assert sum(w.count for w in report.windows) == N, "windows count each interaction once"
-    on_topic = {e["interaction_id"] for e in dep.read_topic("evaluations", expect=N)}
+    on_topic = {e["interaction_id"] for e in topic_of(dep, "evaluations", expect=N)}
     assert on_topic == ids  # at-least-once on the topic: redelivered ones may appear twice

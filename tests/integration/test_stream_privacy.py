@@ -13,12 +13,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from schemas.deadletter import DeadLetter
 from tests.fakes.openai_server import FakeOpenAIServer, failing_nli
-from tests.integration.helpers import REPO, Deployment, jsonl
+from tests.integration.helpers import REPO, deployment, jsonl, topic_of
 from tests.unit.test_privacy import holds_planted, planted_interaction
 
 POISON = "zebra-poison"
@@ -42,7 +43,7 @@ def fake() -> Iterator[FakeOpenAIServer]:
     yield from failing_nli(POISON)
 
 
-def dump_tables(dep: Deployment) -> list[dict[str, object]]:
+def dump_tables(dep: LocalStack) -> list[dict[str, object]]:
     done = subprocess.run(
         [sys.executable, "-c", DUMP], env=dep.env(), cwd=REPO, capture_output=True, text=True, timeout=120
     )
@@ -68,7 +69,7 @@ def test_mode_all_leaves_no_planted_value_anywhere(
         "GROUNDWATCH_PIPELINE__PRONOUN_REPLACEMENT": "true",
         "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
     }
-    dep = Deployment(broker.url, tmp_path_factory.mktemp(f"privacy-{topology}"), extra_env=env)
+    dep = deployment(broker.url, tmp_path_factory.mktemp(f"privacy-{topology}"), extra_env=env)
     good = [planted_interaction(f"p-{n}").model_dump(mode="json") for n in range(3)]
     bad = planted_interaction("bad-1").model_dump(mode="json")
     bad["answer"] = f"{bad['answer']} {POISON}."
@@ -77,7 +78,7 @@ def test_mode_all_leaves_no_planted_value_anywhere(
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl([*good, bad])))
         expected = 4 if topology == "staged" else 3  # staged: the join emits it incomplete
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= expected, 120, "evaluations in ClickHouse")
+        wait_for(lambda: dep.evaluations() >= expected, 120, "evaluations in ClickHouse")
         wait_for(lambda: (dep.status().counts.get("dead_letters", 0) if dep.status() else 0) >= 1, 60,
                  "the dead letter in ClickHouse")  # fmt: skip
     finally:
@@ -85,7 +86,7 @@ def test_mode_all_leaves_no_planted_value_anywhere(
 
     bodies = json.dumps(fake.stats.bodies)
     assert "<EMAIL_1>" in bodies and not holds_planted(bodies)
-    letters = [DeadLetter.model_validate(d) for d in dep.read_topic("deadletter", expect=1)]
+    letters = [DeadLetter.model_validate(d) for d in topic_of(dep, "deadletter", expect=1)]
     assert [d.interaction_id for d in letters] == ["bad-1"]
     assert not holds_planted(json.dumps([d.model_dump(mode="json") for d in letters]))
     assert "<EMAIL_1>" in (letters[0].original or "")  # replayable, masked

@@ -12,7 +12,7 @@ from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from schemas.evaluation import Evaluation
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl, topic_of
 
 CONTEXT = "The museum opens at 10 am and closes at 6 pm every day except Monday."
 
@@ -20,7 +20,7 @@ CONTEXT = "The museum opens at 10 am and closes at 6 pm every day except Monday.
 def test_join_adds_relevance(broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> None:
     pytest.importorskip("sentence_transformers")  # the `embeddings` extra; `make test` installs it
     env = {"GROUNDWATCH_JUDGE__KIND": "lexical", "GROUNDWATCH_PIPELINE__RELEVANCE": "true"}
-    dep = Deployment(broker.url, tmp_path_factory.mktemp("relevance"), extra_env=env)
+    dep = deployment(broker.url, tmp_path_factory.mktemp("relevance"), extra_env=env)
     records = [
         {"interaction_id": "on-topic", "question": "When does the museum open?", "contexts": [CONTEXT],
          "answer": "The museum opens at 10 am."},
@@ -31,10 +31,10 @@ def test_join_adds_relevance(broker: TansuBroker, tmp_path_factory: pytest.TempP
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl(records)))
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= 2, 180, "both interactions in ClickHouse")
+        wait_for(lambda: dep.evaluations() >= 2, 180, "both interactions in ClickHouse")
     finally:
         assert worker.stop() == 0, worker.tail()
-    got = {e["interaction_id"]: Evaluation.model_validate(e) for e in dep.read_topic("evaluations", expect=2)}
+    got = {e["interaction_id"]: Evaluation.model_validate(e) for e in topic_of(dep, "evaluations", expect=2)}
     on, off = got["on-topic"].relevance, got["off-topic"].relevance
     assert on is not None and off is not None
     assert on > off + 0.2

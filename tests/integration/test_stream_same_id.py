@@ -19,7 +19,7 @@ import pytest
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl, topic_of
 
 N_IDS = 60
 CONTEXT = "Paris is the capital of France. It lies on the Seine and has about two million inhabitants."
@@ -54,7 +54,7 @@ def interaction(i: int, answer: str) -> dict[str, Any]:
 def test_two_messages_with_one_id_never_mix(
     broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    dep = Deployment(broker.url, tmp_path_factory.mktemp("same-id"))
+    dep = deployment(broker.url, tmp_path_factory.mktemp("same-id"))
     records: list[dict[str, Any]] = []
     for i in range(N_IDS):
         first, second = (X, Y) if i < N_IDS // 2 else (Y, X)
@@ -64,8 +64,8 @@ def test_two_messages_with_one_id_never_mix(
         worker.wait_ready()
         sent = asyncio.run(replay(dep.settings(), jsonl(records)))
         assert sent.sent == 2 * N_IDS
-        on_topic = dep.read_topic("evaluations", expect=2 * N_IDS, idle_s=5.0)
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= N_IDS, 90, "one row per id in ClickHouse")
+        on_topic = topic_of(dep, "evaluations", expect=2 * N_IDS, idle_s=5.0)
+        wait_for(lambda: dep.evaluations() >= N_IDS, 90, "one row per id in ClickHouse")
     finally:
         assert worker.stop() == 0, worker.tail()
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
@@ -21,7 +22,7 @@ from pipeline.sampling import Sampler, load_sampling_rules
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.sampling import SamplingRules
-from tests.integration.helpers import Deployment, jsonl
+from tests.integration.helpers import deployment, jsonl, topic_of
 
 RULES = """
 rules:
@@ -60,7 +61,7 @@ def records() -> list[dict[str, Any]]:
     return out
 
 
-def stored_rows(dep: Deployment) -> list[dict[str, Any]]:
+def stored_rows(dep: LocalStack) -> list[dict[str, Any]]:
     """The evaluations table, read by a child process (chDB: one process per path)."""
     out = subprocess.run(
         [sys.executable, "-c", QUERY], env=dep.env(), cwd=dep.workdir, capture_output=True, text=True,
@@ -82,7 +83,7 @@ def test_sample_rate_and_always_judge_rule(
         "GROUNDWATCH_SAMPLING__RULES_FILE": str(rules_file),
         "GROUNDWATCH_KAFKA__TOPOLOGY": topology,
     }
-    dep = Deployment(broker.url, workdir, extra_env=env)
+    dep = deployment(broker.url, workdir, extra_env=env)
     sent = records()
     sampler = Sampler(load_sampling_rules(rules_file), default_rate=0.5)
     expected = {r["interaction_id"]: sampler.decide(Interaction.model_validate(r)) for r in sent}
@@ -97,8 +98,8 @@ def test_sample_rate_and_always_judge_rule(
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl(sent)))
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= N, 120, "every interaction in ClickHouse")
-        evaluations = [Evaluation.model_validate(e) for e in dep.read_topic("evaluations", expect=N)]
+        wait_for(lambda: dep.evaluations() >= N, 120, "every interaction in ClickHouse")
+        evaluations = [Evaluation.model_validate(e) for e in topic_of(dep, "evaluations", expect=N)]
     finally:
         assert worker.stop() == 0, worker.tail()
 
@@ -163,18 +164,18 @@ def test_a_spent_judge_budget_skips_the_app_until_the_day_ends(
             "GROUNDWATCH_JUDGE__PRICES": '{"fake-model": {"input_per_1k": 1.0, "output_per_1k": 1.0}}',
             "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
         }
-        dep = Deployment(broker.url, workdir, extra_env=env)
+        dep = deployment(broker.url, workdir, extra_env=env)
         worker = dep.start_worker()
         try:
             worker.wait_ready()
             asyncio.run(replay(dep.settings(), jsonl(batch("bot", 0, 2))))
-            wait_for(lambda: dep.evaluations_in_clickhouse() >= 2, 90, "the first two in ClickHouse")
+            wait_for(lambda: dep.evaluations() >= 2, 90, "the first two in ClickHouse")
             requests_before = fake.stats.requests
             asyncio.run(replay(dep.settings(), jsonl(batch("bot", 2, 4) + batch("other", 0, 2))))
-            wait_for(lambda: dep.evaluations_in_clickhouse() >= 8, 90, "all eight in ClickHouse")
+            wait_for(lambda: dep.evaluations() >= 8, 90, "all eight in ClickHouse")
             evaluations = {
                 e["interaction_id"]: Evaluation.model_validate(e)
-                for e in dep.read_topic("evaluations", expect=8)
+                for e in topic_of(dep, "evaluations", expect=8)
             }
         finally:
             assert worker.stop() == 0, worker.tail()

@@ -22,7 +22,7 @@ import pytest
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
-from tests.integration.helpers import REPO, Deployment, jsonl
+from tests.integration.helpers import REPO, deployment, jsonl, topic_of
 from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED
 
 WINDOW_S = 2
@@ -95,7 +95,7 @@ def test_a_stop_with_a_window_backlog_ends_in_time_and_closes_each_window_once(
         "GROUNDWATCH_WINDOW__IDLE_CLOSE_SECONDS": "36000",
         "GROUNDWATCH_KAFKA__SHUTDOWN_TIMEOUT_S": str(SHUTDOWN_TIMEOUT_S),
     }
-    dep = Deployment(broker.url, workdir, extra_env=env)
+    dep = deployment(broker.url, workdir, extra_env=env)
     start = (datetime.now(UTC) - timedelta(seconds=WINDOW_S * PER_APP + 60)).replace(microsecond=0)
     recs = records(start)
     expected_windows = 2 * PER_APP
@@ -105,7 +105,7 @@ def test_a_stop_with_a_window_backlog_ends_in_time_and_closes_each_window_once(
         first.wait_ready()
         sent = asyncio.run(replay(dep.settings(), jsonl(recs)))
         assert sent.sent == len(recs)
-        wait_for(lambda: dep.evaluations_in_clickhouse() >= len(recs), 300, "every interaction stored")
+        wait_for(lambda: dep.evaluations() >= len(recs), 300, "every interaction stored")
     except BaseException:
         first.kill()
         raise
@@ -148,7 +148,7 @@ def test_a_stop_with_a_window_backlog_ends_in_time_and_closes_each_window_once(
     assert len(windows) == expected_windows and {n for *_, n in windows} == {1}  # written once each
     alert_rows = query_stopped(env_now, "SELECT alert_id, count() FROM groundwatch.alerts GROUP BY alert_id")
     assert alert_rows and {n for _, n in alert_rows} == {1}
-    on_topic = Counter(a["alert_id"] for a in dep.read_topic("alerts", idle_s=2))
+    on_topic = Counter(a["alert_id"] for a in topic_of(dep, "alerts", idle_s=2))
     assert set(on_topic) == {a for a, _ in alert_rows} and set(on_topic.values()) == {1}
     # each run of hallucinating "flapping" windows fires once and resolves once (the last may stay open)
     assert PER_APP // FLAP - 1 <= len(alert_rows) <= PER_APP // FLAP

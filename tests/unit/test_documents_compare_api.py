@@ -14,14 +14,20 @@ import pytest
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
-from schemas.metrics import METRICS, MetricKind, Over, pooled
+from schemas.metrics import METRICS, MetricKind, pooled
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
 from schemas.settings import ClickHouseSettings
 from schemas.slice_filter import COLUMNS, SliceFilter
 from streams.alerts.stats import Obs
-from streams.clickhouse.slices import ROW_SUMS
+from streams.clickhouse.slices import carried
 from streams.clickhouse.store import ClickHouseStore
-from streams.dashboard.compare import mean_difference, two_sided_fisher
+from streams.dashboard.compare import (
+    QUESTION_MEAN,
+    QUESTION_RATE,
+    mean_difference,
+    per_question_sql,
+    two_sided_fisher,
+)
 from streams.windows.aggregator import WindowStats
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_dashboard_api import client_for
@@ -189,11 +195,7 @@ async def test_a_hostile_slice_value_is_a_plain_parameter(store: ClickHouseStore
     assert status == 200 and body["documents"] == [] and body["total"] == 0
 
 
-def test_every_sum_of_the_catalogue_and_every_slice_key_has_its_sql() -> None:
-    sums = {
-        c for m in METRICS if m.kind is MetricKind.SUM and m.over is Over.INTERACTION for c in m.sum_columns
-    }
-    assert sums <= set(ROW_SUMS), sums - set(ROW_SUMS)
+def test_every_slice_key_has_its_sql() -> None:
     assert {*COLUMNS, "dimensions"} == set(SliceFilter.model_fields)
 
 
@@ -271,3 +273,15 @@ async def test_compare_ranks_repeated_questions_by_how_far_the_slices_differ() -
         assert {m["name"]: m["a"] for m in body["metrics"]}["interactions"] == 26  # 6 x 4 + 2
     finally:
         s.close()
+
+
+def test_the_repeated_questions_read_their_rate_and_mean_from_the_catalogue() -> None:
+    """The per-question figures are the catalogue's metrics, their columns and conditions as slices and
+    breakdowns read them (``carried``), not conditions written again."""
+    assert (QUESTION_RATE.kind, QUESTION_MEAN.kind) == (MetricKind.RATE, MetricKind.MEAN)
+    sql = per_question_sql("db", "app = 'x'", "app = 'y'")
+    for metric, column in ((QUESTION_RATE, "h"), (QUESTION_MEAN, "ce")):
+        for side in ("a", "b"):
+            value, known = carried(metric, f"in_{side}")
+            assert f"avgIfOrNull({value}, {known}) AS {side}_{column}" in sql
+    assert sql.count(str(QUESTION_MEAN.source)) >= 2 and "hallucination IS NOT NULL" in sql

@@ -12,7 +12,7 @@ from pipeline.feedback import feedback_labels, verdict_text
 from pipeline.judge_quality import judge_quality
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from schemas.label import LabeledRow, LabelKind, LabelSource
+from schemas.label import LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
 from schemas.settings import FeedbackRule, describe_settings_error, settings_from_env
 from tests.fixtures.messages import EVALUATED_AT
 
@@ -73,7 +73,8 @@ def test_verdicts_are_matched_as_trimmed_lower_case_text() -> None:
     [
         ('{"values": {"up": 2}}', "values.up"),
         ('{"values": {}}', "at least 1"),
-        ('{"values": {"up": 1}, "kind": "answer_refusal"}', "kind"),
+        ('{"values": {"up": 1}, "kind": "grounde"}', "unknown label kind 'grounde': use one of grounded"),
+        ('{"values": {"up": 1}, "kind": 1}', "unknown label kind 1"),
         ('{"values": {"up": 1}, "thumbs": true}', "thumbs"),
         ('{"values": {"Up": 1, "up ": 0}}', "given twice"),
         ('{"values": {" ": 1}}', "blank"),
@@ -84,6 +85,17 @@ def test_a_bad_rule_is_refused_in_one_line(value: str, reason: str) -> None:
         settings_from_env({"GROUNDWATCH_LABELS__END_USER_FEEDBACK": value})
     line = describe_settings_error(caught.value)
     assert "GROUNDWATCH_LABELS__END_USER_FEEDBACK" in line and reason in line
+
+
+def test_a_rule_may_stand_for_every_label_kind_of_the_registry_and_only_those() -> None:
+    for kind in LABEL_TARGETS:
+        rule = settings_from_env(
+            {"GROUNDWATCH_LABELS__END_USER_FEEDBACK": f'{{"kind": "{kind.value}", "values": {{"yes": 1}}}}'}
+        ).labels.end_user_feedback
+        assert rule is not None
+        labels = feedback_labels([evaluation("e0", {"feedback": "yes"})], rule, NOW)
+        assert [(x.kind, x.value) for x in labels] == [(kind, 1)]
+    assert set(LABEL_TARGETS) == {"grounded", "correct", "answer_refusal", "ground_truth_refusal"}
 
 
 def test_end_user_labels_count_in_agreement_only_when_asked() -> None:

@@ -15,7 +15,17 @@ from schemas.alert import AlertRules
 from schemas.conversation import ConversationRollup
 from schemas.dashboard import OverviewQuery
 from schemas.evaluation_row import EvalRow
-from schemas.metrics import METRICS, METRICS_BY_NAME, Metric, MetricKind, Over, pooled
+from schemas.metrics import (
+    CONVERSATION_SUMS,
+    INTERACTION_SUMS,
+    METRICS,
+    METRICS_BY_NAME,
+    Metric,
+    MetricKind,
+    Over,
+    RowSum,
+    pooled,
+)
 from schemas.window import WindowAggregate
 from streams.alerts.lifecycle import Slot, decide
 from streams.alerts.stats import observe
@@ -198,3 +208,46 @@ async def test_every_metric_is_charted_alerted_on_reported_and_in_grafana(store:
         assert m.short in header and figure(m, value) in row, m.name
         # and a panel of the Grafana dashboard
         assert m.label in panels, m.name
+
+
+def test_a_sum_declares_what_one_row_adds_to_each_of_its_columns() -> None:
+    with pytest.raises(ValidationError, match="per_row"):
+        Metric(name="x", label="x", short="x", kind=MetricKind.SUM, sum_columns=("count",))
+    with pytest.raises(ValidationError, match="per_row"):  # a row sum for another column than it names
+        Metric(
+            name="x", label="x", short="x", kind=MetricKind.SUM, sum_columns=("count",),
+            per_row=(RowSum(column="judged"),),
+        )  # fmt: skip
+    with pytest.raises(ValidationError, match="per_row"):  # a rate adds no row sums
+        Metric(
+            name="x_rate", label="x", short="x", kind=MetricKind.RATE, source="hallucination",
+            count_column="answered", per_row=(RowSum(column="count"),),
+        )  # fmt: skip
+    assert set(INTERACTION_SUMS) == {
+        c for m in METRICS if m.kind is MetricKind.SUM and m.over is Over.INTERACTION for c in m.sum_columns
+    }
+    assert set(CONVERSATION_SUMS) == {"conversations"}
+
+
+def test_a_window_counts_each_sum_as_its_rows_declare_it() -> None:
+    """A skipped row counts as received only (its tokens, cost and incompleteness are not the judge's),
+    and a judged incomplete row counts as judged and incomplete: what ``per_row`` declares, in Python
+    (the aggregator) and in SQL (slices)."""
+    rows = [
+        EvalRow(interaction_id="1", timestamp=T0, app="a", model="m", input_tokens=10, output_tokens=4,
+                cost_usd=0.25),
+        EvalRow(interaction_id="2", timestamp=T0, app="a", model="m", complete=False, input_tokens=1),
+        EvalRow(interaction_id="3", timestamp=T0, app="a", model="m", judged=False, skip_reason="budget",
+                complete=False, input_tokens=7, cost_usd=1.0),
+    ]  # fmt: skip
+    window = WindowStats().extend(rows).result(window_start=T0, window_end=T0, app="a", model="m")
+    figures = {m.name: pooled(m, [window]) for m in METRICS if m.kind is MetricKind.SUM}
+    assert figures == {
+        "interactions": 3, "judged": 2, "skipped": 1, "incomplete": 1, "judge_tokens": 15,
+        "judge_cost_usd": 0.25, "conversations_closed": 0,
+    }  # fmt: skip
+    assert (window.input_tokens, window.output_tokens, window.skipped_by_reason) == (11, 4, {"budget": 1})
+    assert INTERACTION_SUMS["incomplete"].sql("app = 'a'") == (
+        "sumIf(toFloat64(1), (app = 'a') AND judged = 1 AND complete = 0)"
+    )
+    assert INTERACTION_SUMS["cost_usd"].sql() == "sumIf(toFloat64(cost_usd), (1) AND judged = 1)"

@@ -21,7 +21,7 @@ from schemas.interaction import Interaction
 from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind, Over, pooled
 from schemas.settings import ClickHouseSettings, DashboardSettings
 from schemas.slices import BreakdownQuery, SliceTotals
-from streams.clickhouse.slices import ROW_SUMS, SliceReader, metric_sql
+from streams.clickhouse.slices import SliceReader, metric_sql
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
@@ -113,11 +113,19 @@ def test_breakdown_gives_wilson_intervals_for_rates_only() -> None:
     assert breakdown(MEAN, [totals("x", 3, 10)])[0].lower is None
 
 
-def test_every_sum_metric_has_its_per_interaction_sql() -> None:
-    needed = {
-        c for m in METRICS if m.kind is MetricKind.SUM and m.over is Over.INTERACTION for c in m.sum_columns
-    }
-    assert needed <= set(ROW_SUMS), needed - set(ROW_SUMS)
+def test_every_sum_metric_sums_in_sql_what_each_row_declares_it_adds() -> None:
+    tokens = metric_sql(METRICS_BY_NAME["judge_tokens"], "app = 'a'")
+    assert tokens == (
+        "sumIf(toFloat64(input_tokens), (app = 'a') AND judged = 1) + "
+        "sumIf(toFloat64(output_tokens), (app = 'a') AND judged = 1)",
+        "0",
+    )
+    for m in METRICS:
+        if m.kind is MetricKind.SUM and m.over is Over.INTERACTION:
+            assert metric_sql(m)[0] == " + ".join(r.sql() for r in m.per_row), m.name
+            assert [r.column for r in m.per_row] == list(m.sum_columns), m.name
+            for r in m.per_row:  # fields of a row, and columns of evaluations by the same name
+                assert {r.value or "judged", *(f for f, _ in r.when)} <= set(EvalRow.model_fields), m.name
 
 
 def test_a_conversation_metric_has_no_per_interaction_value() -> None:
