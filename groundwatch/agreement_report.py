@@ -61,7 +61,7 @@ def render(report: QualityReport) -> str:
         a = block.agreement
         flagged = _pct(block.corrected.flagged_rate) if block.corrected else "-"
         lines.append(
-            f"  {block.kind.value:<21} {block.labels:>6} {a.cases if a else 0:>5}  "
+            f"  {block.kind!s:<21} {block.labels:>6} {a.cases if a else 0:>5}  "
             f"{_est(a.sensitivity if a else None):<22} {_est(a.specificity if a else None):<22} "
             f"{_est(a.balanced_accuracy if a else None):<22} "
             f"{fixed(a.kappa.value if a else None, width=6)}  {flagged:>8}  "
@@ -84,7 +84,7 @@ def render(report: QualityReport) -> str:
     for block in report.judges:
         a = block.agreement
         lines.append(
-            f"  {block.app} / {block.model}  {_judge(block)}  {block.kind.value}: "
+            f"  {block.app} / {block.model}  {_judge(block)}  {block.kind}: "
             f"{_est(a.balanced_accuracy if a else None)}, {a.cases if a else 0}"
         )
     return "\n".join(lines)

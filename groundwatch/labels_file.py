@@ -2,7 +2,10 @@
 ``interaction_id`` (or ``id``) and ``labels`` (``{"grounded": 1, "correct": 0, ...}``).
 
 Keys of ``labels`` that are not label kinds (``schemas.label.LabelKind``; e.g. ``answerable``) are
-counted and left out. A line that is not JSON, has no id, or a label value other than 0/1 is an error
+counted and left out, except ``custom.<name>``: the label kind of an evaluator of the evaluators file,
+and an error when the file (installed by the caller, ``pipeline.custom_evaluators``) has no such
+pattern or pass/fail evaluator.
+A line that is not JSON, has no id, or a label value other than 0/1 is an error
 with its line number; a file with any error imports nothing. ``sample`` keeps a stable-hash share of
 the interactions (a draw of its own, independent of the review queue's, ``pipeline.review``) and
 records it as each label's inclusion probability, so agreement weighs them as a uniform sample.
@@ -95,6 +98,11 @@ def _line_object(number: int, raw: bytes, out: LabelsFile) -> dict[str, Any] | N
     return data
 
 
+def _labeled(key: str) -> bool:
+    """Whether a key of ``labels`` is read as a label: a fixed kind, or custom.<name> (checked then)."""
+    return key in KINDS or key.startswith("custom.")
+
+
 def _known_labels(number: int, marks: Any, out: LabelsFile) -> dict[str, Any]:
     """The line's labels of a known kind (other keys noted in ``out.ignored_keys``); empty when it has
     none (counted in ``out.unlabeled``) or ``labels`` is not an object (noted in ``out.errors``)."""
@@ -104,8 +112,8 @@ def _known_labels(number: int, marks: Any, out: LabelsFile) -> dict[str, Any]:
     if not isinstance(marks, dict):
         out.errors.append(f"line {number}: labels must be an object of kind -> 0/1")
         return {}
-    known = {k: v for k, v in marks.items() if k in KINDS}
-    out.ignored_keys.update(k for k in marks if k not in KINDS)
+    known = {k: v for k, v in marks.items() if _labeled(k)}
+    out.ignored_keys.update(k for k in marks if not _labeled(k))
     if not known:
         out.unlabeled += 1
     return known

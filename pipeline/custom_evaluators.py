@@ -1,7 +1,8 @@
 """Your own evaluators (schemas.evaluators) run on an interaction, beside the core verdicts (pure, async).
 
 ``load_evaluators`` reads and validates the evaluators file, imports each python evaluator's function and
-installs the evaluators' metrics in the catalogue (``schemas.metrics.install_custom``); any problem is a
+installs the evaluators' metrics in the catalogue (``schemas.metrics.install_custom``) and their label
+kinds (``schemas.label_kinds.install_custom_kinds``, ``install_spec``); any problem is a
 ``ConfigError`` of one line naming the file, the evaluator and the field.
 
 ``CustomEvaluators.run`` scores one interaction with every evaluator whose scope, conditions and sample
@@ -60,6 +61,7 @@ from schemas.evaluators import (
     RubricEvaluator,
 )
 from schemas.interaction import Interaction
+from schemas.label_kinds import install_custom_kinds
 from schemas.metrics import install_custom
 from schemas.results import CustomScore, JudgeCall
 from schemas.settings import EvaluatorsSettings
@@ -75,7 +77,7 @@ def install_from_settings(settings: EvaluatorsSettings) -> None:
     export) without running the evaluators (their functions are not imported); without a file, none is
     (an earlier file's metrics leave the catalogue)."""
     if settings.file is None:
-        install_custom(())
+        install_spec(None)
     else:
         load_evaluators(settings.file, functions=False)
 
@@ -84,7 +86,7 @@ def open_custom(settings: EvaluatorsSettings, judge: Judge | None) -> CustomEval
     """The custom evaluators of ``evaluators.file`` (installed in the catalogue), or None without one
     (and then no custom metric is in the catalogue, whatever an earlier file installed)."""
     if settings.file is None:
-        install_custom(())
+        install_spec(None)
         return None
     return CustomEvaluators(load_evaluators(settings.file), settings, judge)
 
@@ -111,8 +113,17 @@ def load_evaluators(path: Path, *, install: bool = True, functions: bool = True)
                 ) from None
     loaded = LoadedEvaluators(spec, imported)
     if install:
-        install_custom(spec.metrics())
+        install_spec(spec)
     return loaded
+
+
+def install_spec(spec: EvaluatorsFile | None) -> None:
+    """The evaluators' metrics in the catalogue and their label kinds (``custom.<name>``) among the
+    label kinds, together; None: none (an earlier file's leave both)."""
+    install_custom(spec.metrics() if spec is not None else ())
+    install_custom_kinds(
+        spec.label_targets() if spec is not None else (), spec.score_names() if spec is not None else ()
+    )
 
 
 def _name_the_evaluator(message: str, path: Path) -> str:

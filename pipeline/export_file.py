@@ -41,13 +41,13 @@ def export_line(
     if e.interaction is None:
         return None
     line: dict[str, Any] = e.interaction.model_dump(mode="json", exclude_none=True)
-    values: dict[LabelKind, list[int]] = defaultdict(list)
+    values: dict[str, list[int]] = defaultdict(list)
     for label in labels:
         if label.source is LabelSource.END_USER and not include_end_user:
             continue
         values[label.kind].append(label.value)
     majority = {k: consensus(v) for k, v in values.items()}
-    line["labels"] = {k.value: v for k, v in majority.items() if v is not None} or None
+    line["labels"] = {str(k): v for k, v in majority.items() if v is not None} or None
     peer_kind = next((k for k in PEER_KINDS if majority.get(k) is not None), None)
     if peer_kind is not None:
         verdict = _verdict(e, peer_kind, correct_threshold)

@@ -6,12 +6,17 @@ interaction), blocks out. Where several people labeled one interaction the major
 (``labels.include_end_user``). Blocks are formed twice: per judge identity (judge kind, its model, the
 NLI prompt's version), where agreement says how *this* judge does, and per app/model over every identity
 in the period, which is what corrects that app/model's rate (a period that spans two identities says so).
+
+A custom evaluator's kind (``custom.<name>``) is judged by the evaluator, not the core judge: its flag is
+its score (1: flagged or passed), and its identity is judge ``custom.<kind of evaluator>``, the judge's
+model for a rubric (blank for a pattern or a function) and, as prompt version, the evaluator's version
+it scored with: a changed evaluator is a new identity, measured apart.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -27,7 +32,8 @@ from pipeline.metrics.agreement import (
     corrected_rate,
     reviewer_agreement,
 )
-from schemas.label import LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
+from schemas.label import LabeledRow, LabelKind, LabelSource, label_target
+from schemas.results import CustomScore
 
 ALL = "*"
 
@@ -40,7 +46,7 @@ class QualityBlock(BaseModel):
     judge: str
     judge_model: str
     prompt_version: str
-    kind: LabelKind
+    kind: LabelKind | str = Field(description="a LabelKind, or custom.<name> for an evaluator of yours")
     condition: str = Field(description="what a flag claims, e.g. 'hallucinated'")
     rate_metric: str | None = Field(description="the catalogue rate this kind corrects")
     labels: int = Field(description="label rows (one per interaction and person)")
@@ -71,31 +77,54 @@ class Verdicts(Protocol):
     def ground_truth_refusal(self) -> bool | None: ...
     @property
     def answer_entails_ground_truth(self) -> float | None: ...
+    @property
+    def custom(self) -> Mapping[str, CustomScore]: ...
 
 
 #: the judge's "correct" threshold for an interaction's judge, app and model (PipelineSettings.threshold_for)
 CorrectThreshold = Callable[[Verdicts], float]
 
 
-def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectThreshold) -> bool | None:
-    """Whether the judge flagged the label kind's condition (``LABEL_TARGETS``) on this interaction;
+def judge_flag(verdicts: Verdicts, kind: str, correct_threshold: CorrectThreshold) -> bool | None:
+    """Whether the judge flagged the label kind's condition (``label_target``) on this interaction;
     None: it gave no verdict."""
-    target = LABEL_TARGETS[kind]
-    if kind is not LabelKind.CORRECT:  # the flag is a column of its own
+    target = label_target(kind)
+    if target.evaluator is not None:  # a custom evaluator's: its score, 1 for a flag or a pass
+        custom = verdicts.custom.get(str(kind).removeprefix("custom."))
+        return None if custom is None or custom.score is None else custom.score >= 0.5
+    if target.kind is not LabelKind.CORRECT:  # the flag is a column of its own
         flag: bool | None = getattr(verdicts, target.flag)
         return flag
     score: float | None = getattr(verdicts, target.flag)  # flagged under the correct threshold
     return None if score is None else score < correct_threshold(verdicts)
 
 
+Key = tuple[str, str, str, str, str, str]
+
+
+def identity(row: LabeledRow) -> tuple[str, str, str]:
+    """(judge, judge_model, prompt_version) of the verdict a label is compared with: the core judge's,
+    or for a custom evaluator's kind ``custom.<pattern|python|rubric>``, the judge's model for a rubric,
+    and the evaluator's version it scored with ('' when it did not score)."""
+    evaluator = label_target(row.kind).evaluator
+    if evaluator is None:
+        return row.judge, row.judge_model, row.prompt_version
+    score = row.custom.get(str(row.kind).removeprefix("custom."))
+    return (
+        f"custom.{evaluator}",
+        row.judge_model if evaluator == "rubric" else "",
+        score.version if score is not None else "",
+    )
+
+
 def _block(
-    key: tuple[str, str, str, str, str, LabelKind],
+    key: Key,
     rows: Sequence[LabeledRow],
     correct_threshold: CorrectThreshold,
     resamples: int,
 ) -> QualityBlock:
     app, model, judge, judge_model, prompt_version, kind = key
-    target = LABEL_TARGETS[kind]
+    target = label_target(kind)
     by_case: dict[str, list[LabeledRow]] = defaultdict(list)
     by_source: dict[str, int] = defaultdict(int)
     for row in rows:
@@ -123,14 +152,14 @@ def _block(
                 weight=1.0 / probability if probability else 1.0,
             )
         )
-    identities = {(r.judge, r.judge_model, r.prompt_version) for r in rows}
+    identities = {identity(r) for r in rows}
     return QualityBlock(
         app=app,
         model=model,
         judge=judge,
         judge_model=judge_model,
         prompt_version=prompt_version,
-        kind=kind,
+        kind=target.kind,
         condition=target.condition,
         rate_metric=target.rate_metric,
         labels=len(rows),
@@ -154,24 +183,18 @@ def judge_quality(
 ) -> list[QualityBlock]:
     """Quality blocks per (app, model, judge identity, kind), or per (app, model, kind) pooling every
     identity when ``per_identity`` is False (their judge fields then read '*')."""
-    groups: dict[tuple[str, str, str, str, str, LabelKind], list[LabeledRow]] = defaultdict(list)
+    groups: dict[Key, list[LabeledRow]] = defaultdict(list)
     for row in rows:
         if row.source is LabelSource.END_USER and not include_end_user:
             continue
-        if per_identity:
-            key = (row.app, row.model, row.judge, row.judge_model, row.prompt_version, row.kind)
-        else:
-            key = (row.app, row.model, ALL, ALL, ALL, row.kind)
-        groups[key].append(row)
-    return [
-        _block(key, groups[key], correct_threshold, resamples)
-        for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], k[4], k[5].value))
-    ]
+        judge = identity(row) if per_identity else (ALL, ALL, ALL)
+        groups[(row.app, row.model, *judge, str(row.kind))].append(row)
+    return [_block(key, groups[key], correct_threshold, resamples) for key in sorted(groups)]
 
 
 def corrected_buckets(
     block: QualityBlock | None,
-    kind: LabelKind,
+    kind: str,
     flagged: Sequence[int],
     totals: Sequence[int],
     *,
@@ -184,7 +207,7 @@ def corrected_buckets(
     if len(flagged) != len(totals):
         raise ValueError("flagged and totals are per bucket: give as many of each")
     quality = block.agreement if block is not None else None
-    condition = LABEL_TARGETS[kind].condition
+    condition = label_target(kind).condition
     overall = corrected_rate(
         sum(flagged), sum(totals), quality, min_per_class=min_per_class, condition=condition
     )

@@ -83,7 +83,7 @@ SCORES: dict[str, ScoreGetter] = {
 
 #: label -> the scores measured against it, the primary first (``schemas.label.LABEL_TARGETS``)
 LABEL_SCORES: dict[str, list[str]] = {
-    target.kind.value: list(target.scores) for target in LABEL_TARGETS.values() if target.scores
+    str(target.kind): list(target.scores) for target in LABEL_TARGETS.values() if target.scores
 }
 FLAG_SCORES = {"answer_refusal"}
 DISTRIBUTION_SCORES = [

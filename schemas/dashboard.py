@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabelKind
+from schemas.label import AnyLabelKind, Label
 from schemas.slice_filter import SliceFilter, SliceTerms
 from schemas.utc import utc
 
@@ -218,7 +218,7 @@ class LabelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     interaction_id: str = Field(min_length=1, max_length=1024)
-    kind: LabelKind
+    kind: AnyLabelKind
     value: int = Field(ge=0, le=1)
     reviewer: str | None = Field(None, min_length=1, max_length=200)
     note: str | None = Field(None, max_length=4000)

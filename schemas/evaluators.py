@@ -17,7 +17,9 @@ The file holds ``evaluators:``, a list of entries, each with a ``name``, a ``ver
 An entry may be scoped like a sampling rule (``app``, ``model``, ``when``) and sampled (``sample_rate``, by
 the same stable hash of the interaction id, salted with the evaluator's name). Each evaluator becomes the
 catalogue metric ``custom.<name>`` (``metric``): a rate for a flag (pattern, pass_fail, a python
-evaluator with ``output: pass_fail``), a mean for a score.
+evaluator with ``output: pass_fail``), a mean for a score; a flag's evaluator is also the label kind
+``custom.<name>`` (``label_targets``), so reviewers can label it and its agreement and corrected rate
+are measured like the core judge's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Annotated, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from schemas.label_kinds import CUSTOM_KEYS, LabelTarget, custom_label_target
 from schemas.metrics import Metric, MetricKind
 from schemas.sampling import Conditions
 
@@ -225,6 +228,19 @@ class EvaluatorsFile(_Strict):
     def metrics(self) -> tuple[Metric, ...]:
         """Each evaluator's two catalogue entries: its score and its missing scores."""
         return tuple(m for e in self.evaluators for m in (e.metric(), e.missing_metric()))
+
+    def label_targets(self) -> tuple[LabelTarget, ...]:
+        """The label kind ``custom.<name>`` of each pattern and pass/fail evaluator (a score evaluator has
+        none), the first ones with the dashboard's keys 1/2, 3/4, ..."""
+        flags = [e for e in self.evaluators if e.is_rate()]
+        keys = [*CUSTOM_KEYS, *([None] * len(flags))]
+        return tuple(
+            custom_label_target(e.name, e.label or e.name, e.kind, keys[i]) for i, e in enumerate(flags)
+        )
+
+    def score_names(self) -> tuple[str, ...]:
+        """The score evaluators' names (a mean; no label kind)."""
+        return tuple(e.name for e in self.evaluators if not e.is_rate())
 
 
 def custom_metric(name: str, kind: MetricKind, label: str, lower_is_better: bool) -> Metric:

@@ -22,9 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from schemas.label_kinds import KIND_OF_RATE as KIND_OF_RATE
 from schemas.label_kinds import LABEL_TARGETS as LABEL_TARGETS
+from schemas.label_kinds import AnyLabelKind as AnyLabelKind
 from schemas.label_kinds import LabelKind as LabelKind
 from schemas.label_kinds import LabelTarget as LabelTarget
-from schemas.results import PairName, Verdict
+from schemas.label_kinds import label_target as label_target
+from schemas.label_kinds import label_targets as label_targets
+from schemas.results import CustomScore, PairName, Verdict
 
 
 class LabelSource(StrEnum):
@@ -51,8 +54,10 @@ class Label(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     interaction_id: str = Field(min_length=1, max_length=1024, description="the interaction labeled")
-    kind: LabelKind = Field(
-        description="what is labeled: grounded, correct, answer_refusal, ground_truth_refusal"
+    kind: AnyLabelKind = Field(
+        description="what is labeled: grounded, correct, answer_refusal, ground_truth_refusal, or "
+        "custom.<name> for a pattern or pass/fail evaluator of the evaluators file (an evaluator not in "
+        "it, or a score evaluator, is refused)"
     )
     value: int = Field(ge=0, le=1, description="1 or 0 (see LabelKind)")
     reviewer: str = Field(
@@ -124,7 +129,7 @@ class LabeledRow(BaseModel):
     judge: str
     judge_model: str = ""
     prompt_version: str = ""
-    kind: LabelKind
+    kind: AnyLabelKind
     reviewer: str
     source: LabelSource
     value: int
@@ -134,3 +139,5 @@ class LabeledRow(BaseModel):
     ground_truth_refusal: bool | None = None
     answer_entails_ground_truth: float | None = None
     context_entailment: float | None = None
+    #: for a custom evaluator's kind: its score and the version it scored with (absent: it did not score)
+    custom: dict[str, CustomScore] = Field(default_factory=dict)

@@ -99,7 +99,7 @@ class AgreementGauges(Collector):
                     block.judge,
                     block.judge_model,
                     block.prompt_version,
-                    block.kind.value,
+                    str(block.kind),
                 ]
                 agreement = block.agreement
                 cases.add_metric(labels, float(agreement.cases if agreement is not None else 0))
@@ -113,7 +113,7 @@ class AgreementGauges(Collector):
                 c = block.corrected
                 if c is None or c.corrected is None:
                     continue
-                key = [block.app, block.model, block.kind.value]
+                key = [block.app, block.model, str(block.kind)]
                 for suffix, value in (("", c.corrected), ("_low", c.low), ("_high", c.high)):
                     if value is not None:
                         corrected[suffix].add_metric(key, value)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from schemas.metrics import install_custom
+from pipeline.custom_evaluators import install_spec
 from tests.fakes.openai_server import FakeOpenAIServer
 
 pytest_plugins = ["tests.fixtures.store"]
@@ -16,9 +16,9 @@ pytest_plugins = ["tests.fixtures.store"]
 @pytest.fixture(autouse=True)
 def _no_custom_metrics_left_behind() -> Iterator[None]:
     """The custom part of the metric catalogue is process-wide: a test that loads an evaluators file
-    (directly or by starting an app) leaves no ``custom.*`` metric to the next."""
+    (directly or by starting an app) leaves no ``custom.*`` metric or label kind to the next."""
     yield
-    install_custom(())
+    install_spec(None)
 
 
 @pytest.fixture

@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.file.is_file():
         raise ConfigError(f"{args.file}: no such file")
+    settings = settings_with_clickhouse(args.clickhouse)  # the evaluators file's label kinds installed
     parsed = read_labels_file(
         args.file,
         reviewer=args.reviewer,
@@ -67,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.file}: {error}", file=sys.stderr)
         more = " (first 20 shown)" if len(parsed.errors) > 20 else ""
         raise ConfigError(f"{args.file}: {len(parsed.errors)} bad lines{more}; nothing imported")
-    settings = settings_with_clickhouse(args.clickhouse)
     labels = parsed.labels
     if settings.privacy.mode == "all" and any(label.note for label in labels):
         from pipeline.privacy.mask import PrivacyGuard

@@ -3,6 +3,9 @@ import``, read for agreement, the corrected rates and the review queue.
 
 ``labels`` is a ReplacingMergeTree keyed by (interaction, kind, reviewer) with the label's time as its
 version: the latest label of a person on an interaction wins, and a redelivered message replaces its row.
+
+Reads return the labels of the kinds known now (``schemas.label.label_targets``): those of an evaluator
+since removed from the evaluators file stay stored and count again when it is back.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from pydantic import BaseModel
 
 from pipeline.review import REVIEW_FRACTION_SQL
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabeledRow, LabelKind
-from schemas.metrics import METRICS, MetricKind
+from schemas.label import Label, LabeledRow, LabelKind, label_targets
+from schemas.metrics import MetricKind, catalogue
+from schemas.results import CustomScore
 from schemas.settings import LabelsSettings
 from schemas.slice_filter import SliceFilter
 from schemas.utc import utc
@@ -37,15 +41,28 @@ _PEOPLE = "source != 'end_user'"
 _FILTER = f"{APP_FILTER} AND {MODEL_FILTER}"
 _EVAL_COLUMNS = (
     "interaction_id, conversation_id, timestamp, app, model, judge, judge_model, prompt_version, "
-    "hallucination, answer_refusal, ground_truth_refusal, answer_entails_ground_truth, context_entailment"
+    "hallucination, answer_refusal, ground_truth_refusal, answer_entails_ground_truth, context_entailment, "
+    "custom_scores, custom_versions"
 )
+#: the labels of the kinds known now (``kinds``: label_targets' names)
+_KNOWN = "kind IN {kinds:Array(String)}"
+
+
+def _labeled_row(r: dict[str, Any]) -> LabeledRow:
+    """A row of ``LabelStore._labeled_sql`` as a LabeledRow: the labeled custom evaluator's score and
+    version (for a custom kind) under ``custom``."""
+    name = str(r["kind"]).removeprefix("custom.")
+    custom = {}
+    if r["kind"].startswith("custom.") and name in r["custom_scores"]:
+        custom[name] = CustomScore(score=r["custom_scores"][name], version=r["custom_versions"].get(name, ""))
+    return LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"]), "custom": custom})
 
 
 def label_row(label: Label) -> list[Any]:
     labeled_at = utc(label.labeled_at)
     return [
         label.interaction_id,
-        label.kind.value,
+        str(label.kind),
         label.reviewer,
         label.value,
         label.source.value,
@@ -128,9 +145,9 @@ class LabelStore:
     async def _labels(self, where: str, params: dict[str, Any]) -> list[Label]:
         """Current labels matching ``where``, by interaction, kind and reviewer."""
         rows = await self.store.query(
-            f"SELECT {', '.join(LABEL_COLUMNS[:-1])} FROM {self.db}.labels FINAL WHERE {where} "
-            "ORDER BY interaction_id, kind, reviewer",
-            params,
+            f"SELECT {', '.join(LABEL_COLUMNS[:-1])} FROM {self.db}.labels FINAL WHERE ({where}) "
+            f"AND {_KNOWN} ORDER BY interaction_id, kind, reviewer",
+            {**params, "kinds": list(label_targets())},
         )
         return [
             Label.model_validate(
@@ -152,7 +169,8 @@ class LabelStore:
             "l.inclusion_probability AS inclusion_probability, e.hallucination AS hallucination, "
             "e.answer_refusal AS answer_refusal, e.ground_truth_refusal AS ground_truth_refusal, "
             "e.answer_entails_ground_truth AS answer_entails_ground_truth, "
-            "e.context_entailment AS context_entailment\n"
+            "e.context_entailment AS context_entailment, e.custom_scores AS custom_scores, "
+            "e.custom_versions AS custom_versions\n"
             f"FROM (SELECT interaction_id, kind, reviewer, source, value, inclusion_probability "
             f"FROM {self.db}.labels FINAL WHERE {labels}) AS l\n"
             f"INNER JOIN (SELECT {_EVAL_COLUMNS} FROM {self.db}.evaluations FINAL "
@@ -166,13 +184,11 @@ class LabelStore:
     ) -> list[LabeledRow]:
         """Every current label of interactions judged with start <= timestamp < end, joined with the
         judge's verdicts on them."""
-        sql = (
-            self._labeled_sql(in_range())
-            + "ORDER BY app, model, interaction_id, kind, reviewer"
-        )
-        params = {"start": utc(start), "end": utc(end), "app": app or "", "model": model or ""}
+        sql = self._labeled_sql(in_range(), _KNOWN) + "ORDER BY app, model, interaction_id, kind, reviewer"
+        params = {"start": utc(start), "end": utc(end), "app": app or "", "model": model or "",
+                  "kinds": list(label_targets())}  # fmt: skip
         rows = await self.store.query(sql, params)
-        return [LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
+        return [_labeled_row(r) for r in rows]
 
     async def latest_labeled(
         self,
@@ -196,14 +212,14 @@ class LabelStore:
         sql = self._labeled_sql(latest, labels) + ("ORDER BY timestamp DESC, interaction_id DESC, reviewer")
         params = {"app": app, "model": model, "before": utc(before), "kind": kind.value, "n": interactions}
         rows = await self.store.query(sql, params)
-        return [LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"])}) for r in rows]
+        return [_labeled_row(r) for r in rows]
 
     async def flag_counts(
         self, start: datetime, end: datetime, app: str | None = None, model: str | None = None
     ) -> list[FlagCounts]:
-        """Flags and denominators of every rate metric per app/model, pooled from the windows that
-        start in [start, end) exactly as the catalogue pools them."""
-        rates = [m for m in METRICS if m.kind is MetricKind.RATE]
+        """Flags and denominators of every rate metric (the custom evaluators' too) per app/model, pooled
+        from the windows that start in [start, end) exactly as the catalogue pools them."""
+        rates = [m for m in catalogue() if m.kind is MetricKind.RATE]
         columns = pooled_columns(rates)
         rows = await self.store.query(
             f"SELECT app, model, {columns} FROM {self.db}.window_aggregates FINAL "
@@ -299,10 +315,7 @@ class LabelStore:
         """Judged interactions of the range (of one slice, when given) with their current labels: every
         one, only the labeled, or the ``worst`` by context entailment (lowest first)."""
         condition, values = slice_condition(slice_filter or SliceFilter(), "f")
-        where = (
-            f"{in_range()} AND judged = 1 AND {_FILTER} "
-            f"AND {condition}"
-        )
+        where = f"{in_range()} AND judged = 1 AND {_FILTER} AND {condition}"
         if labeled_only:
             where += f" AND interaction_id IN (SELECT interaction_id FROM {self.db}.labels)"
         order = (

@@ -49,7 +49,7 @@ from schemas.dashboard import (
     QualityQuery,
     ReviewQuery,
 )
-from schemas.label import LABEL_TARGETS, Label, LabelSource
+from schemas.label import Label, LabelSource, label_targets
 from schemas.settings import DashboardSettings, JudgeKind, PrivacySettings, Settings
 from schemas.validation import problems
 from streams.clickhouse.labels import LabelStore
@@ -192,9 +192,14 @@ async def review(request: web.Request) -> web.Response:
 
 async def label_kinds(request: web.Request) -> web.Response:
     """The label kinds a reviewer is asked about on the interaction page, as ``schemas.label`` declares
-    them (question, the two answers' words and keys)."""
+    them (question, the two answers' words and keys): the fixed kinds with keys, then each pattern and
+    pass/fail evaluator of the evaluators file (``custom.<name>``; keys for the first four only)."""
     fields = {"kind", "question", "yes_text", "no_text", "keys"}
-    asked = [t.model_dump(mode="json", include=fields) for t in LABEL_TARGETS.values() if t.keys is not None]
+    asked = [
+        t.model_dump(mode="json", include=fields)
+        for t in label_targets().values()
+        if t.keys is not None or t.evaluator is not None
+    ]
     return web.json_response(asked)
 
 

@@ -183,8 +183,8 @@ async function loadLabelKinds() {
   labelKinds = kinds.map((k) => ({
     kind: k.kind,
     title: k.question,
-    yes: k.keys[0],
-    no: k.keys[1],
+    yes: k.keys ? k.keys[0] : null, // a custom evaluator past the fourth has buttons only
+    no: k.keys ? k.keys[1] : null,
     yesText: k.yes_text,
     noText: k.no_text,
   }));
@@ -237,8 +237,8 @@ function labelPanel(e, labels) {
         "p",
         { class: "label-row" },
         el("span", { class: "label-title" }, `${k.title} `),
-        button("label-yes", 1, `${k.yesText} [${k.yes}]`),
-        button("label-no", 0, `${k.noText} [${k.no}]`),
+        button("label-yes", 1, k.yes ? `${k.yesText} [${k.yes}]` : k.yesText),
+        button("label-no", 0, k.no ? `${k.noText} [${k.no}]` : k.noText),
         el("span", { class: "label-given" }, given),
       ),
     );
@@ -254,11 +254,11 @@ export function labelKeys(event) {
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   const id = params().get("id");
   for (const k of labelKinds) {
-    if (event.key === k.yes) {
+    if (k.yes && event.key === k.yes) {
       event.preventDefault();
       postLabel(id, k.kind, 1);
     }
-    if (event.key === k.no) {
+    if (k.no && event.key === k.no) {
       event.preventDefault();
       postLabel(id, k.kind, 0);
     }
