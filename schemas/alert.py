@@ -30,11 +30,14 @@ from pydantic import (
     model_validator,
 )
 
+from schemas.evaluators import CUSTOM_PREFIX
+from schemas.label_kinds import AnyLabelKind, LabelKind
 from schemas.metrics import (
     AGREEMENT_BY_NAME,
     ALERT_METRICS,
     MetricKind,
     alert_metric_names,
+    custom_metrics,
     higher_is_bad,
     metric_named,
 )
@@ -44,15 +47,36 @@ from schemas.utc import utc
 
 def _alertable(name: str) -> str:
     known = alert_metric_names()
-    if name not in known:
-        raise ValueError(f"unknown metric {name!r}: one of {', '.join(known)}")
-    return name
+    if name in known:
+        return name
+    if name.startswith(CUSTOM_PREFIX):
+        mine = [m.name for m in custom_metrics()]
+        raise ValueError(
+            f"{name}: no such metric of the evaluators file (GROUNDWATCH_EVALUATORS__FILE): "
+            + (f"its metrics are {', '.join(mine)}" if mine else "none is loaded, or it declares none")
+        )
+    raise ValueError(f"unknown metric {name!r}: one of {', '.join(known)}")
 
+
+#: a custom evaluator's metric name: custom.<name> or custom.<name>.missing (schemas.evaluators)
+CUSTOM_METRIC_PATTERN = r"^custom\.[a-z][a-z0-9_]{0,47}(\.missing)?$"
 
 #: a metric of the catalogue (schemas.metrics) or of the judge's agreement with people's labels; a custom
-#: evaluator's (custom.<name>) once the evaluators file is loaded
+#: evaluator's (custom.<name>, custom.<name>.missing) once the evaluators file is loaded: the JSON schema
+#: takes any such name, the rules file is checked against the evaluators file when the worker starts
 AlertMetric = Annotated[
-    str, AfterValidator(_alertable), WithJsonSchema({"type": "string", "enum": list(ALERT_METRICS)})
+    str,
+    AfterValidator(_alertable),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "enum": list(ALERT_METRICS)},
+                {"type": "string", "pattern": CUSTOM_METRIC_PATTERN},
+            ],
+            "description": "a metric of the catalogue or of the judge's agreement, or custom.<name> "
+            "(custom.<name>.missing) of an evaluator in GROUNDWATCH_EVALUATORS__FILE",
+        }
+    ),
 ]
 Severity = Literal["info", "warning", "critical"]
 
@@ -90,8 +114,10 @@ class _RuleBase(BaseModel):
     # labeled interactions of the label kind; windows, for_windows and resolve_for still count closed
     # windows (each one is a new look at the labels), min_interactions counts labeled interactions
     labels: int = Field(200, ge=1, description="judge metrics: the last N labeled interactions")
-    label_kind: Literal["grounded", "correct", "answer_refusal", "ground_truth_refusal"] = Field(
-        "grounded", description="judge metrics: the label kind the judge is measured on"
+    label_kind: AnyLabelKind = Field(
+        LabelKind.GROUNDED,
+        description="judge metrics: the label kind the judge is measured on (schemas.label_kinds), or "
+        "custom.<name> of a pattern or pass/fail evaluator: then that evaluator's agreement",
     )
 
     @property

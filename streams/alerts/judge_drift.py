@@ -23,18 +23,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pipeline.judge_quality import CorrectThreshold, judge_quality
+from pipeline.judge_quality import CorrectThreshold, identity, judge_quality
 from pipeline.metrics.agreement import Estimate
 from pipeline.metrics.wilson import Z95
 from schemas.alert import Alert, AlertRule, BaselineRule
-from schemas.label import LabeledRow, LabelKind
+from schemas.label import LabeledRow
 from schemas.metrics import AGREEMENT_BY_NAME
 from streams.alerts.lifecycle import OPS, Rule, alert_id
 from streams.alerts.stats import z_critical
 
 #: the labeled rows of the last ``n`` labeled interactions of (app, model, kind) before a time, newest first;
 #: the flag: whether end users' labels count (else people's only)
-LatestLabeled = Callable[[str, str, LabelKind, datetime, int, bool], Awaitable[list[LabeledRow]]]
+LatestLabeled = Callable[[str, str, str, datetime, int, bool], Awaitable[list[LabeledRow]]]
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,14 @@ def newest_first(rows: Sequence[LabeledRow]) -> list[list[LabeledRow]]:
 def sample(
     metric: str,
     interactions: Sequence[Sequence[LabeledRow]],
-    kind: LabelKind,
+    kind: str,
     correct_threshold: CorrectThreshold,
     *,
     include_end_user: bool = False,
     resamples: int = 1000,
 ) -> Sample:
     """The agreement ``metric`` names over these labeled interactions (newest first)."""
-    rows = [r for group in interactions for r in group if r.kind is kind]
+    rows = [r for group in interactions for r in group if r.kind == kind]
     if not rows:
         return EMPTY
     blocks = judge_quality(
@@ -97,14 +97,14 @@ def sample(
     agreement = blocks[0].agreement if blocks else None
     if agreement is None:
         return EMPTY
-    newest = rows[0]
+    judge, judge_model, prompt_version = identity(rows[0])  # the newest's
     return Sample(
         estimate=getattr(agreement, AGREEMENT_BY_NAME[metric].field),
         cases=agreement.cases,
-        judge=newest.judge,
-        judge_model=newest.judge_model,
-        prompt_version=newest.prompt_version,
-        identities=len({(r.judge, r.judge_model, r.prompt_version) for r in rows}),
+        judge=judge,
+        judge_model=judge_model,
+        prompt_version=prompt_version,
+        identities=len({identity(r) for r in rows}),
     )
 
 
@@ -167,7 +167,7 @@ class JudgeDrift:
 
     def _sample(self, rule: Rule, interactions: Sequence[Sequence[LabeledRow]]) -> Sample:
         return sample(
-            rule.metric, interactions, LabelKind(rule.label_kind), self.correct_threshold,
+            rule.metric, interactions, rule.label_kind, self.correct_threshold,
             include_end_user=self.include_end_user, resamples=self.resamples,
         )  # fmt: skip
 
@@ -176,8 +176,7 @@ class JudgeDrift:
     ) -> DriftCheck:
         """The rule's check on the labels of interactions judged before ``end``."""
         extra = rule.baseline_labels if isinstance(rule, BaselineRule) else 0
-        kind = LabelKind(rule.label_kind)
-        rows = await self.latest(app, model, kind, end, rule.labels + extra, self.include_end_user)
+        rows = await self.latest(app, model, rule.label_kind, end, rule.labels + extra, self.include_end_user)
         groups = newest_first(rows)
         current = self._sample(rule, groups[: rule.labels])
         if isinstance(rule, BaselineRule):

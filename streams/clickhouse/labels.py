@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from pipeline.review import REVIEW_FRACTION_SQL
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabeledRow, LabelKind, label_targets
+from schemas.label import Label, LabeledRow, label_targets
 from schemas.metrics import MetricKind, catalogue
 from schemas.results import CustomScore
 from schemas.settings import LabelsSettings
@@ -194,7 +194,7 @@ class LabelStore:
         self,
         app: str,
         model: str,
-        kind: LabelKind,
+        kind: str,
         before: datetime,
         interactions: int,
         include_end_user: bool = False,
@@ -210,7 +210,7 @@ class LabelStore:
             "ORDER BY timestamp DESC, interaction_id DESC LIMIT 1 BY interaction_id LIMIT {n:UInt32})"
         )
         sql = self._labeled_sql(latest, labels) + ("ORDER BY timestamp DESC, interaction_id DESC, reviewer")
-        params = {"app": app, "model": model, "before": utc(before), "kind": kind.value, "n": interactions}
+        params = {"app": app, "model": model, "before": utc(before), "kind": str(kind), "n": interactions}
         rows = await self.store.query(sql, params)
         return [_labeled_row(r) for r in rows]
 

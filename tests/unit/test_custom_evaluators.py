@@ -162,7 +162,7 @@ def test_an_app_started_without_an_evaluators_file_lists_no_custom_metric_of_an_
 
 def test_alert_rules_may_watch_custom_metrics_once_the_evaluators_are_loaded(tmp_path: Path) -> None:
     rule = {"name": "comp", "metric": "custom.competitor", "op": ">", "threshold": 0.1}
-    with pytest.raises(ValueError, match=r"unknown metric 'custom\.competitor'"):
+    with pytest.raises(ValueError, match=r"custom\.competitor: no such metric of the evaluators file"):
         AlertRules.model_validate({"rules": [rule]})
     load_evaluators(write(tmp_path, PATTERNS))
     assert AlertRules.model_validate({"rules": [rule]}).rules[0].metric == "custom.competitor"

@@ -279,3 +279,71 @@ def test_labels_import_takes_custom_kinds_and_refuses_an_unknown_one_with_exit_2
     out = capsys.readouterr().out
     assert "1 labels of 1 interactions imported" in out and "answerable (1)" in out
     install_spec(None)
+
+
+# ---- alert rules on custom metrics ----------------------------------------------------------------------
+
+
+def test_the_alert_rules_schema_takes_custom_metric_names() -> None:
+    import re
+
+    from schemas.alert import AlertRule
+
+    metric = AlertRule.model_json_schema()["properties"]["metric"]
+    [fixed, custom] = metric["anyOf"]
+    assert "hallucination_rate" in fixed["enum"] and "judge_kappa" in fixed["enum"]
+    for name in ("custom.competitor", "custom.same_language.missing"):
+        assert re.fullmatch(custom["pattern"], name), name
+    for name in ("custom.", "custom.Competitor", "custom.a.b", "competitor", "custom.x.missing.missing"):
+        assert not re.fullmatch(custom["pattern"], name), name
+
+
+def test_the_worker_refuses_a_rule_on_an_unknown_custom_metric_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import os
+
+    from tests.unit.test_cli_errors import one_line
+
+    for name in [n for n in os.environ if n.startswith("GROUNDWATCH_")]:
+        monkeypatch.delenv(name)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n  - {name: r, metric: custom.competitr, op: '>', threshold: 0.1}\n", encoding="utf-8"
+    )
+    monkeypatch.setenv("GROUNDWATCH_ALERTS__RULES_FILE", str(rules))
+    monkeypatch.setenv("GROUNDWATCH_CLICKHOUSE__URL", "http://127.0.0.1:9/db")  # never reached
+    line = one_line(capsys, "worker", "--broker", "kafka://127.0.0.1:9")
+    assert line.startswith("groundwatch worker: ConfigError: alert rules file")
+    assert "custom.competitr: no such metric of the evaluators file" in line and "none is loaded" in line
+    monkeypatch.setenv("GROUNDWATCH_EVALUATORS__FILE", str(evaluators_file(tmp_path)))
+    line = one_line(capsys, "worker", "--broker", "kafka://127.0.0.1:9")
+    assert "custom.competitr: no such metric of the evaluators file" in line
+    assert "its metrics are custom.competitor, custom.competitor.missing" in line
+    assert line.endswith("(GROUNDWATCH_ALERTS__RULES_FILE)")
+
+
+async def test_a_judge_drift_rule_watches_a_custom_evaluators_agreement(
+    store: ClickHouseStore, tmp_path: Path
+) -> None:
+    from schemas.alert import AlertRules
+    from streams.alerts.judge_drift import JudgeDrift
+    from streams.judge_quality import correct_threshold
+
+    rule = {"name": "comp-agreement", "metric": "judge_balanced_accuracy", "label_kind": "custom.competitor",
+            "op": "<", "threshold": 0.95, "labels": 100, "min_interactions": 50}  # fmt: skip
+    with pytest.raises(ValidationError, match="no evaluators file is loaded"):
+        AlertRules.model_validate({"rules": [rule]})
+    load_evaluators(evaluators_file(tmp_path), functions=False)
+    [parsed] = AlertRules.model_validate({"rules": [rule]}).rules
+    await seed(store)
+    marks = [label(f"v1-{i}", "custom.competitor", 1 if i < 16 or 20 <= i < 24 else 0) for i in range(60)]
+    marks += [label(f"v2-{i}", "custom.competitor", int(i < 10)) for i in range(40)]
+    await LabelStore(store).insert(marks)
+    drift = JudgeDrift(LabelStore(store).latest_labeled, correct_threshold(Settings()), resamples=100)
+    check = await drift.check(parsed, "a", "m", T0 + HOUR, None)
+    current = check.current
+    assert (current.cases, current.identities) == (100, 2)  # both versions pooled, and said so
+    assert (current.judge, current.prompt_version) == ("custom.pattern", "2")  # the newest label's
+    assert current.value == pytest.approx(((26 / 30) + (66 / 70)) / 2)  # 0.905
+    assert check.breach
