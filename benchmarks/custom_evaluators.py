@@ -2,6 +2,7 @@
 
     python benchmarks/custom_evaluators.py [--file groundwatch/data/sample_interactions.jsonl] [--repeat 4]
         [--rounds 3] [--concurrency 32]
+    python benchmarks/custom_evaluators.py --local-demo 60    # 3. only (needs the extra `local`)
 
 1. Throughput: the file (``--repeat`` times, fresh interaction ids each time) through the ``Evaluator``
    with the lexical judge (no network: what is measured is the pipeline's own CPU), with no custom
@@ -12,6 +13,12 @@
    interaction costs, as ``groundwatch eval --estimate`` prices them (no call) and as a real run against
    the fake OpenAI-compatible server (tests/fakes/openai_server.py) counts them, both against the same file
    without the rubric.
+3. ``--local-demo N``: the same rubric with the local judge (llama.cpp's server and the packaged GGUF,
+   started as ``groundwatch --judge local`` starts them) on the interactions ``groundwatch demo --events N``
+   replays: estimated, then run, every call answered by the model (the verdict cache off). The core verdicts
+   are the cascade's with both unsure bands empty and no pronoun replacement, so they hardly ask the
+   model (the calls they still make are counted apart) and the rubric's calls are measured alone. Prints
+   the calls, the tokens the server reported, the wall time a call and the verdicts.
 """
 
 from __future__ import annotations
@@ -94,12 +101,68 @@ def copies(items: list[Interaction], repeat: int, tag: str) -> list[Interaction]
     ]
 
 
+def local_demo(events: int, folder: Path, concurrency: int) -> None:
+    """Part 3 (module docstring)."""
+    from groundwatch.commands.demo_cmd import history
+
+    path = folder / "demo.jsonl"
+    path.write_text("\n".join(history(events, 14.0).lines) + "\n", encoding="utf-8")
+    plain = Settings.from_values(
+        {"judge": {"kind": "cascade", "cascade_llm": "local", "cache_enabled": False,
+                   "cascade_unsure_low": 0.5, "cascade_unsure_high": 0.5,
+                   "cascade_ground_truth_unsure_low": 0.0, "cascade_ground_truth_unsure_high": 0.0},
+         "pipeline": {"pronoun_replacement": False}}
+    )  # fmt: skip
+    rubric = plain.with_changes(evaluators={"file": folder / "rubric.yaml"})
+    items = [line.interaction for line in read_dataset(path, plain.limits).lines]
+    n = len(items)
+    print(f"3. a rubric (pass_fail) with the local judge on the demo's {n} interactions (--events {events})")
+    est_off = asyncio.run(estimate(items, plain, concurrency=concurrency))
+    est_on = asyncio.run(estimate(items, rubric, concurrency=concurrency))
+    custom = est_on.stages["custom"]
+    print(
+        f"  estimate: +{(est_on.total.calls - est_off.total.calls) / n:.2f} calls, "
+        f"+{custom.input_tokens / n:.0f} input and +{custom.output_tokens / n:.0f} output tokens an "
+        f"interaction (custom stage: {custom.calls} calls)"
+    )
+    started = time.perf_counter()
+    _, done = asyncio.run(run(rubric, items, concurrency))
+    wall = time.perf_counter() - started
+    calls = [c for e in done for c in e.calls if not c.cached]
+    mine = [c for c in calls if c.stage == "custom"]
+    tin, tout = sum(c.input_tokens for c in mine), sum(c.output_tokens for c in mine)
+    scores = [e.custom["no_medical_advice"] for e in done if "no_medical_advice" in e.custom]
+    missing: dict[str, int] = {}
+    for s in scores:
+        if s.score is None:
+            missing[s.reason[:60]] = missing.get(s.reason[:60], 0) + 1
+    passed = sum(s.score == 1.0 for s in scores)
+    model = mine[0].model if mine else "-"
+    print(
+        f"  real run ({model}): {len(mine) / n:.2f} calls, {tin / n:.0f} in + {tout / n:.0f} out tokens an "
+        f"interaction as the server counted them ({len(mine)} calls, {tin:,} + {tout:,} tokens); "
+        f"model calls of the core verdicts: {len(calls) - len(mine)}"
+    )
+    per_call = statistics.median(c.latency_ms for c in mine) / 1000 if mine else 0.0
+    print(
+        f"  {wall:.0f} s wall for the {n} interactions, a call's median latency {per_call:.1f} s "
+        f"(one request at a time: judge.local_max_in_flight 1); verdicts: {passed} pass, "
+        f"{len(scores) - passed - sum(missing.values())} fail, missing {missing or 0}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", type=Path, default=SAMPLE)
     parser.add_argument("--repeat", type=int, default=4, help="copies of the file a throughput round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each, alternating")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--local-demo",
+        type=int,
+        metavar="EVENTS",
+        help="only part 3: the rubric with the local judge on the demo's EVENTS interactions",
+    )
     args = parser.parse_args()
     machine = Machine.start()
     print(machine.describe_start())
@@ -108,6 +171,10 @@ def main() -> int:
         (folder / "language.py").write_text(LANGUAGE.read_text(encoding="utf-8"), encoding="utf-8")
         (folder / "cheap.yaml").write_text(CHEAP, encoding="utf-8")
         (folder / "rubric.yaml").write_text(RUBRIC, encoding="utf-8")
+        if args.local_demo:
+            local_demo(args.local_demo, folder, args.concurrency)
+            print(machine.finish().describe())
+            return 0
         base = Settings.from_values({"judge": {"kind": "lexical"}})
         items = [line.interaction for line in read_dataset(args.file, base.limits).lines]
         batch = len(items) * args.repeat
