@@ -101,10 +101,12 @@ def copies(items: list[Interaction], repeat: int, tag: str) -> list[Interaction]
     ]
 
 
-def local_demo(events: int, folder: Path, concurrency: int) -> None:
-    """Part 3 (module docstring)."""
+def local_demo(events: int, folder: Path) -> None:
+    """Part 3 (module docstring): one interaction at a time, as the local server answers one request at a
+    time (``judge.local_max_in_flight``), so that no rubric call spends its ``timeout_s`` queued."""
     from groundwatch.commands.demo_cmd import history
 
+    concurrency = 1
     path = folder / "demo.jsonl"
     path.write_text("\n".join(history(events, 14.0).lines) + "\n", encoding="utf-8")
     plain = Settings.from_values(
@@ -113,7 +115,9 @@ def local_demo(events: int, folder: Path, concurrency: int) -> None:
                    "cascade_ground_truth_unsure_low": 0.0, "cascade_ground_truth_unsure_high": 0.0},
          "pipeline": {"pronoun_replacement": False}}
     )  # fmt: skip
-    rubric = plain.with_changes(evaluators={"file": folder / "rubric.yaml"})
+    # a CPU model answers in tens of seconds under load: the call's timeout (60 s by default) raised
+    (folder / "rubric-local.yaml").write_text(RUBRIC + "    timeout_s: 300\n", encoding="utf-8")
+    rubric = plain.with_changes(evaluators={"file": folder / "rubric-local.yaml"})
     items = [line.interaction for line in read_dataset(path, plain.limits).lines]
     n = len(items)
     print(f"3. a rubric (pass_fail) with the local judge on the demo's {n} interactions (--events {events})")
@@ -172,7 +176,7 @@ def main() -> int:
         (folder / "cheap.yaml").write_text(CHEAP, encoding="utf-8")
         (folder / "rubric.yaml").write_text(RUBRIC, encoding="utf-8")
         if args.local_demo:
-            local_demo(args.local_demo, folder, args.concurrency)
+            local_demo(args.local_demo, folder)
             print(machine.finish().describe())
             return 0
         base = Settings.from_values({"judge": {"kind": "lexical"}})
