@@ -49,12 +49,15 @@ _KNOWN = "kind IN {kinds:Array(String)}"
 
 
 def _labeled_row(r: dict[str, Any]) -> LabeledRow:
-    """A row of ``LabelStore._labeled_sql`` as a LabeledRow: the labeled custom evaluator's score and
-    version (for a custom kind) under ``custom``."""
+    """A row of ``LabelStore._labeled_sql`` as a LabeledRow: the labeled custom evaluator's score (None
+    when it failed to score) and the version it ran as (for a custom kind) under ``custom``; nothing when
+    it did not run on the interaction."""
     name = str(r["kind"]).removeprefix("custom.")
     custom = {}
-    if r["kind"].startswith("custom.") and name in r["custom_scores"]:
-        custom[name] = CustomScore(score=r["custom_scores"][name], version=r["custom_versions"].get(name, ""))
+    ran = name in r["custom_scores"] or name in r["custom_versions"]
+    if r["kind"].startswith("custom.") and ran:
+        version = r["custom_versions"].get(name, "")
+        custom[name] = CustomScore(score=r["custom_scores"].get(name), version=version)
     return LabeledRow.model_validate({**r, "timestamp": utc(r["timestamp"]), "custom": custom})
 
 

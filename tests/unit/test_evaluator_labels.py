@@ -126,9 +126,12 @@ def scored(iid: str, flag: int, version: str, *, app: str = "a") -> Evaluation:
 
 
 async def seed(store: ClickHouseStore) -> list[Evaluation]:
-    """60 interactions scored by competitor v1 (20 flagged) and 40 by v2 (10 flagged), in one window."""
+    """60 interactions scored by competitor v1 (20 flagged) and 40 by v2 (10 flagged), in one window, and
+    one v2 failed to score."""
     evals = [scored(f"v1-{i}", int(i < 20), "1") for i in range(60)]
     evals += [scored(f"v2-{i}", int(i < 10), "2") for i in range(40)]
+    timed_out = CustomScore(reason="timeout: over 60 s", version="2")
+    evals.append(scored("v2-missing", 0, "2").model_copy(update={"custom": {"competitor": timed_out}}))
     await store.insert_evaluations(evals)
     window = (
         WindowStats()
@@ -149,6 +152,7 @@ async def test_agreement_is_per_evaluator_version_and_the_custom_rate_is_correct
     marks = [label(f"v1-{i}", "custom.competitor", 1 if i < 16 or 20 <= i < 24 else 0) for i in range(60)]
     # v2: every verdict right
     marks += [label(f"v2-{i}", "custom.competitor", int(i < 10)) for i in range(40)]
+    marks.append(label("v2-missing", "custom.competitor", 1))
     await labels.insert(marks)
     await labels.insert(marks[:5])  # the same labels again (a redelivery): replace their own rows
     settings = Settings().with_changes(labels={"min_per_class": 10, "bootstrap_resamples": 200})
@@ -156,7 +160,8 @@ async def test_agreement_is_per_evaluator_version_and_the_custom_rate_is_correct
     judges = {b.prompt_version: b for b in report.judges if b.kind == "custom.competitor"}
     assert set(judges) == {"1", "2"}
     v1, v2 = judges["1"], judges["2"]
-    assert (v1.judge, v1.judge_model, v1.labels, v2.labels) == ("custom.pattern", "", 60, 40)
+    assert (v1.judge, v1.judge_model, v1.labels, v2.labels) == ("custom.pattern", "", 60, 41)
+    assert (v1.no_verdict, v2.no_verdict) == (0, 1)  # its missing score: under the version it ran as
     assert v1.agreement is not None and v2.agreement is not None
     assert v1.agreement.sensitivity.value == pytest.approx(16 / 20)  # flags among the 20 with a competitor
     assert v1.agreement.specificity.value == pytest.approx(36 / 40)
