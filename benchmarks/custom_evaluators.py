@@ -17,7 +17,8 @@
    started as ``groundwatch --judge local`` starts them) on the interactions ``groundwatch demo --events N``
    replays: estimated, then run, every call answered by the model (the verdict cache off). The core verdicts
    are the cascade's with both unsure bands empty and no pronoun replacement, so they hardly ask the
-   model (the calls they still make are counted apart) and the rubric's calls are measured alone. Prints
+   model (the calls they still make are counted apart) and the rubric's calls are measured alone; the
+   rubric's ``timeout_s`` and ``evaluators.wait_after_core_s`` are 300 s, for a CPU model. Prints
    the calls, the tokens the server reported, the wall time a call and the verdicts.
 """
 
@@ -115,9 +116,12 @@ def local_demo(events: int, folder: Path) -> None:
                    "cascade_ground_truth_unsure_low": 0.0, "cascade_ground_truth_unsure_high": 0.0},
          "pipeline": {"pronoun_replacement": False}}
     )  # fmt: skip
-    # a CPU model answers in tens of seconds under load: the call's timeout (60 s by default) raised
+    # a CPU model answers in tens of seconds under load: the call's timeout (60 s by default) and the wait
+    # after the core verdicts (5 s; here the lexical core is done at once) raised
     (folder / "rubric-local.yaml").write_text(RUBRIC + "    timeout_s: 300\n", encoding="utf-8")
-    rubric = plain.with_changes(evaluators={"file": folder / "rubric-local.yaml"})
+    rubric = plain.with_changes(
+        evaluators={"file": folder / "rubric-local.yaml", "wait_after_core_s": 300.0}
+    )
     items = [line.interaction for line in read_dataset(path, plain.limits).lines]
     n = len(items)
     print(f"3. a rubric (pass_fail) with the local judge on the demo's {n} interactions (--events {events})")
@@ -132,7 +136,7 @@ def local_demo(events: int, folder: Path) -> None:
     started = time.perf_counter()
     _, done = asyncio.run(run(rubric, items, concurrency))
     wall = time.perf_counter() - started
-    calls = [c for e in done for c in e.calls if not c.cached]
+    calls = [c for e in done for c in e.calls if not c.cached and c.judge != "lexical"]  # the model's
     mine = [c for c in calls if c.stage == "custom"]
     tin, tout = sum(c.input_tokens for c in mine), sum(c.output_tokens for c in mine)
     scores = [e.custom["no_medical_advice"] for e in done if "no_medical_advice" in e.custom]
