@@ -1,5 +1,6 @@
 """People's labels end to end on the real broker and chDB: labels sent to the labels topic are stored
-(a bad one dead-lettered with its reason), and the judge's agreement measured online equals the offline
+(a bad one dead-lettered with its reason; a label of an evaluator of the evaluators file taken, one of an
+evaluator it lacks dead-lettered), and the judge's agreement measured online equals the offline
 measurement of `groundwatch eval` on the same cases."""
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import json
 from schemas.settings import Settings
 from streams.clickhouse.store import ClickHouseStore
 store = ClickHouseStore.open_sync(Settings().clickhouse, migrate=False)
-sql = f"SELECT interaction_id, reviewer, value FROM {store.db}.labels FINAL ORDER BY interaction_id, reviewer"
+sql = (f"SELECT interaction_id, kind, reviewer, value FROM {store.db}.labels FINAL "
+       "ORDER BY interaction_id, kind, reviewer")
 print(json.dumps(store.query_sync(sql), default=str))
 store.close()
 """
@@ -53,10 +55,19 @@ def test_labels_topic_stores_labels_and_dead_letters_bad_ones(
     broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     rule = {"kind": "grounded", "values": {"up": 1, "down": 0, "1": 1, "-1": 0}}
+    workdir = tmp_path_factory.mktemp("labels")
+    evaluators = workdir / "evaluators.yaml"
+    evaluators.write_text(
+        "evaluators:\n  - {name: nine_am, version: '1', kind: pattern, field: answer, words: ['9 am']}\n",
+        encoding="utf-8",
+    )
     dep = deployment(
         broker.url,
-        tmp_path_factory.mktemp("labels"),
-        extra_env={"GROUNDWATCH_LABELS__END_USER_FEEDBACK": json.dumps(rule)},
+        workdir,
+        extra_env={
+            "GROUNDWATCH_LABELS__END_USER_FEEDBACK": json.dumps(rule),
+            "GROUNDWATCH_EVALUATORS__FILE": str(evaluators),
+        },
     )
     # end users' thumbs: "Down " and 1 are in the rule, "meh" is not
     thumbs = [{"feedback": "Down "}, {"feedback": 1}, {"feedback": "meh"}]
@@ -67,32 +78,37 @@ def test_labels_topic_stores_labels_and_dead_letters_bad_ones(
         for i in range(3)
     ]  # fmt: skip
 
-    def label(iid: str, value: Any, reviewer: str = "ann") -> bytes:
-        data = {"interaction_id": iid, "kind": "grounded", "value": value, "reviewer": reviewer}
+    def label(iid: str, value: Any, reviewer: str = "ann", kind: str = "grounded") -> bytes:
+        data = {"interaction_id": iid, "kind": kind, "value": value, "reviewer": reviewer}
         return json.dumps(data).encode()
 
-    good = [label("l-0", 0), label("l-1", 1), label("l-2", 1), label("l-2", 0, reviewer="bob")]
-    bad = [label("l-1", 2), b"\xff\xfe not json"]
+    good = [label("l-0", 0), label("l-1", 1), label("l-2", 1), label("l-2", 0, reviewer="bob"),
+            label("l-0", 1, kind="custom.nine_am")]  # fmt: skip
+    bad = [label("l-1", 2), b"\xff\xfe not json", label("l-1", 0, kind="custom.nine_pm")]
     worker = dep.start_worker()
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl(interactions)))
         asyncio.run(_send(dep, good + bad + [label("l-0", 0)]))  # the last: a redelivery of the first
         wait_for(lambda: dep.evaluations() >= 3, 90, "the interactions in ClickHouse")
-        letters = topic_of(dep, "deadletter", expect=2)
+        letters = topic_of(dep, "deadletter", expect=3)
     finally:
         assert worker.stop() == 0, worker.tail()
-    assert sorted(letter["stage"] for letter in letters) == ["validate", "validate"]
+    assert sorted(letter["stage"] for letter in letters) == ["validate"] * 3
     assert any("value" in letter["error"] for letter in letters)
+    unknown = "custom.nine_pm: no such evaluator in the evaluators file"
+    assert any(unknown in letter["error"] for letter in letters)
     assert {letter["source_topic"] for letter in letters} == {f"{dep.prefix}labels"}
     out = subprocess.run(
         [sys.executable, "-c", QUERY], env=dep.env(), cwd=dep.workdir, capture_output=True, text=True,
         timeout=120, check=True,
     )  # fmt: skip
-    rows = [(r["interaction_id"], r["reviewer"], int(r["value"])) for r in json.loads(out.stdout)]
+    rows = [(r["interaction_id"], r["kind"], r["reviewer"], int(r["value"])) for r in json.loads(out.stdout)]
     assert rows == [
-        ("l-0", "ann", 0), ("l-0", "end_user", 0), ("l-1", "ann", 1), ("l-1", "end_user", 1),
-        ("l-2", "ann", 1), ("l-2", "bob", 0),
+        ("l-0", "custom.nine_am", "ann", 1), ("l-0", "grounded", "ann", 0),
+        ("l-0", "grounded", "end_user", 0),
+        ("l-1", "grounded", "ann", 1), ("l-1", "grounded", "end_user", 1),
+        ("l-2", "grounded", "ann", 1), ("l-2", "grounded", "bob", 0),
     ]  # fmt: skip
 
 
