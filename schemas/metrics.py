@@ -246,6 +246,26 @@ METRICS: tuple[Metric, ...] = (
         "ungrounded_arguments_rate", "Ungrounded tool arguments", "ungr arg", "ungrounded_arguments",
         "ungrounded_arguments_known", "ungrounded_arguments_events",
     ),
+    _mean(
+        "mean_citation_recall", "Citation recall (statements their citations support)", "cit rec",
+        "citation_recall", "citation_recall_scored",
+    ),
+    _mean(
+        "mean_citation_precision", "Citation precision (citations that support)", "cit prec",
+        "citation_precision", "citation_precision_scored",
+    ),
+    Metric(
+        name="mean_uncited_statements", label="Uncited statements (share of a citing answer)",
+        short="uncited", kind=MetricKind.MEAN, source="uncited_statements",
+        count_column="uncited_statements_scored",
+    ),
+    _rate(
+        "miscited_rate", "Miscited answers", "miscited", "miscited", "miscited_known", "miscited_answers"
+    ),
+    _rate(
+        "dangling_citation_rate", "Answers with a dangling citation", "dangling", "dangling_citation",
+        "dangling_citation_known", "dangling_citation_answers",
+    ),
     _sum("interactions", "Interactions", "n", (RowSum(column="count"),), "count"),
     _sum(
         "judged", "Judged interactions (the rest skipped by sampling)", "judged",
