@@ -29,6 +29,10 @@ hypotheses carry one statement tagged ``exact_match``.
 The premises of pairs 2 and 3 carry ``Premise.question`` (the question's end they start with), so
 that a judge may tell the question, which frames the claim, from the evidence.
 
+Citations: when the answer cites (``Converted.citations``, ``citations.enabled``), the context pair's
+premises ask the judge which passages support each statement (``Premise.ask_support``), in the same
+calls; the answers come back as evidence indices in ``StatementVerdict.supported_by``.
+
 A pair without hypotheses, without contexts (pair 1) or without ground truth (pairs 2, 3), or left
 out of ``pipeline.pairs``, is not judged: its score is None. ``nli_mode`` "batched" sends up to
 ``nli_batch_size`` hypotheses with one copy of the premise per call; "per_hypothesis" (the seed's way)
@@ -346,6 +350,12 @@ def _plan(converted: Converted, settings: Settings) -> _Plan:
     return plan
 
 
+def _checks_citations(converted: Converted, settings: Settings) -> bool:
+    """Whether the judge is asked which passages support each statement: the answer cites."""
+    cited = converted.citations
+    return settings.citations.enabled and cited is not None and cited.cites
+
+
 def _plan_pair(
     plan: _Plan,
     converted: Converted,
@@ -367,6 +377,8 @@ def _plan_pair(
     plan.part_counts[name] = len(parts)
     for p, premise in enumerate(parts):
         premise = replace(premise, pair=name)
+        if name == "context_answer" and _checks_citations(converted, settings):
+            premise = replace(premise, ask_support=True)
         if name != "context_answer":  # no retrieved passages to point at: the question and an answer
             premise = replace(premise, passages=())
             if question_end and premise.text.startswith(question_end):

@@ -12,13 +12,17 @@ from pydantic import ValidationError
 from pipeline.citations import read_citations
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
+from pipeline.judges.llm_judge import answer_support
+from prompts.models import StatementAnswer
 from schemas.citations import Citation
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction, Passage
 from schemas.settings import CitationSettings, Limits, SplitSettings
 from streams.clickhouse.store import ClickHouseStore
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fixtures.messages import T0
 from tests.settings_factory import make_settings
+from tests.unit.test_llm_judge import judge_for
 
 EIFFEL = "The Eiffel Tower was completed in 1889 in Paris."
 COLOSSEUM = "The Colosseum in Rome was completed in 80 AD."
@@ -224,3 +228,55 @@ def test_the_reader_never_fails_on_what_an_answer_says(answer: str) -> None:
     sentences, cited = read_citations(answer, [], PASSAGES, SplitSettings(), 500)
     assert len(cited.sentences) == len(sentences)
     assert all(p in (0, 1) for s in cited.sentences for p in s.passages)
+
+
+async def llm_evaluate(fake: FakeOpenAIServer, answer: str, enabled: bool = True) -> Evaluation:
+    settings = make_settings(judge={"kind": "openai"}, citations={"enabled": enabled})
+    judge = judge_for(fake)
+    interaction = Interaction.model_validate(
+        {
+            "id": "c1",
+            "timestamp": T0,
+            "question": "When were they built?",
+            "contexts": PASSAGES,
+            "answer": answer,
+        }
+    )
+    evaluator = Evaluator(judge, settings)
+    try:
+        return await evaluator.evaluate(interaction)
+    finally:
+        await evaluator.aclose()
+
+
+async def test_the_llm_judge_names_the_supporting_passages_in_its_nli_call(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    swapped = "The Eiffel Tower was completed in 1889 [2]. The Colosseum was completed in 80 AD [1]."
+    e = await llm_evaluate(fake_openai, swapped)
+    nli = [b for b in fake_openai.stats.bodies if "<premise>" in b["messages"][-1]["content"]]
+    assert len(nli) == 1 and "<support_question>" in nli[0]["messages"][-1]["content"]
+    statements = [s for h in e.pairs[0].hypotheses for s in h.statements]
+    assert [s.supported_by for s in statements] == [[0], [1]]
+    assert (e.miscited, e.citation_recall, e.citation_precision) == (True, 0.0, 0.0)
+    assert e.hallucination is False
+
+
+async def test_the_support_question_is_asked_only_of_an_answer_that_cites(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    e = await llm_evaluate(fake_openai, "The Eiffel Tower was completed in 1889. The Colosseum is old.")
+    [body] = [b for b in fake_openai.stats.bodies if "<premise>" in b["messages"][-1]["content"]]
+    assert "<support_question>" not in body["messages"][-1]["content"]
+    assert all(s.supported_by is None for h in e.pairs[0].hypotheses for s in h.statements)
+    off = await llm_evaluate(fake_openai, "The Eiffel Tower was completed in 1889 [1].", enabled=False)
+    assert "<support_question>" not in fake_openai.stats.bodies[-1]["messages"][-1]["content"]
+    assert off.miscited is None
+
+
+def test_an_answer_without_supported_by_parses_as_not_asked() -> None:
+    old = StatementAnswer(statement="s", reason="r", verdict="entailed", tag="claim", passage=2)
+    assert answer_support(old, 3, asked=True) is None and answer_support(old, 3, asked=False) is None
+    assert answer_support(old, 1, asked=True) == [0]  # one passage: the verdict says it
+    given = old.model_copy(update={"supported_by": [3, 9, 3, 0]})  # 9 and 0: ids the premise lacks
+    assert answer_support(given, 3, asked=True) == [2]
