@@ -9,7 +9,7 @@ this list; the SQL expressions use only columns of ``window_aggregates`` (deploy
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import Any
 
@@ -341,6 +341,18 @@ SCORED: tuple[Metric, ...] = tuple(
 CONVERSATION_SCORED: tuple[Metric, ...] = tuple(
     m for m in METRICS if m.kind is not MetricKind.SUM and m.over is Over.CONVERSATION
 )
+
+
+def scored_values(row: Any) -> Iterator[tuple[Metric, float]]:
+    """Each rate and mean over interactions a judged row (an EvalRow) has a value of, with that value (a
+    flag as 1/0): what a window pools for it (streams.windows.aggregator) and what ``groundwatch eval``
+    pools over a file (pipeline.report); a row not judged has none."""
+    if not getattr(row, "judged", True):
+        return
+    for metric in SCORED:
+        value = getattr(row, str(metric.source))
+        if value is not None:
+            yield metric, float(value)
 
 
 def _window_sums(over: Over) -> dict[str, RowSum]:
