@@ -4,6 +4,7 @@ statement (docs/citations.md)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -13,10 +14,12 @@ from pipeline.citations import read_citations
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.judges.llm_judge import answer_support
+from pipeline.nli import combine_parts
 from prompts.models import StatementAnswer
 from schemas.citations import Citation
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction, Passage
+from schemas.results import HypothesisResult, StatementVerdict
 from schemas.settings import CitationSettings, Limits, SplitSettings
 from streams.clickhouse.store import ClickHouseStore
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -280,3 +283,40 @@ def test_an_answer_without_supported_by_parses_as_not_asked() -> None:
     assert answer_support(old, 1, asked=True) == [0]  # one passage: the verdict says it
     given = old.model_copy(update={"supported_by": [3, 9, 3, 0]})  # 9 and 0: ids the premise lacks
     assert answer_support(given, 3, asked=True) == [2]
+
+
+async def test_grouped_prompts_ask_the_support_question_for_their_citing_cases(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    settings = make_settings(judge={"kind": "openai"})
+    answers = {
+        "right": "The Eiffel Tower was completed in 1889 [1]. The Colosseum was completed in 80 AD [2].",
+        "swapped": "The Eiffel Tower was completed in 1889 [2]. The Colosseum was completed in 80 AD [1].",
+        "plain": "The Eiffel Tower was completed in 1889. The Colosseum was completed in 80 AD.",
+    }
+    items = [
+        Interaction.model_validate(
+            {"id": k, "timestamp": T0, "question": "When?", "contexts": PASSAGES, "answer": a}
+        )
+        for k, a in answers.items()
+    ]
+    evaluator = Evaluator(judge_for(fake_openai), settings)
+    try:
+        got = {e.interaction_id: e for e in await asyncio.gather(*(evaluator.evaluate(i) for i in items))}
+    finally:
+        await evaluator.aclose()
+    grouped = [b["messages"][-1]["content"] for b in fake_openai.stats.bodies if '<case id="' in str(b)]
+    assert grouped and all("<support_question>" in text for text in grouped)  # cases share one prompt
+    assert (got["right"].miscited, got["swapped"].miscited, got["plain"].miscited) == (False, True, None)
+    plain = [s for h in got["plain"].pairs[0].hypotheses for s in h.statements]
+    assert all(s.supported_by is None for s in plain)  # asked in the shared prompt, not taken for it
+
+
+def test_a_statement_judged_against_premise_parts_keeps_the_support_of_every_part() -> None:
+    def part(supported: list[int], score: float) -> HypothesisResult:
+        verdict = "entailed" if score else "not_stated"
+        s = StatementVerdict(statement="s", verdict=verdict, score=score, supported_by=supported)
+        return HypothesisResult(hypothesis="h", statements=[s], score=score)
+
+    combined = combine_parts([part([], 0.0), part([3], 1.0), part([5, 3], 1.0)])
+    assert combined.statements[0].supported_by == [3, 5] and combined.score == 1.0
