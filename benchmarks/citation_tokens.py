@@ -1,6 +1,7 @@
 """Judge tokens per interaction with citation checks on and off, same cases, same judge.
 
-    python benchmarks/citation_tokens.py [--data ../shared/data] [--questions 100] [--json out.json]
+    python benchmarks/citation_tokens.py [--data ../shared/data] [--questions 100] [--cpu-rounds 5]
+        [--json out.json]
 
 The cases of ``benchmarks/citation_accuracy.py`` (HaluEval QA questions, three numbered passages each,
 answers citing the right passage, a wrong one, a hallucinated answer citing, an answer with an uncited
@@ -10,6 +11,10 @@ of what it receives and answers), the verdict cache off, once with ``citations.e
 asks which passages support each statement and the answer names them) and once without (markers judged
 as written, nothing asked). Reported per interaction: judge requests, input and output tokens (all stages,
 and the NLI stage alone), from the Evaluations and checked against the server's own counters.
+
+CPU: the same cases through the Evaluator with the lexical judge (no server: the pipeline's own work,
+the citation reader and checks included), citations on and off in alternating rounds of one run; the
+median CPU milliseconds an interaction of each, and their ratio.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +70,20 @@ async def one_run(interactions: list[Interaction], fake: FakeOpenAIServer, enabl
     return figures
 
 
-async def run(data: Path, questions: int) -> dict[str, Any]:
+async def cpu_ms(interactions: list[Interaction], enabled: bool) -> float:
+    """CPU milliseconds an interaction through the Evaluator with the lexical judge."""
+    settings = Settings.model_validate({"judge": {"kind": "lexical"}, "citations": {"enabled": enabled}})
+    async with open_judge(settings) as judge:
+        evaluator = Evaluator(judge, settings)
+        try:
+            started = time.process_time()
+            await asyncio.gather(*(evaluator.evaluate(i) for i in interactions))
+            return (time.process_time() - started) * 1000 / len(interactions)
+        finally:
+            await evaluator.aclose()
+
+
+async def run(data: Path, questions: int, cpu_rounds: int = 5) -> dict[str, Any]:
     cases = build_cases(load_questions(data, questions))
     interactions = [i for i, *_ in cases]
     with FakeOpenAIServer() as fake:
@@ -71,16 +91,32 @@ async def run(data: Path, questions: int) -> dict[str, Any]:
         on = await one_run(interactions, fake, enabled=True)
     extra = {k: on[k] - off[k] for k in on if k != "miscited_rate"}
     share = {k: (extra[k] / off[k] if off[k] else None) for k in extra}
-    return {"interactions": len(interactions), "off": off, "on": on, "extra": extra, "extra_share": share}
+    await cpu_ms(interactions, True)  # warm-up
+    rounds: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(cpu_rounds):
+        for enabled in (False, True):
+            rounds[enabled].append(await cpu_ms(interactions, enabled))
+    cpu = {
+        "off_ms": statistics.median(rounds[False]),
+        "on_ms": statistics.median(rounds[True]),
+        "rounds_off": rounds[False],
+        "rounds_on": rounds[True],
+    }
+    cpu["ratio"] = cpu["on_ms"] / cpu["off_ms"]
+    return {
+        "interactions": len(interactions), "off": off, "on": on, "extra": extra, "extra_share": share,
+        "lexical_cpu": cpu,
+    }  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--questions", type=int, default=100)
+    ap.add_argument("--cpu-rounds", type=int, default=5)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    result = asyncio.run(run(args.data, args.questions))
+    result = asyncio.run(run(args.data, args.questions, args.cpu_rounds))
     text = json.dumps(result, indent=2)
     print(text)
     if args.json is not None:

@@ -33,6 +33,7 @@ start (OpenAI's ``index``) it is placed like a marker; without a position it cit
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -59,6 +60,8 @@ _REFERENCE_TEXT = re.compile(
 _FOLLOWS_MARKER = re.compile(r"[\s.,;:!?)\]】]")
 _URL_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?", re.IGNORECASE)
 _RANGE_MAX = 50
+_LIST_SEPARATOR = re.compile(r"\s*(?:[,;]|and)\s*")
+_RANGE_SEPARATOR = re.compile(r"\s*[–-]\s*")
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,8 @@ class PassageIndex:
 def _positions(text: str) -> list[int]:
     """The positions of "1, 2", "1-3", "1 and 4" (a range longer than _RANGE_MAX is its two ends)."""
     out: list[int] = []
-    for part in re.split(r"\s*(?:[,;]|and)\s*", text.strip()):
-        bounds = re.split(r"\s*[–-]\s*", part)
+    for part in _LIST_SEPARATOR.split(text.strip()):
+        bounds = _RANGE_SEPARATOR.split(part)
         if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit():
             lo, hi = int(bounds[0]), int(bounds[1])
             out.extend(range(lo, hi + 1) if 0 <= hi - lo <= _RANGE_MAX else (lo, hi))
@@ -141,15 +144,14 @@ def find_markers(text: str, index: PassageIndex, max_markers: int) -> tuple[list
     """The citation markers of an answer, in order and not overlapping, and whether there were more than
     ``max_markers`` (those after it are left in the text)."""
     definitions, markers = _footnotes(text, index)
-    taken = [(m.start, m.end) for m in markers]
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in taken)
+    taken = bytearray(len(text))  # 1 where a marker already is: markers never overlap
+    for m in markers:
+        taken[m.start : m.end] = b"\x01" * (m.end - m.start)
 
     def add(marker: Marker) -> None:
-        if free(marker.start, marker.end):
+        if taken.find(1, marker.start, marker.end) == -1:
             markers.append(marker)
-            taken.append((marker.start, marker.end))
+            taken[marker.start : marker.end] = b"\x01" * (marker.end - marker.start)
 
     for m in _LINK.finditer(text):
         label, url = m.group(1), m.group(2).strip("<>")
@@ -255,12 +257,9 @@ def sentence_starts(text: str, sentences: Sequence[str]) -> list[int]:
 
 
 def _sentence_at(anchor: int, starts: Sequence[int]) -> int:
-    """The sentence a marker at ``anchor`` cites: the last one starting before it, else the first."""
-    chosen = 0
-    for i, start in enumerate(starts):
-        if start < anchor:
-            chosen = i
-    return chosen
+    """The sentence a marker at ``anchor`` cites: the last one starting before it, else the first
+    (``starts`` never decrease)."""
+    return max(bisect_left(starts, anchor) - 1, 0)
 
 
 def _overlapping(start: int, end: int, starts: Sequence[int], length: int) -> list[int]:
