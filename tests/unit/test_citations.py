@@ -25,6 +25,7 @@ from streams.clickhouse.store import ClickHouseStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fixtures.messages import T0
 from tests.settings_factory import make_settings
+from tests.unit.test_dashboard_api import client_for
 from tests.unit.test_llm_judge import judge_for
 
 EIFFEL = "The Eiffel Tower was completed in 1889 in Paris."
@@ -221,6 +222,23 @@ async def test_statement_citations_are_stored_for_the_drill_down(citation_store:
     assert [tuple(r.values()) for r in rows] == [
         ([1, 0], [0, 1], 1, [], ["https://example.com/colosseum/", "eiffel.md"], [0]),
         ([], [], None, ["[9]"], [], [1]),
+    ]
+    # the drill-down's API serves each statement's citations with the evaluation
+    client = await client_for(citation_store)
+    try:
+        detail = await (await client.get("/dashboard/api/interactions/c1")).json()
+    finally:
+        await client.close()
+    evaluation = detail["evaluation"]
+    [pair] = [p for p in evaluation["pairs"] if p["pair"] == "context_answer"]
+    first = pair["hypotheses"][0]["statements"][0]
+    assert first["citations"] == {
+        "cited": [1, 0], "precise": [False, True], "supported": True, "dangling": [], "factual": True,
+    }  # fmt: skip
+    assert first["supported_by"] == [0] and evaluation["miscited"] is False
+    assert [c["document"] for c in evaluation["interaction"]["contexts"]] == [
+        "eiffel.md",
+        PASSAGES[1].document,
     ]
 
 
