@@ -145,8 +145,8 @@ def find_markers(text: str, index: PassageIndex, max_markers: int) -> tuple[list
     ``max_markers`` (those after it are left in the text)."""
     definitions, markers = _footnotes(text, index)
     taken = bytearray(len(text))  # 1 where a marker already is: markers never overlap
-    for m in markers:
-        taken[m.start : m.end] = b"\x01" * (m.end - m.start)
+    for definition in markers:
+        taken[definition.start : definition.end] = b"\x01" * (definition.end - definition.start)
 
     def add(marker: Marker) -> None:
         if taken.find(1, marker.start, marker.end) == -1:
