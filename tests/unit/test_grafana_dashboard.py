@@ -157,7 +157,24 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
         output_tokens=sum(c.output_tokens for c in calls),
         cost_usd=round(0.0004 * len(calls), 6),
         complete=rng.random() > 0.05,
+        **_citation_figures(rng, refusal),
     )
+
+
+def _citation_figures(rng: random.Random, refusal: bool | None) -> dict[str, Any]:
+    """An answer that cites (about half of those not refusals) has citation figures; others none."""
+    if refusal is not False or rng.random() < 0.5:
+        return {}
+    cited = rng.random() < 0.9  # some citing answers cite only passages that do not exist
+    dangling = rng.randint(0, 1) if rng.random() < 0.3 else 0
+    return {
+        "citation_recall": round(rng.random(), 3) if cited else None,
+        "citation_precision": round(rng.random(), 3) if cited else None,
+        "uncited_statements": round(rng.random(), 3),
+        "miscited": rng.random() < 0.2 if cited else None,
+        "dangling_citations": dangling,
+        "dangling_citation": dangling > 0,
+    }
 
 
 def _build(store: ClickHouseStore) -> Data:
@@ -264,6 +281,11 @@ EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "tool_error_rate": lambda es: _rate([e.tool_error for e in es]),
     "no_evidence_rate": lambda es: _rate([e.no_evidence for e in es]),
     "ungrounded_arguments_rate": lambda es: _rate([e.ungrounded_arguments for e in es]),
+    "mean_citation_recall": lambda es: _rate([e.citation_recall for e in es]),
+    "mean_citation_precision": lambda es: _rate([e.citation_precision for e in es]),
+    "mean_uncited_statements": lambda es: _rate([e.uncited_statements for e in es]),
+    "miscited_rate": lambda es: _rate([e.miscited for e in es]),
+    "dangling_citation_rate": lambda es: _rate([e.dangling_citation for e in es]),
     "interactions": lambda es: float(len(es)),
     "judged": lambda es: float(sum(e.judged for e in es)),
     "skipped": lambda es: float(sum(not e.judged for e in es)),
@@ -291,6 +313,8 @@ RATE_FLAGS: dict[str, Callable[[Evaluation], bool | None]] = {
     "tool_error_rate": lambda e: e.tool_error,
     "no_evidence_rate": lambda e: e.no_evidence,
     "ungrounded_arguments_rate": lambda e: e.ungrounded_arguments,
+    "miscited_rate": lambda e: e.miscited,
+    "dangling_citation_rate": lambda e: e.dangling_citation,
 }
 
 
