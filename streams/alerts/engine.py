@@ -8,8 +8,9 @@ the topic gets it at least once (keyed by alert_id; consumers dedupe on it), the
 ReplacingMergeTree keyed by alert_id).
 
 Order: the topic first, then the table (what the next evaluation reads), then the receivers in the
-background. A failed publish raises before the table row exists, so the window stays due
-(streams.windows.closer) and the transition is retried.
+background. A failed publish raises before the table row exists, so the window stays due, unwritten
+(streams.windows.closer: a window is written once its rules were evaluated), and the transition is
+retried, by this worker or, after a stop, by the next start.
 
 Notifications, however many workers: before sending, a worker claims the delivery (alert id + receiver)
 in the ``alert_deliveries`` ledger; only the earliest claim sends (``streams.clickhouse.leases``),
@@ -215,7 +216,8 @@ class AlertEngine:
         return made
 
     async def on_windows(self, windows: Sequence[WindowAggregate]) -> list[Alert]:
-        """Windows closed together (stored already), each once and in order of time: the transitions
+        """Windows closed together (written once their rules are evaluated: the windows before them are
+        stored), each once and in order of time: the transitions
         ``on_window`` would make for each in turn. A plain rule's state (its latest transition, when it
         last fired, the stored windows before, the transitions already made) is read once per app and
         model and carried from window to window; rules with group_by or on the judge's agreement go
