@@ -46,14 +46,26 @@ async def test_windows_close_by_watermark_and_count_replays_once(store: ClickHou
     assert [w.count for w in await closer.close_due(final=True)] == [2]
 
 
-async def test_idle_windows_close_on_the_wall_clock(store: ClickHouseStore) -> None:
-    clock = ManualClock(T0 + timedelta(seconds=20))
+@pytest.mark.parametrize(
+    ("now", "before", "after"),
+    [
+        (T0 + timedelta(seconds=20), 4.9, 0.1),  # ended long ago: due once idle for 5 s
+        (T0 + timedelta(seconds=1), 6, 3),  # idle at T0 + 7 s, but due only once it ended at T0 + 10 s
+    ],
+    ids=["idle", "ended"],
+)
+async def test_an_idle_window_closes_once_it_ended_on_the_wall_clock(
+    store: ClickHouseStore, now: datetime, before: float, after: float
+) -> None:
+    """A window no row landed in for idle_close_seconds closes without its watermark passing, but not
+    before its end on the wall clock (a window still running is not closed early)."""
+    clock = ManualClock(now)
     settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5)
     closer = WindowCloser(settings, store, clock=clock)
     await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
-    clock.advance(4.9)
+    clock.advance(before)
     assert closer.due() == []
-    clock.advance(0.1)
+    clock.advance(after)
     assert closer.due() == [("a", "m", T0)]
 
 
@@ -120,17 +132,6 @@ async def test_a_future_event_closes_neither_other_apps_windows_nor_its_own_earl
     assert ("a", "m", T0) not in closer.due()  # app a's window is still open
     assert ("b", "m", T0) in closer.due()  # b's own watermark passed it (by at most the skew)
     assert ("b", "m", T0 + timedelta(days=3650)) not in closer.due()
-
-
-async def test_idle_close_waits_for_the_window_end_on_the_wall_clock(store: ClickHouseStore) -> None:
-    clock = ManualClock(T0 + timedelta(seconds=1))
-    settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5)
-    closer = WindowCloser(settings, store, clock=clock)
-    await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
-    clock.advance(6)
-    assert closer.due() == []  # idle, but the window has not ended yet on the wall clock (T0 + 7 s)
-    clock.advance(3)
-    assert closer.due() == [("a", "m", T0)]
 
 
 async def test_a_failed_publish_leaves_no_alert_row_and_is_retried(store: ClickHouseStore) -> None:

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline.clock import ManualClock
-from schemas.conversation import ConversationTurn
 from schemas.evaluation_row import EvalRow
 from schemas.settings import ConversationSettings, WindowSettings
 from schemas.window import WindowAggregate
@@ -25,6 +24,7 @@ from streams.resources import Resources as WorkerResources
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
 from tests.settings_factory import make_settings
+from tests.unit.test_conversations import FailingTurns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SIZE = 60
@@ -308,31 +308,6 @@ class Turn:
     interaction: SimpleNamespace
 
 
-class SlowConversations:
-    """A conversation store whose every read of turns takes ``read_s`` seconds on the clock and is refused
-    (not an outage: the round goes on while its budget lasts)."""
-
-    def __init__(self, clock: ManualClock, read_s: float) -> None:
-        self.clock, self.read_s, self.reads = clock, read_s, 0
-
-    async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
-        self.reads += 1
-        self.clock.advance(self.read_s)
-        raise ValueError("refused")
-
-    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int]]:
-        return {}
-
-    async def insert(self, rows: object, written_at: datetime) -> None:
-        return None
-
-    async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
-        return []
-
-    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
-        return []
-
-
 async def test_the_stop_shares_one_budget_between_conversations_and_windows(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -345,7 +320,7 @@ async def test_the_stop_shares_one_budget_between_conversations_and_windows(
     ctx = new_context(settings, app=None)  # type: ignore[arg-type]
     clock = ManualClock(T0 + timedelta(days=1))
     resources = WorkerResources(ctx, clock=clock)
-    turns_store = SlowConversations(clock, read_s=4.0)
+    turns_store = FailingTurns(ValueError("refused"), clock, seconds=4.0)  # not an outage: the round goes on
     conversations = ConversationSettings(idle_seconds=100, close_batch=10)
     resources.conversations = ConversationCloser(conversations, settings.window, turns_store, clock=clock)
     ends = SimpleNamespace(metadata={"conversation_end": True})
