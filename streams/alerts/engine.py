@@ -247,14 +247,23 @@ class AlertEngine:
         return [alert]
 
     async def _run(self, rule: Rule, app: str, model: str, run: list[WindowAggregate]) -> list[Alert]:
-        """One plain rule over consecutive closes of one app/model (``on_windows``)."""
-        latest = await self.store.latest_alert(rule.name, app, model)
+        """One plain rule over consecutive closes of one app/model (``on_windows``). The rule's latest
+        transition is read last: one another worker stores meanwhile is then in it (an open alert is
+        carried on, not fired again on a later window), or in none of the reads (the same transition made
+        again: the same id)."""
         last_fired = await self.store.last_alert_end(rule.name, app, model)
         n = history_needed(rule)
         start, _ = self.windows.last_k(run[0].window_start, n)
         stored = await self.store.alert_windows(app, model, start, run[-1].window_start)
         by_start = {utc(w.window_start): w for w in stored} | {utc(w.window_start): w for w in run}
         made_ids = set(await self.store.alert_ids_since(rule.name, app, model, start))
+        latest = await self.store.latest_alert(rule.name, app, model)
+        if (
+            latest is not None
+            and latest.state == "firing"
+            and (last_fired is None or latest.window_end > last_fired)
+        ):
+            last_fired = latest.window_end
         size = timedelta(seconds=self.windows.size_seconds)
         made = []
         for window in run:
@@ -270,12 +279,17 @@ class AlertEngine:
                 slots.append(Slot(s, s + size, observe(rule.metric, w) if w is not None else EMPTY))
             open_alert = latest if latest is not None and latest.state == "firing" else None
             alert = decide(rule, app, model, slots, open_alert, last_fired, self.clock.now())
-            if alert is None or alert.alert_id in made_ids:
+            if alert is None:
                 await self.refresh_firing(rule, window)
                 continue
-            await self.deliver(alert)
-            made_ids.add(alert.alert_id)
-            made.append(alert)
+            if alert.alert_id in made_ids:
+                # made already (before this run, or by another worker during its reads): it stands, and the
+                # windows after this one go on from it
+                await self.refresh_firing(rule, window)
+            else:
+                await self.deliver(alert)
+                made_ids.add(alert.alert_id)
+                made.append(alert)
             if latest is None or _order(alert) >= _order(latest):
                 latest = alert
             if alert.state == "firing" and (last_fired is None or alert.window_end > last_fired):

@@ -409,3 +409,47 @@ async def test_windows_closed_together_make_the_transitions_one_by_one_would(bat
         s.close()
     assert sorted(made["together"]) == sorted(made["one by one"])  # (rules apart: in another order)
     assert {state for _, state, _ in made["together"]} == {"firing", "resolved"}
+
+
+async def test_a_transition_another_worker_stores_between_the_reads_carries_on_to_the_next_window(
+    store: ClickHouseStore,
+) -> None:
+    """Two windows in breach closed together. Another worker stores the first window's firing after this
+    engine's first read of the rule's state: the rule's later windows continue that firing instead of
+    firing a second alert (the first window's may be made again: the same id, one row)."""
+    from schemas.alert import AlertRule
+
+    rules = AlertRules(rules=[AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1,
+                                        min_interactions=10, cooldown_seconds=0)])  # fmt: skip
+    first, second = window(0, 100, 90), window(1, 100, 90)
+    clock = ManualClock(second.window_end)
+    other = AlertEngine(rules, make_settings().alerts, TumblingWindows(3600), store, clock=clock)
+
+    class OtherWorkerMeanwhile:
+        """The store; right after the first read of the rule's state, the other worker closes the first
+        window."""
+
+        read = False
+
+        def __getattr__(self, name: str) -> object:
+            found = getattr(store, name)
+            if name not in ("latest_alert", "last_alert_end", "alert_windows", "alert_ids_since"):
+                return found
+
+            async def read(*args: Any, **kwargs: Any) -> Any:
+                out = await found(*args, **kwargs)
+                if not self.read:
+                    self.read = True
+                    assert [a.state for a in await other.on_windows([first])] == ["firing"]
+                return out
+
+            return read
+
+    engine = AlertEngine(
+        rules, make_settings().alerts, TumblingWindows(3600), OtherWorkerMeanwhile(), clock=clock
+    )  # type: ignore[arg-type]
+    made = await engine.on_windows([first, second])
+    assert {a.window_start for a in made} <= {first.window_start}
+    assert [(a.state, a.window_start) for a in store.alerts_sync()] == [("firing", first.window_start)]
+    await engine.aclose()
+    await other.aclose()
