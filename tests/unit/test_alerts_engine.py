@@ -7,10 +7,7 @@ import asyncio
 import hashlib
 import hmac
 import json
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -26,6 +23,7 @@ from streams.clickhouse.leases import Claim, DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
+from tests.fixtures.receivers import Hook
 from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
@@ -34,36 +32,9 @@ HOUR = timedelta(hours=1)
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
 
 
-class Hook:
-    def __init__(self, codes: list[int] | None = None) -> None:
-        self.codes = codes or []
-        self.posts: list[tuple[dict[str, str], bytes]] = []
-
-
 def deliveries(store: ClickHouseStore) -> list[dict[str, Any]]:
     """Every claim and outcome in the store's delivery ledger."""
     return DeliveryLedger(store).deliveries_sync()
-
-
-@pytest.fixture()
-def hook() -> Iterator[tuple[str, Hook]]:
-    state = Hook()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            state.posts.append((dict(self.headers), body))
-            self.send_response(state.codes.pop(0) if state.codes else 200)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", state
-    server.shutdown()
-    server.server_close()
 
 
 def window(i: int, n: int, bad: int) -> WindowAggregate:
