@@ -14,7 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from schemas.citations import Citation
 from schemas.settings import Limits
-from schemas.tools import InputMessage, ReadMessages, ToolStep, limit_steps, read_messages, step_flags
+from schemas.tools import (
+    InputMessage,
+    ReadMessages,
+    ToolStep,
+    drop_nulls,
+    limit_steps,
+    read_messages,
+    step_flags,
+)
 
 #: the roles a text turn of the history may have (tool traffic becomes ``Interaction.steps``)
 Role = Literal["system", "user", "assistant"]
@@ -57,9 +65,7 @@ class ChatMessage(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _drop_nulls(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None}
-        return data
+        return drop_nulls(data)
 
 
 def split_conversation(

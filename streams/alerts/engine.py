@@ -8,8 +8,9 @@ the topic gets it at least once (keyed by alert_id; consumers dedupe on it), the
 ReplacingMergeTree keyed by alert_id).
 
 Order: the topic first, then the table (what the next evaluation reads), then the receivers in the
-background. A failed publish raises before the table row exists, so the window stays due
-(streams.windows.closer) and the transition is retried.
+background. A failed publish raises before the table row exists, so the window stays due, unwritten
+(streams.windows.closer: a window is written once its rules were evaluated), and the transition is
+retried, by this worker or, after a stop, by the next start.
 
 Incidents, however many workers: the windows two workers read can differ for a while (one has not
 written its share of a window's rows yet), so they can find the same drift breaching in different
@@ -233,7 +234,8 @@ class AlertEngine:
         return made
 
     async def on_windows(self, windows: Sequence[WindowAggregate]) -> list[Alert]:
-        """Windows closed together (stored already), each once and in order of time: the transitions
+        """Windows closed together (written once their rules are evaluated: the windows before them are
+        stored), each once and in order of time: the transitions
         ``on_window`` would make for each in turn. A plain rule's state (its latest transition, when it
         last fired, the stored windows before, the transitions already made) is read once per app and
         model and carried from window to window; rules with group_by or on the judge's agreement go
@@ -263,14 +265,23 @@ class AlertEngine:
         return [alert]
 
     async def _run(self, rule: Rule, app: str, model: str, run: list[WindowAggregate]) -> list[Alert]:
-        """One plain rule over consecutive closes of one app/model (``on_windows``)."""
-        latest = await self.store.latest_alert(rule.name, app, model)
+        """One plain rule over consecutive closes of one app/model (``on_windows``). The rule's latest
+        transition is read last: one another worker stores meanwhile is then in it (an open alert is
+        carried on, not fired again on a later window), or in none of the reads (the same transition made
+        again: the same id)."""
         last_fired = await self.store.last_alert_end(rule.name, app, model)
         n = history_needed(rule)
         start, _ = self.windows.last_k(run[0].window_start, n)
         stored = await self.store.alert_windows(app, model, start, run[-1].window_start)
         by_start = {utc(w.window_start): w for w in stored} | {utc(w.window_start): w for w in run}
         made_ids = set(await self.store.alert_ids_since(rule.name, app, model, start))
+        latest = await self.store.latest_alert(rule.name, app, model)
+        if (
+            latest is not None
+            and latest.state == "firing"
+            and (last_fired is None or latest.window_end > last_fired)
+        ):
+            last_fired = latest.window_end
         size = timedelta(seconds=self.windows.size_seconds)
         made = []
         for window in run:
@@ -286,12 +297,17 @@ class AlertEngine:
                 slots.append(Slot(s, s + size, observe(rule.metric, w) if w is not None else EMPTY))
             open_alert = latest if latest is not None and latest.state == "firing" else None
             alert = decide(rule, app, model, slots, open_alert, last_fired, self.clock.now())
-            if alert is None or alert.alert_id in made_ids or not await self.opens(alert):
+            if alert is None or (alert.alert_id not in made_ids and not await self.opens(alert)):
                 await self.refresh_firing(rule, window)
                 continue
-            await self.deliver(alert)
-            made_ids.add(alert.alert_id)
-            made.append(alert)
+            if alert.alert_id in made_ids:
+                # made already (before this run, or by another worker during its reads): it stands, and the
+                # windows after this one go on from it
+                await self.refresh_firing(rule, window)
+            else:
+                await self.deliver(alert)
+                made_ids.add(alert.alert_id)
+                made.append(alert)
             if latest is None or _order(alert) >= _order(latest):
                 latest = alert
             if alert.state == "firing" and (last_fired is None or alert.window_end > last_fired):

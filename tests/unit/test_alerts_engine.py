@@ -7,10 +7,7 @@ import asyncio
 import hashlib
 import hmac
 import json
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -26,6 +23,7 @@ from streams.clickhouse.leases import Claim, DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
+from tests.fixtures.receivers import Hook
 from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
@@ -34,36 +32,9 @@ HOUR = timedelta(hours=1)
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
 
 
-class Hook:
-    def __init__(self, codes: list[int] | None = None) -> None:
-        self.codes = codes or []
-        self.posts: list[tuple[dict[str, str], bytes]] = []
-
-
 def deliveries(store: ClickHouseStore) -> list[dict[str, Any]]:
     """Every claim and outcome in the store's delivery ledger."""
     return DeliveryLedger(store).deliveries_sync()
-
-
-@pytest.fixture()
-def hook() -> Iterator[tuple[str, Hook]]:
-    state = Hook()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            state.posts.append((dict(self.headers), body))
-            self.send_response(state.codes.pop(0) if state.codes else 200)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", state
-    server.shutdown()
-    server.server_close()
 
 
 def window(i: int, n: int, bad: int) -> WindowAggregate:
@@ -449,3 +420,47 @@ async def test_two_workers_that_see_a_drift_breach_in_different_windows_open_one
     await loser.drain()
     again = firing_at(20, clock.now())
     assert await loser.opens(again) and not await winner.opens(again)
+
+
+async def test_a_transition_another_worker_stores_between_the_reads_carries_on_to_the_next_window(
+    store: ClickHouseStore,
+) -> None:
+    """Two windows in breach closed together. Another worker stores the first window's firing after this
+    engine's first read of the rule's state: the rule's later windows continue that firing instead of
+    firing a second alert (the first window's may be made again: the same id, one row)."""
+    from schemas.alert import AlertRule
+
+    rules = AlertRules(rules=[AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1,
+                                        min_interactions=10, cooldown_seconds=0)])  # fmt: skip
+    first, second = window(0, 100, 90), window(1, 100, 90)
+    clock = ManualClock(second.window_end)
+    other = AlertEngine(rules, make_settings().alerts, TumblingWindows(3600), store, clock=clock)
+
+    class OtherWorkerMeanwhile:
+        """The store; right after the first read of the rule's state, the other worker closes the first
+        window."""
+
+        read = False
+
+        def __getattr__(self, name: str) -> object:
+            found = getattr(store, name)
+            if name not in ("latest_alert", "last_alert_end", "alert_windows", "alert_ids_since"):
+                return found
+
+            async def read(*args: Any, **kwargs: Any) -> Any:
+                out = await found(*args, **kwargs)
+                if not self.read:
+                    self.read = True
+                    assert [a.state for a in await other.on_windows([first])] == ["firing"]
+                return out
+
+            return read
+
+    engine = AlertEngine(
+        rules, make_settings().alerts, TumblingWindows(3600), OtherWorkerMeanwhile(), clock=clock
+    )  # type: ignore[arg-type]
+    made = await engine.on_windows([first, second])
+    assert {a.window_start for a in made} <= {first.window_start}
+    assert [(a.state, a.window_start) for a in store.alerts_sync()] == [("firing", first.window_start)]
+    await engine.aclose()
+    await other.aclose()
