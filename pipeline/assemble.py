@@ -16,6 +16,9 @@
   unsupported_no_evidence, else hallucination or supported from ``hallucination``, else None.
   ``tool_calls``, ``tool_error`` and ``ungrounded_arguments`` describe the current question's steps
   (``pipeline.tool_arguments``).
+- Answerability (``pipeline.answerability``): whether the question is answerable from its documents (an
+  ``answerable`` label, else the ground truth's refusal flag, else no evidence at all), which source
+  decided, and the refusal groundedness flags it gives with ``answer_refusal``.
 - Cost and time: every call of every stage; ``judge_calls`` counts the records that reached the
   judge's model (not cached, ``attempts > 0``: shares of a refusal batch led by another interaction
   have ``attempts=0``, see ``pipeline.refusal``); tokens, cost and latency are summed over all records.
@@ -31,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from pipeline.answerability import answerability, has_evidence
 from pipeline.evidence import has_factual_statement, tool_passages
 from pipeline.judges.identity import judge_model, prompt_version
 from pipeline.metrics.grounded import grounded_precision, unsupported_claims
@@ -141,6 +145,14 @@ def _tools(interaction: Interaction, settings: Settings) -> dict[str, Any]:
     }
 
 
+def _answerability(
+    interaction: Interaction, passages: list[Passage], gt_refusal: bool | None, answer_refusal: bool | None
+) -> dict[str, Any]:
+    """The Evaluation's answerability fields (pipeline.answerability)."""
+    evidence = has_evidence(interaction.contexts, passages)
+    return answerability(interaction.labels, gt_refusal, evidence, answer_refusal).model_dump()
+
+
 def _call_totals(calls: list[JudgeCall]) -> dict[str, Any]:
     """The Evaluation's judge call count, tokens, cost and latency, summed over its calls."""
     return {
@@ -171,7 +183,7 @@ def _no_evidence(converted: Converted, answer_refusal: bool | None, passages: li
     statement; False: it had evidence; None: a refusal, unknown, or nothing factual said."""
     if not converted.answer_sentences or answer_refusal is not False:
         return None
-    if passages or any(p.text.strip() for p in converted.interaction.contexts):
+    if has_evidence(converted.interaction.contexts, passages):
         return False
     return True if has_factual_statement(converted.answer_sentences) else None
 
@@ -233,5 +245,6 @@ def assemble(
         labels=interaction.labels,
         interaction=interaction,
         **_tools(interaction, settings),
+        **_answerability(interaction, passages, gt_refusal, answer_refusal),
     )
     return restore_evaluation(evaluation, converted.originals)

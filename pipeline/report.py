@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from pipeline.answerability import answerable_from, has_evidence
 from pipeline.dataset import DatasetLine, LineError
 from pipeline.judges.base import Judge
 from pipeline.metrics.bootstrap import (
@@ -345,18 +346,13 @@ def gold_answers(line: DatasetLine) -> list[str]:
 
 
 def trust_eval_case(line: DatasetLine, evaluation: Evaluation) -> TrustEvalCase | None:
-    """A Trust-Eval case when the pipeline decided about refusal; answerability from an ``answerable``
-    label, else from a ground truth that is not a refusal."""
+    """A Trust-Eval case when the pipeline decided about refusal; answerability as the stream decides it
+    (``pipeline.answerability.answerable_from``: an ``answerable`` label, else a ground truth that is not a
+    refusal, else no evidence at all makes it unanswerable)."""
     if evaluation.answer_refusal is None:
         return None
-    labels = line.interaction.labels or {}
-    answerable: bool | None
-    if labels.get("answerable") in (0, 1):
-        answerable = bool(labels["answerable"])
-    elif line.interaction.ground_truth and evaluation.ground_truth_refusal is not None:
-        answerable = not evaluation.ground_truth_refusal
-    else:
-        answerable = None
+    evidence = has_evidence(line.interaction.contexts, evaluation.evidence)
+    answerable, _ = answerable_from(line.interaction.labels, evaluation.ground_truth_refusal, evidence)
     return TrustEvalCase(
         answer=line.interaction.answer,
         refused=evaluation.answer_refusal,

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pipeline.answerability import answerability
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow, call_latencies
@@ -134,6 +135,8 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
         for _ in range(rng.randint(1, 4))
     ]  # fmt: skip
     tool_calls = rng.randint(0, 3)
+    gt_refusal = _maybe(rng, rng.random() < 0.3, 0.2)
+    answerable = answerability(None, gt_refusal, rng.random() > 0.2, refusal)
     return Evaluation(
         evaluated_at=EVALUATED_AT,
         interaction_id=f"{app}-{model}-{i}",
@@ -149,7 +152,7 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
         ground_truth_entails_answer=_maybe(rng, round(rng.random(), 3), 0.3),
         answer_entails_ground_truth=_maybe(rng, round(rng.random(), 3), 0.3),
         answer_refusal=refusal,
-        ground_truth_refusal=_maybe(rng, rng.random() < 0.06, 0.2),
+        ground_truth_refusal=gt_refusal,
         grounded_precision=_maybe(rng, round(rng.random(), 3), 0.15),
         hallucination=None if refusal is not False or ctx is None else ctx < 0.5,
         calls=calls,
@@ -157,6 +160,7 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
         output_tokens=sum(c.output_tokens for c in calls),
         cost_usd=round(0.0004 * len(calls), 6),
         complete=rng.random() > 0.05,
+        **answerable.model_dump(),
     )
 
 
@@ -264,6 +268,12 @@ EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "tool_error_rate": lambda es: _rate([e.tool_error for e in es]),
     "no_evidence_rate": lambda es: _rate([e.no_evidence for e in es]),
     "ungrounded_arguments_rate": lambda es: _rate([e.ungrounded_arguments for e in es]),
+    "over_refusal_rate": lambda es: _rate([e.over_refusal for e in es]),
+    "answered_unanswerable_rate": lambda es: _rate([e.answered_unanswerable for e in es]),
+    "reject_recall": lambda es: _rate([e.refused_unanswerable for e in es]),
+    "reject_precision": lambda es: _rate([e.justified_refusal for e in es]),
+    "answerable_recall": lambda es: _rate([e.answered_answerable for e in es]),
+    "answerable_precision": lambda es: _rate([e.justified_answer for e in es]),
     "interactions": lambda es: float(len(es)),
     "judged": lambda es: float(sum(e.judged for e in es)),
     "skipped": lambda es: float(sum(not e.judged for e in es)),
@@ -291,6 +301,12 @@ RATE_FLAGS: dict[str, Callable[[Evaluation], bool | None]] = {
     "tool_error_rate": lambda e: e.tool_error,
     "no_evidence_rate": lambda e: e.no_evidence,
     "ungrounded_arguments_rate": lambda e: e.ungrounded_arguments,
+    "over_refusal_rate": lambda e: e.over_refusal,
+    "answered_unanswerable_rate": lambda e: e.answered_unanswerable,
+    "reject_recall": lambda e: e.refused_unanswerable,
+    "reject_precision": lambda e: e.justified_refusal,
+    "answerable_recall": lambda e: e.answered_answerable,
+    "answerable_precision": lambda e: e.justified_answer,
 }
 
 
