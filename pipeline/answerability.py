@@ -7,11 +7,13 @@ named in ``answerable_source``:
 2. ``ground_truth``: a ground truth the refusal stage judged (``ground_truth_refusal`` not None: a blank
    ground truth is not judged and decides nothing); one that is itself a refusal ("the documents do not
    say") makes the question unanswerable, any other answerable;
-3. ``contexts``: no evidence at all (no context with text, no tool-result passage: the same test as
-   ``no_evidence``) makes the question unanswerable: nothing in the documents can support an answer.
-   Evidence that is there decides nothing: whether it holds an answer would have to be judged from the
-   answer being scored (its statements' verdicts), which would mark answered questions answerable and
-   refused ones unknown, so over-refusal could never be seen;
+3. ``contexts``: with ``pipeline.no_evidence_unanswerable`` (off by default), no evidence at all (no
+   context with text, no tool-result passage: the test of ``no_evidence``) makes the question
+   unanswerable: nothing retrieved can support an answer. Off, because an event without contexts may
+   come from an app that does not send what it retrieved (docs/answerability.md measures it). Evidence
+   that is there decides nothing: whether it holds an answer would have to be read off the verdicts on
+   the answer being scored, which would mark answered questions answerable and leave refused ones
+   unknown, so over-refusal could never be seen;
 4. otherwise ``unknown``: answerable is None.
 
 With the answer's refusal flag, the Trust-Eval cases (``pipeline.metrics.trust_eval``, seed 003) each
@@ -62,16 +64,25 @@ def has_evidence(contexts: Sequence[Passage], tool_passages: Sequence[Passage]) 
     return bool(tool_passages) or any(p.text.strip() for p in contexts)
 
 
+def nothing_retrieved(
+    contexts: Sequence[Passage], tool_passages: Sequence[Passage], no_evidence_unanswerable: bool
+) -> bool:
+    """The contexts say the question is unanswerable: there is no evidence at all and the setting
+    ``pipeline.no_evidence_unanswerable`` says an empty retrieval means the documents hold nothing."""
+    return no_evidence_unanswerable and not has_evidence(contexts, tool_passages)
+
+
 def answerable_from(
-    labels: Mapping[str, int] | None, ground_truth_refusal: bool | None, evidence: bool
+    labels: Mapping[str, int] | None, ground_truth_refusal: bool | None, nothing: bool
 ) -> tuple[bool | None, AnswerableSource]:
-    """Whether the question is answerable and the source that decided (the module docstring's order)."""
+    """Whether the question is answerable and the source that decided (the module docstring's order);
+    ``nothing``: ``nothing_retrieved``."""
     label = (labels or {}).get("answerable")
     if label in (0, 1):
         return bool(label), "label"
     if ground_truth_refusal is not None:
         return not ground_truth_refusal, "ground_truth"
-    if not evidence:
+    if nothing:
         return False, "contexts"
     return None, "unknown"
 
@@ -79,12 +90,12 @@ def answerable_from(
 def answerability(
     labels: Mapping[str, int] | None,
     ground_truth_refusal: bool | None,
-    evidence: bool,
+    nothing: bool,
     answer_refusal: bool | None,
 ) -> Answerability:
     """Answerability and the refusal groundedness flags of one interaction; every flag is None when the
     answer's refusal flag is (a blank answer, an unjudged one), as Trust-Eval leaves such a case out."""
-    answerable, source = answerable_from(labels, ground_truth_refusal, evidence)
+    answerable, source = answerable_from(labels, ground_truth_refusal, nothing)
     if answerable is None or answer_refusal is None:
         return Answerability(answerable=answerable, answerable_source=source)
     refused = answer_refusal

@@ -17,8 +17,9 @@
   ``tool_calls``, ``tool_error`` and ``ungrounded_arguments`` describe the current question's steps
   (``pipeline.tool_arguments``).
 - Answerability (``pipeline.answerability``): whether the question is answerable from its documents (an
-  ``answerable`` label, else the ground truth's refusal flag, else no evidence at all), which source
-  decided, and the refusal groundedness flags it gives with ``answer_refusal``.
+  ``answerable`` label, else the ground truth's refusal flag, else, with
+  ``pipeline.no_evidence_unanswerable``, no evidence at all), which source decided, and the refusal
+  groundedness flags it gives with ``answer_refusal``.
 - Cost and time: every call of every stage; ``judge_calls`` counts the records that reached the
   judge's model (not cached, ``attempts > 0``: shares of a refusal batch led by another interaction
   have ``attempts=0``, see ``pipeline.refusal``); tokens, cost and latency are summed over all records.
@@ -34,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from pipeline.answerability import answerability, has_evidence
+from pipeline.answerability import answerability, has_evidence, nothing_retrieved
 from pipeline.evidence import has_factual_statement, tool_passages
 from pipeline.judges.identity import judge_model, prompt_version
 from pipeline.metrics.grounded import grounded_precision, unsupported_claims
@@ -146,11 +147,15 @@ def _tools(interaction: Interaction, settings: Settings) -> dict[str, Any]:
 
 
 def _answerability(
-    interaction: Interaction, passages: list[Passage], gt_refusal: bool | None, answer_refusal: bool | None
+    interaction: Interaction,
+    passages: list[Passage],
+    gt_refusal: bool | None,
+    answer_refusal: bool | None,
+    settings: Settings,
 ) -> dict[str, Any]:
     """The Evaluation's answerability fields (pipeline.answerability)."""
-    evidence = has_evidence(interaction.contexts, passages)
-    return answerability(interaction.labels, gt_refusal, evidence, answer_refusal).model_dump()
+    nothing = nothing_retrieved(interaction.contexts, passages, settings.pipeline.no_evidence_unanswerable)
+    return answerability(interaction.labels, gt_refusal, nothing, answer_refusal).model_dump()
 
 
 def _call_totals(calls: list[JudgeCall]) -> dict[str, Any]:
@@ -245,6 +250,6 @@ def assemble(
         labels=interaction.labels,
         interaction=interaction,
         **_tools(interaction, settings),
-        **_answerability(interaction, passages, gt_refusal, answer_refusal),
+        **_answerability(interaction, passages, gt_refusal, answer_refusal, settings),
     )
     return restore_evaluation(evaluation, converted.originals)

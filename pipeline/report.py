@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from pipeline.answerability import answerable_from, has_evidence
+from pipeline.answerability import answerable_from, nothing_retrieved
 from pipeline.dataset import DatasetLine, LineError
 from pipeline.judges.base import Judge
 from pipeline.metrics.bootstrap import (
@@ -345,14 +345,16 @@ def gold_answers(line: DatasetLine) -> list[str]:
     return []
 
 
-def trust_eval_case(line: DatasetLine, evaluation: Evaluation) -> TrustEvalCase | None:
+def trust_eval_case(
+    line: DatasetLine, evaluation: Evaluation, no_evidence_unanswerable: bool
+) -> TrustEvalCase | None:
     """A Trust-Eval case when the pipeline decided about refusal; answerability as the stream decides it
     (``pipeline.answerability.answerable_from``: an ``answerable`` label, else a ground truth that is not a
-    refusal, else no evidence at all makes it unanswerable)."""
+    refusal, else, with ``pipeline.no_evidence_unanswerable``, no evidence at all makes it unanswerable)."""
     if evaluation.answer_refusal is None:
         return None
-    evidence = has_evidence(line.interaction.contexts, evaluation.evidence)
-    answerable, _ = answerable_from(line.interaction.labels, evaluation.ground_truth_refusal, evidence)
+    nothing = nothing_retrieved(line.interaction.contexts, evaluation.evidence, no_evidence_unanswerable)
+    answerable, _ = answerable_from(line.interaction.labels, evaluation.ground_truth_refusal, nothing)
     return TrustEvalCase(
         answer=line.interaction.answer,
         refused=evaluation.answer_refusal,
@@ -462,7 +464,8 @@ async def build_report(
         name: distribution([v for v in (SCORES[name](e) for e in evaluations) if v is not None])
         for name in DISTRIBUTION_SCORES
     }
-    cases = [c for c in (trust_eval_case(line, ev) for line, ev in rows) if c is not None]
+    no_evidence = settings.pipeline.no_evidence_unanswerable
+    cases = [c for c in (trust_eval_case(line, ev, no_evidence) for line, ev in rows) if c is not None]
     trust = None
     if cases and (any(c.answerable is not None for c in cases) or any(c.gold_answers for c in cases)):
         trust = await trust_eval(

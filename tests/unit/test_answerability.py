@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from groundwatch.commands import eval_cmd
-from pipeline.answerability import answerability, answerable_from
+from pipeline.answerability import answerability, answerable_from, nothing_retrieved
 from pipeline.dataset import read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from schemas.evaluation import Evaluation
-from schemas.interaction import Interaction
+from schemas.interaction import Interaction, Passage
 from schemas.metrics import METRICS_BY_NAME, pooled
 from schemas.settings import WindowSettings
 from schemas.window import WindowAggregate
@@ -39,20 +39,29 @@ FIGURES = ("reject_recall", "reject_precision", "answerable_recall", "answerable
 
 
 def test_the_first_source_that_knows_decides() -> None:
-    assert answerable_from({"answerable": 0}, False, True) == (False, "label")  # the label beats the truth
-    assert answerable_from({"answerable": 1}, True, False) == (True, "label")
-    assert answerable_from({"answerable": 2, "correct": 1}, True, True) == (False, "ground_truth")
-    assert answerable_from(None, False, False) == (True, "ground_truth")  # the truth beats no evidence
-    assert answerable_from({}, None, False) == (False, "contexts")
-    assert answerable_from(None, None, True) == (None, "unknown")  # evidence there decides nothing
+    # the third argument: nothing retrieved (no evidence, and the setting says that means unanswerable)
+    assert answerable_from({"answerable": 0}, False, False) == (False, "label")  # the label beats the truth
+    assert answerable_from({"answerable": 1}, True, True) == (True, "label")
+    assert answerable_from({"answerable": 2, "correct": 1}, True, False) == (False, "ground_truth")
+    assert answerable_from(None, False, True) == (True, "ground_truth")  # the truth beats no evidence
+    assert answerable_from({}, None, True) == (False, "contexts")
+    assert answerable_from(None, None, False) == (None, "unknown")  # evidence there decides nothing
+
+
+def test_no_evidence_decides_only_when_the_setting_says_so() -> None:
+    blank = [Passage(text="  ")]
+    tool = [Passage(text="order 7 shipped", document="tool:orders")]
+    assert nothing_retrieved([], [], True) and nothing_retrieved(blank, [], True)
+    assert not nothing_retrieved([], [], False)  # off: an app may not send what it retrieved
+    assert not nothing_retrieved(blank, tool, True)  # a tool result is evidence
 
 
 def test_each_flag_is_none_outside_its_denominator() -> None:
-    over = answerability(None, False, True, True)  # answerable, refused
+    over = answerability(None, False, False, True)  # answerable, refused
     assert (over.over_refusal, over.answered_answerable, over.justified_refusal) == (True, False, False)
     assert over.answered_unanswerable is None and over.refused_unanswerable is None
     assert over.justified_answer is None
-    blind = answerability(None, True, True, False)  # unanswerable, answered
+    blind = answerability(None, True, False, False)  # unanswerable, answered
     assert (blind.answered_unanswerable, blind.refused_unanswerable, blind.justified_answer) == (
         True,
         False,
@@ -60,13 +69,13 @@ def test_each_flag_is_none_outside_its_denominator() -> None:
     )
     assert blind.over_refusal is None and blind.answered_answerable is None
     assert blind.justified_refusal is None
-    unknown_refusal = answerability(None, True, True, None)  # a blank answer: not a Trust-Eval case
+    unknown_refusal = answerability(None, True, False, None)  # a blank answer: not a Trust-Eval case
     assert unknown_refusal.answerable is False and unknown_refusal.answerable_source == "ground_truth"
     assert all(
         getattr(unknown_refusal, f) is None
         for f in ("over_refusal", "answered_unanswerable", "justified_refusal", "justified_answer")
     )
-    unknown = answerability(None, None, True, True)
+    unknown = answerability(None, None, False, True)
     assert unknown.answerable is None and unknown.justified_refusal is None and unknown.over_refusal is None
 
 
@@ -91,8 +100,9 @@ def _interaction(
     )
 
 
-async def _evaluate(*interactions: Interaction) -> list[Evaluation]:
-    evaluator = Evaluator(LexicalJudge(), make_settings())
+async def _evaluate(*interactions: Interaction, no_evidence_unanswerable: bool = True) -> list[Evaluation]:
+    settings = make_settings().with_changes(pipeline={"no_evidence_unanswerable": no_evidence_unanswerable})
+    evaluator = Evaluator(LexicalJudge(), settings)
     try:
         return [await evaluator.evaluate(i) for i in interactions]
     finally:
@@ -129,6 +139,12 @@ async def test_adversarial_ground_truths_and_contexts() -> None:
     assert refused_bare.justified_refusal is True and refused_bare.answerable_source == "contexts"
     assert blank_answer.answer_refusal is None and blank_answer.answerable is True
     assert blank_answer.over_refusal is None and blank_answer.justified_answer is None
+
+
+async def test_without_the_setting_no_evidence_leaves_answerability_unknown() -> None:
+    [e] = await _evaluate(_interaction("nocx", ANSWER, None, contexts=[]), no_evidence_unanswerable=False)
+    assert (e.answerable, e.answerable_source, e.answered_unanswerable) == (None, "unknown", None)
+    assert e.no_evidence is True
 
 
 async def test_a_label_decides_before_the_ground_truth() -> None:
@@ -202,7 +218,9 @@ PARITY_LINES: list[dict[str, Any]] = [
 ]
 
 
-def test_stream_window_and_eval_report_give_the_same_figures(store: ClickHouseStore, tmp_path: Path) -> None:
+def test_stream_window_and_eval_report_give_the_same_figures(
+    store: ClickHouseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "cases.jsonl"
     lines = [
         {"question": "Where is the jack?", "contexts": [CONTEXT], "app": "a", "model": "m",
@@ -214,6 +232,7 @@ def test_stream_window_and_eval_report_give_the_same_figures(store: ClickHouseSt
     eval_cmd.add_arguments(parser)
     out = tmp_path / "report.json"
     args = parser.parse_args([str(path), "--judge", "lexical", "--out", str(out), "--quiet"])
+    monkeypatch.setenv("GROUNDWATCH_PIPELINE__NO_EVIDENCE_UNANSWERABLE", "true")
     assert eval_cmd.run(args) == 0
     offline = json.loads(out.read_text())["trust_eval"]
 

@@ -136,7 +136,7 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
     ]  # fmt: skip
     tool_calls = rng.randint(0, 3)
     gt_refusal = _maybe(rng, rng.random() < 0.3, 0.2)
-    answerable = answerability(None, gt_refusal, rng.random() > 0.2, refusal)
+    answerable = answerability(None, gt_refusal, rng.random() < 0.2, refusal)
     return Evaluation(
         evaluated_at=EVALUATED_AT,
         interaction_id=f"{app}-{model}-{i}",

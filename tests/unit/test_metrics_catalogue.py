@@ -152,7 +152,7 @@ def _full_window(start: datetime) -> WindowAggregate:
             tool_error=(i % 2 == 0) if i % 3 else None,
             no_evidence=i % 5 == 0,
             ungrounded_arguments=(i == 4) if i % 3 else None,
-            **answerability(None, i % 5 == 0, True, i % 4 == 0).model_dump(exclude={"answerable_source"}),
+            **answerability(None, i % 5 == 0, False, i % 4 == 0).model_dump(exclude={"answerable_source"}),
         )
         for i in range(10)
     ] + [EvalRow(interaction_id="s", timestamp=start, app="a", model="m", judged=False, skip_reason="x")]
