@@ -34,6 +34,14 @@ SINCE_CAPTURE = {
     "ungrounded_argument_values",
     "argument_judge_failure",
     "custom",
+    "answerable",
+    "answerable_source",
+    "over_refusal",
+    "answered_unanswerable",
+    "refused_unanswerable",
+    "answered_answerable",
+    "justified_refusal",
+    "justified_answer",
 }
 
 
