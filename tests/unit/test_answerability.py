@@ -234,7 +234,11 @@ def test_stream_window_and_eval_report_give_the_same_figures(
     args = parser.parse_args([str(path), "--judge", "lexical", "--out", str(out), "--quiet"])
     monkeypatch.setenv("GROUNDWATCH_PIPELINE__NO_EVIDENCE_UNANSWERABLE", "true")
     assert eval_cmd.run(args) == 0
-    offline = json.loads(out.read_text())["trust_eval"]
+    report = json.loads(out.read_text())
+    offline = report["trust_eval"]
+    # answerable p1 p2 p10 (p2 refused), unanswerable p3 p4 p5 p7 p8 (p3 p7 answered), p6 unknown, p9 blank
+    assert (report["counts"]["over_refusals"], report["counts"]["answered_unanswerable"]) == (1, 2)
+    assert report["counts"]["answerability_known"] == 9
 
     interactions = [line.interaction for line in read_dataset(path).lines]
 
