@@ -59,7 +59,10 @@ def share(k: int, n: int) -> str:
 
 def summary(name: str, evaluations: list[Evaluation], interactions: list[Interaction]) -> dict[str, object]:
     sources = Counter(f"{e.answerable_source}:{e.answerable}" for e in evaluations)
-    out: dict[str, object] = {"cases": len(evaluations), "answerable by source": dict(sorted(sources.items()))}
+    out: dict[str, object] = {
+        "cases": len(evaluations),
+        "answerable by source": dict(sorted(sources.items())),
+    }
     for flag in ("over_refusal", "answered_unanswerable"):
         known = [getattr(e, flag) for e in evaluations if getattr(e, flag) is not None]
         out[f"{flag} rate the stream reports"] = share(sum(known), len(known))
@@ -80,7 +83,9 @@ def summary(name: str, evaluations: list[Evaluation], interactions: list[Interac
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     parser.add_argument("--limit", type=int, default=None, help="first N lines of each file")
     args = parser.parse_args(argv)
