@@ -18,14 +18,16 @@ from pipeline.answerability import answerability, answerable_from, nothing_retri
 from pipeline.dataset import read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
+from schemas.alert import BaselineRule
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction, Passage
-from schemas.metrics import METRICS_BY_NAME, pooled
+from schemas.metrics import METRICS_BY_NAME, higher_is_bad, pooled
 from schemas.settings import WindowSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.closer import WindowCloser
 from tests.settings_factory import make_settings
+from tests.unit.test_alerts_lifecycle import run
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CONTEXT = "The jack is stored under the rear seat of the car."
@@ -77,6 +79,21 @@ def test_each_flag_is_none_outside_its_denominator() -> None:
     )
     unknown = answerability(None, None, False, True)
     assert unknown.answerable is None and unknown.justified_refusal is None and unknown.over_refusal is None
+
+
+def test_recalls_and_precisions_are_bad_when_they_fall() -> None:
+    """Alert baselines and the dashboard read the direction from the catalogue."""
+    assert higher_is_bad("over_refusal_rate") and higher_is_bad("answered_unanswerable_rate")
+    assert not any(higher_is_bad(name) for name in FIGURES)
+
+
+def test_a_baseline_rule_fires_when_reject_recall_falls_not_when_it_rises() -> None:
+    rule = BaselineRule(name="b", kind="baseline", metric="reject_recall", windows=1, baseline_windows=4,
+                        min_interactions=50, min_baseline_interactions=100, cooldown_seconds=0)  # fmt: skip
+    steady = [(80, 100)] * 4  # 80 % of unanswerable questions refused
+    fired = run(rule, [*steady, (50, 100)])
+    assert [a.state for a in fired] == ["firing"] and fired[0].op == "<"
+    assert run(rule, [*steady, (99, 100)]) == []
 
 
 # ---- through the pipeline ---------------------------------------------------------------------------
