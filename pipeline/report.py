@@ -57,7 +57,9 @@ from pipeline.metrics.groups import group_keys
 from pipeline.metrics.trust_eval import TrustEvalCase, TrustEvalResult, trust_eval
 from schemas.conversation import ConversationFigures
 from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow
 from schemas.label import LABEL_TARGETS
+from schemas.metrics import SCORED, scored_values
 from schemas.settings import Settings
 
 ScoreGetter = Callable[[Evaluation], float | None]
@@ -182,6 +184,12 @@ class EvalReport(BaseModel):
     stage_seconds: dict[str, StageTime]
     labels: dict[str, LabelReport]
     trust_eval: TrustEvalResult | None = None
+    metrics: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="each rate and mean of the metric catalogue over the file's judged interactions, pooled "
+        "as one window would pool them (citation recall and precision, miscited rate, ...); None: no "
+        "interaction had it",
+    )
     settings: dict[str, Any]
     conversations: ConversationFigures | None = Field(
         None, description="the conversation metrics of the file's conversations (None: conversations off)"
@@ -395,6 +403,15 @@ def _call_summary(evaluations: Sequence[Evaluation]) -> CallSummary:
     )
 
 
+def catalogue_figures(evaluations: Sequence[Evaluation]) -> dict[str, float | None]:
+    """The catalogue's rates and means over the evaluations, as a window pools its rows."""
+    values: dict[str, list[float]] = {m.name: [] for m in SCORED}
+    for e in evaluations:
+        for metric, value in scored_values(EvalRow.from_evaluation(e)):
+            values[metric.name].append(value)
+    return {name: (sum(v) / len(v) if v else None) for name, v in values.items()}
+
+
 def _counts(evaluations: Sequence[Evaluation]) -> dict[str, int]:
     return {
         "interactions": len(evaluations),
@@ -494,5 +511,6 @@ async def build_report(
         stage_seconds=_stage_seconds(evaluations),
         labels=label_reports(rows, settings, bootstrap),
         trust_eval=trust,
+        metrics=catalogue_figures(evaluations),
         settings=_settings_summary(settings, bootstrap),
     )

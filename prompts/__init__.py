@@ -53,6 +53,7 @@ from prompts.models import (
 
 __all__ = [
     "FENCE_TAGS",
+    "SUPPORT_FIELDS",
     "ArgumentValue",
     "ArgumentVerdict",
     "ArgumentsAnswer",
@@ -118,9 +119,12 @@ class RenderedPrompt(Generic[OutT]):
     output_model: type[OutT]
     items: int | None = None
     input: BaseModel | None = None  # the validated input it was rendered from (prompts.models)
+    # optional answer fields this prompt does not ask for: left out of the JSON schema, so a strict schema
+    # never makes the model write them (NLI's supported_by without the support question)
+    omit: tuple[str, ...] = ()
 
     def json_schema(self) -> dict[str, Any]:
-        return strict_json_schema(self.output_model, items=self.items)
+        return strict_json_schema(self.output_model, items=self.items, omit=self.omit)
 
 
 def load_template(name: str) -> PromptTemplate:
@@ -212,6 +216,7 @@ class Prompts:
         document: str | None = None,
         ask_refusal: bool = False,
         passages: Sequence[str] = (),
+        ask_support: bool = False,
     ) -> RenderedPrompt[NliAnswer]:
         t = self.nli_t
         inp = NliInput(
@@ -220,17 +225,20 @@ class Prompts:
             document=document,
             ask_refusal=ask_refusal,
             passages=list(passages),
+            ask_support=ask_support and len(passages) >= 2,
         )
         values = {
             "document": fence("document", inp.document) + "\n" if inp.document else "",
             "premise": premise_text(inp.premise, inp.passages),
             "hypotheses": "\n".join(fence("hypothesis", h, i) for i, h in enumerate(inp.hypotheses, 1)),
             "refusal": t.section("refusal") + "\n" if inp.ask_refusal else "",
+            "support": t.section("support") + "\n" if inp.ask_support else "",
             "count": str(len(inp.hypotheses)),
         }
         model: type[NliAnswer] = NliRefusalAnswer if inp.ask_refusal else NliAnswer
         messages = self._messages(t, **values)
-        return RenderedPrompt(t.name, self._version(t), messages, model, len(inp.hypotheses), inp)
+        omit = () if inp.ask_support else SUPPORT_FIELDS
+        return RenderedPrompt(t.name, self._version(t), messages, model, len(inp.hypotheses), inp, omit)
 
     def nli_cases(self, cases: Sequence[NliCase]) -> RenderedPrompt[NliCasesAnswer]:
         """Several (premise, hypotheses) cases in one prompt: the instructions are sent once for all."""
@@ -247,9 +255,12 @@ class Prompts:
             )
             for n, case in enumerate(inp.cases, 1)
         ]
-        values = {"cases": "\n".join(rendered), "count": str(len(inp.cases))}
+        asks = any(case.ask_support and len(case.passages) >= 2 for case in inp.cases)
+        support = t.section("support") + "\n" if asks else ""
+        values = {"cases": "\n".join(rendered), "count": str(len(inp.cases)), "support": support}
         messages = self._messages(t, **values)
-        return RenderedPrompt(t.name, self._version(t), messages, NliCasesAnswer, len(inp.cases), inp)
+        omit = () if asks else SUPPORT_FIELDS
+        return RenderedPrompt(t.name, self._version(t), messages, NliCasesAnswer, len(inp.cases), inp, omit)
 
     def refusal(self, texts: Sequence[str]) -> RenderedPrompt[RefusalAnswer]:
         t = self.refusal_t
@@ -298,9 +309,7 @@ class Prompts:
             f'<text id="{i}" results="{v.results_before}">{neutralise(v.text)}</text>'
             for i, v in enumerate(inp.values, 1)
         )
-        messages = self._messages(
-            t, turns=turns, results=results, values=values, count=str(len(inp.values))
-        )
+        messages = self._messages(t, turns=turns, results=results, values=values, count=str(len(inp.values)))
         return RenderedPrompt(t.name, self._version(t), messages, ArgumentsAnswer, len(inp.values), inp)
 
     def versions(self) -> dict[str, str]:
@@ -310,16 +319,23 @@ class Prompts:
         return {t.name: self._version(t) for t in templates}
 
 
+#: the NLI answer's fields the support question asks for (left out of the schema when it is not asked)
+SUPPORT_FIELDS = ("supported_by",)
+
+
 @functools.cache
 def _model_schema(model: type[BaseModel]) -> str:
     """pydantic's JSON schema of an output model, generated once (it costs ~1 ms a call, on every request)."""
     return json.dumps(model.model_json_schema())
 
 
-def strict_json_schema(model: type[BaseModel], *, items: int | None = None) -> dict[str, Any]:
+def strict_json_schema(
+    model: type[BaseModel], *, items: int | None = None, omit: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The model's JSON schema in OpenAI's strict form: refs inlined, every property required, no extras.
 
-    With ``items``, each top-level array property must hold exactly that many items.
+    With ``items``, each top-level array property must hold exactly that many items; properties named in
+    ``omit`` (optional ones) are left out wherever they are.
     """
     schema = json.loads(_model_schema(model))  # a fresh copy: the caller may change it
     defs = schema.pop("$defs", {})
@@ -330,7 +346,7 @@ def strict_json_schema(model: type[BaseModel], *, items: int | None = None) -> d
                 return fix(defs[node["$ref"].rsplit("/", 1)[-1]])
             out = {k: fix(v) for k, v in node.items() if k not in ("default", "title", "description")}
             if isinstance(node.get("properties"), dict):
-                out["properties"] = {k: fix(v) for k, v in node["properties"].items()}
+                out["properties"] = {k: fix(v) for k, v in node["properties"].items() if k not in omit}
             if out.get("type") == "object" and "properties" in out:
                 out["required"] = list(out["properties"])
                 out["additionalProperties"] = False

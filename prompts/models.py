@@ -43,6 +43,11 @@ class NliInput(_Input):
         description="the passages the premise joins; with two or more they are numbered and the answer "
         "names each statement's passage",
     )
+    ask_support: bool = Field(
+        False,
+        description="with numbered passages: the answer also names, per statement, the passages that "
+        "support it (supported_by)",
+    )
 
 
 class NliCase(_Input):
@@ -52,6 +57,7 @@ class NliCase(_Input):
     hypotheses: list[str] = Field(min_length=1)
     document: str | None = None
     passages: list[str] = Field(default_factory=list, description="as NliInput.passages")
+    ask_support: bool = Field(False, description="as NliInput.ask_support")
 
 
 class NliCasesInput(_Input):
@@ -104,6 +110,11 @@ class StatementAnswer(_Strict):
         None,
         description="id of the numbered passage that states or contradicts it, else the closest one; null "
         "without numbered passages",
+    )
+    supported_by: list[int] | None = Field(
+        None,
+        description="asked with the support question: ids of the numbered passages that state it (each "
+        "that does alone, else those that do together); [] when none does; absent when not asked",
     )
 
 

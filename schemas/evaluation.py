@@ -85,6 +85,28 @@ class Evaluation(BaseModel):
         "values failed (the lexical result stands); None when it ran or was not asked",
     )
 
+    # the answer's citations (docs/citations.md, pipeline.metrics.citations): None when the answer cites
+    # nothing, is a refusal, or was not judged against its evidence
+    citation_recall: float | None = Field(
+        None, description="share of the factual statements citing a passage that their citations support"
+    )
+    citation_precision: float | None = Field(
+        None,
+        description="share of (statement, cited passage) pairs where the passage supports the statement "
+        "alone or is needed with the others",
+    )
+    uncited_statements: float | None = Field(
+        None, description="share of the factual statements of an answer that cites that carry no citation"
+    )
+    miscited: bool | None = Field(
+        None,
+        description="some statement citing a passage is not supported by the passages it cites; None when "
+        "no statement cites a passage",
+    )
+    dangling_citations: int | None = Field(
+        None, ge=0, description="references of the answer that name no passage (a position past the evidence)"
+    )
+    dangling_citation: bool | None = Field(None, description="dangling_citations > 0")
     # answerability and refusal groundedness (pipeline/answerability.py, docs/answerability.md): each flag
     # is None outside its Trust-Eval figure's denominator
     answerable: bool | None = Field(

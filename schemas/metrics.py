@@ -9,7 +9,7 @@ this list; the SQL expressions use only columns of ``window_aggregates`` (deploy
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import Any
 
@@ -254,6 +254,26 @@ METRICS: tuple[Metric, ...] = (
         "ungrounded_arguments_rate", "Ungrounded tool arguments", "ungr arg", "ungrounded_arguments",
         "ungrounded_arguments_known", "ungrounded_arguments_events",
     ),
+    _mean(
+        "mean_citation_recall", "Citation recall (statements their citations support)", "cit rec",
+        "citation_recall", "citation_recall_scored",
+    ),
+    _mean(
+        "mean_citation_precision", "Citation precision (citations that support)", "cit prec",
+        "citation_precision", "citation_precision_scored",
+    ),
+    Metric(
+        name="mean_uncited_statements", label="Uncited statements (share of a citing answer)",
+        short="uncited", kind=MetricKind.MEAN, source="uncited_statements",
+        count_column="uncited_statements_scored",
+    ),
+    _rate(
+        "miscited_rate", "Miscited answers", "miscited", "miscited", "miscited_known", "miscited_answers"
+    ),
+    _rate(
+        "dangling_citation_rate", "Answers with a dangling citation", "dangling", "dangling_citation",
+        "dangling_citation_known", "dangling_citation_answers",
+    ),
     # refusal groundedness (pipeline/answerability.py): Trust-Eval's figures over the interactions whose
     # answerability is known (lower_is_better False for its recalls and precisions)
     _rate(
@@ -355,6 +375,18 @@ SCORED: tuple[Metric, ...] = tuple(
 CONVERSATION_SCORED: tuple[Metric, ...] = tuple(
     m for m in METRICS if m.kind is not MetricKind.SUM and m.over is Over.CONVERSATION
 )
+
+
+def scored_values(row: Any) -> Iterator[tuple[Metric, float]]:
+    """Each rate and mean over interactions a judged row (an EvalRow) has a value of, with that value (a
+    flag as 1/0): what a window pools for it (streams.windows.aggregator) and what ``groundwatch eval``
+    pools over a file (pipeline.report); a row not judged has none."""
+    if not getattr(row, "judged", True):
+        return
+    for metric in SCORED:
+        value = getattr(row, str(metric.source))
+        if value is not None:
+            yield metric, float(value)
 
 
 def _window_sums(over: Over) -> dict[str, RowSum]:

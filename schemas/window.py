@@ -60,6 +60,29 @@ class WindowAggregate(BaseModel):
     )
     ungrounded_arguments_known: int = Field(0, description="interactions with a tool argument value checked")
     ungrounded_arguments_events: int = Field(0, description="interactions with an ungrounded argument value")
+    # citations (docs/citations.md): over the judged answers that cite
+    mean_citation_recall: float | None = Field(
+        None, description="mean share of an answer's citing statements that their citations support"
+    )
+    citation_recall_scored: int = Field(0, description="answers with a citation recall")
+    mean_citation_precision: float | None = Field(
+        None, description="mean share of an answer's citations whose passage supports its statement"
+    )
+    citation_precision_scored: int = Field(0, description="answers with a citation precision")
+    mean_uncited_statements: float | None = Field(
+        None, description="mean share of a citing answer's factual statements that carry no citation"
+    )
+    uncited_statements_scored: int = Field(0, description="citing answers with a factual statement")
+    miscited_rate: float | None = Field(
+        None, description="share of answers with a statement its citations do not support"
+    )
+    miscited_known: int = Field(0, description="answers with a statement citing a passage, checked")
+    miscited_answers: int = Field(0, description="answers with a miscited statement")
+    dangling_citation_rate: float | None = Field(
+        None, description="share of citing answers with a reference that names no passage"
+    )
+    dangling_citation_known: int = Field(0, description="answers that cite")
+    dangling_citation_answers: int = Field(0, description="answers with a dangling citation")
     # refusal groundedness (pipeline/answerability.py): Trust-Eval's reject/answerable recall and precision
     # and the over-refusal and answered-unanswerable rates, over the judged interactions whose answerability
     # and answer refusal flag are known; each figure None when its denominator is 0

@@ -49,7 +49,7 @@ from pipeline.report import EvalReport, build_report
 from schemas.conversation import ConversationFigures
 from schemas.errors import ConfigError, StageError
 from schemas.evaluation import Evaluation
-from schemas.metrics import CONVERSATION_SCORED
+from schemas.metrics import CONVERSATION_SCORED, named
 from schemas.safe_text import safe_text
 from schemas.settings import JudgeKind, Settings
 
@@ -296,6 +296,9 @@ def summary(report: EvalReport) -> str:
             peers = ", ".join(f"{k}={_fmt(v, p.peers_ci.get(k))}" for k, v in p.peers.items())
             ours = _fmt(p.ours_balanced_accuracy, p.ours_balanced_accuracy_ci)
             lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
+    cited = citation_summary(report.metrics)
+    if cited:
+        lines.append(cited)
     if report.conversations is not None:
         lines.append(conversation_summary(report.conversations))
     if report.custom:
@@ -306,6 +309,21 @@ def summary(report: EvalReport) -> str:
     if len(report.errors) > 5:
         lines.append(f"  ... {len(report.errors) - 5} more errors in the report")
     return "\n".join(lines)
+
+
+#: the citation metrics of the catalogue (docs/citations.md), printed on one line when an answer cites
+CITATION_METRICS = (
+    "mean_citation_recall", "mean_citation_precision", "mean_uncited_statements", "miscited_rate",
+    "dangling_citation_rate",
+)  # fmt: skip
+
+
+def citation_summary(metrics: dict[str, float | None]) -> str:
+    """One line: the file's citation figures; '' when no answer cited."""
+    if all(metrics.get(name) is None for name in CITATION_METRICS):
+        return ""
+    parts = [f"{named(name).label.lower()} {_fmt(metrics.get(name))}" for name in CITATION_METRICS]
+    return "  citations: " + ", ".join(parts)
 
 
 def conversation_summary(c: ConversationFigures) -> str:

@@ -111,6 +111,23 @@ def supported_share(premise: str, hypothesis: str) -> float:
     return len(words & content_words(premise)) / len(words) if words else 0.0
 
 
+_PASSAGE = re.compile(r'<passage id="(\d+)">(.*?)</passage>', re.DOTALL)
+
+
+def supported_by(premise: str, statement: dict[str, Any]) -> dict[str, Any]:
+    """The statement with ``supported_by`` (when the script gave none): the numbered passages of the premise
+    holding at least half of its content words, as ``default_statements`` decides entailment."""
+    if "supported_by" in statement:
+        return statement
+    words = content_words(str(statement.get("statement", "")))
+    ids = [
+        int(m.group(1))
+        for m in _PASSAGE.finditer(premise)
+        if words and len(words & content_words(m.group(2))) * 2 >= len(words)
+    ]
+    return {**statement, "supported_by": ids}
+
+
 def default_refusal(text: str) -> bool:
     low = text.lower().replace("’", "'")
     return any(p in low for p in REFUSAL_PHRASES)
@@ -492,10 +509,14 @@ class FakeOpenAIServer:
         script = self.config.script
         probabilities: list[float] = []
 
+        support = "<support_question>" in user
+
         def judged(premise: str, hypotheses: list[str]) -> list[dict[str, Any]]:
             out = []
             for i, h in enumerate(hypotheses, 1):
                 statements = script.statements(premise, h)
+                if support:
+                    statements = [supported_by(premise, s) for s in statements]
                 if script.entailed_probability is not None:
                     probabilities.extend([script.entailed_probability(premise, h)] * len(statements))
                 out.append({"id": i, "statements": statements})

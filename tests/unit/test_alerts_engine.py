@@ -409,3 +409,43 @@ async def test_windows_closed_together_make_the_transitions_one_by_one_would(bat
         s.close()
     assert sorted(made["together"]) == sorted(made["one by one"])  # (rules apart: in another order)
     assert {state for _, state, _ in made["together"]} == {"firing", "resolved"}
+
+
+def firing_at(i: int, fired_at: datetime) -> Alert:
+    """The rule's firing at window ``i``, as a worker that saw the drift breach first there decides it."""
+    start = T0 + i * HOUR
+    return Alert(
+        alert_id=f"drift|bot|m|{start:%Y-%m-%dT%H:%M:%S}", rule="drift", metric="hallucination_rate",
+        app="bot", model="m", value=0.2, threshold=0.1, op=">", windows=1, interactions=100,
+        window_start=start, window_end=start + HOUR, fired_at=fired_at, message=f"firing at {i}",
+        state="firing", starts_at=start + HOUR,
+    )  # fmt: skip
+
+
+async def test_two_workers_that_see_a_drift_breach_in_different_windows_open_one_incident(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    """One worker's window 9 still lacked the other's rows, so it found the drift at window 10 while the
+    other found it at window 9: two firings with different ids, one incident. The earliest claim of the
+    opening makes its firing; the other makes none, then or later, until the incident is resolved."""
+    url, state = hook
+    clock = ManualClock(T0 + 11 * HOUR)
+    a, b = engines(store, RULES, url, clock)
+    early, late = firing_at(9, clock.now()), firing_at(10, clock.now())
+    opened = await asyncio.gather(a.opens(early), b.opens(late))
+    assert sorted(opened) == [False, True]
+    winner, made = (a, early) if opened[0] else (b, late)
+    loser, other = (b, late) if opened[0] else (a, early)
+    assert await winner.opens(made)  # a retry of the winner's transition (its publish failed) holds
+    await winner.deliver(made)
+    await winner.drain()
+    assert not await loser.opens(other)  # the incident is open: the stored firing says so
+    assert [a.alert_id for a in store.alerts_sync()] == [made.alert_id] and len(state.posts) == 1
+    # resolved, the series opens its next incident: a new opening, claimed anew
+    back = made.model_copy(update={"alert_id": f"{made.alert_id}|resolved", "state": "resolved",
+                                   "window_end": T0 + 14 * HOUR})  # fmt: skip
+    assert await loser.opens(back)
+    await loser.deliver(back)
+    await loser.drain()
+    again = firing_at(20, clock.now())
+    assert await loser.opens(again) and not await winner.opens(again)

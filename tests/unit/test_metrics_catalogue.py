@@ -152,6 +152,11 @@ def _full_window(start: datetime) -> WindowAggregate:
             tool_error=(i % 2 == 0) if i % 3 else None,
             no_evidence=i % 5 == 0,
             ungrounded_arguments=(i == 4) if i % 3 else None,
+            citation_recall=(i % 4) / 4 if i % 2 else None,
+            citation_precision=(i % 3) / 3 if i % 2 else None,
+            uncited_statements=(i % 5) / 5 if i != 0 else None,
+            miscited=(i % 3 == 1) if i % 2 else None,
+            dangling_citation=i == 5 if i != 0 else None,
             **answerability(None, i % 5 == 0, False, i % 4 == 0).model_dump(exclude={"answerable_source"}),
         )
         for i in range(10)

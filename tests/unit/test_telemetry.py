@@ -64,6 +64,23 @@ def test_tool_calls_answers_without_evidence_and_ungrounded_arguments_are_counte
     assert value(metrics, "groundwatch_ungrounded_tool_arguments_total", app="a") == 0
 
 
+def test_checked_miscited_and_dangling_citations_are_counted() -> None:
+    metrics = WorkerMetrics()
+    base = {"timestamp": "2026-11-20T10:00:00Z", "app": "a", "model": "x", "evaluated_at": EVALUATED_AT,
+            "judge": "lexical"}  # fmt: skip
+    written = [
+        Evaluation(interaction_id="m", miscited=True, dangling_citations=2, dangling_citation=True, **base),
+        Evaluation(
+            interaction_id="ok", miscited=False, dangling_citations=0, dangling_citation=False, **base
+        ),
+        Evaluation(interaction_id="none", **base),  # cites nothing
+    ]
+    metrics.written(written, 0.1)
+    assert value(metrics, "groundwatch_cited_answers_total", app="a") == 2
+    assert value(metrics, "groundwatch_miscited_answers_total", app="a") == 1
+    assert value(metrics, "groundwatch_dangling_citations_total", app="a") == 2
+
+
 def test_answerability_cases_are_counted_by_cell_and_source() -> None:
     """Trust-Eval's four cells by app: reject recall is refused=true over answerable=false, and so on."""
     metrics = WorkerMetrics()

@@ -1,9 +1,9 @@
--- groundwatch schema v15: answerability and refusal groundedness (docs/answerability.md).
+-- groundwatch schema v16: answerability and refusal groundedness (docs/answerability.md).
 
 -- per interaction: whether the question is answerable from its documents and what decided it (label,
 -- ground_truth, contexts, unknown), and the Trust-Eval case flags it gives with the answer's refusal flag,
 -- each NULL outside its figure's denominator (schemas/evaluation.py); NULL ('unknown') in rows written
--- before v15
+-- before v16
 ALTER TABLE ${database}.evaluations
     ADD COLUMN IF NOT EXISTS answerable Nullable(UInt8) DEFAULT NULL,
     ADD COLUMN IF NOT EXISTS answerable_source LowCardinality(String) DEFAULT 'unknown',
