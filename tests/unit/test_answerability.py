@@ -271,6 +271,10 @@ def test_stream_window_and_eval_report_give_the_same_figures(
         "answerable_precision": offline["answerable_prec"],
     }
     assert online == pytest.approx(expected)
+    # the report's catalogue figures (pooled as a window pools) agree too, the two rates included
+    rates = (*FIGURES, "over_refusal_rate", "answered_unanswerable_rate")
+    pooled_online = {name: pooled(METRICS_BY_NAME[name], [window]) for name in rates}
+    assert {name: report["metrics"][name] for name in rates} == pytest.approx(pooled_online)
     # the cases: answerable p1 p2 p10, unanswerable p3 p4 p5 p7 p8; refused p2 p4 p5 p8
     assert expected == pytest.approx(
         {"reject_recall": 3 / 5, "reject_precision": 3 / 4, "answerable_recall": 2 / 3,
