@@ -164,6 +164,14 @@ def _rate(name: str, label: str, short: str, source: str, count: str, events: st
     )  # fmt: skip
 
 
+def _recall(name: str, label: str, short: str, source: str, count: str, events: str) -> Metric:
+    """A rate where higher is better (a recall or a precision)."""
+    return Metric(
+        name=name, label=label, short=short, kind=MetricKind.RATE, source=source, count_column=count,
+        events_column=events, lower_is_better=False,
+    )  # fmt: skip
+
+
 def _mean(name: str, label: str, short: str, source: str, count: str) -> Metric:
     return Metric(
         name=name, label=label, short=short, kind=MetricKind.MEAN, source=source, count_column=count,
@@ -265,6 +273,32 @@ METRICS: tuple[Metric, ...] = (
     _rate(
         "dangling_citation_rate", "Answers with a dangling citation", "dangling", "dangling_citation",
         "dangling_citation_known", "dangling_citation_answers",
+    ),
+    # refusal groundedness (pipeline/answerability.py): Trust-Eval's figures over the interactions whose
+    # answerability is known (lower_is_better False for its recalls and precisions)
+    _rate(
+        "over_refusal_rate", "Over-refusal (answerable, refused)", "over ref", "over_refusal",
+        "answerable_questions", "over_refusals",
+    ),
+    _rate(
+        "answered_unanswerable_rate", "Answered unanswerable", "ans unan", "answered_unanswerable",
+        "unanswerable_questions", "unanswerable_answered",
+    ),
+    _recall(
+        "reject_recall", "Reject recall", "rej rec", "refused_unanswerable",
+        "unanswerable_questions", "unanswerable_refused",
+    ),
+    _recall(
+        "reject_precision", "Reject precision", "rej prec",
+        "justified_refusal", "refusals_answerability_known", "unanswerable_refused",
+    ),
+    _recall(
+        "answerable_recall", "Answerable recall", "ans rec",
+        "answered_answerable", "answerable_questions", "answerable_answered",
+    ),
+    _recall(
+        "answerable_precision", "Answerable precision", "ans prec",
+        "justified_answer", "answers_answerability_known", "answerable_answered",
     ),
     _sum("interactions", "Interactions", "n", (RowSum(column="count"),), "count"),
     _sum(

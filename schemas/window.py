@@ -83,6 +83,33 @@ class WindowAggregate(BaseModel):
     )
     dangling_citation_known: int = Field(0, description="answers that cite")
     dangling_citation_answers: int = Field(0, description="answers with a dangling citation")
+    # refusal groundedness (pipeline/answerability.py): Trust-Eval's reject/answerable recall and precision
+    # and the over-refusal and answered-unanswerable rates, over the judged interactions whose answerability
+    # and answer refusal flag are known; each figure None when its denominator is 0
+    over_refusal_rate: float | None = Field(None, description="share of answerable questions refused")
+    answered_unanswerable_rate: float | None = Field(
+        None, description="share of unanswerable questions answered"
+    )
+    reject_recall: float | None = Field(None, description="share of unanswerable questions refused")
+    reject_precision: float | None = Field(
+        None, description="share of refusals (answerability known) whose question was unanswerable"
+    )
+    answerable_recall: float | None = Field(None, description="share of answerable questions answered")
+    answerable_precision: float | None = Field(
+        None, description="share of answers (answerability known) whose question was answerable"
+    )
+    answerable_questions: int = Field(0, description="answerable questions with a known answer refusal flag")
+    unanswerable_questions: int = Field(
+        0, description="unanswerable questions with a known answer refusal flag"
+    )
+    refusals_answerability_known: int = Field(
+        0, description="refusals whose question's answerability is known"
+    )
+    answers_answerability_known: int = Field(0, description="answers whose question's answerability is known")
+    over_refusals: int = Field(0, description="answerable questions refused")
+    answerable_answered: int = Field(0, description="answerable questions answered")
+    unanswerable_answered: int = Field(0, description="unanswerable questions answered")
+    unanswerable_refused: int = Field(0, description="unanswerable questions refused")
     judged: int = Field(0, description="interactions judged (count - skipped when not given)")
     skipped: int = Field(0, description="interactions stored unjudged (sampling rules, judge budget)")
     skipped_by_reason: dict[str, int] = Field(default_factory=dict, description="skip reason -> count")

@@ -3,8 +3,9 @@
 Counted where things happen: events in and out per processor, dead letters by stage and error type,
 interactions received, judged and skipped by app and reason (pipeline.sampling), sink rows and flush
 time, dead-letter rows written, tool calls by app, tool and status, answers without evidence,
-ungrounded tool arguments, answers whose citations were checked, miscited answers and dangling citations
-by app (from each Evaluation the sink writes); windows closed, alert
+ungrounded tool arguments, answers whose citations were checked, miscited answers, dangling citations
+and the answerability cases (answerable, refused, which source decided) by app (from each Evaluation the
+sink writes); windows closed, alert
 transitions, failed deliveries and the dead-letter recorder's lag are read at scrape time; judge calls,
 retries, errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records
 as the sink writes it (one place sees every call of every stage, on either topology), and so are the
@@ -185,6 +186,12 @@ class WorkerMetrics:
             "references of answers that name no passage (a position past the evidence, an unknown name)",
             ["app"], registry=r,
         )  # fmt: skip
+        self.answerability_cases = Counter(
+            "groundwatch_answerability_cases",
+            "answers whose question's answerability is known, by whether it was answerable, whether the "
+            "answer refused and what decided answerable: Trust-Eval's four cells (docs/answerability.md)",
+            ["app", "answerable", "refused", "source"], registry=r,
+        )  # fmt: skip
         self.otlp_steps = Counter(
             "groundwatch_otlp_model_calls_as_steps",
             "OpenTelemetry model calls read as steps of a final answer (they only asked for tools, or a "
@@ -245,6 +252,7 @@ class WorkerMetrics:
             self._calls(evaluation)
             self._tools(evaluation)
             self._citations(evaluation)
+            self._answerability(evaluation)
             self._custom(evaluation)
 
     def _tools(self, evaluation: Evaluation) -> None:
@@ -264,6 +272,13 @@ class WorkerMetrics:
                 self.miscited_answers.labels(evaluation.app).inc()
         if evaluation.dangling_citations:
             self.dangling_citations.labels(evaluation.app).inc(evaluation.dangling_citations)
+
+    def _answerability(self, evaluation: Evaluation) -> None:
+        if evaluation.answerable is None or evaluation.answer_refusal is None:
+            return
+        answerable, refused = str(evaluation.answerable).lower(), str(evaluation.answer_refusal).lower()
+        source = evaluation.answerable_source
+        self.answerability_cases.labels(evaluation.app, answerable, refused, source).inc()
 
     def _custom(self, evaluation: Evaluation) -> None:
         for name, c in evaluation.custom.items():

@@ -43,6 +43,14 @@ SINCE_CAPTURE = {
     "miscited",
     "dangling_citations",
     "dangling_citation",
+    "answerable",
+    "answerable_source",
+    "over_refusal",
+    "answered_unanswerable",
+    "refused_unanswerable",
+    "answered_answerable",
+    "justified_refusal",
+    "justified_answer",
 }
 
 
