@@ -37,6 +37,9 @@ class ConversationTurn(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     ends: bool = Field(False, description="its metadata marks the conversation's end")
+    stored_at: datetime | None = Field(
+        None, description="when its evaluation was stored (the ClickHouse server's clock); None off storage"
+    )
 
 
 class ConversationRollup(BaseModel):

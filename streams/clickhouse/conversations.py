@@ -1,5 +1,5 @@
-"""The ``conversations`` table (migration 014): reading a conversation's stored turns, writing its rollup,
-and finding the conversations and windows a crashed worker left behind.
+"""The ``conversations`` table (migrations 014, 015): reading a conversation's stored turns, writing its
+rollup, and finding the conversations and windows a crashed worker left behind.
 
 Every read of turns is of ``evaluations FINAL`` (one row per interaction, however often it was
 delivered) and every read of rollups of ``conversations FINAL`` (the latest version of each)."""
@@ -16,24 +16,32 @@ from schemas.conversation import ConversationRollup, ConversationTurn
 from streams.clickhouse.rows import utc
 from streams.clickhouse.store import ClickHouseStore
 
-CONVERSATION_COLUMNS = [*ConversationRollup.model_fields, "written_at", "version"]
+CONVERSATION_COLUMNS = [*ConversationRollup.model_fields, "written_at", "version", "turns_stored_at"]
 _ROLLUP = ", ".join(ConversationRollup.model_fields)
 _TS = "DateTime64(3, 'UTC')"
 
 #: a stored turn: the columns of ConversationTurn, the texts and the end mark from the payload's interaction
 _TURN = (
     "interaction_id, timestamp, conversation_id, judged, hallucination, answer_refusal, input_tokens, "
-    "output_tokens, cost_usd, JSONExtractString(payload, 'interaction', 'question') AS question, "
+    "output_tokens, cost_usd, inserted_at AS stored_at, "
+    "JSONExtractString(payload, 'interaction', 'question') AS question, "
     "JSONExtractString(payload, 'interaction', 'answer') AS answer, "
     "lower(JSONExtractRaw(payload, 'interaction', 'metadata', 'conversation_end')) IN ('true', '\"true\"') "
     "AS ends"
 )
 
 
-def conversation_row(c: ConversationRollup, written_at: datetime, version: int) -> list[Any]:
+#: a rollup to write: the rollup, its version, and when the latest turn it was computed from was stored
+Written = tuple[ConversationRollup, int, datetime | None]
+
+
+def conversation_row(
+    c: ConversationRollup, written_at: datetime, version: int, stored: datetime | None
+) -> list[Any]:
     values = c.model_dump()
     values["first_turn_at"], values["last_turn_at"] = utc(c.first_turn_at), utc(c.last_turn_at)
-    return [values[f] for f in ConversationRollup.model_fields] + [utc(written_at), version]
+    extra = [utc(written_at), version, utc(stored) if stored is not None else None]
+    return [values[f] for f in ConversationRollup.model_fields] + extra
 
 
 class ConversationRows:
@@ -74,13 +82,13 @@ class ConversationRows:
     async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]:
         return await asyncio.to_thread(self.current_sync, app, model, list(ids))
 
-    def insert_sync(self, rows: Sequence[tuple[ConversationRollup, int]], written_at: datetime) -> None:
+    def insert_sync(self, rows: Sequence[Written], written_at: datetime) -> None:
         """Rollups with their versions, in one insert (a higher version replaces a conversation's row)."""
         if rows:
-            data = [conversation_row(c, written_at, v) for c, v in rows]
+            data = [conversation_row(c, written_at, v, stored) for c, v, stored in rows]
             self.store.insert_rows_sync("conversations", data, CONVERSATION_COLUMNS)
 
-    async def insert(self, rows: Sequence[tuple[ConversationRollup, int]], written_at: datetime) -> None:
+    async def insert(self, rows: Sequence[Written], written_at: datetime) -> None:
         await asyncio.to_thread(self.insert_sync, list(rows), written_at)
 
     def of_windows_sync(
@@ -113,26 +121,41 @@ class ConversationRows:
 
     def unrolled_sync(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
         """(app, model, conversation_id, last turn time, end marked) of the conversations with turns
-        written since ``since`` whose stored rollup is missing or counts other turns: what a crashed
-        worker left open."""
+        written since ``since`` whose stored rollup is missing, counts other turns, or was begun before
+        one of its turns was stored after the turns it was computed from (a turn's evaluation replaced
+        by a later one, an incomplete verdict by a complete one: the turn count is the same, the verdicts
+        are not): what a crashed worker left open. Both times are the evaluations' ``inserted_at`` (the
+        server's clock); a rollup written before ``turns_stored_at`` existed is compared by turns only."""
         rows = self.store.query_sync(
             "SELECT t.app AS app, t.model AS model, t.cid AS cid, t.last AS last, t.ends AS ends "
             "FROM (SELECT app, model, assumeNotNull(conversation_id) AS cid, count() AS n, "
+            "max(inserted_at) AS stored, "
             "max(timestamp) AS last, max(lower(JSONExtractRaw(payload, 'interaction', 'metadata', "
             "'conversation_end')) IN ('true', '\"true\"')) AS ends "
             f"FROM {self.db}.evaluations FINAL WHERE conversation_id IS NOT NULL AND cid IN ("
             f"SELECT DISTINCT assumeNotNull(conversation_id) FROM {self.db}.evaluations "
             f"WHERE inserted_at >= {{since:{_TS}}} AND conversation_id IS NOT NULL) "
             "GROUP BY app, model, cid) AS t "
-            f"LEFT JOIN (SELECT app, model, conversation_id, turns FROM {self.db}.conversations FINAL) AS c "
-            "ON t.app = c.app AND t.model = c.model AND t.cid = c.conversation_id "
-            "WHERE c.turns != t.n",
+            f"LEFT JOIN (SELECT app, model, conversation_id, turns, turns_stored_at FROM {self.db}."
+            "conversations FINAL) AS c ON t.app = c.app AND t.model = c.model AND t.cid = c.conversation_id "
+            "WHERE c.turns != t.n OR t.stored > ifNull(c.turns_stored_at, t.stored)",
             {"since": utc(since)},
         )
         return [(r["app"], r["model"], str(r["cid"]), utc(r["last"]), bool(r["ends"])) for r in rows]
 
     async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
         return await asyncio.to_thread(self.unrolled_sync, since)
+
+    def last_stored_sync(self) -> datetime | None:
+        """When the latest turn of any conversation was stored (the server's clock); None with none."""
+        rows = self.store.query_sync(
+            f"SELECT count() AS n, max(inserted_at) AS at FROM {self.db}.evaluations "
+            "WHERE conversation_id IS NOT NULL"
+        )
+        return utc(rows[0]["at"]) if rows and int(rows[0]["n"]) else None
+
+    async def last_stored(self) -> datetime | None:
+        return await asyncio.to_thread(self.last_stored_sync)
 
     def stale_windows_sync(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         """(app, model, window start) of windows a conversation row stored since ``since`` counts in and

@@ -18,8 +18,8 @@ ends at once with one line: every due conversation stays open for the next tick.
 round closes the due conversations while its budget lasts; what is left is logged and rolled up at the
 next start (``reconcile``), and nothing closes after it. A conversation that gets a turn while it is
 being closed stays open for that turn. Nothing is lost on a crash: at start ``reconcile`` reopens the
-conversations whose stored turns differ from their rollup (or that have none) and the windows a rollup
-was written after.
+conversations with no rollup, or with turns other than or stored after those of their rollup, and the
+windows a rollup was written after.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pipeline.conversations import ConversationKey, OpenConversations, rollup
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
 from schemas.settings import ConversationSettings, WindowSettings
 from streams.clickhouse.client import is_unavailable
+from streams.clickhouse.conversations import Written
 from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located
 from streams.windows.tumbling import utc
 
@@ -50,9 +51,11 @@ class ConversationStore(Protocol):
 
     async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]: ...
 
-    async def insert(self, rows: Sequence[tuple[ConversationRollup, int]], written_at: datetime) -> None: ...
+    async def insert(self, rows: Sequence[Written], written_at: datetime) -> None: ...
 
     async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]: ...
+
+    async def last_stored(self) -> datetime | None: ...
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]: ...
 
@@ -124,8 +127,12 @@ class ConversationCloser:
 
     async def reconcile(self, lookback: timedelta) -> tuple[int, int]:
         """Reopen the conversations an earlier worker left unrolled and touch the windows it wrote a
-        rollup after; returns how many of each."""
-        since = self.clock.now() - lookback
+        rollup after; returns how many of each. Both are looked for ``lookback`` back from the last stored
+        turn (or from now, if that is earlier): a conversation open when the last worker stopped had a
+        turn stored shortly before, however long ago it stopped."""
+        now = self.clock.now()
+        last = await self.store.last_stored()
+        since = min(now, last or now) - lookback
         unrolled = await self.store.unrolled(since)
         for app, model, cid, last, ends in unrolled:
             self.open.reopen((app, model, cid), last, ends)
@@ -239,7 +246,7 @@ class ConversationCloser:
             by_series[(app, model)].append(cid)
         written_at = self.clock.now()
         floor = version_of(written_at)
-        rows: list[tuple[ConversationRollup, int]] = []
+        rows: list[Written] = []
         moved: list[_At] = []
         for (app, model), ids in by_series.items():
             turns = await self.store.turns(app, model, ids)
@@ -249,7 +256,8 @@ class ConversationCloser:
                     continue  # its turns were erased: nothing to roll up
                 c = rollup(app, model, cid, turns[cid], self.settings.reask_similarity)
                 before = stored.get(cid)
-                rows.append((c, max(floor, before[1] + 1) if before else floor))
+                at = max((t.stored_at for t in turns[cid] if t.stored_at is not None), default=None)
+                rows.append((c, max(floor, before[1] + 1) if before else floor, at))
                 moved.append(_At(app, model, c.last_turn_at))
                 if before is not None and before[0] != utc(c.last_turn_at):
                     moved.append(_At(app, model, before[0]))
@@ -259,9 +267,9 @@ class ConversationCloser:
             await self.windows.touch(moved)
         for key in keys:
             self.open.closed(key, generations[key])
-        for c, _ in rows:
+        for c, _, _ in rows:
             log.debug(
                 "conversation %s %s/%s closed: %d turns, unresolved %s", c.conversation_id, c.app, c.model,
                 c.turns, c.ended_unresolved,
             )  # fmt: skip
-        return [c for c, _ in rows]
+        return [c for c, _, _ in rows]

@@ -277,6 +277,43 @@ async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHou
     assert await convs.reconcile(timedelta(hours=24)) == (0, 0)
 
 
+async def test_a_complete_verdict_stored_after_the_rollup_is_rolled_up_at_the_next_start(
+    store: ClickHouseStore,
+) -> None:
+    """An incomplete evaluation of a turn is rolled up; the complete one replaces it in ``evaluations``
+    (same turn count) and the worker dies before the conversation closes again: the next start rolls it
+    up again with the complete verdict."""
+    clock = ManualClock(datetime.now(UTC))
+    convs, windows = closers(store, clock)
+    incomplete = ev("t2", "c1", 2, end=True)
+    incomplete = incomplete.model_copy(update={"complete": False})
+    await deliver(store, convs, windows, [ev("t1", "c1", 1), incomplete])
+    [c] = await convs.close_due()
+    assert not c.any_hallucinated
+    complete = ev("t2", "c1", 2, end=True, halluc=True)
+    await store.insert_evaluations([complete])  # stored; the worker dies before touching the closer
+    clock.advance(60)
+    convs, windows = closers(store, clock)
+    assert (await convs.reconcile(timedelta(hours=24)))[0] == 1
+    [c] = await convs.close_due()
+    assert (c.turns, c.any_hallucinated, c.ended_unresolved) == (2, True, True)
+    convs, windows = closers(store, clock)
+    assert (await convs.reconcile(timedelta(hours=24)))[0] == 0
+
+
+async def test_a_worker_down_longer_than_the_lookback_still_rolls_up_what_it_left_open(
+    store: ClickHouseStore,
+) -> None:
+    clock = ManualClock(datetime.now(UTC))
+    convs, windows = closers(store, clock)
+    await deliver(store, convs, windows, [ev("r1", "c1", 1), ev("r2", "c1", 2)])
+    clock.advance(3 * 24 * 3600)  # down for three days, with a lookback of one
+    convs, windows = closers(store, clock)
+    assert (await convs.reconcile(timedelta(hours=24)))[0] == 1
+    [c] = await convs.close_due()
+    assert c.turns == 2
+
+
 async def test_a_window_computed_while_a_rollup_is_written_is_recomputed_at_the_next_start(
     store: ClickHouseStore,
 ) -> None:
@@ -425,6 +462,9 @@ class FailingTurns:
 
     async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
         return []
+
+    async def last_stored(self) -> datetime | None:
+        return None
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         return []
