@@ -33,7 +33,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from pipeline.clock import Clock, SystemClock
-from pipeline.conversations import ConversationKey, OpenConversations, rollup
+from pipeline.conversation_judge import ConversationJudge
+from pipeline.conversations import ConversationKey, OpenConversations, PairVerdicts, in_order, rollup
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
 from schemas.settings import ConversationSettings, WindowSettings
 from streams.clickhouse.client import is_unavailable
@@ -97,8 +98,12 @@ class ConversationCloser:
         store: ConversationStore,
         windows: WindowToucher | None = None,
         clock: Clock | None = None,
+        judge: ConversationJudge | None = None,
     ) -> None:
+        """``judge``: decides re-asks and contradictions with the LLM judge (``conversations.judge`` llm);
+        without it (or when it is off) they are lexical."""
         self.settings = settings
+        self.judge = judge if judge else None
         self.window = window
         self.store = store
         self.windows = windows
@@ -251,10 +256,13 @@ class ConversationCloser:
         for (app, model), ids in by_series.items():
             turns = await self.store.turns(app, model, ids)
             stored = await self.store.current(app, model, ids)
-            for cid in ids:
-                if not turns.get(cid):
-                    continue  # its turns were erased: nothing to roll up
-                c = rollup(app, model, cid, turns[cid], self.settings.reask_similarity)
+            present = [cid for cid in ids if turns.get(cid)]  # one whose turns were erased has nothing
+            judged: list[PairVerdicts | None] = [None] * len(present)
+            if self.judge is not None:
+                judge = self.judge
+                judged = list(await asyncio.gather(*(judge.review(in_order(turns[cid])) for cid in present)))
+            for cid, verdicts in zip(present, judged, strict=True):
+                c = rollup(app, model, cid, turns[cid], self.settings.reask_similarity, verdicts)
                 before = stored.get(cid)
                 at = max((t.stored_at for t in turns[cid] if t.stored_at is not None), default=None)
                 rows.append((c, max(floor, before[1] + 1) if before else floor, at))
