@@ -259,7 +259,8 @@ def single(row: EvalRow) -> ConversationRollup:
         output_tokens=row.output_tokens,
         cost_usd=row.cost_usd,
     )
-    return rollup(row.app, row.model, "", [turn], 1.0)
+    one = rollup(row.app, row.model, "", [turn], 1.0)
+    return one.model_copy(update={"interaction_id": row.interaction_id})
 
 
 @dataclass

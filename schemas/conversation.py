@@ -47,7 +47,12 @@ class ConversationRollup(BaseModel):
 
     app: str
     model: str
-    conversation_id: str = Field(description="the conversation's id ('' for a conversation of one turn)")
+    conversation_id: str = Field(
+        description="the conversation's id ('' for an interaction without one: a conversation of one turn)"
+    )
+    interaction_id: str = Field(
+        "", description="an interaction without a conversation_id: its id, the row's key ('' otherwise)"
+    )
     first_turn_at: datetime
     last_turn_at: datetime = Field(
         description="the latest turn's event time: the conversation's close time, the window it counts in"

@@ -15,3 +15,12 @@ ALTER TABLE ${database}.conversations
     ADD COLUMN IF NOT EXISTS judge_output_tokens UInt64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS judge_cost_usd Float64 DEFAULT 0,
     ADD COLUMN IF NOT EXISTS judge_failure String DEFAULT '';
+
+-- an interaction without a conversation_id is a conversation of one turn with a row of its own, keyed by
+-- its interaction_id (conversation_id ''); '' on the rows of conversations. The windows count those
+-- interactions from evaluations, and read only the rows with interaction_id ''. The erasure of an
+-- interaction deletes its row with its other rows (streams/clickhouse/erase.py: every table with an
+-- interaction_id column).
+ALTER TABLE ${database}.conversations
+    ADD COLUMN IF NOT EXISTS interaction_id String,
+    MODIFY ORDER BY (app, model, conversation_id, interaction_id);

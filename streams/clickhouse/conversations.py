@@ -13,12 +13,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from schemas.conversation import ConversationRollup, ConversationTurn
+from schemas.evaluation_row import EvalRow
 from streams.clickhouse.rows import utc
 from streams.clickhouse.store import ClickHouseStore
 
 CONVERSATION_COLUMNS = [*ConversationRollup.model_fields, "written_at", "version", "turns_stored_at"]
 _ROLLUP = ", ".join(ConversationRollup.model_fields)
 _TS = "DateTime64(3, 'UTC')"
+_EVAL_ROW = ", ".join(EvalRow.model_fields)
 
 #: a stored turn: the columns of ConversationTurn, the texts and the end mark from the payload's interaction
 _TURN = (
@@ -74,7 +76,8 @@ class ConversationRows:
             return {}
         rows = self.store.query_sync(
             f"SELECT conversation_id, last_turn_at, version FROM {self.db}.conversations FINAL "
-            "WHERE app = {app:String} AND model = {model:String} AND conversation_id IN {ids:Array(String)}",
+            "WHERE app = {app:String} AND model = {model:String} AND conversation_id IN {ids:Array(String)} "
+            "AND interaction_id = ''",
             {"app": app, "model": model, "ids": list(dict.fromkeys(ids))},
         )
         return {str(r["conversation_id"]): (utc(r["last_turn_at"]), int(r["version"])) for r in rows}
@@ -95,14 +98,15 @@ class ConversationRows:
         self, app: str, model: str, starts: Sequence[datetime], size_seconds: int
     ) -> list[ConversationRollup]:
         """The conversations of one app and model whose last turn falls in the windows beginning at
-        ``starts`` (``size_seconds`` long)."""
+        ``starts`` (``size_seconds`` long); not the rows of interactions without a conversation_id (a
+        window counts those from its evaluations)."""
         if not starts:
             return []
         first = min(utc(s) for s in starts)
         size = timedelta(seconds=size_seconds)
         rows = self.store.query_sync(
             f"SELECT {_ROLLUP} FROM {self.db}.conversations FINAL WHERE app = {{app:String}} "
-            f"AND model = {{model:String}} AND last_turn_at >= {{start:{_TS}}} "
+            f"AND model = {{model:String}} AND interaction_id = '' AND last_turn_at >= {{start:{_TS}}} "
             f"AND last_turn_at < {{end:{_TS}}} "
             f"AND intDiv(toUnixTimestamp64Milli(last_turn_at) - toUnixTimestamp64Milli({{start:{_TS}}}), "
             "{size_ms:Int64}) IN {offsets:Array(Int64)}",
@@ -137,7 +141,8 @@ class ConversationRows:
             f"WHERE inserted_at >= {{since:{_TS}}} AND conversation_id IS NOT NULL) "
             "GROUP BY app, model, cid) AS t "
             f"LEFT JOIN (SELECT app, model, conversation_id, turns, turns_stored_at FROM {self.db}."
-            "conversations FINAL) AS c ON t.app = c.app AND t.model = c.model AND t.cid = c.conversation_id "
+            "conversations FINAL WHERE interaction_id = '') AS c "
+            "ON t.app = c.app AND t.model = c.model AND t.cid = c.conversation_id "
             "WHERE c.turns != t.n OR t.stored > ifNull(c.turns_stored_at, t.stored)",
             {"since": utc(since)},
         )
@@ -146,11 +151,41 @@ class ConversationRows:
     async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
         return await asyncio.to_thread(self.unrolled_sync, since)
 
-    def last_stored_sync(self) -> datetime | None:
-        """When the latest turn of any conversation was stored (the server's clock); None with none."""
+    def singles_sync(self, ids: Sequence[str]) -> list[tuple[EvalRow, int, datetime]]:
+        """(row, version, when stored) of these interactions, those without a conversation_id."""
+        if not ids:
+            return []
         rows = self.store.query_sync(
-            f"SELECT count() AS n, max(inserted_at) AS at FROM {self.db}.evaluations "
-            "WHERE conversation_id IS NOT NULL"
+            f"SELECT {_EVAL_ROW}, version AS _version, inserted_at AS _stored FROM {self.db}.evaluations "
+            "FINAL WHERE interaction_id IN {ids:Array(String)} AND conversation_id IS NULL",
+            {"ids": list(dict.fromkeys(ids))},
+        )
+        return [(EvalRow.model_validate(r), int(r.pop("_version")), utc(r.pop("_stored"))) for r in rows]
+
+    async def singles(self, ids: Sequence[str]) -> list[tuple[EvalRow, int, datetime]]:
+        return await asyncio.to_thread(self.singles_sync, list(ids))
+
+    def unrolled_singles_sync(self, since: datetime) -> list[tuple[str, str, str]]:
+        """(app, model, interaction_id) of the interactions without a conversation_id stored since
+        ``since`` whose row here is missing or older than their stored evaluation (its version)."""
+        rows = self.store.query_sync(
+            "SELECT e.app AS app, e.model AS model, e.interaction_id AS iid FROM (SELECT app, model, "
+            f"interaction_id, version FROM {self.db}.evaluations FINAL WHERE conversation_id IS NULL "
+            f"AND inserted_at >= {{since:{_TS}}}) AS e LEFT JOIN (SELECT app, model, interaction_id, version "
+            f"FROM {self.db}.conversations FINAL WHERE interaction_id != '') AS c "
+            "ON e.app = c.app AND e.model = c.model AND e.interaction_id = c.interaction_id "
+            "WHERE c.version < e.version",
+            {"since": utc(since)},
+        )
+        return [(str(r["app"]), str(r["model"]), str(r["iid"])) for r in rows]
+
+    async def unrolled_singles(self, since: datetime) -> list[tuple[str, str, str]]:
+        return await asyncio.to_thread(self.unrolled_singles_sync, since)
+
+    def last_stored_sync(self) -> datetime | None:
+        """When the latest evaluation was stored (the server's clock); None with none."""
+        rows = self.store.query_sync(
+            f"SELECT count() AS n, max(inserted_at) AS at FROM {self.db}.evaluations"
         )
         return utc(rows[0]["at"]) if rows and int(rows[0]["n"]) else None
 
@@ -188,12 +223,17 @@ class ConversationRows:
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         return await asyncio.to_thread(self.stale_windows_sync, size_seconds, since)
 
-    def count_sync(self) -> int:
-        rows = self.store.query_sync(f"SELECT count() AS n FROM {self.db}.conversations FINAL")
+    def count_sync(self, singles: bool = False) -> int:
+        """Stored conversations; with ``singles``, the interactions without a conversation_id too."""
+        where = "" if singles else " WHERE interaction_id = ''"
+        rows = self.store.query_sync(f"SELECT count() AS n FROM {self.db}.conversations FINAL{where}")
         return int(rows[0]["n"]) if rows else 0
 
-    def all_sync(self) -> list[ConversationRollup]:
+    def all_sync(self, singles: bool = False) -> list[ConversationRollup]:
+        """Every conversation; with ``singles``, the interactions without a conversation_id too."""
+        where = "" if singles else "WHERE interaction_id = '' "
         rows = self.store.query_sync(
-            f"SELECT {_ROLLUP} FROM {self.db}.conversations FINAL ORDER BY app, model, conversation_id"
+            f"SELECT {_ROLLUP} FROM {self.db}.conversations FINAL {where}"
+            "ORDER BY app, model, conversation_id, interaction_id"
         )
         return [ConversationRollup.model_validate(r) for r in rows]

@@ -34,8 +34,9 @@ from typing import Any, Protocol
 
 from pipeline.clock import Clock, SystemClock
 from pipeline.conversation_judge import ConversationJudge
-from pipeline.conversations import ConversationKey, OpenConversations, PairVerdicts, in_order, rollup
+from pipeline.conversations import ConversationKey, OpenConversations, PairVerdicts, in_order, rollup, single
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
+from schemas.evaluation_row import EvalRow
 from schemas.settings import ConversationSettings, WindowSettings
 from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.conversations import Written
@@ -57,6 +58,10 @@ class ConversationStore(Protocol):
     async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]: ...
 
     async def last_stored(self) -> datetime | None: ...
+
+    async def singles(self, ids: Sequence[str]) -> list[tuple[EvalRow, int, datetime]]: ...
+
+    async def unrolled_singles(self, since: datetime) -> list[tuple[str, str, str]]: ...
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]: ...
 
@@ -119,13 +124,16 @@ class ConversationCloser:
         self._finished = False
         self._outage: str | None = None  # why the last round ended early: ClickHouse unavailable
         self._out_of_time = False  # ... or the stop's budget ran out
+        #: interactions without a conversation_id whose row is not written yet, by id
+        self._singles: dict[str, int] = {}  # id -> how often touched
 
     async def touch(self, rows: Sequence[Any]) -> None:
         wall, now = self.clock.now(), self.clock.monotonic()
         for row in rows:
             found = conversation_of(row)
-            if found is None:  # a conversation of one turn: counted by its window; event time moves on
+            if found is None:  # a conversation of one turn: its row is written at the next round
                 self.open.advance(row.app, row.model, utc(row.timestamp), wall)
+                self._singles[row.interaction_id] = self._singles.get(row.interaction_id, 0) + 1
                 continue
             key, at, ends = found
             self.open.touch(key, at, ends, wall, now)
@@ -141,6 +149,8 @@ class ConversationCloser:
         unrolled = await self.store.unrolled(since)
         for app, model, cid, last, ends in unrolled:
             self.open.reopen((app, model, cid), last, ends)
+        for _, _, iid in await self.store.unrolled_singles(since):
+            self._singles.setdefault(iid, 1)
         stale = await self.store.stale_windows(self.window.size_seconds, since)
         if stale and self.windows is not None:
             await self.windows.touch([_At(app, model, start) for app, model, start in stale])
@@ -155,6 +165,7 @@ class ConversationCloser:
             if self._stopping:
                 return []
             closed, _ = await self._round(self.open.due(self.clock.now(), self.clock.monotonic()), None)
+            await self._write_singles()
             return closed
 
     async def finish(self, budget_s: float) -> FinalRound:
@@ -170,6 +181,8 @@ class ConversationCloser:
             try:
                 keys = self.open.due(self.clock.now(), self.clock.monotonic())
                 closed, left = await self._round(keys, budget_s, started)
+                if self.clock.monotonic() - started < budget_s:
+                    await self._write_singles()
             finally:
                 self._finished = True
         seconds = self.clock.monotonic() - started
@@ -243,6 +256,35 @@ class ConversationCloser:
                     "conversations: %d more batches failed to close this round (not logged one by one)",
                     unlogged,
                 )  # fmt: skip
+
+    @property
+    def singles_pending(self) -> int:
+        """Interactions without a conversation_id whose row is not written yet."""
+        return len(self._singles)
+
+    async def _write_singles(self) -> None:
+        """The rows of the interactions without a conversation_id touched since the last round, in
+        batches of ``close_batch``, each from its stored evaluation and with its version (so the row
+        read with FINAL is that of the evaluation read with FINAL). A batch that fails stays pending for
+        the next round (one line); the windows count these interactions from their evaluations."""
+        size = self.settings.close_batch
+        while self._singles:
+            batch = dict(list(self._singles.items())[:size])  # id -> its touch count then
+            try:
+                found = await self.store.singles(list(batch))
+                rows: list[Written] = [(single(row), version, stored) for row, version, stored in found]
+                await self.store.insert(rows, self.clock.now())
+            except Exception as exc:
+                self.failed += 1
+                log.warning(
+                    "conversations: writing %d rows of interactions without a conversation_id failed (kept; "
+                    "will retry): %s: %s", len(self._singles), type(exc).__name__, str(exc)[:300],
+                )  # fmt: skip
+                return
+            self.written += len(rows)
+            for iid, touches in batch.items():
+                if self._singles.get(iid) == touches:  # touched again meanwhile: written again
+                    del self._singles[iid]
 
     async def _close_batch(self, keys: Sequence[ConversationKey]) -> list[ConversationRollup]:
         generations = {k: self.open.generation(k) for k in keys}
