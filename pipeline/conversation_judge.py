@@ -22,16 +22,19 @@ why; a conversation is never left unrolled by it. Each turn is cut to ``MAX_TEXT
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.conversations import (
+    ConversationKey,
     Pair,
     PairVerdicts,
     candidates,
     contradiction_verdicts,
+    conversations_of,
     flagged,
     reask_verdicts,
 )
@@ -40,6 +43,7 @@ from pipeline.judges.base import Judge
 from pipeline.llm.cache import cache_key
 from prompts import NliCase, NliCasesAnswer, Prompts, ReaskAnswer, ReaskInput, ReaskPair
 from schemas.conversation import ConversationTurn
+from schemas.evaluation import Evaluation
 from schemas.results import JudgeCall
 from schemas.settings import ConversationSettings
 
@@ -194,3 +198,15 @@ class ConversationJudge:
             kind.failure = f"{name}: {type(exc).__name__}: {exc}"[:REASON_CHARS]
             return
         kind.verdicts.update(found)  # the pairs not shown keep the lexical verdict (negative below the floor)
+
+
+async def judge_conversations(
+    judge: ConversationJudge, evaluations: Sequence[Evaluation]
+) -> dict[ConversationKey, PairVerdicts]:
+    """The LLM judge's verdicts for every conversation of these evaluations (``groundwatch eval``), by
+    conversation; {} when the judge is off."""
+    if not judge:
+        return {}
+    found = conversations_of(evaluations)
+    verdicts = await asyncio.gather(*(judge.review(turns) for turns in found.values()))
+    return dict(zip(found, verdicts, strict=True))

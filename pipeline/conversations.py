@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -362,18 +362,29 @@ def badness(c: ConversationRollup) -> tuple[int, int, int, int, int]:
     return (int(c.ended_unresolved), c.hallucinated_turns, c.contradictions, c.reasked_turns, c.refusals)
 
 
-def rollups_of(evaluations: Iterable[Evaluation], reask_similarity: float) -> list[ConversationRollup]:
-    """Every conversation of these evaluations (one per app, model and conversation_id; an evaluation
-    without one is a conversation of one turn); an interaction id seen twice counts once (the last)."""
+def conversations_of(evaluations: Iterable[Evaluation]) -> dict[ConversationKey, list[ConversationTurn]]:
+    """The turns of each conversation of these evaluations (those with a conversation_id), in
+    conversation order; an interaction id seen twice counts once (the last)."""
     grouped: dict[ConversationKey, dict[str, ConversationTurn]] = defaultdict(dict)
-    out = []
     for e in evaluations:
-        if e.conversation_id is None:
-            out.append(single(EvalRow.from_evaluation(e)))
-        else:
+        if e.conversation_id is not None:
             grouped[(e.app, e.model, e.conversation_id)][e.interaction_id] = turn_of(e)
-    for (app, model, cid), turns in grouped.items():
-        out.append(rollup(app, model, cid, list(turns.values()), reask_similarity))
+    return {key: in_order(list(turns.values())) for key, turns in grouped.items()}
+
+
+def rollups_of(
+    evaluations: Iterable[Evaluation],
+    reask_similarity: float,
+    judged: Mapping[ConversationKey, PairVerdicts] | None = None,
+) -> list[ConversationRollup]:
+    """Every conversation of these evaluations (one per app, model and conversation_id; an evaluation
+    without one is a conversation of one turn); an interaction id seen twice counts once (the last).
+    ``judged``: re-asks and contradictions the LLM judge decided, by conversation (else lexical)."""
+    evaluations = list(evaluations)
+    out = [single(EvalRow.from_evaluation(e)) for e in evaluations if e.conversation_id is None]
+    for (app, model, cid), turns in conversations_of(evaluations).items():
+        verdicts = (judged or {}).get((app, model, cid))
+        out.append(rollup(app, model, cid, turns, reask_similarity, verdicts))
     return out
 
 
@@ -384,14 +395,25 @@ def counts_in(metric: Metric, conversation: ConversationRollup) -> bool:
     return metric.count_column != JUDGED_CONVERSATIONS or conversation.judged_turns > 0
 
 
-def figures(evaluations: Iterable[Evaluation], reask_similarity: float) -> ConversationFigures:
+def figures(
+    evaluations: Iterable[Evaluation],
+    reask_similarity: float,
+    judged: Mapping[ConversationKey, PairVerdicts] | None = None,
+) -> ConversationFigures:
     """The catalogue's conversation metrics over the conversations of these evaluations, as a window
-    computes them (``streams.windows.aggregator``), and the worst conversations."""
-    rollups = rollups_of(evaluations, reask_similarity)
+    computes them (``streams.windows.aggregator``), the worst conversations, and what the LLM judge's
+    re-ask and contradiction checks cost (``judged``: by conversation)."""
+    rollups = rollups_of(evaluations, reask_similarity, judged)
     values: dict[str, float | None] = {}
     for metric in CONVERSATION_SCORED:
         known = [float(getattr(c, str(metric.source))) for c in rollups if counts_in(metric, c)]
         values[metric.name] = sum(known) / len(known) if known else None
     multi = [c for c in rollups if c.conversation_id]
     worst = sorted((c for c in multi if any(badness(c))), key=badness, reverse=True)[:20]
-    return ConversationFigures(conversations=len(rollups), multi_turn=len(multi), metrics=values, worst=worst)
+    spent = list((judged or {}).values())
+    return ConversationFigures(
+        conversations=len(rollups), multi_turn=len(multi), metrics=values, worst=worst,
+        judge_calls=sum(j.calls for j in spent), judge_input_tokens=sum(j.input_tokens for j in spent),
+        judge_output_tokens=sum(j.output_tokens for j in spent),
+        judge_cost_usd=sum(j.cost_usd for j in spent),
+    )  # fmt: skip

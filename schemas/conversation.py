@@ -103,6 +103,10 @@ class ConversationFigures(BaseModel):
         default_factory=list,
         description="up to 20 conversations with a conversation_id that went wrong, worst first",
     )
+    judge_calls: int = Field(0, description="LLM judge requests for re-asks and contradictions (judge llm)")
+    judge_input_tokens: int = Field(0, description="their prompt tokens")
+    judge_output_tokens: int = Field(0, description="their completion tokens")
+    judge_cost_usd: float = Field(0.0, description="their cost")
 
 
 class ConversationsQuery(TimeRange):
