@@ -49,6 +49,9 @@ from schemas.settings import ConversationSettings
 
 log = logging.getLogger(__name__)
 
+#: the two texts of each pair as the judge sees them (cut, masked)
+Shown = dict[Pair, tuple[str, str]]
+
 #: characters of each user turn or answer shown to the judge
 MAX_TEXT_CHARS = 4000
 REASON_CHARS = 200
@@ -118,30 +121,28 @@ class ConversationJudge:
         return self.mask(text[:MAX_TEXT_CHARS])
 
     async def _reasks(self, questions: Sequence[str], pairs: list[Pair], kind: _Kind) -> None:
-        assert self.prompts is not None
-        version = self.prompts.versions()["reask"]
-        shown = {p: (self._text(questions[p[0]]), self._text(questions[p[1]])) for p in pairs}
+        if self.llm is None or self.prompts is None:
+            return
+        client, prompts = self.llm[0], self.prompts
 
-        async def ask(todo: list[Pair]) -> tuple[dict[Pair, bool], JudgeCall]:
-            assert self.llm is not None and self.prompts is not None
+        async def ask(todo: list[Pair], shown: Shown) -> tuple[dict[Pair, bool], JudgeCall]:
             inp = ReaskInput(pairs=[ReaskPair(earlier=shown[p][0], later=shown[p][1]) for p in todo])
-            answer, call = await self.llm[0].complete(
-                self.prompts.reask(inp), stage="conversation", items=len(todo),
+            answer: ReaskAnswer
+            answer, call = await client.complete(
+                prompts.reask(inp), stage="conversation", items=len(todo),
                 check=lambda a: _ids(len(todo), [v.id for v in a.pairs]),
             )  # fmt: skip
-            assert isinstance(answer, ReaskAnswer)
             by_id = {v.id: v.reasked for v in answer.pairs}
             return {p: by_id[i] for i, p in enumerate(todo, 1)}, call
 
-        await self._judge("reask", version, shown, ask, kind)
+        await self._judge("reask", prompts.versions()["reask"], questions, pairs, ask, kind)
 
     async def _contradictions(self, answers: Sequence[str], pairs: list[Pair], kind: _Kind) -> None:
-        assert self.prompts is not None
-        version = self.prompts.versions()["nli_cases"]
-        shown = {p: (self._text(answers[p[0]]), self._text(answers[p[1]])) for p in pairs}
+        if self.llm is None or self.prompts is None:
+            return
+        client, prompts = self.llm[0], self.prompts
 
-        async def ask(todo: list[Pair]) -> tuple[dict[Pair, bool], JudgeCall]:
-            assert self.llm is not None and self.prompts is not None
+        async def ask(todo: list[Pair], shown: Shown) -> tuple[dict[Pair, bool], JudgeCall]:
             cases = [NliCase(premise=shown[p][0], hypotheses=[shown[p][1]]) for p in todo]
 
             def check(a: NliCasesAnswer) -> None:
@@ -149,33 +150,35 @@ class ConversationJudge:
                 for c in a.cases:
                     _ids(1, [h.id for h in c.hypotheses])
 
-            answer, call = await self.llm[0].complete(
-                self.prompts.nli_cases(cases), stage="conversation", items=len(todo), check=check
+            answer: NliCasesAnswer
+            answer, call = await client.complete(
+                prompts.nli_cases(cases), stage="conversation", items=len(todo), check=check
             )
-            assert isinstance(answer, NliCasesAnswer)
             by_id = {
                 c.id: any(s.verdict == "contradicted" for h in c.hypotheses for s in h.statements)
                 for c in answer.cases
             }
             return {p: by_id[i] for i, p in enumerate(todo, 1)}, call
 
-        await self._judge("conversation_contradiction", version, shown, ask, kind)
+        version = prompts.versions()["nli_cases"]
+        await self._judge("conversation_contradiction", version, answers, pairs, ask, kind)
 
     async def _judge(
         self,
         name: str,
         version: str,
-        shown: dict[Pair, tuple[str, str]],
-        ask: Callable[[list[Pair]], Awaitable[tuple[dict[Pair, bool], JudgeCall]]],
+        texts: Sequence[str],
+        pairs: list[Pair],
+        ask: Callable[[list[Pair], Shown], Awaitable[tuple[dict[Pair, bool], JudgeCall]]],
         kind: _Kind,
     ) -> None:
-        """The verdicts of ``shown``'s pairs into ``kind``: from the cache, the rest in one call."""
-        if not shown:
+        """The verdicts of ``pairs`` of ``texts`` into ``kind``: from the cache, the rest in one call."""
+        if not pairs or self.llm is None:
             return
-        assert self.llm is not None
         client, cache, model = self.llm
-        keys = {p: cache_key(name, version, model, *texts) for p, texts in shown.items()}
         try:
+            shown: Shown = {p: (self._text(texts[p[0]]), self._text(texts[p[1]])) for p in pairs}
+            keys = {p: cache_key(name, version, model, *two) for p, two in shown.items()}
             hits = await cache.get_many(list(keys.values())) if cache is not None else [None] * len(keys)
             found: dict[Pair, bool] = {}
             for p, hit in zip(keys, hits, strict=True):
@@ -188,7 +191,7 @@ class ConversationJudge:
                 ))  # fmt: skip
             todo = [p for p in shown if p not in found]
             if todo:
-                answered, call = await ask(todo)
+                answered, call = await ask(todo, shown)
                 kind.calls.append(call)
                 found.update(answered)
                 if cache is not None:
@@ -198,7 +201,6 @@ class ConversationJudge:
             kind.failure = f"{name}: {type(exc).__name__}: {exc}"[:REASON_CHARS]
             return
         kind.verdicts.update(found)  # the pairs not shown keep the lexical verdict (negative below the floor)
-
 
 async def judge_conversations(
     judge: ConversationJudge, evaluations: Sequence[Evaluation]

@@ -224,3 +224,17 @@ async def test_the_closer_rolls_up_with_the_judge_and_stores_its_cost(
     assert stored.judge_calls == 2 and stored.judge_input_tokens == scripted.stats.prompt_tokens
     assert stored.judge_cost_usd > 0
     assert [t.interaction_id for t in in_order(turns())] == ["t0", "t1", "t2"]
+
+
+async def test_a_masker_that_fails_leaves_the_lexical_verdicts(scripted: FakeOpenAIServer) -> None:
+    def broken(text: str) -> str:
+        raise RuntimeError("the detector is down")
+
+    llm = llm_judge(scripted)
+    try:
+        judged = await ConversationJudge(llm, LLM, mask=broken).review(turns())
+    finally:
+        await llm.aclose()
+    lexical = rollup("a", "m", "c", turns(), LLM.reask_similarity)
+    assert (sum(judged.reasked), sum(judged.contradicted)) == (lexical.reasked_turns, lexical.contradictions)
+    assert "the detector is down" in judged.failure and scripted.stats.requests == 0
