@@ -1,7 +1,9 @@
 """Closes conversations on event time and writes their rollups, computed from deduplicated ClickHouse rows.
 
-The sink's flushes tell the closer which conversations got turns (``touch``; rows without a
-conversation_id are conversations of one turn, counted by the windows directly). When one is due
+The sink's flushes tell the closer which conversations got turns (``touch``; a row without a
+conversation_id is a conversation of one turn: the windows count it from its evaluation, and its own
+row, keyed by its interaction_id, is written at the next round from its stored evaluation with that
+evaluation's version, so it matches the evaluation read with FINAL). When one is due
 (pipeline.conversations.OpenConversations: idle on event time, an end mark, or a quiet stream) its
 rollup is computed from every stored turn (``evaluations FINAL``: a redelivered turn counts once, a late
 one is simply there) and written to ``conversations`` with a version above the stored one's, so the row
@@ -18,8 +20,13 @@ ends at once with one line: every due conversation stays open for the next tick.
 round closes the due conversations while its budget lasts; what is left is logged and rolled up at the
 next start (``reconcile``), and nothing closes after it. A conversation that gets a turn while it is
 being closed stays open for that turn. Nothing is lost on a crash: at start ``reconcile`` reopens the
-conversations with no rollup, or with turns other than or stored after those of their rollup, and the
-windows a rollup was written after.
+conversations with no rollup, or with turns other than or stored after those of their rollup, queues the
+interactions without a conversation_id whose row is missing or older than their evaluation, and touches
+the windows a rollup was written after.
+
+With a ``judge`` (``conversations.judge`` llm: pipeline.conversation_judge) the re-asks and
+contradictions of a closing conversation are decided by the LLM judge, the conversations of a batch
+concurrently (the judge client's slots bound them); a failing judge leaves the lexical verdicts.
 """
 
 from __future__ import annotations
@@ -139,10 +146,11 @@ class ConversationCloser:
             self.open.touch(key, at, ends, wall, now)
 
     async def reconcile(self, lookback: timedelta) -> tuple[int, int]:
-        """Reopen the conversations an earlier worker left unrolled and touch the windows it wrote a
-        rollup after; returns how many of each. Both are looked for ``lookback`` back from the last stored
-        turn (or from now, if that is earlier): a conversation open when the last worker stopped had a
-        turn stored shortly before, however long ago it stopped."""
+        """Reopen the conversations an earlier worker left unrolled, queue the rows of one turn it left
+        unwritten, and touch the windows it wrote a rollup after; returns how many conversations and
+        windows. All are looked for ``lookback`` back from the last stored evaluation (or from now, if
+        that is earlier): a conversation open when the last worker stopped had a turn stored shortly
+        before, however long ago it stopped."""
         now = self.clock.now()
         last = await self.store.last_stored()
         since = min(now, last or now) - lookback
