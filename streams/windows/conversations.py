@@ -43,10 +43,12 @@ from pipeline.clock import Clock, SystemClock
 from pipeline.conversation_judge import ConversationJudge
 from pipeline.conversations import ConversationKey, OpenConversations, PairVerdicts, in_order, rollup, single
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
+from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.settings import ConversationSettings, WindowSettings
 from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.conversations import Written
+from streams.clickhouse.rows import evaluation_version
 from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located
 from streams.windows.tumbling import utc
 
@@ -132,7 +134,8 @@ class ConversationCloser:
         self._outage: str | None = None  # why the last round ended early: ClickHouse unavailable
         self._out_of_time = False  # ... or the stop's budget ran out
         #: interactions without a conversation_id whose row is not written yet, by id
-        self._singles: dict[str, int] = {}  # id -> how often touched
+        #: id -> its row (from the evaluation the sink wrote), or None: to read from its stored evaluation
+        self._singles: dict[str, Written | None] = {}
 
     async def touch(self, rows: Sequence[Any]) -> None:
         wall, now = self.clock.now(), self.clock.monotonic()
@@ -140,7 +143,7 @@ class ConversationCloser:
             found = conversation_of(row)
             if found is None:  # a conversation of one turn: its row is written at the next round
                 self.open.advance(row.app, row.model, utc(row.timestamp), wall)
-                self._singles[row.interaction_id] = self._singles.get(row.interaction_id, 0) + 1
+                self._pend_single(row)
                 continue
             key, at, ends = found
             self.open.touch(key, at, ends, wall, now)
@@ -158,7 +161,7 @@ class ConversationCloser:
         for app, model, cid, last, ends in unrolled:
             self.open.reopen((app, model, cid), last, ends)
         for _, _, iid in await self.store.unrolled_singles(since):
-            self._singles.setdefault(iid, 1)
+            self._singles.setdefault(iid, None)
         stale = await self.store.stale_windows(self.window.size_seconds, since)
         if stale and self.windows is not None:
             await self.windows.touch([_At(app, model, start) for app, model, start in stale])
@@ -270,17 +273,32 @@ class ConversationCloser:
         """Interactions without a conversation_id whose row is not written yet."""
         return len(self._singles)
 
+    def _pend_single(self, row: Any) -> None:
+        """The row of one turn of a written evaluation without a conversation_id, with the evaluation's
+        version (the higher of two pending for one id); a stored row (not an Evaluation) is read again."""
+        iid = row.interaction_id
+        if not isinstance(row, Evaluation):
+            self._singles[iid] = None
+            return
+        mine: Written = (single(EvalRow.from_evaluation(row)), evaluation_version(row), None)
+        pending = self._singles.get(iid)
+        if iid not in self._singles or (pending is not None and pending[1] <= mine[1]):
+            self._singles[iid] = mine
+
     async def _write_singles(self) -> None:
         """The rows of the interactions without a conversation_id touched since the last round, in
-        batches of ``close_batch``, each from its stored evaluation and with its version (so the row
-        read with FINAL is that of the evaluation read with FINAL). A batch that fails stays pending for
-        the next round (one line); the windows count these interactions from their evaluations."""
+        batches of ``close_batch``, each with its evaluation's version (so the row read with FINAL is
+        that of the evaluation read with FINAL): from the evaluation the sink wrote, or, for those a
+        start found unwritten, from the stored one. A batch that fails stays pending for the next round
+        (one line); the windows count these interactions from their evaluations."""
         size = self.settings.close_batch
         while self._singles:
-            batch = dict(list(self._singles.items())[:size])  # id -> its touch count then
+            batch = dict(list(self._singles.items())[:size])  # id -> its pending row then
             try:
-                found = await self.store.singles(list(batch))
-                rows: list[Written] = [(single(row), version, stored) for row, version, stored in found]
+                unread = [iid for iid, pending in batch.items() if pending is None]
+                found = await self.store.singles(unread) if unread else []
+                rows = [w for w in batch.values() if w is not None]
+                rows += [(single(row), version, stored) for row, version, stored in found]
                 await self.store.insert(rows, self.clock.now())
             except Exception as exc:
                 self.failed += 1
@@ -290,8 +308,8 @@ class ConversationCloser:
                 )  # fmt: skip
                 return
             self.written += len(rows)
-            for iid, touches in batch.items():
-                if self._singles.get(iid) == touches:  # touched again meanwhile: written again
+            for iid, pending in batch.items():
+                if iid in self._singles and self._singles[iid] is pending:  # else touched again meanwhile
                     del self._singles[iid]
 
     async def _close_batch(self, keys: Sequence[ConversationKey]) -> list[ConversationRollup]:
