@@ -272,6 +272,7 @@ async def test_an_interaction_without_a_conversation_gets_a_row_of_one_turn(stor
         ("s1", "", 1, False), ("s2", "", 1, True)
     ]
     assert rows.count_sync() == 1 and rows.count_sync(singles=True) == 3
+    assert store.counts_sync()["conversations"] == 1  # what the demo waits for: conversations with an id
     # the window counts each once: the conversation from its row, the others from their evaluations
     [w] = await windows.close_due(final=True)
     assert (w.conversations, w.conversations_unresolved, w.mean_turns_per_conversation) == (3, 1, 1.0)
