@@ -15,6 +15,7 @@ from pydantic import SecretStr, ValidationError
 from pipeline.clock import ManualClock
 from pipeline.conversation_judge import NO_LLM, ConversationJudge
 from pipeline.conversations import in_order, rollup
+from pipeline.estimate import estimate, request_chars
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.judges.llm_judge import LLMJudge
 from schemas.conversation import ConversationTurn
@@ -27,6 +28,7 @@ from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
 from tests.fakes.openai_server import FakeOpenAIServer, content_words
 from tests.integration.chdb import fresh_chdb_url
+from tests.settings_factory import make_settings
 
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
 LLM = ConversationSettings(judge="llm")
@@ -238,3 +240,24 @@ async def test_a_masker_that_fails_leaves_the_lexical_verdicts(scripted: FakeOpe
     lexical = rollup("a", "m", "c", turns(), LLM.reask_similarity)
     assert (sum(judged.reasked), sum(judged.contradicted)) == (lexical.reasked_turns, lexical.contradictions)
     assert "the detector is down" in judged.failure and scripted.stats.requests == 0
+
+
+async def test_the_estimate_counts_the_requests_a_real_run_sends(scripted: FakeOpenAIServer) -> None:
+    settings = make_settings(
+        judge={"kind": "openai", "base_url": scripted.base_url, "api_key": "x", "cache_enabled": False},
+        conversations={"judge": "llm"},
+    )
+    items = [e.interaction for e in (ev(i, q, a) for i, (q, a) in enumerate(TURNS)) if e.interaction]
+    llm = LLMJudge(settings.judge)
+    try:
+        await ConversationJudge(llm, settings.conversations).review(turns())
+    finally:
+        await llm.aclose()
+    sent = [b for b in scripted.stats.bodies if b["messages"][-1]["content"].startswith("Check these")]
+    sent += [b for b in scripted.stats.bodies if '<case id="' in b["messages"][-1]["content"]
+             and "premise" in b["messages"][-1]["content"]]  # fmt: skip
+    result = await estimate(items, settings)
+    assert len(sent) == 2 and result.stages["conversation"].calls == 2
+    assert result.stages["conversation"].input_chars == sum(request_chars(b) for b in sent)
+    lexical = await estimate(items, settings.with_changes(conversations={"judge": "lexical"}))
+    assert "conversation" not in lexical.stages
