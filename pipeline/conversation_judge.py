@@ -16,8 +16,9 @@ verdict is cached (the judge's verdict cache, keyed by the prompt's version, the
 texts), so a conversation reopened by a late turn pays only for its new pairs. The calls go through the
 judge's ``JudgeClient`` (retries, in-flight slots at the priority of stage ``conversation``, cost). When
 a call fails, or with "llm" and no LLM judge, that kind keeps its lexical verdicts and ``failure`` says
-why; a conversation is never left unrolled by it. Each turn is cut to ``MAX_TEXT_CHARS``; under
-``privacy.mode`` judge, each text is masked before it is sent (``mask``).
+why; a conversation is never left unrolled by it, nor waits more than ``judge_timeout_s`` for it (the
+two calls run together; past it, both kinds keep their lexical verdicts). Each turn is cut to
+``MAX_TEXT_CHARS``; under ``privacy.mode`` judge, each text is masked before it is sent (``mask``).
 """
 
 from __future__ import annotations
@@ -104,8 +105,18 @@ class ConversationJudge:
             reask.failure = NO_LLM
         else:
             floor, cap = s.judge_candidate_similarity, s.judge_max_pairs
-            await self._reasks(questions, candidates(questions, floor, reask.verdicts, cap), reask)
-            await self._contradictions(answers, candidates(answers, floor, contra.verdicts, cap), contra)
+            lexical = (dict(reask.verdicts), dict(contra.verdicts))
+            asked = candidates(questions, floor, reask.verdicts, cap)
+            answered = candidates(answers, floor, contra.verdicts, cap)
+            try:
+                async with asyncio.timeout(s.judge_timeout_s):
+                    await asyncio.gather(
+                        self._reasks(questions, asked, reask), self._contradictions(answers, answered, contra)
+                    )
+            except TimeoutError:
+                for kind, before in zip((reask, contra), lexical, strict=True):
+                    kind.verdicts = before
+                    kind.failure = f"the judge took more than {s.judge_timeout_s:g} s"
         calls = [c for c in reask.calls + contra.calls if not c.cached]
         return PairVerdicts(
             reasked=flagged(len(turns), reask.verdicts),

@@ -65,3 +65,10 @@ class ConversationSettings(BaseModel):
         "judge (the most similar first); the others keep the lexical verdict. A conversation costs at "
         "most two judge calls (one per kind), fewer when its pairs are cached",
     )
+    judge_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="with judge 'llm', how long a closing conversation waits for the judge's checks (the "
+        "closer's round waits for its batch, and the windows' close waits for the round): checks not done "
+        "by then leave the lexical verdicts, and judge_failure says so",
+    )

@@ -261,3 +261,18 @@ async def test_the_estimate_counts_the_requests_a_real_run_sends(scripted: FakeO
     assert result.stages["conversation"].input_chars == sum(request_chars(b) for b in sent)
     lexical = await estimate(items, settings.with_changes(conversations={"judge": "lexical"}))
     assert "conversation" not in lexical.stages
+
+
+async def test_a_hanging_judge_leaves_the_lexical_verdicts_after_the_timeout(
+    scripted: FakeOpenAIServer,
+) -> None:
+    scripted.config.latency_ms = 3_000  # far past the timeout: the server hangs
+    llm = llm_judge(scripted)
+    settings = ConversationSettings(judge="llm", judge_timeout_s=0.2)
+    try:
+        judged = await ConversationJudge(llm, settings).review(turns())
+    finally:
+        await llm.aclose()
+    lexical = rollup("a", "m", "c", turns(), LLM.reask_similarity)
+    assert (sum(judged.reasked), sum(judged.contradicted)) == (lexical.reasked_turns, lexical.contradictions)
+    assert "the judge took more than 0.2 s" in judged.failure and judged.calls == 0
