@@ -42,6 +42,10 @@ from prompts.models import (
     PronounSentence,
     PronounsInput,
     PronounTurn,
+    ReaskAnswer,
+    ReaskInput,
+    ReaskPair,
+    ReaskVerdict,
     RefusalAnswer,
     RefusalInput,
     RefusalItem,
@@ -72,6 +76,10 @@ __all__ = [
     "PronounTurn",
     "PronounsAnswer",
     "PronounsInput",
+    "ReaskAnswer",
+    "ReaskInput",
+    "ReaskPair",
+    "ReaskVerdict",
     "RefusalAnswer",
     "RefusalInput",
     "RefusalItem",
@@ -177,6 +185,7 @@ class Prompts:
         self.refusal_t = load_template("refusal")
         self.rubric_t = load_template("rubric")
         self.arguments_t = load_template("arguments")
+        self.reask_t = load_template("reask")
 
     @staticmethod
     def _messages(t: PromptTemplate, **values: str) -> list[dict[str, str]]:
@@ -312,9 +321,22 @@ class Prompts:
         messages = self._messages(t, turns=turns, results=results, values=values, count=str(len(inp.values)))
         return RenderedPrompt(t.name, self._version(t), messages, ArgumentsAnswer, len(inp.values), inp)
 
+    def reask(self, inp: ReaskInput) -> RenderedPrompt[ReaskAnswer]:
+        """Pairs of a conversation's user messages (``pipeline.conversation_judge``): each a case holding
+        the earlier message as question 1 and the later as question 2."""
+        t = self.reask_t
+        fenced = [(fence("question", p.earlier, 1), fence("question", p.later, 2)) for p in inp.pairs]
+        pairs = "\n".join(
+            t.section("pair", id=str(i), earlier=earlier, later=later)
+            for i, (earlier, later) in enumerate(fenced, 1)
+        )
+        messages = self._messages(t, pairs=pairs, count=str(len(inp.pairs)))
+        return RenderedPrompt(t.name, self._version(t), messages, ReaskAnswer, len(inp.pairs), inp)
+
     def versions(self) -> dict[str, str]:
         templates = (
             self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t, self.rubric_t, self.arguments_t,
+            self.reask_t,
         )  # fmt: skip
         return {t.name: self._version(t) for t in templates}
 

@@ -90,6 +90,19 @@ class ArgumentsInput(_Input):
     values: list[ArgumentValue] = Field(min_length=1)
 
 
+class ReaskPair(_Input):
+    """Two user messages of one conversation, the earlier first."""
+
+    earlier: str
+    later: str
+
+
+class ReaskInput(_Input):
+    """reask.md: the pairs of user messages to judge (does the later ask again what the earlier asked)."""
+
+    pairs: list[ReaskPair] = Field(min_length=1)
+
+
 class PronounSentence(_Strict):
     id: int
     text: str
@@ -194,10 +207,22 @@ class RubricScoreAnswer(_Strict):
     score: int = Field(ge=1, le=5)
 
 
+class ReaskVerdict(_Strict):
+    id: int
+    reason: str = Field(description="short reason, at most 15 words")
+    reasked: bool
+
+
+class ReaskAnswer(_Strict):
+    """reask.md: whether the later message of each pair asks again what the earlier asked, by id."""
+
+    pairs: list[ReaskVerdict]
+
+
 OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
         PronounsAnswer, NliAnswer, NliRefusalAnswer, NliCasesAnswer, RefusalAnswer, RubricPassFailAnswer,
-        RubricScoreAnswer, ArgumentsAnswer,
+        RubricScoreAnswer, ArgumentsAnswer, ReaskAnswer,
     )
 }  # fmt: skip

@@ -27,7 +27,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
@@ -37,7 +37,8 @@ from tqdm import tqdm
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.figures import UNDEFINED, defined, fixed
-from pipeline.conversations import figures
+from pipeline.conversation_judge import ConversationJudge, judge_conversations
+from pipeline.conversations import ConversationKey, PairVerdicts, figures
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise, summary_lines
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
@@ -224,7 +225,10 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
             )
             if custom is not None:
                 report = _with_custom_summary(report, custom, rows)
-    report = _with_conversations(estimate_cmd.with_sampling(report, args, skipped), settings, rows, skipped)
+            every = [e for _, e in rows] + list(skipped)
+            pair_judge = ConversationJudge(judge, settings.conversations, mask=privacy.text_for_judge)
+            judged = await judge_conversations(pair_judge, every) if settings.conversations.enabled else {}
+    report = _with_conversations(estimate_cmd.with_sampling(report, args, skipped), settings, every, judged)
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
             handle.write(evaluation.model_dump_json() + "\n")
@@ -236,14 +240,14 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
 def _with_conversations(
     report: EvalReport,
     settings: Settings,
-    rows: Sequence[tuple[DatasetLine, Evaluation]],
-    skipped: Sequence[Evaluation],
+    every: Sequence[Evaluation],
+    judged: Mapping[ConversationKey, PairVerdicts],
 ) -> EvalReport:
-    """The report with the file's conversation figures (when conversations are on)."""
+    """The report with the file's conversation figures (when conversations are on); ``judged``: the LLM
+    judge's re-asks and contradictions by conversation (``conversations.judge`` llm)."""
     if not settings.conversations.enabled:
         return report
-    every = [e for _, e in rows] + list(skipped)
-    found = figures(every, settings.conversations.reask_similarity)
+    found = figures(every, settings.conversations.reask_similarity, judged)
     return report.model_copy(update={"conversations": found})
 
 
@@ -333,6 +337,8 @@ def conversation_summary(c: ConversationFigures) -> str:
     if c.worst:
         w = c.worst[0]
         line += f"; worst {safe_text(w.conversation_id)[:80]} (turn {safe_text(w.worst_turn_id)[:80]})"
+    if c.judge_calls:
+        line += f"; re-asks and contradictions: {c.judge_calls} judge calls, ${c.judge_cost_usd:.4f}"
     return line
 
 

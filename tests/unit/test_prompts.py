@@ -87,7 +87,7 @@ def test_pronouns_and_refusal_render_ids(prompts: Prompts) -> None:
 
 def test_versions_change_with_text(prompts: Prompts) -> None:
     v = prompts.versions()
-    assert set(v) == {"pronouns", "nli", "nli_cases", "refusal", "rubric", "arguments"}
+    assert set(v) == {"pronouns", "nli", "nli_cases", "refusal", "rubric", "arguments", "reask"}
     assert all(x.startswith(load_template(k).version + "+") for k, x in v.items())
 
 
