@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import subprocess
 import sys
 import time
 import uuid
-from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,19 +38,9 @@ from schemas.errors import JudgeError
 from schemas.settings import settings_from_env
 from streams.codec import dead_letter, encode
 from streams.topics import bootstrap_servers
+from tests.integration import backlog
 
 OUT = REPO / "build" / "bench" / "worker_stop"
-CLOSED = re.compile(r"window (\S+) (\S+)/(\S+) closed: ")
-RULES = """
-rules:
-  - name: flapping
-    metric: hallucination_rate
-    op: ">"
-    threshold: 0.5
-    windows: 1
-    min_interactions: 1
-    cooldown_seconds: 0
-"""
 
 
 def environment(broker: str, workdir: Path, tree: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -141,41 +129,11 @@ def dead_letters(args: argparse.Namespace, broker: TansuBroker) -> dict[str, Any
 def stop_backlog(args: argparse.Namespace, broker: TansuBroker) -> dict[str, Any]:
     workdir = OUT / f"stop-backlog-{uuid.uuid4().hex[:6]}"
     workdir.mkdir(parents=True)
-    rules = workdir / "rules.yaml"
-    rules.write_text(RULES)
     per_app = args.windows // 2
-    env = environment(
-        broker.url,
-        workdir,
-        args.tree,
-        {
-            "GROUNDWATCH_ALERTS__RULES_FILE": str(rules),
-            "GROUNDWATCH_WINDOW__SIZE_SECONDS": "2",
-            "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(4 * per_app),
-            "GROUNDWATCH_WINDOW__IDLE_CLOSE_SECONDS": "36000",
-        },
-    )
+    # none of the windows due before the stop
+    env = environment(broker.url, workdir, args.tree, backlog.settings(workdir / "rules.yaml", per_app, 2, 0))
     first = (datetime.now(UTC) - timedelta(seconds=2 * per_app + 60)).replace(microsecond=0)
-    lines = []
-    for i in range(per_app):
-        at = (first + timedelta(seconds=2 * i + 0.5)).isoformat()
-        for app, answer in (
-            ("steady", "The tower is 330 metres tall."),
-            ("flapping", "It is made of glass." if i // 40 % 2 else "The tower is 330 metres tall."),
-        ):
-            lines.append(
-                json.dumps(
-                    {
-                        "interaction_id": f"{app}-{i}",
-                        "app": app,
-                        "model": "m1",
-                        "timestamp": at,
-                        "question": "How tall is the tower?",
-                        "answer": answer,
-                        "contexts": ["The Eiffel Tower is 330 metres tall."],
-                    }
-                )
-            )
+    lines = [json.dumps(record) for record in backlog.records(first, per_app, 2)]
     worker = start(env, workdir, args.tree)
     try:
         asyncio.run(replay(settings_from_env(env), lines))
@@ -190,15 +148,15 @@ def stop_backlog(args: argparse.Namespace, broker: TansuBroker) -> dict[str, Any
     code = worker.stop(timeout=120)
     seconds = time.monotonic() - began
     after = worker.log.read_text(errors="replace")[before:]
-    closed = Counter(CLOSED.findall(after))
-    left = re.search(r"(\d+) LEFT for the next start", after)
+    closed = backlog.closed_keys(after)
+    _, left = backlog.on_stop(after) or (0, 0)
     return {
         "windows": 2 * per_app,
         "stop_s": round(seconds, 2),
         "exit": code,
         "closed_after_signal": len(closed),
         "closed_more_than_once": sum(1 for n in closed.values() if n > 1),
-        "left_for_next_start": int(left[1]) if left else 0,
+        "left_for_next_start": left,
         "timeout_line": "ShutdownTimeout" in after,
         "log": str(worker.log),
     }

@@ -22,6 +22,7 @@ with the reason, as for any producer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -35,12 +36,16 @@ from aiokafka import AIOKafkaProducer
 from pydantic import BaseModel
 
 from groundwatch.replay import prepare
+from pipeline.clock import SYSTEM_CLOCK, Clock
 from pipeline.retry import Backoff
 from schemas.settings import KafkaSettings, settings_from_env
 from streams.kafka_auth import aiokafka_auth
 from streams.topics import bootstrap_servers, topic_names
 
 log = logging.getLogger(__name__)
+
+#: how long ``close`` waits for the sender at a time before it reads its clock again
+JOIN_STEP_S = 0.05
 
 
 @dataclass
@@ -72,6 +77,7 @@ class GroundwatchClient:
         batch_size: int = 500,
         linger_s: float = 0.05,
         backoff: Backoff | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.kafka = kafka or settings_from_env(os.environ).kafka
         self.topic = topic_names(self.kafka).interactions
@@ -80,6 +86,7 @@ class GroundwatchClient:
         self.batch_size = batch_size
         self.linger_s = linger_s
         self.backoff = backoff or Backoff(first_s=0.5, max_s=30.0)
+        self.clock = clock
         self.stats = ClientStats()
         self._buffer: deque[tuple[bytes | None, bytes]] = deque()
         self._bytes = 0
@@ -89,6 +96,8 @@ class GroundwatchClient:
         self._idle.set()
         self._closing = False
         self._next_drop_log = 1
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
         self._thread = threading.Thread(target=self._run, name="groundwatch-client", daemon=True)
         self._thread.start()
 
@@ -135,13 +144,17 @@ class GroundwatchClient:
         return self._idle.wait(timeout_s)
 
     def close(self, timeout_s: float = 10.0) -> bool:
-        """Stop taking interactions, send what is buffered (at most ``timeout_s``), stop the sender;
-        True when nothing was left unsent."""
+        """Stop taking interactions, send what is buffered and stop the sender, all within one deadline
+        ``timeout_s`` away on the client's clock; past it, a sender still busy (a broker that does not
+        answer) is cancelled and what was not sent is dropped (counted). True when nothing was left
+        unsent."""
+        deadline = self.clock.monotonic() + timeout_s
         with self._lock:
             self._closing = True
-        done = self.flush(timeout_s)
         self._wake.set()
-        self._thread.join(timeout_s)
+        stopped = self._join_by(deadline)
+        if not stopped:
+            self._cancel_sender()
         with self._lock:
             left = len(self._buffer)
             if left:
@@ -149,7 +162,25 @@ class GroundwatchClient:
                 self._bytes = 0
                 self.stats.dropped += left
                 log.warning("groundwatch client: closed with %d interactions unsent (dropped)", left)
-        return done and not left
+        return stopped and not left
+
+    def _join_by(self, deadline: float) -> bool:
+        """Wait for the sender to end (it does once closing and nothing is buffered), until ``deadline``
+        on the client's clock; True when it ended."""
+        while self._thread.is_alive():
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                return False
+            self._thread.join(min(remaining, JOIN_STEP_S))
+        return True
+
+    def _cancel_sender(self) -> None:
+        """Cancel the sender's task on its own loop (without waiting): its batch in flight is counted
+        failed, its producer stopped, its thread ends."""
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has just closed: the sender ended
+                loop.call_soon_threadsafe(task.cancel)
 
     def __enter__(self) -> GroundwatchClient:
         return self
@@ -159,7 +190,8 @@ class GroundwatchClient:
 
     # ---- the background sender ------------------------------------------------------------------------
     def _run(self) -> None:
-        asyncio.run(self._sender())
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled by a close past its deadline
+            asyncio.run(self._sender())
 
     def _take(self) -> list[tuple[bytes | None, bytes]]:
         with self._lock:
@@ -183,6 +215,9 @@ class GroundwatchClient:
             try:
                 await producer.start()
                 return producer
+            except asyncio.CancelledError:  # closed past its deadline while the broker did not answer
+                await producer.stop()
+                raise
             except Exception as exc:
                 await producer.stop()
                 failures += 1
@@ -193,6 +228,7 @@ class GroundwatchClient:
                 await self._wait_wake(wait)
 
     async def _sender(self) -> None:
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
         producer = await self._start()
         try:
             while producer is not None:
@@ -219,7 +255,12 @@ class GroundwatchClient:
             except Exception as exc:
                 futures.append(asyncio.get_running_loop().create_future())
                 futures[-1].set_exception(exc)
-        results = await asyncio.gather(*futures, return_exceptions=True)
+        try:
+            results = await asyncio.gather(*futures, return_exceptions=True)
+        except asyncio.CancelledError:  # closed past its deadline: the broker never confirmed them
+            with self._lock:
+                self.stats.failed += len(batch)
+            raise
         failed = [r for r in results if isinstance(r, BaseException)]
         with self._lock:
             self.stats.sent += len(results) - len(failed)

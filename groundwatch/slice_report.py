@@ -86,10 +86,7 @@ def run_by(args: argparse.Namespace, settings: Settings, now: datetime | None = 
     if metric_named(metric) is None:
         raise ConfigError(f"--metric: not a metric; one of {', '.join(m.name for m in catalogue())}")
     end = now or datetime.now(UTC)
-    try:
-        start = parse_since(args.since or "7d", end)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    start = parse_since(args.since or "7d", end)
     assert start is not None
     common = {
         "start": start, "end": end, "metric": metric, "dimension": args.by, "app": args.app,

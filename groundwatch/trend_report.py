@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from groundwatch.figures import defined, fixed
 from schemas.alert import Alert
+from schemas.errors import ConfigError
 from schemas.metrics import Metric, MetricKind, Over, catalogue, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
@@ -25,7 +26,8 @@ def parse_duration(text: str) -> timedelta | None:
 
 
 def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
-    """``30m``, ``2h``, ``7d`` (ago) or an ISO time (UTC when it has no zone); None for everything."""
+    """``30m``, ``2h``, ``7d`` (ago) or an ISO time (UTC when it has no zone); None for everything; a
+    ConfigError (one line) for anything else."""
     if not text:
         return None
     now = now or datetime.now(UTC)
@@ -34,9 +36,16 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
         return now - span
     try:
         ts = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise ValueError(f"--since: expected e.g. 30m, 2h, 7d or an ISO time, got {text!r}") from exc
+    except ValueError:
+        raise ConfigError(f"--since: expected e.g. 30m, 2h, 7d or an ISO time, got {text!r}") from None
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def since_range(text: str | None) -> tuple[datetime, datetime]:
+    """[start, end) of a command's ``--since``: from that time (everything without it) to a day past now
+    (timestamps may run a little ahead of this clock)."""
+    now = datetime.now(UTC)
+    return parse_since(text, now) or datetime(1971, 1, 1, tzinfo=UTC), now + timedelta(days=1)
 
 
 class Report(BaseModel):

@@ -16,6 +16,12 @@
   unsupported_no_evidence, else hallucination or supported from ``hallucination``, else None.
   ``tool_calls``, ``tool_error`` and ``ungrounded_arguments`` describe the current question's steps
   (``pipeline.tool_arguments``).
+- Citations (``pipeline.metrics.citations``): the context pair's statements carry their citations
+  (``StatementVerdict.citations``) and the evaluation the answer's citation figures, when it cites.
+- Answerability (``pipeline.answerability``): whether the question is answerable from its documents (an
+  ``answerable`` label, else the ground truth's refusal flag, else, with
+  ``pipeline.no_evidence_unanswerable``, no evidence at all), which source decided, and the refusal
+  groundedness flags it gives with ``answer_refusal``.
 - Cost and time: every call of every stage; ``judge_calls`` counts the records that reached the
   judge's model (not cached, ``attempts > 0``: shares of a refusal batch led by another interaction
   have ``attempts=0``, see ``pipeline.refusal``); tokens, cost and latency are summed over all records.
@@ -28,11 +34,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from pipeline.answerability import answerability, has_evidence, nothing_retrieved
 from pipeline.evidence import has_factual_statement, tool_passages
 from pipeline.judges.identity import judge_model, prompt_version
+from pipeline.metrics.citations import check_citations
 from pipeline.metrics.grounded import grounded_precision, unsupported_claims
 from pipeline.privacy.mask import restore_evaluation
 from pipeline.tool_arguments import ungrounded_arguments
@@ -141,6 +150,18 @@ def _tools(interaction: Interaction, settings: Settings) -> dict[str, Any]:
     }
 
 
+def _answerability(
+    interaction: Interaction,
+    passages: list[Passage],
+    gt_refusal: bool | None,
+    answer_refusal: bool | None,
+    settings: Settings,
+) -> dict[str, Any]:
+    """The Evaluation's answerability fields (pipeline.answerability)."""
+    nothing = nothing_retrieved(interaction.contexts, passages, settings.pipeline.no_evidence_unanswerable)
+    return answerability(interaction.labels, gt_refusal, nothing, answer_refusal).model_dump()
+
+
 def _call_totals(calls: list[JudgeCall]) -> dict[str, Any]:
     """The Evaluation's judge call count, tokens, cost and latency, summed over its calls."""
     return {
@@ -171,9 +192,21 @@ def _no_evidence(converted: Converted, answer_refusal: bool | None, passages: li
     statement; False: it had evidence; None: a refusal, unknown, or nothing factual said."""
     if not converted.answer_sentences or answer_refusal is not False:
         return None
-    if passages or any(p.text.strip() for p in converted.interaction.contexts):
+    if has_evidence(converted.interaction.contexts, passages):
         return False
     return True if has_factual_statement(converted.answer_sentences) else None
+
+
+def _citations(
+    nli: NliResult | None, context_pair: PairResult | None, converted: Converted, refusal: bool | None
+) -> dict[str, Any]:
+    """The Evaluation's pairs (the context pair's statements with their citations) and citation figures."""
+    checked, figures = check_citations(context_pair, converted.citations, refusal)
+    pairs = [
+        checked if p.pair == "context_answer" and checked is not None else p
+        for p in (nli.pairs if nli is not None else [])
+    ]
+    return {"pairs": pairs, **asdict(figures)}
 
 
 def assemble(
@@ -221,7 +254,7 @@ def assemble(
         unsupported_claims=unsupported_claims(scored, pipe.unsupported_claim_threshold),
         hallucination=hallucination,
         relevance=relevance,
-        pairs=list(nli.pairs) if nli is not None else [],
+        **_citations(nli, context_pair, converted, answer_refusal),
         outcome=_outcome(answer_refusal, no_evidence, hallucination),
         no_evidence=no_evidence,
         evidence=passages,
@@ -233,5 +266,6 @@ def assemble(
         labels=interaction.labels,
         interaction=interaction,
         **_tools(interaction, settings),
+        **_answerability(interaction, passages, gt_refusal, answer_refusal, settings),
     )
     return restore_evaluation(evaluation, converted.originals)

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from pipeline.text_normalise import tokens_of
 from schemas.conversation import ConversationFigures, ConversationRollup, ConversationTurn, marks_end
@@ -55,6 +56,45 @@ def reasks(questions: Sequence[str], similarity: float) -> list[bool]:
         out.append(bool(words) and any(jaccard(words, earlier) >= similarity for earlier in seen))
         seen.append(words)
     return out
+
+
+#: (earlier, later): indices of two turns of a conversation in its order
+Pair = tuple[int, int]
+
+
+def flagged(n: int, verdicts: dict[Pair, bool]) -> list[bool]:
+    """For each of ``n`` turns, whether some pair with it as the later one is positive."""
+    out = [False] * n
+    for (_, later), positive in verdicts.items():
+        out[later] = out[later] or positive
+    return out
+
+
+def candidates(texts: Sequence[str], floor: float, lexical: dict[Pair, bool], cap: int) -> list[Pair]:
+    """The pairs of ``texts`` (earlier, later) worth a judge's look: the Jaccard similarity of their
+    content words reaches ``floor``, or the lexical rule flags them; the ``cap`` most similar (lexically
+    flagged first), in conversation order."""
+    words = [content_words(t) for t in texts]
+    scored = []
+    for j in range(len(texts)):
+        for i in range(j):
+            if not words[i] or not words[j]:
+                continue
+            similarity = jaccard(words[i], words[j])
+            if similarity >= floor or lexical.get((i, j), False):
+                scored.append((not lexical.get((i, j), False), -similarity, (i, j)))
+    return sorted(pair for _, _, pair in sorted(scored)[:cap])
+
+
+def reask_verdicts(questions: Sequence[str], similarity: float) -> dict[Pair, bool]:
+    """The lexical verdict of every pair of user turns: their content words' Jaccard similarity reaches
+    ``similarity`` (``reasks`` is ``flagged`` over these)."""
+    words = [content_words(q) for q in questions]
+    return {
+        (i, j): bool(words[i]) and bool(words[j]) and jaccard(words[i], words[j]) >= similarity
+        for j in range(len(words))
+        for i in range(j)
+    }
 
 
 @dataclass(frozen=True)
@@ -97,6 +137,13 @@ def contradicts(answer: Sequence[Claim], earlier: Sequence[Claim]) -> bool:
     return False
 
 
+def contradiction_verdicts(answers: Sequence[str]) -> dict[Pair, bool]:
+    """The lexical verdict of every pair of answers: the later contradicts the earlier
+    (``contradictions`` is ``flagged`` over these)."""
+    found = [claims(a) for a in answers]
+    return {(i, j): contradicts(found[j], found[i]) for j in range(len(answers)) for i in range(j)}
+
+
 def contradictions(answers: Sequence[str]) -> list[bool]:
     """For each answer (in order), whether it contradicts an earlier answer of the conversation."""
     seen: list[Claim] = []
@@ -112,20 +159,50 @@ def _order(turn: ConversationTurn) -> tuple[datetime, str]:
     return turn.timestamp, turn.interaction_id
 
 
+def in_order(turns: Sequence[ConversationTurn]) -> list[ConversationTurn]:
+    """The turns in conversation order (event time, then interaction id)."""
+    return sorted(turns, key=_order)
+
+
+@dataclass(frozen=True)
+class PairVerdicts:
+    """Re-asks and self-contradictions decided elsewhere (the LLM judge: pipeline.conversation_judge),
+    one flag per turn in conversation order (``in_order``), and what deciding them cost."""
+
+    reasked: Sequence[bool]
+    contradicted: Sequence[bool]
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    failure: str = ""
+
+
 def rollup(
-    app: str, model: str, conversation_id: str, turns: Sequence[ConversationTurn], reask_similarity: float
+    app: str,
+    model: str,
+    conversation_id: str,
+    turns: Sequence[ConversationTurn],
+    reask_similarity: float,
+    judged: PairVerdicts | None = None,
 ) -> ConversationRollup:
-    """The conversation's outcome from its turns (deduplicated by the caller; any order)."""
+    """The conversation's outcome from its turns (deduplicated by the caller; any order). Re-asks and
+    contradictions are lexical unless ``judged`` gives them (and its cost)."""
     if not turns:
         raise ConversationError(f"conversation {app}/{model}/{conversation_id} has no turns")
-    ordered = sorted(turns, key=_order)
-    reasked = reasks([t.question for t in ordered], reask_similarity)
-    contra = contradictions([t.answer for t in ordered])
-    judged = [t for t in ordered if t.judged]
-    last = judged[-1] if judged else None
+    ordered = in_order(turns)
+    if judged is not None and not len(judged.reasked) == len(judged.contradicted) == len(ordered):
+        raise ConversationError(f"conversation {app}/{model}/{conversation_id}: verdicts do not match turns")
+    if judged is not None:
+        reasked, contra = list(judged.reasked), list(judged.contradicted)
+    else:
+        reasked = reasks([t.question for t in ordered], reask_similarity)
+        contra = contradictions([t.answer for t in ordered])
+    with_verdict = [t for t in ordered if t.judged]
+    last = with_verdict[-1] if with_verdict else None
     unresolved = last is not None and bool(last.answer_refusal or last.hallucination)
-    hallucinated = [t for t in judged if t.hallucination]
-    refusals = [t for t in judged if t.answer_refusal]
+    hallucinated = [t for t in with_verdict if t.hallucination]
+    refusals = [t for t in with_verdict if t.answer_refusal]
     worst = (
         hallucinated
         or ([last] if unresolved and last is not None else [])
@@ -140,7 +217,7 @@ def rollup(
         first_turn_at=ordered[0].timestamp,
         last_turn_at=ordered[-1].timestamp,
         turns=len(ordered),
-        judged_turns=len(judged),
+        judged_turns=len(with_verdict),
         hallucinated_turns=len(hallucinated),
         refusals=len(refusals),
         reasked_turns=sum(reasked),
@@ -155,7 +232,19 @@ def rollup(
         cost_usd=sum(t.cost_usd for t in ordered),
         worst_turn_id=worst[0].interaction_id if worst else "",
         unresolving_turn_id=last.interaction_id if unresolved and last is not None else "",
+        **_judge_columns(judged),
     )
+
+
+def _judge_columns(judged: PairVerdicts | None) -> dict[str, Any]:
+    """A rollup's columns on who decided its re-asks and contradictions and what that cost."""
+    if judged is None:
+        return {}
+    return {
+        "pair_judge": "lexical" if judged.failure else "llm", "judge_calls": judged.calls,
+        "judge_input_tokens": judged.input_tokens, "judge_output_tokens": judged.output_tokens,
+        "judge_cost_usd": judged.cost_usd, "judge_failure": judged.failure,
+    }  # fmt: skip
 
 
 def single(row: EvalRow) -> ConversationRollup:
@@ -170,7 +259,8 @@ def single(row: EvalRow) -> ConversationRollup:
         output_tokens=row.output_tokens,
         cost_usd=row.cost_usd,
     )
-    return rollup(row.app, row.model, "", [turn], 1.0)
+    one = rollup(row.app, row.model, "", [turn], 1.0)
+    return one.model_copy(update={"interaction_id": row.interaction_id})
 
 
 @dataclass
@@ -272,18 +362,29 @@ def badness(c: ConversationRollup) -> tuple[int, int, int, int, int]:
     return (int(c.ended_unresolved), c.hallucinated_turns, c.contradictions, c.reasked_turns, c.refusals)
 
 
-def rollups_of(evaluations: Iterable[Evaluation], reask_similarity: float) -> list[ConversationRollup]:
-    """Every conversation of these evaluations (one per app, model and conversation_id; an evaluation
-    without one is a conversation of one turn); an interaction id seen twice counts once (the last)."""
+def conversations_of(evaluations: Iterable[Evaluation]) -> dict[ConversationKey, list[ConversationTurn]]:
+    """The turns of each conversation of these evaluations (those with a conversation_id), in
+    conversation order; an interaction id seen twice counts once (the last)."""
     grouped: dict[ConversationKey, dict[str, ConversationTurn]] = defaultdict(dict)
-    out = []
     for e in evaluations:
-        if e.conversation_id is None:
-            out.append(single(EvalRow.from_evaluation(e)))
-        else:
+        if e.conversation_id is not None:
             grouped[(e.app, e.model, e.conversation_id)][e.interaction_id] = turn_of(e)
-    for (app, model, cid), turns in grouped.items():
-        out.append(rollup(app, model, cid, list(turns.values()), reask_similarity))
+    return {key: in_order(list(turns.values())) for key, turns in grouped.items()}
+
+
+def rollups_of(
+    evaluations: Iterable[Evaluation],
+    reask_similarity: float,
+    judged: Mapping[ConversationKey, PairVerdicts] | None = None,
+) -> list[ConversationRollup]:
+    """Every conversation of these evaluations (one per app, model and conversation_id; an evaluation
+    without one is a conversation of one turn); an interaction id seen twice counts once (the last).
+    ``judged``: re-asks and contradictions the LLM judge decided, by conversation (else lexical)."""
+    evaluations = list(evaluations)
+    out = [single(EvalRow.from_evaluation(e)) for e in evaluations if e.conversation_id is None]
+    for (app, model, cid), turns in conversations_of(evaluations).items():
+        verdicts = (judged or {}).get((app, model, cid))
+        out.append(rollup(app, model, cid, turns, reask_similarity, verdicts))
     return out
 
 
@@ -294,14 +395,25 @@ def counts_in(metric: Metric, conversation: ConversationRollup) -> bool:
     return metric.count_column != JUDGED_CONVERSATIONS or conversation.judged_turns > 0
 
 
-def figures(evaluations: Iterable[Evaluation], reask_similarity: float) -> ConversationFigures:
+def figures(
+    evaluations: Iterable[Evaluation],
+    reask_similarity: float,
+    judged: Mapping[ConversationKey, PairVerdicts] | None = None,
+) -> ConversationFigures:
     """The catalogue's conversation metrics over the conversations of these evaluations, as a window
-    computes them (``streams.windows.aggregator``), and the worst conversations."""
-    rollups = rollups_of(evaluations, reask_similarity)
+    computes them (``streams.windows.aggregator``), the worst conversations, and what the LLM judge's
+    re-ask and contradiction checks cost (``judged``: by conversation)."""
+    rollups = rollups_of(evaluations, reask_similarity, judged)
     values: dict[str, float | None] = {}
     for metric in CONVERSATION_SCORED:
         known = [float(getattr(c, str(metric.source))) for c in rollups if counts_in(metric, c)]
         values[metric.name] = sum(known) / len(known) if known else None
     multi = [c for c in rollups if c.conversation_id]
     worst = sorted((c for c in multi if any(badness(c))), key=badness, reverse=True)[:20]
-    return ConversationFigures(conversations=len(rollups), multi_turn=len(multi), metrics=values, worst=worst)
+    spent = list((judged or {}).values())
+    return ConversationFigures(
+        conversations=len(rollups), multi_turn=len(multi), metrics=values, worst=worst,
+        judge_calls=sum(j.calls for j in spent), judge_input_tokens=sum(j.input_tokens for j in spent),
+        judge_output_tokens=sum(j.output_tokens for j in spent),
+        judge_cost_usd=sum(j.cost_usd for j in spent),
+    )  # fmt: skip

@@ -1,6 +1,8 @@
 """Sentence conversion stage (docs/method.md): split, then replace pronouns with the judge.
 
-The question, answer and ground truth are split by ``pipeline.sentences.split_sentences``. When
+The question, answer and ground truth are split by ``pipeline.sentences.split_sentences``; with
+``citations.enabled`` the answer's citation markers are removed first and what each answer sentence cites
+is kept in ``Converted.citations`` (``pipeline.citations``). When
 ``settings.pipeline.pronoun_replacement`` is on, the answer's and the ground truth's sentences go to
 ``judge.replace_pronouns`` in batches of ``pronoun_batch_size`` consecutive sentences of one text
 (a batch never mixes the answer with the ground truth); all batches run concurrently (the judge
@@ -27,6 +29,8 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 
+from pipeline.citations import read_citations
+from pipeline.evidence import evidence
 from pipeline.judges.base import Judge
 from pipeline.sentences import split_sentences
 from prompts.models import PronounTurn
@@ -111,7 +115,17 @@ async def convert(
     carried to ``assemble``, which puts them back."""
     started = time.perf_counter()
     question = split_sentences(interaction.question, settings.split)
-    answer = split_sentences(interaction.answer, settings.split)
+    citations = None
+    if settings.citations.enabled:  # markers removed before the answer is split and judged
+        answer, citations = read_citations(
+            interaction.answer,
+            interaction.citations,
+            evidence(interaction, settings.tools),
+            settings.split,
+            settings.citations.max_markers,
+        )
+    else:
+        answer = split_sentences(interaction.answer, settings.split)
     ground_truth = split_sentences(interaction.ground_truth, settings.split)
     calls: list[JudgeCall] = []
     pipe = settings.pipeline
@@ -139,6 +153,7 @@ async def convert(
         digest=interaction_digest(interaction),
         question_sentences=question,
         answer_sentences=answer,
+        citations=citations,
         ground_truth_sentences=ground_truth,
         refusal_texts=refusal_texts,
         calls=calls,

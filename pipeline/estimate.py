@@ -7,7 +7,9 @@ concurrent interactions, premise splitting at the judge's window, the in-memory 
 counted, then answered locally with a valid answer that sends the pipeline no further; with an
 evaluators file, its rubrics' requests too (stage ``custom``; patterns and python evaluators call no
 judge); with ``tools.argument_judge`` llm, the review of the argument values the lexical check does not
-find (stage ``arguments``, one call per interaction with such values). Counting:
+find (stage ``arguments``, one call per interaction with such values); with ``conversations.judge`` llm,
+the re-ask and contradiction checks of each conversation of the file (stage ``conversation``: the pairs
+the lexical pre-filter finds plausible, at most two calls a conversation). Counting:
 
 - input tokens: the characters of the request's messages (and its ``response_format`` schema, which a
   hosted model is billed for) divided by ``pipeline.chars_per_token``, the ratio the pipeline already
@@ -37,6 +39,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr
 
+from pipeline.conversation_judge import ConversationJudge
+from pipeline.conversations import in_order
 from pipeline.custom_evaluators import open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.judges.base import Judge
@@ -56,6 +60,9 @@ from prompts import (
     PronounsAnswer,
     PronounSentence,
     PronounsInput,
+    ReaskAnswer,
+    ReaskInput,
+    ReaskVerdict,
     RefusalAnswer,
     RefusalInput,
     RefusalItem,
@@ -65,6 +72,7 @@ from prompts import (
     RubricScoreAnswer,
     StatementAnswer,
 )
+from schemas.conversation import ConversationTurn
 from schemas.interaction import Interaction
 from schemas.results import JudgeCall, Stage
 from schemas.settings import JudgeSettings, Settings
@@ -145,6 +153,9 @@ def fabricate(prompt: RenderedPrompt[Any]) -> BaseModel:
         count = len(inp.values)
         verdicts = [ArgumentVerdict(id=i, reason=REASON, supported=False) for i in range(1, count + 1)]
         return ArgumentsAnswer(values=verdicts)
+    if isinstance(inp, ReaskInput):  # pairs of user turns: a reason of the same length, no re-ask
+        pairs = [ReaskVerdict(id=i, reason=REASON, reasked=False) for i in range(1, len(inp.pairs) + 1)]
+        return ReaskAnswer(pairs=pairs)
     raise ValueError(f"no dry-run answer for prompt {prompt.name} (input {type(inp).__name__})")
 
 
@@ -265,6 +276,18 @@ def tally(sent: Sequence[SentCall]) -> tuple[dict[str, StageEstimate], StageEsti
     return stages, total
 
 
+def conversation_turns(interactions: Sequence[Interaction]) -> list[list[ConversationTurn]]:
+    """The turns of each conversation of these interactions (those with a conversation_id), in order."""
+    grouped: dict[tuple[str, str, str], dict[str, ConversationTurn]] = {}
+    for i in interactions:
+        if i.conversation_id is not None:
+            turn = ConversationTurn(
+                interaction_id=i.interaction_id, timestamp=i.timestamp, question=i.question, answer=i.answer
+            )
+            grouped.setdefault((i.app, i.model, i.conversation_id), {})[i.interaction_id] = turn
+    return [in_order(list(turns.values())) for turns in grouped.values()]
+
+
 async def estimate(
     interactions: Sequence[Interaction],
     settings: Settings,
@@ -290,6 +313,10 @@ async def estimate(
             errors = await _evaluate(evaluator, judged, concurrency)
         finally:
             await evaluator.aclose()
+        if settings.conversations.enabled:
+            pair_judge = ConversationJudge(judge, settings.conversations)
+            if pair_judge:
+                await asyncio.gather(*(pair_judge.review(t) for t in conversation_turns(interactions)))
     stages, total = tally(client.sent if client is not None else [])
     model = client.model if client is not None else judge.model
     return CostEstimate(

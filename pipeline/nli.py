@@ -29,6 +29,10 @@ hypotheses carry one statement tagged ``exact_match``.
 The premises of pairs 2 and 3 carry ``Premise.question`` (the question's end they start with), so
 that a judge may tell the question, which frames the claim, from the evidence.
 
+Citations: when the answer cites (``Converted.citations``, ``citations.enabled``), the context pair's
+premises ask the judge which passages support each statement (``Premise.ask_support``), in the same
+calls; the answers come back as evidence indices in ``StatementVerdict.supported_by``.
+
 A pair without hypotheses, without contexts (pair 1) or without ground truth (pairs 2, 3), or left
 out of ``pipeline.pairs``, is not judged: its score is None. ``nli_mode`` "batched" sends up to
 ``nli_batch_size`` hypotheses with one copy of the premise per call; "per_hypothesis" (the seed's way)
@@ -39,7 +43,8 @@ passages are packed whole while they fit, a passage too long on its own is split
 boundaries (``split_sentences``) and packed by sentences. Each hypothesis is judged against every
 part; the parts are combined per hypothesis: when every part returned the same number of statements,
 each statement takes its best verdict across the parts (highest score; ties: entailed, then
-contradicted, then not_stated, then the earlier part) and the hypothesis score is the mean of those;
+contradicted, then not_stated, then the earlier part), with the supporting passages every part named,
+and the hypothesis score is the mean of those;
 otherwise the part whose hypothesis score is highest (earlier part on ties) is taken whole.
 
 Hypothesis score = the judge's mean of its statements (recomputed when parts are combined); pair
@@ -168,6 +173,14 @@ def _best_statement(candidates: list[StatementVerdict]) -> StatementVerdict:
     return best
 
 
+def _with_support_of(best: StatementVerdict, group: Sequence[StatementVerdict]) -> StatementVerdict:
+    """The best verdict with the supporting passages every part named (each part holds other passages)."""
+    named = [s.supported_by for s in group if s.supported_by is not None]
+    if not named:
+        return best
+    return best.model_copy(update={"supported_by": list(dict.fromkeys(i for ids in named for i in ids))})
+
+
 def combine_parts(results: list[HypothesisResult]) -> HypothesisResult:
     """One hypothesis judged against several premise parts -> its best support (module docstring)."""
     if len(results) == 1:
@@ -175,7 +188,7 @@ def combine_parts(results: list[HypothesisResult]) -> HypothesisResult:
     counts = {len(r.statements) for r in results}
     if len(counts) == 1 and counts != {0}:
         groups = zip(*(r.statements for r in results), strict=True)
-        statements = [_best_statement(list(group)) for group in groups]
+        statements = [_with_support_of(_best_statement(list(group)), group) for group in groups]
         score = sum(s.score for s in statements) / len(statements)
         return HypothesisResult(hypothesis=results[0].hypothesis, statements=statements, score=score)
     best = results[0]
@@ -337,6 +350,12 @@ def _plan(converted: Converted, settings: Settings) -> _Plan:
     return plan
 
 
+def _checks_citations(converted: Converted, settings: Settings) -> bool:
+    """Whether the judge is asked which passages support each statement: the answer cites."""
+    cited = converted.citations
+    return settings.citations.enabled and cited is not None and cited.cites
+
+
 def _plan_pair(
     plan: _Plan,
     converted: Converted,
@@ -358,6 +377,8 @@ def _plan_pair(
     plan.part_counts[name] = len(parts)
     for p, premise in enumerate(parts):
         premise = replace(premise, pair=name)
+        if name == "context_answer" and _checks_citations(converted, settings):
+            premise = replace(premise, ask_support=True)
         if name != "context_answer":  # no retrieved passages to point at: the question and an answer
             premise = replace(premise, passages=())
             if question_end and premise.text.startswith(question_end):
@@ -411,7 +432,8 @@ def locate_passages(
 ) -> HypothesisResult:
     """The judge's passage of each statement (a position in ``premise.passages``) as the index of the
     evidence passage it came from (``pipeline.evidence.evidence``: the contexts, then the tool passages);
-    None where the judge named none, or a position the premise lacks."""
+    None where the judge named none, or a position the premise lacks. The same for its supporting
+    passages (``supported_by``; positions the premise lacks are left out)."""
 
     def located(position: int | None) -> int | None:
         if position is None or not 0 <= position < len(premise.passages):
@@ -419,7 +441,16 @@ def locate_passages(
         index = premise.passages[position].index
         return context_indices[index] if 0 <= index < len(context_indices) else None
 
-    statements = [s.model_copy(update={"passage": located(s.passage)}) for s in result.statements]
+    def all_located(positions: list[int] | None) -> list[int] | None:
+        if positions is None:
+            return None
+        found = (located(p) for p in positions)
+        return list(dict.fromkeys(i for i in found if i is not None))
+
+    statements = [
+        s.model_copy(update={"passage": located(s.passage), "supported_by": all_located(s.supported_by)})
+        for s in result.statements
+    ]
     return result.model_copy(update={"statements": statements})
 
 

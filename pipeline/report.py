@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from pipeline.answerability import answerable_from, nothing_retrieved
 from pipeline.dataset import DatasetLine, LineError
 from pipeline.judges.base import Judge
 from pipeline.metrics.bootstrap import (
@@ -56,7 +57,9 @@ from pipeline.metrics.groups import group_keys
 from pipeline.metrics.trust_eval import TrustEvalCase, TrustEvalResult, trust_eval
 from schemas.conversation import ConversationFigures
 from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow
 from schemas.label import LABEL_TARGETS
+from schemas.metrics import SCORED, scored_values
 from schemas.settings import Settings
 
 ScoreGetter = Callable[[Evaluation], float | None]
@@ -181,6 +184,12 @@ class EvalReport(BaseModel):
     stage_seconds: dict[str, StageTime]
     labels: dict[str, LabelReport]
     trust_eval: TrustEvalResult | None = None
+    metrics: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="each rate and mean of the metric catalogue over the file's judged interactions, pooled "
+        "as one window would pool them (citation recall and precision, miscited rate, ...); None: no "
+        "interaction had it",
+    )
     settings: dict[str, Any]
     conversations: ConversationFigures | None = Field(
         None, description="the conversation metrics of the file's conversations (None: conversations off)"
@@ -344,19 +353,16 @@ def gold_answers(line: DatasetLine) -> list[str]:
     return []
 
 
-def trust_eval_case(line: DatasetLine, evaluation: Evaluation) -> TrustEvalCase | None:
-    """A Trust-Eval case when the pipeline decided about refusal; answerability from an ``answerable``
-    label, else from a ground truth that is not a refusal."""
+def trust_eval_case(
+    line: DatasetLine, evaluation: Evaluation, no_evidence_unanswerable: bool
+) -> TrustEvalCase | None:
+    """A Trust-Eval case when the pipeline decided about refusal; answerability as the stream decides it
+    (``pipeline.answerability.answerable_from``: an ``answerable`` label, else a ground truth that is not a
+    refusal, else, with ``pipeline.no_evidence_unanswerable``, no evidence at all makes it unanswerable)."""
     if evaluation.answer_refusal is None:
         return None
-    labels = line.interaction.labels or {}
-    answerable: bool | None
-    if labels.get("answerable") in (0, 1):
-        answerable = bool(labels["answerable"])
-    elif line.interaction.ground_truth and evaluation.ground_truth_refusal is not None:
-        answerable = not evaluation.ground_truth_refusal
-    else:
-        answerable = None
+    nothing = nothing_retrieved(line.interaction.contexts, evaluation.evidence, no_evidence_unanswerable)
+    answerable, _ = answerable_from(line.interaction.labels, evaluation.ground_truth_refusal, nothing)
     return TrustEvalCase(
         answer=line.interaction.answer,
         refused=evaluation.answer_refusal,
@@ -397,6 +403,15 @@ def _call_summary(evaluations: Sequence[Evaluation]) -> CallSummary:
     )
 
 
+def catalogue_figures(evaluations: Sequence[Evaluation]) -> dict[str, float | None]:
+    """The catalogue's rates and means over the evaluations, as a window pools its rows."""
+    values: dict[str, list[float]] = {m.name: [] for m in SCORED}
+    for e in evaluations:
+        for metric, value in scored_values(EvalRow.from_evaluation(e)):
+            values[metric.name].append(value)
+    return {name: (sum(v) / len(v) if v else None) for name, v in values.items()}
+
+
 def _counts(evaluations: Sequence[Evaluation]) -> dict[str, int]:
     return {
         "interactions": len(evaluations),
@@ -404,6 +419,9 @@ def _counts(evaluations: Sequence[Evaluation]) -> dict[str, int]:
         "with_ground_truth": sum(1 for e in evaluations if e.ground_truth_entails_answer is not None),
         "answer_refusals": sum(1 for e in evaluations if e.answer_refusal),
         "ground_truth_refusals": sum(1 for e in evaluations if e.ground_truth_refusal),
+        "answerability_known": sum(1 for e in evaluations if e.answerable is not None),
+        "over_refusals": sum(1 for e in evaluations if e.over_refusal),
+        "answered_unanswerable": sum(1 for e in evaluations if e.answered_unanswerable),
         "hallucinations": sum(1 for e in evaluations if e.hallucination),
         "incomplete": sum(1 for e in evaluations if not e.complete),
         "unsupported_claims": sum(len(e.unsupported_claims) for e in evaluations),
@@ -466,7 +484,8 @@ async def build_report(
         name: distribution([v for v in (SCORES[name](e) for e in evaluations) if v is not None])
         for name in DISTRIBUTION_SCORES
     }
-    cases = [c for c in (trust_eval_case(line, ev) for line, ev in rows) if c is not None]
+    no_evidence = settings.pipeline.no_evidence_unanswerable
+    cases = [c for c in (trust_eval_case(line, ev, no_evidence) for line, ev in rows) if c is not None]
     trust = None
     if cases and (any(c.answerable is not None for c in cases) or any(c.gold_answers for c in cases)):
         trust = await trust_eval(
@@ -492,5 +511,6 @@ async def build_report(
         stage_seconds=_stage_seconds(evaluations),
         labels=label_reports(rows, settings, bootstrap),
         trust_eval=trust,
+        metrics=catalogue_figures(evaluations),
         settings=_settings_summary(settings, bootstrap),
     )

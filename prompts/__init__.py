@@ -42,6 +42,10 @@ from prompts.models import (
     PronounSentence,
     PronounsInput,
     PronounTurn,
+    ReaskAnswer,
+    ReaskInput,
+    ReaskPair,
+    ReaskVerdict,
     RefusalAnswer,
     RefusalInput,
     RefusalItem,
@@ -53,6 +57,7 @@ from prompts.models import (
 
 __all__ = [
     "FENCE_TAGS",
+    "SUPPORT_FIELDS",
     "ArgumentValue",
     "ArgumentVerdict",
     "ArgumentsAnswer",
@@ -71,6 +76,10 @@ __all__ = [
     "PronounTurn",
     "PronounsAnswer",
     "PronounsInput",
+    "ReaskAnswer",
+    "ReaskInput",
+    "ReaskPair",
+    "ReaskVerdict",
     "RefusalAnswer",
     "RefusalInput",
     "RefusalItem",
@@ -118,9 +127,12 @@ class RenderedPrompt(Generic[OutT]):
     output_model: type[OutT]
     items: int | None = None
     input: BaseModel | None = None  # the validated input it was rendered from (prompts.models)
+    # optional answer fields this prompt does not ask for: left out of the JSON schema, so a strict schema
+    # never makes the model write them (NLI's supported_by without the support question)
+    omit: tuple[str, ...] = ()
 
     def json_schema(self) -> dict[str, Any]:
-        return strict_json_schema(self.output_model, items=self.items)
+        return strict_json_schema(self.output_model, items=self.items, omit=self.omit)
 
 
 def load_template(name: str) -> PromptTemplate:
@@ -173,6 +185,7 @@ class Prompts:
         self.refusal_t = load_template("refusal")
         self.rubric_t = load_template("rubric")
         self.arguments_t = load_template("arguments")
+        self.reask_t = load_template("reask")
 
     @staticmethod
     def _messages(t: PromptTemplate, **values: str) -> list[dict[str, str]]:
@@ -212,6 +225,7 @@ class Prompts:
         document: str | None = None,
         ask_refusal: bool = False,
         passages: Sequence[str] = (),
+        ask_support: bool = False,
     ) -> RenderedPrompt[NliAnswer]:
         t = self.nli_t
         inp = NliInput(
@@ -220,17 +234,20 @@ class Prompts:
             document=document,
             ask_refusal=ask_refusal,
             passages=list(passages),
+            ask_support=ask_support and len(passages) >= 2,
         )
         values = {
             "document": fence("document", inp.document) + "\n" if inp.document else "",
             "premise": premise_text(inp.premise, inp.passages),
             "hypotheses": "\n".join(fence("hypothesis", h, i) for i, h in enumerate(inp.hypotheses, 1)),
             "refusal": t.section("refusal") + "\n" if inp.ask_refusal else "",
+            "support": t.section("support") + "\n" if inp.ask_support else "",
             "count": str(len(inp.hypotheses)),
         }
         model: type[NliAnswer] = NliRefusalAnswer if inp.ask_refusal else NliAnswer
         messages = self._messages(t, **values)
-        return RenderedPrompt(t.name, self._version(t), messages, model, len(inp.hypotheses), inp)
+        omit = () if inp.ask_support else SUPPORT_FIELDS
+        return RenderedPrompt(t.name, self._version(t), messages, model, len(inp.hypotheses), inp, omit)
 
     def nli_cases(self, cases: Sequence[NliCase]) -> RenderedPrompt[NliCasesAnswer]:
         """Several (premise, hypotheses) cases in one prompt: the instructions are sent once for all."""
@@ -247,9 +264,12 @@ class Prompts:
             )
             for n, case in enumerate(inp.cases, 1)
         ]
-        values = {"cases": "\n".join(rendered), "count": str(len(inp.cases))}
+        asks = any(case.ask_support and len(case.passages) >= 2 for case in inp.cases)
+        support = t.section("support") + "\n" if asks else ""
+        values = {"cases": "\n".join(rendered), "count": str(len(inp.cases)), "support": support}
         messages = self._messages(t, **values)
-        return RenderedPrompt(t.name, self._version(t), messages, NliCasesAnswer, len(inp.cases), inp)
+        omit = () if asks else SUPPORT_FIELDS
+        return RenderedPrompt(t.name, self._version(t), messages, NliCasesAnswer, len(inp.cases), inp, omit)
 
     def refusal(self, texts: Sequence[str]) -> RenderedPrompt[RefusalAnswer]:
         t = self.refusal_t
@@ -298,16 +318,31 @@ class Prompts:
             f'<text id="{i}" results="{v.results_before}">{neutralise(v.text)}</text>'
             for i, v in enumerate(inp.values, 1)
         )
-        messages = self._messages(
-            t, turns=turns, results=results, values=values, count=str(len(inp.values))
-        )
+        messages = self._messages(t, turns=turns, results=results, values=values, count=str(len(inp.values)))
         return RenderedPrompt(t.name, self._version(t), messages, ArgumentsAnswer, len(inp.values), inp)
+
+    def reask(self, inp: ReaskInput) -> RenderedPrompt[ReaskAnswer]:
+        """Pairs of a conversation's user messages (``pipeline.conversation_judge``): each a case holding
+        the earlier message as question 1 and the later as question 2."""
+        t = self.reask_t
+        fenced = [(fence("question", p.earlier, 1), fence("question", p.later, 2)) for p in inp.pairs]
+        pairs = "\n".join(
+            t.section("pair", id=str(i), earlier=earlier, later=later)
+            for i, (earlier, later) in enumerate(fenced, 1)
+        )
+        messages = self._messages(t, pairs=pairs, count=str(len(inp.pairs)))
+        return RenderedPrompt(t.name, self._version(t), messages, ReaskAnswer, len(inp.pairs), inp)
 
     def versions(self) -> dict[str, str]:
         templates = (
             self.pronouns_t, self.nli_t, self.nli_cases_t, self.refusal_t, self.rubric_t, self.arguments_t,
+            self.reask_t,
         )  # fmt: skip
         return {t.name: self._version(t) for t in templates}
+
+
+#: the NLI answer's fields the support question asks for (left out of the schema when it is not asked)
+SUPPORT_FIELDS = ("supported_by",)
 
 
 @functools.cache
@@ -316,10 +351,13 @@ def _model_schema(model: type[BaseModel]) -> str:
     return json.dumps(model.model_json_schema())
 
 
-def strict_json_schema(model: type[BaseModel], *, items: int | None = None) -> dict[str, Any]:
+def strict_json_schema(
+    model: type[BaseModel], *, items: int | None = None, omit: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The model's JSON schema in OpenAI's strict form: refs inlined, every property required, no extras.
 
-    With ``items``, each top-level array property must hold exactly that many items.
+    With ``items``, each top-level array property must hold exactly that many items; properties named in
+    ``omit`` (optional ones) are left out wherever they are.
     """
     schema = json.loads(_model_schema(model))  # a fresh copy: the caller may change it
     defs = schema.pop("$defs", {})
@@ -330,7 +368,7 @@ def strict_json_schema(model: type[BaseModel], *, items: int | None = None) -> d
                 return fix(defs[node["$ref"].rsplit("/", 1)[-1]])
             out = {k: fix(v) for k, v in node.items() if k not in ("default", "title", "description")}
             if isinstance(node.get("properties"), dict):
-                out["properties"] = {k: fix(v) for k, v in node["properties"].items()}
+                out["properties"] = {k: fix(v) for k, v in node["properties"].items() if k not in omit}
             if out.get("type") == "object" and "properties" in out:
                 out["required"] = list(out["properties"])
                 out["additionalProperties"] = False

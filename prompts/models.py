@@ -43,6 +43,11 @@ class NliInput(_Input):
         description="the passages the premise joins; with two or more they are numbered and the answer "
         "names each statement's passage",
     )
+    ask_support: bool = Field(
+        False,
+        description="with numbered passages: the answer also names, per statement, the passages that "
+        "support it (supported_by)",
+    )
 
 
 class NliCase(_Input):
@@ -52,6 +57,7 @@ class NliCase(_Input):
     hypotheses: list[str] = Field(min_length=1)
     document: str | None = None
     passages: list[str] = Field(default_factory=list, description="as NliInput.passages")
+    ask_support: bool = Field(False, description="as NliInput.ask_support")
 
 
 class NliCasesInput(_Input):
@@ -84,6 +90,19 @@ class ArgumentsInput(_Input):
     values: list[ArgumentValue] = Field(min_length=1)
 
 
+class ReaskPair(_Input):
+    """Two user messages of one conversation, the earlier first."""
+
+    earlier: str
+    later: str
+
+
+class ReaskInput(_Input):
+    """reask.md: the pairs of user messages to judge (does the later ask again what the earlier asked)."""
+
+    pairs: list[ReaskPair] = Field(min_length=1)
+
+
 class PronounSentence(_Strict):
     id: int
     text: str
@@ -104,6 +123,11 @@ class StatementAnswer(_Strict):
         None,
         description="id of the numbered passage that states or contradicts it, else the closest one; null "
         "without numbered passages",
+    )
+    supported_by: list[int] | None = Field(
+        None,
+        description="asked with the support question: ids of the numbered passages that state it (each "
+        "that does alone, else those that do together); [] when none does; absent when not asked",
     )
 
 
@@ -183,10 +207,22 @@ class RubricScoreAnswer(_Strict):
     score: int = Field(ge=1, le=5)
 
 
+class ReaskVerdict(_Strict):
+    id: int
+    reason: str = Field(description="short reason, at most 15 words")
+    reasked: bool
+
+
+class ReaskAnswer(_Strict):
+    """reask.md: whether the later message of each pair asks again what the earlier asked, by id."""
+
+    pairs: list[ReaskVerdict]
+
+
 OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
         PronounsAnswer, NliAnswer, NliRefusalAnswer, NliCasesAnswer, RefusalAnswer, RubricPassFailAnswer,
-        RubricScoreAnswer, ArgumentsAnswer,
+        RubricScoreAnswer, ArgumentsAnswer, ReaskAnswer,
     )
 }  # fmt: skip

@@ -37,6 +37,9 @@ class ConversationTurn(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     ends: bool = Field(False, description="its metadata marks the conversation's end")
+    stored_at: datetime | None = Field(
+        None, description="when its evaluation was stored (the ClickHouse server's clock); None off storage"
+    )
 
 
 class ConversationRollup(BaseModel):
@@ -44,7 +47,12 @@ class ConversationRollup(BaseModel):
 
     app: str
     model: str
-    conversation_id: str = Field(description="the conversation's id ('' for a conversation of one turn)")
+    conversation_id: str = Field(
+        description="the conversation's id ('' for an interaction without one: a conversation of one turn)"
+    )
+    interaction_id: str = Field(
+        "", description="an interaction without a conversation_id: its id, the row's key ('' otherwise)"
+    )
     first_turn_at: datetime
     last_turn_at: datetime = Field(
         description="the latest turn's event time: the conversation's close time, the window it counts in"
@@ -55,7 +63,9 @@ class ConversationRollup(BaseModel):
     refusals: int = 0
     reasked_turns: int = Field(0, description="user turns asking again what an earlier user turn asked")
     contradictions: int = Field(
-        0, description="answers whose numbers or named values for a subject differ from an earlier answer's"
+        0,
+        description="answers contradicting an earlier answer (lexical: numbers or named values for a subject "
+        "that differ from an earlier answer's; llm: the NLI judge)",
     )
     ended: bool = Field(False, description="a turn's metadata marked the conversation's end")
     ended_unresolved: bool = Field(False, description="the last judged answer was a refusal or hallucinated")
@@ -67,6 +77,17 @@ class ConversationRollup(BaseModel):
     cost_usd: float = 0.0
     worst_turn_id: str = Field("", description="the turn that went worst ('' when none went wrong)")
     unresolving_turn_id: str = Field("", description="the turn that left it unresolved ('' when resolved)")
+    pair_judge: str = Field(
+        "lexical",
+        description="who decided re-asks and contradictions: 'lexical' or 'llm' (conversations.judge)",
+    )
+    judge_calls: int = Field(0, description="LLM judge requests made for its re-asks and contradictions")
+    judge_input_tokens: int = Field(0, description="their prompt tokens")
+    judge_output_tokens: int = Field(0, description="their completion tokens")
+    judge_cost_usd: float = Field(0.0, description="their cost (judge.price_per_1k_*)")
+    judge_failure: str = Field(
+        "", description="why the LLM judge's verdicts are missing and the lexical ones stand ('' when none)"
+    )
 
 
 class ConversationFigures(BaseModel):
@@ -82,6 +103,10 @@ class ConversationFigures(BaseModel):
         default_factory=list,
         description="up to 20 conversations with a conversation_id that went wrong, worst first",
     )
+    judge_calls: int = Field(0, description="LLM judge requests for re-asks and contradictions (judge llm)")
+    judge_input_tokens: int = Field(0, description="their prompt tokens")
+    judge_output_tokens: int = Field(0, description="their completion tokens")
+    judge_cost_usd: float = Field(0.0, description="their cost")
 
 
 class ConversationsQuery(TimeRange):

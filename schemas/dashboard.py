@@ -47,12 +47,13 @@ class TimeRange(BaseModel):
         return self
 
 
-class OverviewQuery(TimeRange):
+class AppModelsQuery(TimeRange):
+    """A time range of one app or every app, and some models or every model."""
+
     app: str | None = Field(None, max_length=MAX_NAME_CHARS, description="one app, or every app when absent")
     models: list[str] = Field(
-        default_factory=list, max_length=20, description="models to overlay; every model when empty"
+        default_factory=list, max_length=20, description="these models (overlaid); every model when empty"
     )
-    rollup: Rollup = Field("auto", description="bucket size: auto (by range), window, hour, 6h or day")
 
     @field_validator("models")
     @classmethod
@@ -60,6 +61,10 @@ class OverviewQuery(TimeRange):
         if any(not m or len(m) > MAX_NAME_CHARS for m in value):
             raise ValueError(f"each model must be 1-{MAX_NAME_CHARS} characters")
         return value
+
+
+class OverviewQuery(AppModelsQuery):
+    rollup: Rollup = Field("auto", description="bucket size: auto (by range), window, hour, 6h or day")
 
 
 class BucketQuery(TimeRange):

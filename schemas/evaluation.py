@@ -13,6 +13,8 @@ from schemas.results import CustomScore, JudgeCall, PairResult
 #: what became of an answer: a refusal; stated with no evidence at all; judged against its evidence,
 #: under the hallucination threshold (hallucination) or not (supported)
 Outcome = Literal["supported", "hallucination", "refusal", "unsupported_no_evidence"]
+#: what decided whether a question is answerable from its documents (pipeline/answerability.py)
+AnswerableSource = Literal["label", "ground_truth", "contexts", "unknown"]
 
 
 class Evaluation(BaseModel):
@@ -81,6 +83,59 @@ class Evaluation(BaseModel):
         None,
         description="with tools.argument_judge llm: why the LLM judge's review of the unsupported argument "
         "values failed (the lexical result stands); None when it ran or was not asked",
+    )
+
+    # the answer's citations (docs/citations.md, pipeline.metrics.citations): None when the answer cites
+    # nothing, is a refusal, or was not judged against its evidence
+    citation_recall: float | None = Field(
+        None, description="share of the factual statements citing a passage that their citations support"
+    )
+    citation_precision: float | None = Field(
+        None,
+        description="share of (statement, cited passage) pairs where the passage supports the statement "
+        "alone or is needed with the others",
+    )
+    uncited_statements: float | None = Field(
+        None, description="share of the factual statements of an answer that cites that carry no citation"
+    )
+    miscited: bool | None = Field(
+        None,
+        description="some statement citing a passage is not supported by the passages it cites; None when "
+        "no statement cites a passage",
+    )
+    dangling_citations: int | None = Field(
+        None, ge=0, description="references of the answer that name no passage (a position past the evidence)"
+    )
+    dangling_citation: bool | None = Field(None, description="dangling_citations > 0")
+    # answerability and refusal groundedness (pipeline/answerability.py, docs/answerability.md): each flag
+    # is None outside its Trust-Eval figure's denominator
+    answerable: bool | None = Field(
+        None,
+        description="the question is answerable from its documents: an answerable label, else a ground truth "
+        "that is not a refusal, else false when there is no evidence at all; None when none of these knows",
+    )
+    answerable_source: AnswerableSource = Field(
+        "unknown", description="what decided answerable: label, ground_truth, contexts or unknown"
+    )
+    over_refusal: bool | None = Field(None, description="an answerable question: the answer refused it")
+    answered_unanswerable: bool | None = Field(
+        None, description="an unanswerable question: the answer answered it anyway"
+    )
+    refused_unanswerable: bool | None = Field(
+        None, description="an unanswerable question: the answer refused it (reject recall's case)"
+    )
+    answered_answerable: bool | None = Field(
+        None, description="an answerable question: the answer answered it (answerable recall's case)"
+    )
+    justified_refusal: bool | None = Field(
+        None,
+        description="a refusal of a question whose answerability is known: it was unanswerable (reject "
+        "precision's case)",
+    )
+    justified_answer: bool | None = Field(
+        None,
+        description="an answer to a question whose answerability is known: it was answerable (answerable "
+        "precision's case)",
     )
 
     # cost and time

@@ -30,6 +30,21 @@ class EvalRow(BaseModel):
     tool_error: bool | None = None
     no_evidence: bool | None = None
     ungrounded_arguments: bool | None = None
+    # citations (Evaluation's fields of the same names; NULL in rows written before they were stored)
+    citation_recall: float | None = None
+    citation_precision: float | None = None
+    uncited_statements: float | None = None
+    miscited: bool | None = None
+    dangling_citation: bool | None = None
+    # answerability and refusal groundedness (Evaluation's fields of the same names; NULL in rows written
+    # before they were stored)
+    answerable: bool | None = None
+    over_refusal: bool | None = None
+    answered_unanswerable: bool | None = None
+    refused_unanswerable: bool | None = None
+    answered_answerable: bool | None = None
+    justified_refusal: bool | None = None
+    justified_answer: bool | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0

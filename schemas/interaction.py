@@ -12,8 +12,17 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from schemas.citations import Citation
 from schemas.settings import Limits
-from schemas.tools import InputMessage, ReadMessages, ToolStep, limit_steps, read_messages, step_flags
+from schemas.tools import (
+    InputMessage,
+    ReadMessages,
+    ToolStep,
+    drop_nulls,
+    limit_steps,
+    read_messages,
+    step_flags,
+)
 
 #: the roles a text turn of the history may have (tool traffic becomes ``Interaction.steps``)
 Role = Literal["system", "user", "assistant"]
@@ -56,9 +65,7 @@ class ChatMessage(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _drop_nulls(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None}
-        return data
+        return drop_nulls(data)
 
 
 def split_conversation(
@@ -261,6 +268,11 @@ class Interaction(BaseModel):
     )
     ground_truth: str | None = None
     answer: str
+    citations: list[Citation] = Field(
+        default_factory=list,
+        description="structured citations of the answer (schemas.citations: spans with passage positions or "
+        "document names, OpenAI annotations, Anthropic citations); markers in the answer text need none",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, int] | None = None  # human labels, for measuring accuracy (eval CLI)
 
@@ -401,6 +413,14 @@ class Interaction(BaseModel):
         if value is None or not value.strip():
             return None  # a blank ground truth is no ground truth
         return _check_len(value, _limits(info).max_ground_truth_chars, "ground_truth")
+
+    @field_validator("citations")
+    @classmethod
+    def _citations_count(cls, value: list[Citation], info: ValidationInfo) -> list[Citation]:
+        limit = _limits(info).max_citations
+        if len(value) > limit:
+            raise ValueError(f"citations has {len(value)} items, over the limit of {limit}")
+        return value
 
     @field_validator("contexts")
     @classmethod

@@ -9,7 +9,7 @@ this list; the SQL expressions use only columns of ``window_aggregates`` (deploy
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import Any
 
@@ -164,6 +164,14 @@ def _rate(name: str, label: str, short: str, source: str, count: str, events: st
     )  # fmt: skip
 
 
+def _recall(name: str, label: str, short: str, source: str, count: str, events: str) -> Metric:
+    """A rate where higher is better (a recall or a precision)."""
+    return Metric(
+        name=name, label=label, short=short, kind=MetricKind.RATE, source=source, count_column=count,
+        events_column=events, lower_is_better=False,
+    )  # fmt: skip
+
+
 def _mean(name: str, label: str, short: str, source: str, count: str) -> Metric:
     return Metric(
         name=name, label=label, short=short, kind=MetricKind.MEAN, source=source, count_column=count,
@@ -246,6 +254,52 @@ METRICS: tuple[Metric, ...] = (
         "ungrounded_arguments_rate", "Ungrounded tool arguments", "ungr arg", "ungrounded_arguments",
         "ungrounded_arguments_known", "ungrounded_arguments_events",
     ),
+    _mean(
+        "mean_citation_recall", "Citation recall (statements their citations support)", "cit rec",
+        "citation_recall", "citation_recall_scored",
+    ),
+    _mean(
+        "mean_citation_precision", "Citation precision (citations that support)", "cit prec",
+        "citation_precision", "citation_precision_scored",
+    ),
+    Metric(
+        name="mean_uncited_statements", label="Uncited statements (share of a citing answer)",
+        short="uncited", kind=MetricKind.MEAN, source="uncited_statements",
+        count_column="uncited_statements_scored",
+    ),
+    _rate(
+        "miscited_rate", "Miscited answers", "miscited", "miscited", "miscited_known", "miscited_answers"
+    ),
+    _rate(
+        "dangling_citation_rate", "Answers with a dangling citation", "dangling", "dangling_citation",
+        "dangling_citation_known", "dangling_citation_answers",
+    ),
+    # refusal groundedness (pipeline/answerability.py): Trust-Eval's figures over the interactions whose
+    # answerability is known (lower_is_better False for its recalls and precisions)
+    _rate(
+        "over_refusal_rate", "Over-refusal (answerable, refused)", "over ref", "over_refusal",
+        "answerable_questions", "over_refusals",
+    ),
+    _rate(
+        "answered_unanswerable_rate", "Answered unanswerable", "ans unan", "answered_unanswerable",
+        "unanswerable_questions", "unanswerable_answered",
+    ),
+    _recall(
+        "reject_recall", "Reject recall", "rej rec", "refused_unanswerable",
+        "unanswerable_questions", "unanswerable_refused",
+    ),
+    _recall(
+        "reject_precision", "Reject precision", "rej prec",
+        "justified_refusal", "refusals_answerability_known", "unanswerable_refused",
+    ),
+    _recall(
+        "answerable_recall", "Answerable recall", "ans rec",
+        "answered_answerable", "answerable_questions", "answerable_answered",
+    ),
+    _recall(
+        "answerable_precision", "Answerable precision", "ans prec",
+        "justified_answer", "answers_answerability_known", "answerable_answered",
+    ),
     _sum("interactions", "Interactions", "n", (RowSum(column="count"),), "count"),
     _sum(
         "judged", "Judged interactions (the rest skipped by sampling)", "judged",
@@ -321,6 +375,18 @@ SCORED: tuple[Metric, ...] = tuple(
 CONVERSATION_SCORED: tuple[Metric, ...] = tuple(
     m for m in METRICS if m.kind is not MetricKind.SUM and m.over is Over.CONVERSATION
 )
+
+
+def scored_values(row: Any) -> Iterator[tuple[Metric, float]]:
+    """Each rate and mean over interactions a judged row (an EvalRow) has a value of, with that value (a
+    flag as 1/0): what a window pools for it (streams.windows.aggregator) and what ``groundwatch eval``
+    pools over a file (pipeline.report); a row not judged has none."""
+    if not getattr(row, "judged", True):
+        return
+    for metric in SCORED:
+        value = getattr(row, str(metric.source))
+        if value is not None:
+            yield metric, float(value)
 
 
 def _window_sums(over: Over) -> dict[str, RowSum]:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from schemas.citations import AnswerCitations, StatementCitations
 from schemas.interaction import Interaction
 from schemas.stages import Stage
 
@@ -60,6 +61,18 @@ class StatementVerdict(BaseModel):
         "(Evaluation.evidence). None where the judge cannot say, in the ground-truth pairs, and in "
         "evaluations stored before passages were recorded",
     )
+    supported_by: list[int] | None = Field(
+        None,
+        description="the passages that support the statement: each that states it alone, or, when only "
+        "several together do, those (context pair only; positions in Premise.passages from a judge, "
+        "evidence indices after the NLI stage, as passage). [] when none does; None where the judge was "
+        "not asked (citations.enabled off, the ground-truth pairs, verdicts cached before it was asked)",
+    )
+    citations: StatementCitations | None = Field(
+        None,
+        description="the statement's citations and whether the cited passages support it (context pair, "
+        "an answer that cites; pipeline.citations_check); None otherwise",
+    )
 
 
 class HypothesisResult(BaseModel):
@@ -93,6 +106,11 @@ class Converted(BaseModel):
     question_sentences: list[str]
     answer_sentences: list[str]  # after pronoun replacement
     ground_truth_sentences: list[str]  # after pronoun replacement; [] when there is no ground truth
+    citations: AnswerCitations | None = Field(
+        None,
+        description="what each answer sentence cites (pipeline.citations), its markers already removed from "
+        "answer_sentences; None with citations.enabled off",
+    )
     refusal_texts: list[str] = Field(
         default_factory=list,
         description="what the refusal stage classifies: the first pipeline.refusal_sentences sentences of "

@@ -12,25 +12,16 @@ from datetime import datetime
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from schemas.alert import Alert
-from schemas.dashboard import MAX_NAME_CHARS, Rollup, Series, TimeRange
+from schemas.dashboard import AppModelsQuery, Rollup, Series, TimeRange
 from schemas.metrics import catalogue, metric_named
 from schemas.slice_filter import SliceFilter, SliceTerms, check_dimension
 from schemas.utc import utc
 
 
-class SliceQuery(TimeRange):
-    app: str | None = Field(None, max_length=MAX_NAME_CHARS, description="one app, or every app when absent")
-    models: list[str] = Field(default_factory=list, max_length=20, description="models; every one when empty")
+class SliceQuery(AppModelsQuery):
     slice: SliceTerms = Field(
         default_factory=SliceFilter, description="only this slice: repeated key:value terms (all when none)"
     )
-
-    @field_validator("models")
-    @classmethod
-    def _names(cls, value: list[str]) -> list[str]:
-        if any(not m or len(m) > MAX_NAME_CHARS for m in value):
-            raise ValueError(f"each model must be 1-{MAX_NAME_CHARS} characters")
-        return value
 
 
 class BreakdownQuery(SliceQuery):

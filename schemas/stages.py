@@ -20,4 +20,5 @@ Stage = Literal[
     "privacy",
     "custom",
     "arguments",
+    "conversation",
 ]

@@ -61,6 +61,13 @@ def json_text(value: Any) -> str:
         return str(value)
 
 
+def drop_nulls(data: Any) -> Any:
+    """A message as read, its keys whose value is null dropped (a field left null means not given)."""
+    if isinstance(data, dict):
+        return {k: v for k, v in data.items() if v is not None}
+    return data
+
+
 def parse_json(text: str) -> tuple[bool, Any]:
     """(True, value) when ``text`` is JSON, else (False, None)."""
     try:
@@ -307,9 +314,7 @@ class ToolCall(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _drop_nulls(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None}
-        return data
+        return drop_nulls(data)
 
 
 MessageRole = Literal["system", "user", "assistant", "tool", "function"]
@@ -344,7 +349,7 @@ class InputMessage(BaseModel):
         (some frameworks log the tool's return value as it was) kept as its JSON text."""
         if not isinstance(data, dict):
             return data
-        data = {k: v for k, v in data.items() if v is not None}
+        data = drop_nulls(data)
         content = data.get("content")
         if data.get("role") in ("tool", "function") and isinstance(content, dict | int | float | bool):
             data["content"] = json_text(content)

@@ -60,6 +60,56 @@ class WindowAggregate(BaseModel):
     )
     ungrounded_arguments_known: int = Field(0, description="interactions with a tool argument value checked")
     ungrounded_arguments_events: int = Field(0, description="interactions with an ungrounded argument value")
+    # citations (docs/citations.md): over the judged answers that cite
+    mean_citation_recall: float | None = Field(
+        None, description="mean share of an answer's citing statements that their citations support"
+    )
+    citation_recall_scored: int = Field(0, description="answers with a citation recall")
+    mean_citation_precision: float | None = Field(
+        None, description="mean share of an answer's citations whose passage supports its statement"
+    )
+    citation_precision_scored: int = Field(0, description="answers with a citation precision")
+    mean_uncited_statements: float | None = Field(
+        None, description="mean share of a citing answer's factual statements that carry no citation"
+    )
+    uncited_statements_scored: int = Field(0, description="citing answers with a factual statement")
+    miscited_rate: float | None = Field(
+        None, description="share of answers with a statement its citations do not support"
+    )
+    miscited_known: int = Field(0, description="answers with a statement citing a passage, checked")
+    miscited_answers: int = Field(0, description="answers with a miscited statement")
+    dangling_citation_rate: float | None = Field(
+        None, description="share of citing answers with a reference that names no passage"
+    )
+    dangling_citation_known: int = Field(0, description="answers that cite")
+    dangling_citation_answers: int = Field(0, description="answers with a dangling citation")
+    # refusal groundedness (pipeline/answerability.py): Trust-Eval's reject/answerable recall and precision
+    # and the over-refusal and answered-unanswerable rates, over the judged interactions whose answerability
+    # and answer refusal flag are known; each figure None when its denominator is 0
+    over_refusal_rate: float | None = Field(None, description="share of answerable questions refused")
+    answered_unanswerable_rate: float | None = Field(
+        None, description="share of unanswerable questions answered"
+    )
+    reject_recall: float | None = Field(None, description="share of unanswerable questions refused")
+    reject_precision: float | None = Field(
+        None, description="share of refusals (answerability known) whose question was unanswerable"
+    )
+    answerable_recall: float | None = Field(None, description="share of answerable questions answered")
+    answerable_precision: float | None = Field(
+        None, description="share of answers (answerability known) whose question was answerable"
+    )
+    answerable_questions: int = Field(0, description="answerable questions with a known answer refusal flag")
+    unanswerable_questions: int = Field(
+        0, description="unanswerable questions with a known answer refusal flag"
+    )
+    refusals_answerability_known: int = Field(
+        0, description="refusals whose question's answerability is known"
+    )
+    answers_answerability_known: int = Field(0, description="answers whose question's answerability is known")
+    over_refusals: int = Field(0, description="answerable questions refused")
+    answerable_answered: int = Field(0, description="answerable questions answered")
+    unanswerable_answered: int = Field(0, description="unanswerable questions answered")
+    unanswerable_refused: int = Field(0, description="unanswerable questions refused")
     judged: int = Field(0, description="interactions judged (count - skipped when not given)")
     skipped: int = Field(0, description="interactions stored unjudged (sampling rules, judge budget)")
     skipped_by_reason: dict[str, int] = Field(default_factory=dict, description="skip reason -> count")

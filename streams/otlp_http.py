@@ -125,7 +125,9 @@ def _first_trace(request: dict[str, Any], top: str) -> str | None:
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
-    """The body as sent, 413 past ``limit`` bytes (read no further than that)."""
+    """The body as sent, 413 past ``limit`` bytes (read no further than that). aiohttp (from 3.14.1, the
+    floor in pyproject.toml) unpacks a gzip body in bounded chunks as it is read, and drains the rest of
+    one refused unread the same way, so a gzip bomb costs a chunk, not what it unpacks to."""
     if request.content_length is not None and request.content_length > limit:
         raise BadBody(
             413, f"the body is {request.content_length} bytes, over {limit} bytes (kafka.otlp_http_max_bytes)"

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from pipeline.argument_judge import ArgumentJudge
 from pipeline.clock import Clock
+from pipeline.conversation_judge import ConversationJudge
 from pipeline.custom_evaluators import CustomEvaluators, open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.feedback import feedback_labels
@@ -133,9 +134,15 @@ class Resources(Service):
         if stale:
             log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)
         if rollups is not None:
+            mask = self.privacy.text_for_judge
+            pair_judge = ConversationJudge(self._judge, settings.conversations, mask=mask)
+            if pair_judge and pair_judge.llm is None:
+                log.warning("conversations.judge is llm but the judge has no LLM: re-asks and contradictions "
+                            "stay lexical (each rollup's judge_failure says so)")  # fmt: skip
             self.conversations = ConversationCloser(
-                settings.conversations, settings.window, rollups, self._windows, clock=self.clock
-            )
+                settings.conversations, settings.window, rollups, self._windows, clock=self.clock,
+                judge=pair_judge,
+            )  # fmt: skip
             unrolled, _ = await self.conversations.reconcile(timedelta(hours=settings.window.reconcile_hours))
             if unrolled:
                 log.info("%d conversations left open by an earlier worker will be rolled up", unrolled)

@@ -2,8 +2,10 @@
 
 Counted where things happen: events in and out per processor, dead letters by stage and error type,
 interactions received, judged and skipped by app and reason (pipeline.sampling), sink rows and flush
-time, dead-letter rows written, tool calls by app, tool and status, answers without evidence and
-ungrounded tool arguments by app (from each Evaluation the sink writes); windows closed, alert
+time, dead-letter rows written, tool calls by app, tool and status, answers without evidence,
+ungrounded tool arguments, answers whose citations were checked, miscited answers, dangling citations
+and the answerability cases (answerable, refused, which source decided) by app (from each Evaluation the
+sink writes); windows closed, alert
 transitions, failed deliveries and the dead-letter recorder's lag are read at scrape time; judge calls,
 retries, errors, tokens, cost, cache hits and call latency are read off each Evaluation's call records
 as the sink writes it (one place sees every call of every stage, on either topology), and so are the
@@ -169,6 +171,27 @@ class WorkerMetrics:
             "interactions whose tool calls used an argument value found nowhere before the call",
             ["app"], registry=r,
         )  # fmt: skip
+        self.cited_answers = Counter(
+            "groundwatch_cited_answers",
+            "answers with a statement citing a passage, its citations checked (docs/citations.md)",
+            ["app"], registry=r,
+        )  # fmt: skip
+        self.miscited_answers = Counter(
+            "groundwatch_miscited_answers",
+            "answers with a statement its citations do not support (miscited)",
+            ["app"], registry=r,
+        )  # fmt: skip
+        self.dangling_citations = Counter(
+            "groundwatch_dangling_citations",
+            "references of answers that name no passage (a position past the evidence, an unknown name)",
+            ["app"], registry=r,
+        )  # fmt: skip
+        self.answerability_cases = Counter(
+            "groundwatch_answerability_cases",
+            "answers whose question's answerability is known, by whether it was answerable, whether the "
+            "answer refused and what decided answerable: Trust-Eval's four cells (docs/answerability.md)",
+            ["app", "answerable", "refused", "source"], registry=r,
+        )  # fmt: skip
         self.otlp_steps = Counter(
             "groundwatch_otlp_model_calls_as_steps",
             "OpenTelemetry model calls read as steps of a final answer (they only asked for tools, or a "
@@ -228,6 +251,8 @@ class WorkerMetrics:
         for evaluation in evaluations:
             self._calls(evaluation)
             self._tools(evaluation)
+            self._citations(evaluation)
+            self._answerability(evaluation)
             self._custom(evaluation)
 
     def _tools(self, evaluation: Evaluation) -> None:
@@ -239,6 +264,21 @@ class WorkerMetrics:
             self.answers_without_evidence.labels(evaluation.app).inc()
         if evaluation.ungrounded_arguments:
             self.ungrounded_tool_arguments.labels(evaluation.app).inc()
+
+    def _citations(self, evaluation: Evaluation) -> None:
+        if evaluation.miscited is not None:
+            self.cited_answers.labels(evaluation.app).inc()
+            if evaluation.miscited:
+                self.miscited_answers.labels(evaluation.app).inc()
+        if evaluation.dangling_citations:
+            self.dangling_citations.labels(evaluation.app).inc(evaluation.dangling_citations)
+
+    def _answerability(self, evaluation: Evaluation) -> None:
+        if evaluation.answerable is None or evaluation.answer_refusal is None:
+            return
+        answerable, refused = str(evaluation.answerable).lower(), str(evaluation.answer_refusal).lower()
+        source = evaluation.answerable_source
+        self.answerability_cases.labels(evaluation.app, answerable, refused, source).inc()
 
     def _custom(self, evaluation: Evaluation) -> None:
         for name, c in evaluation.custom.items():

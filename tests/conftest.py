@@ -1,5 +1,5 @@
 """Shared fixtures: the fake OpenAI-compatible server (real HTTP on 127.0.0.1), and the fixtures package
-(``tests/fixtures``: the ClickHouse ``store``, message builders)."""
+(``tests/fixtures``: the ClickHouse ``store``, an alert receiver ``hook``, message builders)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from pipeline.custom_evaluators import install_spec
 from tests.fakes.openai_server import FakeOpenAIServer
 
-pytest_plugins = ["tests.fixtures.store"]
+pytest_plugins = ["tests.fixtures.store", "tests.fixtures.receivers"]
 
 
 @pytest.fixture(autouse=True)

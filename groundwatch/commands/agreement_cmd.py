@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from datetime import UTC, datetime, timedelta
 
 from groundwatch.store_access import add_clickhouse_argument
-from schemas.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,17 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from groundwatch.agreement_report import render
     from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
-    from groundwatch.trend_report import parse_since
+    from groundwatch.trend_report import since_range
     from streams.clickhouse.labels import LabelStore
     from streams.judge_quality import read_quality
 
-    try:
-        since = parse_since(args.since)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    start, end = since_range(args.since)
     settings = settings_with_clickhouse(args.clickhouse)
-    end = datetime.now(UTC) + timedelta(days=1)  # timestamps may run a little ahead of this clock
-    start = since or datetime(1971, 1, 1, tzinfo=UTC)
     store = open_store(settings, migrate=False)
     try:
         report = asyncio.run(read_quality(LabelStore(store), settings, start, end, args.app, args.model))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from groundwatch.figures import json_safe
@@ -89,20 +88,14 @@ def _labeled_rows(args: argparse.Namespace, settings: Settings) -> list[LabeledR
     """The app's (and model's) labeled, judged interactions since ``--since``; end users' labels only
     when ``labels.include_end_user``. ConfigError when there are none."""
     from groundwatch.store_access import open_store, read_failed
-    from groundwatch.trend_report import parse_since
+    from groundwatch.trend_report import since_range
     from schemas.label import LabelSource
     from streams.clickhouse.labels import LabelStore
 
-    try:
-        since = parse_since(args.since)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    start = since or datetime(1971, 1, 1, tzinfo=UTC)
+    start, end = since_range(args.since)
     store = open_store(settings, migrate=False)
     try:
-        rows = asyncio.run(
-            LabelStore(store).labeled_rows(start, datetime.now(UTC) + timedelta(days=1), args.app, args.model)
-        )
+        rows = asyncio.run(LabelStore(store).labeled_rows(start, end, args.app, args.model))
     except Exception as exc:
         raise read_failed(settings, exc) from None
     finally:

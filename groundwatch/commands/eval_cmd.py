@@ -27,7 +27,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
@@ -37,7 +37,8 @@ from tqdm import tqdm
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.figures import UNDEFINED, defined, fixed
-from pipeline.conversations import figures
+from pipeline.conversation_judge import ConversationJudge, judge_conversations
+from pipeline.conversations import ConversationKey, PairVerdicts, figures
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise, summary_lines
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
@@ -49,7 +50,7 @@ from pipeline.report import EvalReport, build_report
 from schemas.conversation import ConversationFigures
 from schemas.errors import ConfigError, StageError
 from schemas.evaluation import Evaluation
-from schemas.metrics import CONVERSATION_SCORED
+from schemas.metrics import CONVERSATION_SCORED, named
 from schemas.safe_text import safe_text
 from schemas.settings import JudgeKind, Settings
 
@@ -224,7 +225,10 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
             )
             if custom is not None:
                 report = _with_custom_summary(report, custom, rows)
-    report = _with_conversations(estimate_cmd.with_sampling(report, args, skipped), settings, rows, skipped)
+            every = [e for _, e in rows] + list(skipped)
+            pair_judge = ConversationJudge(judge, settings.conversations, mask=privacy.text_for_judge)
+            judged = await judge_conversations(pair_judge, every) if settings.conversations.enabled else {}
+    report = _with_conversations(estimate_cmd.with_sampling(report, args, skipped), settings, every, judged)
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
             handle.write(evaluation.model_dump_json() + "\n")
@@ -236,14 +240,14 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
 def _with_conversations(
     report: EvalReport,
     settings: Settings,
-    rows: Sequence[tuple[DatasetLine, Evaluation]],
-    skipped: Sequence[Evaluation],
+    every: Sequence[Evaluation],
+    judged: Mapping[ConversationKey, PairVerdicts],
 ) -> EvalReport:
-    """The report with the file's conversation figures (when conversations are on)."""
+    """The report with the file's conversation figures (when conversations are on); ``judged``: the LLM
+    judge's re-asks and contradictions by conversation (``conversations.judge`` llm)."""
     if not settings.conversations.enabled:
         return report
-    every = [e for _, e in rows] + list(skipped)
-    found = figures(every, settings.conversations.reask_similarity)
+    found = figures(every, settings.conversations.reask_similarity, judged)
     return report.model_copy(update={"conversations": found})
 
 
@@ -296,6 +300,9 @@ def summary(report: EvalReport) -> str:
             peers = ", ".join(f"{k}={_fmt(v, p.peers_ci.get(k))}" for k, v in p.peers.items())
             ours = _fmt(p.ours_balanced_accuracy, p.ours_balanced_accuracy_ci)
             lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
+    cited = citation_summary(report.metrics)
+    if cited:
+        lines.append(cited)
     if report.conversations is not None:
         lines.append(conversation_summary(report.conversations))
     if report.custom:
@@ -308,6 +315,21 @@ def summary(report: EvalReport) -> str:
     return "\n".join(lines)
 
 
+#: the citation metrics of the catalogue (docs/citations.md), printed on one line when an answer cites
+CITATION_METRICS = (
+    "mean_citation_recall", "mean_citation_precision", "mean_uncited_statements", "miscited_rate",
+    "dangling_citation_rate",
+)  # fmt: skip
+
+
+def citation_summary(metrics: dict[str, float | None]) -> str:
+    """One line: the file's citation figures; '' when no answer cited."""
+    if all(metrics.get(name) is None for name in CITATION_METRICS):
+        return ""
+    parts = [f"{named(name).label.lower()} {_fmt(metrics.get(name))}" for name in CITATION_METRICS]
+    return "  citations: " + ", ".join(parts)
+
+
 def conversation_summary(c: ConversationFigures) -> str:
     """One line: the conversation metrics of the catalogue and the worst conversation."""
     parts = [f"{m.label.lower()} {_fmt(c.metrics.get(m.name))}" for m in CONVERSATION_SCORED]
@@ -315,6 +337,8 @@ def conversation_summary(c: ConversationFigures) -> str:
     if c.worst:
         w = c.worst[0]
         line += f"; worst {safe_text(w.conversation_id)[:80]} (turn {safe_text(w.worst_turn_id)[:80]})"
+    if c.judge_calls:
+        line += f"; re-asks and contradictions: {c.judge_calls} judge calls, ${c.judge_cost_usd:.4f}"
     return line
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from groundwatch.store_access import add_clickhouse_argument
@@ -29,19 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from groundwatch.store_access import open_store, read_failed, settings_with_clickhouse
-    from groundwatch.trend_report import parse_since
+    from groundwatch.trend_report import since_range
     from pipeline.export_file import dumps, export_lines
     from streams.clickhouse.labels import LabelStore
 
-    try:
-        since = parse_since(args.since)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    start, end = since_range(args.since)
     if args.out.parent and not args.out.parent.is_dir():
         raise ConfigError(f"--out: no directory {args.out.parent}")
     settings = settings_with_clickhouse(args.clickhouse)
-    start = since or datetime(1971, 1, 1, tzinfo=UTC)
-    end = datetime.now(UTC) + timedelta(days=1)
     store = open_store(settings, migrate=False)
     try:
         rows = asyncio.run(

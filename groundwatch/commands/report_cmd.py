@@ -52,10 +52,7 @@ def run(args: argparse.Namespace) -> int:
         from groundwatch.slice_report import run_by
 
         return run_by(args, settings)
-    try:
-        since = parse_since(args.since)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    since = parse_since(args.since)
     store = open_store(settings, migrate=False)  # read-only: no DDL
     if args.documents:
         return _documents(args, store, settings, since)

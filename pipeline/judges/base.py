@@ -38,6 +38,10 @@ class Premise:
     # the passages ``text`` joins (retrieved context only; empty for the ground-truth pairs). A judge
     # answers each statement's ``passage`` as a position in this tuple (``StatementVerdict.passage``)
     passages: tuple[PremisePassage, ...] = ()
+    # ask which passages support each statement (``StatementVerdict.supported_by``: the answer's citations
+    # are checked against them); the NLI stage sets it for the retrieved context of an answer that cites.
+    # A judge that finds them anyway (the lexical one) may answer them without being asked
+    ask_support: bool = False
 
 
 @dataclass

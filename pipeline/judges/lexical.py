@@ -65,8 +65,11 @@ Pronouns and conversations
 Supporting passage
     When the premise lists its passages (``Premise.passages``: the retrieved context), each statement
     records the passage it was judged against (``StatementVerdict.passage``): the one that alone gives
-    it the highest score (the earlier on ties), or None when it shares no content with any of them.
-    Its verdict and score stay those against the whole premise: the passage is only recorded.
+    it the highest score (the earlier on ties), or None when it shares no content with any of them;
+    and the passages that support it (``StatementVerdict.supported_by``, what citations are checked
+    against): each passage that alone entails it, or, when none does but the whole premise does, the
+    fewest passages (best-scoring first) that entail it together. Its verdict and score stay those
+    against the whole premise: the passages are only recorded.
 
 Every method returns one ``JudgeCall`` with judge "lexical", 0 tokens, 0 cost and the measured latency.
 """
@@ -552,24 +555,44 @@ def supporting_passages(
     results: Sequence[HypothesisResult], premise: Premise, options: LexicalOptions
 ) -> list[HypothesisResult]:
     """Each statement with the position (in ``premise.passages``) of the passage that alone scores it
-    highest, the earlier on ties; None when none scores it above 0. Verdicts and scores are unchanged."""
+    highest, the earlier on ties (None when none scores it above 0), and its supporting passages
+    (``supported_by``): those that alone entail it; when none does but the whole premise does, the fewest
+    passages, taken by their own score, that entail it together. Verdicts and scores are unchanged."""
     if not premise.passages:
         return list(results)
     indexes: list[PremiseIndex] = []
 
-    def best(statement: StatementVerdict) -> int | None:
+    def located(statement: StatementVerdict) -> StatementVerdict:
         if len(premise.passages) == 1:
-            return 0 if statement.score > 0 else None
+            entailed = statement.verdict == "entailed"
+            passage = 0 if statement.score > 0 else None
+            return statement.model_copy(update={"passage": passage, "supported_by": [0] if entailed else []})
         if not indexes:
             indexes.extend(PremiseIndex(p.text, options) for p in premise.passages)
-        scores = [judge_statement(statement.statement, index, options).score for index in indexes]
+        verdicts = [judge_statement(statement.statement, index, options) for index in indexes]
+        scores = [v.score for v in verdicts]
         top = max(scores)
-        return scores.index(top) if top > 0 else None
+        alone = [i for i, v in enumerate(verdicts) if v.verdict == "entailed"]
+        if not alone and statement.verdict == "entailed":
+            alone = _together(statement.statement, scores, premise, options)
+        return statement.model_copy(
+            update={"passage": scores.index(top) if top > 0 else None, "supported_by": alone}
+        )
 
-    return [
-        r.model_copy(update={"statements": [s.model_copy(update={"passage": best(s)}) for s in r.statements]})
-        for r in results
-    ]
+    return [r.model_copy(update={"statements": [located(s) for s in r.statements]}) for r in results]
+
+
+def _together(
+    statement: str, scores: Sequence[float], premise: Premise, options: LexicalOptions
+) -> list[int]:
+    """The fewest passages, best-scoring first, whose joined text entails the statement ([] if none do)."""
+    order = sorted((i for i, score in enumerate(scores) if score > 0), key=lambda i: (-scores[i], i))
+    for n in range(2, len(order) + 1):
+        chosen = sorted(order[:n])
+        joined = PremiseIndex("\n\n".join(premise.passages[i].text for i in chosen), options)
+        if judge_statement(statement, joined, options).verdict == "entailed":
+            return chosen
+    return []
 
 
 class LexicalJudge:

@@ -2,7 +2,10 @@
 
 A premise of two or more passages is shown numbered and the answer names each statement's passage
 (``StatementAnswer.passage``); over one passage every statement is judged against it; an id the
-premise lacks, or none, is recorded as None (``StatementVerdict.passage``).
+premise lacks, or none, is recorded as None (``StatementVerdict.passage``). With ``Premise.ask_support``
+(an answer that cites) the same prompt asks which passages support each statement (its ``support``
+section), recorded as positions in ``StatementVerdict.supported_by`` (over one passage: that passage
+when the statement is entailed); the verdicts are cached under a key of their own.
 
 The same class serves the ``openai`` judge and the ``local`` one (pointed at the llama.cpp server
 that groundwatch starts). Verdicts are cached by content (pipeline.llm.cache): NLI per
@@ -54,15 +57,30 @@ def answer_passage(passage: int | None, passages: int) -> int | None:
     return passage - 1
 
 
+def answer_support(statement: StatementAnswer, passages: int, asked: bool) -> list[int] | None:
+    """A statement's supporting passages as positions in the premise's passages: the answer's ids
+    (1-based) the premise has, when asked and the premise numbered two or more; over one passage, that
+    passage when the statement is entailed; None when not asked (or the judge left them out)."""
+    if not asked or passages < 1:
+        return None
+    if passages == 1:
+        return [0] if statement.verdict == "entailed" else []
+    if statement.supported_by is None:
+        return None
+    return list(dict.fromkeys(i - 1 for i in statement.supported_by if 1 <= i <= passages))
+
+
 def hypothesis_result(
     hypothesis: str,
     statements: Sequence[StatementAnswer],
     grades: Sequence[float | None] = (),
     passages: int = 0,
+    support: bool = False,
 ) -> HypothesisResult:
     """Scores from VERDICT_SCORE, or the statement's graded score where ``grades`` has one (see
     ``statement_grades``); hypothesis score = mean; no statement = one not_stated statement, with no
-    passage. ``passages``: how many the premise held (``answer_passage``)."""
+    passage. ``passages``: how many the premise held (``answer_passage``); ``support``: whether the
+    supporting passages were asked (``answer_support``)."""
     given = bool(statements)
     if not statements:
         statements = [
@@ -80,6 +98,7 @@ def hypothesis_result(
             if (grade := grades[k] if k < len(grades) else None) is not None
             else VERDICT_SCORE[s.verdict],
             passage=answer_passage(s.passage, passages) if given else None,
+            supported_by=answer_support(s, passages, support) if given else ([] if support else None),
         )
         for k, s in enumerate(statements)
     ]
@@ -179,7 +198,8 @@ class LLMJudge:
         if len(premise.passages) < 2:
             return self._key("nli", premise.text, premise.document, hypothesis)
         lengths = ",".join(str(len(p.text)) for p in premise.passages)
-        return self._key("nli", premise.text, premise.document, "passages", lengths, hypothesis)
+        asked = "support" if premise.ask_support else "passages"  # a verdict without supported_by differs
+        return self._key("nli", premise.text, premise.document, asked, lengths, hypothesis)
 
     def _hit_call(self, stage: Stage, items: int) -> JudgeCall:
         return JudgeCall(stage=stage, judge=self.name, model=self.model, cached=True, attempts=0, items=items)
@@ -283,6 +303,7 @@ class LLMJudge:
             document=premise.document,
             ask_refusal=ask_refusal,
             passages=[p.text for p in premise.passages],
+            ask_support=premise.ask_support,
         )
 
         def check(answer: NliAnswer) -> None:
@@ -301,7 +322,9 @@ class LLMJudge:
         )
         writes: list[tuple[str, str]] = []
         for j, i in enumerate(misses, 1):
-            res = hypothesis_result(hyps[i], by_id[j].statements, grades[j], len(premise.passages))
+            res = hypothesis_result(
+                hyps[i], by_id[j].statements, grades[j], len(premise.passages), premise.ask_support
+            )
             results[i] = res
             if self._gradeable(tokens):
                 writes.append((keys[i], res.model_dump_json()))
@@ -375,6 +398,7 @@ class LLMJudge:
                 hypotheses=[groups[c][i] for i in misses[c]],
                 document=cases[c][0].document,
                 passages=[p.text for p in cases[c][0].passages],
+                ask_support=cases[c][0].ask_support,
             )
             for c in asking
         ]
@@ -403,8 +427,10 @@ class LLMJudge:
             calls[c].extend(shares[n - 1])
             for j, i in enumerate(misses[c], 1):
                 statements = by_case[n][j].statements
-                passages = len(cases[c][0].passages)
-                verdict = hypothesis_result(groups[c][i], statements, grades[(n, j)], passages)
+                premise = cases[c][0]
+                verdict = hypothesis_result(
+                    groups[c][i], statements, grades[(n, j)], len(premise.passages), premise.ask_support
+                )
                 results[c][i] = verdict
                 if self._gradeable(tokens):
                     writes.append((keys[c][i], verdict.model_dump_json()))

@@ -7,7 +7,8 @@ out only when most of the backlog has passed the first stage. Here a free slot g
 request of the most urgent stage (NLI and refusal before pronouns), in arrival order within a stage:
 started interactions finish first; custom evaluators' rubrics (stage ``custom``) wait behind every core
 stage, so they never hold the core verdicts back for a slot; the argument judge's review (stage
-``arguments``), the last step of an interaction whose core is done, goes with NLI and refusal. Without
+``arguments``), the last step of an interaction whose core is done, goes with NLI and refusal; a closing
+conversation's re-ask and contradiction checks (stage ``conversation``) wait with the rubrics. Without
 waiters a request takes a free slot at once, as with a semaphore; a slot is only ever handed over, never
 shared, so at most ``limit`` requests run.
 """
@@ -23,6 +24,7 @@ from contextlib import asynccontextmanager
 #: lower goes first; stages not named here get DEFAULT_PRIORITY
 STAGE_PRIORITY: dict[str, int] = {
     "nli": 0, "refusal": 0, "relevance": 0, "arguments": 0, "pronouns": 1, "convert": 1, "custom": 2,
+    "conversation": 2,
 }  # fmt: skip
 DEFAULT_PRIORITY = 0
 

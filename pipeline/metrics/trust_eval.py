@@ -8,7 +8,8 @@ Inputs, one ``TrustEvalCase`` per question:
   answerable/reject figures;
 - ``gold_answers``: short answers for exact match (``gold_answers`` field, or the ground truth split on
   `` | ``); [] when none: the case is left out of the exact-match figures;
-- ``passages``: the contexts in order, so that an inline marker ``[n]`` cites ``passages[n-1]``.
+- ``passages``: the contexts in order, so that an inline marker ``[n]`` cites ``passages[n-1]`` (the
+  markers are read as on the stream, ``pipeline.citations``).
 
 Outputs are fractions in [0, 1] (Trust-Eval prints percentages), None where a denominator is 0:
 
@@ -32,16 +33,16 @@ Outputs are fractions in [0, 1] (Trust-Eval prints percentages), None where a de
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
 from pipeline.alternatives import contains_normalised
+from pipeline.citations import read_citations
 from pipeline.judges.base import Judge, Premise
+from schemas.interaction import Passage
 from schemas.results import JudgeCall
-
-_CITATION = re.compile(r"\[(\d{1,3})\]")
+from schemas.settings import SplitSettings
 
 
 class TrustEvalCase(BaseModel):
@@ -106,19 +107,19 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def split_cited_statements(answer: str) -> list[tuple[str, list[int]]]:
-    """Sentences of a response, each with the 1-based passage numbers its ``[n]`` markers cite."""
-    out: list[tuple[str, list[int]]] = []
-    for sentence in re.split(r"(?<=[.!?])\s+|(?<=\])\s+(?=[A-Z])", answer.strip()):
-        if not sentence.strip():
-            continue
-        cited = [int(n) for n in _CITATION.findall(sentence)]
-        text = re.sub(r"\s+([.!?,;:])", r"\1", _CITATION.sub("", sentence)).strip()
-        if text:
-            out.append((text, list(dict.fromkeys(cited))))
-        elif out and cited:  # markers after the full stop belong to the sentence before
-            out[-1] = (out[-1][0], list(dict.fromkeys(out[-1][1] + cited)))
-    return out
+#: Trust-Eval's statements are the response's sentences as written: none is joined to the next
+_STATEMENTS = SplitSettings(min_sentence_chars=0)
+
+
+def split_cited_statements(answer: str, passages: Sequence[str] = ()) -> list[tuple[str, list[int]]]:
+    """Sentences of a response, markers removed, each with the 1-based passage numbers it cites
+    (``pipeline.citations``: ``[n]`` and the other marker styles); a reference to no passage is 0."""
+    evidence = [Passage(text=p) for p in passages]
+    sentences, cited = read_citations(answer, [], evidence, _STATEMENTS, max_markers=10_000)
+    return [
+        (text, [i + 1 for i in c.passages] + [0] * len(c.dangling))
+        for text, c in zip(sentences, cited.sentences, strict=True)
+    ]
 
 
 class CitationScorer:
@@ -138,7 +139,7 @@ class CitationScorer:
 
     async def score(self, answer: str, passages: Sequence[str]) -> tuple[float, float]:
         """(recall, precision) of the response's citations; (0, 0) when it cites nothing."""
-        statements = split_cited_statements(answer)
+        statements = split_cited_statements(answer, passages)
         if not statements or not any(c for _, c in statements):
             return 0.0, 0.0
         recalls: list[float] = []
@@ -241,7 +242,7 @@ async def trust_eval(
     )
     _refusal_figures(result, cases)
     _exact_match_figures(result, cases)
-    cited = [c for c in cases if _CITATION.search(c.answer)]
+    cited = [c for c in cases if any(n for _, n in split_cited_statements(c.answer, c.passages))]
     result.cited_cases = len(cited)
     if cited and judge is not None:
         await _citation_figures(result, cases, judge, threshold)

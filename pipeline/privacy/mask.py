@@ -294,3 +294,10 @@ class PrivacyGuard:
         if self.mode != "judge" or self.masker is None:
             return Masked(interaction)  # off, or all (masked already by for_storage)
         return self.masker.mask(interaction)
+
+    def text_for_judge(self, text: str) -> str:
+        """A stored text (a conversation's turn) as the judge may see it: masked under mode ``judge``
+        (under ``all`` it was stored masked)."""
+        if self.mode != "judge" or self.masker is None:
+            return text
+        return self.masker.mask_text(text)

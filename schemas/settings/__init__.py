@@ -9,6 +9,7 @@ A module per section (``judge``, ``kafka``, ...), the root model in ``root``, th
 """
 
 from schemas.settings.alerts import AlertSettings
+from schemas.settings.citations import CitationSettings
 from schemas.settings.clickhouse import ClickHouseSettings
 from schemas.settings.common import NLI_PAIRS, PREFIX, NliPair, Share, variable_name
 from schemas.settings.conversations import ConversationSettings
@@ -46,6 +47,7 @@ __all__ = [
     "THRESHOLD_KIND",
     "AlertSettings",
     "AppThresholds",
+    "CitationSettings",
     "ClickHouseSettings",
     "ConversationSettings",
     "DashboardSettings",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -40,4 +42,33 @@ class ConversationSettings(BaseModel):
     )
     close_batch: int = Field(
         200, ge=1, le=10_000, description="due conversations closed together (one read per app and model)"
+    )
+    judge: Literal["lexical", "llm"] = Field(
+        "lexical",
+        description="who decides re-asks and self-contradictions: 'lexical' (word overlap, changed values) "
+        "or 'llm', the worker's LLM judge (judge.kind openai, local or cascade) on the pairs the lexical "
+        "pre-filter finds plausible: a re-ask prompt (prompts/reask.md) on user turns, NLI (nli_cases) on "
+        "answers (pipeline.conversation_judge)",
+    )
+    judge_candidate_similarity: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="with judge 'llm', a pair of user turns (or of answers) goes to the judge when the "
+        "Jaccard similarity of their content words reaches this (or the lexical rule flags it)",
+    )
+    judge_max_pairs: int = Field(
+        20,
+        ge=0,
+        le=1000,
+        description="with judge 'llm', at most this many pairs of each kind of a conversation go to the "
+        "judge (the most similar first); the others keep the lexical verdict. A conversation costs at "
+        "most two judge calls (one per kind), fewer when its pairs are cached",
+    )
+    judge_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="with judge 'llm', how long a closing conversation waits for the judge's checks (the "
+        "closer's round waits for its batch, and the windows' close waits for the round): checks not done "
+        "by then leave the lexical verdicts, and judge_failure says so",
     )

@@ -58,6 +58,12 @@ class Limits(BaseModel):
         description="longest tool-call arguments kept, as compact JSON (characters); longer ones are kept "
         "as their JSON text cut to this, flagged tool_arguments_truncated",
     )
+    max_citations: int = Field(
+        1_000,
+        ge=0,
+        description="most structured citations an interaction may carry (Interaction.citations); more are "
+        "refused",
+    )
     max_json_depth: int = Field(
         64,
         ge=2,

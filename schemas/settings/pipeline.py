@@ -66,6 +66,13 @@ class PipelineSettings(BaseModel):
         "pipeline.refusal_phrases.may_refuse) go to the judge's refusal check; others are not refusals "
         "(a name, a number or a date never is one)",
     )
+    no_evidence_unanswerable: bool = Field(
+        False,
+        description="a question without a ground truth or an answerable label, with no evidence at all (no "
+        "context with text, no tool result), is unanswerable (answerable_source contexts: "
+        "docs/answerability.md); set it for apps that always send what they retrieved, where an empty "
+        "retrieval means the documents hold nothing. Off: such a question's answerability is unknown",
+    )
     refusal_sentences: int = Field(
         2, ge=1, description="first sentences of the answer and ground truth that the refusal check reads"
     )

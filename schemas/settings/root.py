@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from schemas.settings.alerts import AlertSettings
+from schemas.settings.citations import CitationSettings
 from schemas.settings.clickhouse import ClickHouseSettings
 from schemas.settings.common import PREFIX
 from schemas.settings.conversations import ConversationSettings
@@ -85,6 +86,9 @@ class Settings(BaseSettings):
     )
     tools: ToolSettings = Field(
         default_factory=ToolSettings, description="tool calls: their results as evidence, their arguments"
+    )
+    citations: CitationSettings = Field(
+        default_factory=CitationSettings, description="the answers' citations: read, removed, checked"
     )
     evaluators: EvaluatorsSettings = Field(
         default_factory=EvaluatorsSettings, description="your own evaluators (custom.<name> metrics)"

@@ -8,8 +8,16 @@ the topic gets it at least once (keyed by alert_id; consumers dedupe on it), the
 ReplacingMergeTree keyed by alert_id).
 
 Order: the topic first, then the table (what the next evaluation reads), then the receivers in the
-background. A failed publish raises before the table row exists, so the window stays due
-(streams.windows.closer) and the transition is retried.
+background. A failed publish raises before the table row exists, so the window stays due, unwritten
+(streams.windows.closer: a window is written once its rules were evaluated), and the transition is
+retried, by this worker or, after a stop, by the next start.
+
+Incidents, however many workers: the windows two workers read can differ for a while (one has not
+written its share of a window's rows yet), so they can find the same drift breaching in different
+windows, and so decide firings with different ids. Before it fires, a worker therefore claims the
+incident's opening in the ``alert_deliveries`` ledger, keyed by the rule's series and the transition the
+firing follows (``opening_id``): the earliest claim opens the incident; a worker that loses makes no
+transition, and resolves the winner's incident when its windows are back.
 
 Notifications, however many workers: before sending, a worker claims the delivery (alert id + receiver)
 in the ``alert_deliveries`` ledger; only the earliest claim sends (``streams.clickhouse.leases``),
@@ -64,6 +72,17 @@ def _log_failure(task: asyncio.Task[bool]) -> None:
         log.error("alert delivery crashed", exc_info=task.exception())
 
 
+#: the ledger's receiver name for the claims of incident openings (``AlertEngine.opens``)
+OPENING_RECEIVER = "(incident opening)"
+
+
+def opening_id(firing: Alert, before: Alert | None) -> str:
+    """The ledger key of the incident a firing opens: its rule's series and the transition it follows
+    (the series' latest, a resolution, or none), the same for every worker about to open it."""
+    series = f"{firing.rule}|{firing.app}|{firing.model}|{firing.slice}"
+    return f"{series}|opens after {before.alert_id if before is not None else '-'}"
+
+
 def _order(alert: Alert) -> tuple[datetime, bool]:
     """How ``ClickHouseStore.latest_alert`` orders a rule's transitions (the greatest is the latest)."""
     return alert.window_end, alert.state == "resolved"
@@ -106,6 +125,7 @@ class AlertEngine:
         self._tasks: set[asyncio.Task[bool]] = set()
         self._last_redeliver: datetime | None = None
         self._started: set[str] = set()  # delivery ids this engine has taken on (never twice)
+        self._opened: set[str] = set()  # incident openings this engine's claims won (``opens``)
         self._refreshed: dict[str, datetime] = {}  # firing alert id -> when Alertmanager last heard of it
         self._unsent: list[Claim] = []  # cancelled by the stop before an outcome: released by aclose
         self._unrecorded: list[tuple[str, Outcome]] = []  # cancelled by the stop while recording it
@@ -194,7 +214,11 @@ class AlertEngine:
             alert = decide(
                 rule, window.app, window.model, slots, open_alert, last_fired, self.clock.now(), name
             )
-            if alert is not None and not await self.store.alert_exists(alert.alert_id):
+            if (
+                alert is not None
+                and not await self.store.alert_exists(alert.alert_id)
+                and await self.opens(alert)
+            ):
                 await self.deliver(alert)
                 made.append(alert)
         return made
@@ -206,16 +230,12 @@ class AlertEngine:
             if rule.group_by:
                 made += await self.sliced(rule, window)
                 continue
-            alert = await self.evaluate(rule, window)
-            if alert is not None:
-                await self.deliver(alert)
-                made.append(alert)
-            else:
-                await self.refresh_firing(rule, window)
+            made += await self._one(rule, window)
         return made
 
     async def on_windows(self, windows: Sequence[WindowAggregate]) -> list[Alert]:
-        """Windows closed together (stored already), each once and in order of time: the transitions
+        """Windows closed together (written once their rules are evaluated: the windows before them are
+        stored), each once and in order of time: the transitions
         ``on_window`` would make for each in turn. A plain rule's state (its latest transition, when it
         last fired, the stored windows before, the transitions already made) is read once per app and
         model and carried from window to window; rules with group_by or on the judge's agreement go
@@ -238,21 +258,30 @@ class AlertEngine:
 
     async def _one(self, rule: Rule, window: WindowAggregate) -> list[Alert]:
         alert = await self.evaluate(rule, window)
-        if alert is None:
+        if alert is None or not await self.opens(alert):
             await self.refresh_firing(rule, window)
             return []
         await self.deliver(alert)
         return [alert]
 
     async def _run(self, rule: Rule, app: str, model: str, run: list[WindowAggregate]) -> list[Alert]:
-        """One plain rule over consecutive closes of one app/model (``on_windows``)."""
-        latest = await self.store.latest_alert(rule.name, app, model)
+        """One plain rule over consecutive closes of one app/model (``on_windows``). The rule's latest
+        transition is read last: one another worker stores meanwhile is then in it (an open alert is
+        carried on, not fired again on a later window), or in none of the reads (the same transition made
+        again: the same id)."""
         last_fired = await self.store.last_alert_end(rule.name, app, model)
         n = history_needed(rule)
         start, _ = self.windows.last_k(run[0].window_start, n)
         stored = await self.store.alert_windows(app, model, start, run[-1].window_start)
         by_start = {utc(w.window_start): w for w in stored} | {utc(w.window_start): w for w in run}
         made_ids = set(await self.store.alert_ids_since(rule.name, app, model, start))
+        latest = await self.store.latest_alert(rule.name, app, model)
+        if (
+            latest is not None
+            and latest.state == "firing"
+            and (last_fired is None or latest.window_end > last_fired)
+        ):
+            last_fired = latest.window_end
         size = timedelta(seconds=self.windows.size_seconds)
         made = []
         for window in run:
@@ -268,17 +297,44 @@ class AlertEngine:
                 slots.append(Slot(s, s + size, observe(rule.metric, w) if w is not None else EMPTY))
             open_alert = latest if latest is not None and latest.state == "firing" else None
             alert = decide(rule, app, model, slots, open_alert, last_fired, self.clock.now())
-            if alert is None or alert.alert_id in made_ids:
+            if alert is None or (alert.alert_id not in made_ids and not await self.opens(alert)):
                 await self.refresh_firing(rule, window)
                 continue
-            await self.deliver(alert)
-            made_ids.add(alert.alert_id)
-            made.append(alert)
+            if alert.alert_id in made_ids:
+                # made already (before this run, or by another worker during its reads): it stands, and the
+                # windows after this one go on from it
+                await self.refresh_firing(rule, window)
+            else:
+                await self.deliver(alert)
+                made_ids.add(alert.alert_id)
+                made.append(alert)
             if latest is None or _order(alert) >= _order(latest):
                 latest = alert
             if alert.state == "firing" and (last_fired is None or alert.window_end > last_fired):
                 last_fired = alert.window_end
         return made
+
+    async def opens(self, alert: Alert) -> bool:
+        """Whether this engine makes the transition ``alert``: a resolution, always (its id is its
+        incident's, the same whoever resolves it); a firing, when no incident of its series is open and
+        this engine's claim of the opening is the earliest (module docstring). A worker that stopped
+        between its claim and its firing holds the opening for ``alerts.delivery_lease_s``."""
+        if alert.state != "firing":
+            return True
+        latest = await self.store.latest_alert(alert.rule, alert.app, alert.model, alert.slice)
+        if latest is not None and latest.state == "firing":
+            return False  # another worker's firing, stored since this window's evaluation read
+        key = opening_id(alert, latest)
+        if key in self._opened:
+            return True  # this engine's claim (a retry: its firing's publish or insert failed)
+        now = self.clock.now()
+        stale_before = now - timedelta(seconds=self.settings.delivery_lease_s)
+        claim = Claim(key, alert.alert_id, OPENING_RECEIVER, now)
+        if await self.ledger.claim(claim, self.claimant, stale_before):
+            self._opened.add(key)
+            return True
+        log.info("alert %s: the incident %s is another worker's", alert.alert_id, key)
+        return False
 
     async def refresh_firing(self, rule: Rule, window: WindowAggregate) -> bool:
         """Post a still-firing alert to the Alertmanager receivers again, every quarter of their

@@ -10,6 +10,7 @@ from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import call_latencies, custom_columns
 from schemas.interaction import Passage
+from schemas.results import StatementVerdict
 from schemas.utc import utc
 from schemas.window import WindowAggregate
 
@@ -53,6 +54,20 @@ EVALUATION_COLUMNS = [
     "tool_error",
     "no_evidence",
     "ungrounded_arguments",
+    "citation_recall",
+    "citation_precision",
+    "uncited_statements",
+    "miscited",
+    "dangling_citations",
+    "dangling_citation",
+    "answerable",
+    "answerable_source",
+    "over_refusal",
+    "answered_unanswerable",
+    "refused_unanswerable",
+    "answered_answerable",
+    "justified_refusal",
+    "justified_answer",
     "custom_scores",
     "custom_missing",
     "custom_versions",
@@ -76,6 +91,12 @@ STATEMENT_COLUMNS = [
     "version",
     "passage",
     "document",
+    "cited_passages",
+    "cited_precise",
+    "citation_supported",
+    "dangling_citations",
+    "cited_documents",
+    "supported_by",
 ]
 
 WINDOW_COLUMNS = [*WindowAggregate.model_fields, "computed_at", "version"]
@@ -170,8 +191,39 @@ def evaluation_row(e: Evaluation, dimensions: dict[str, str] | None = None) -> l
         _flag(e.tool_error),
         _flag(e.no_evidence),
         _flag(e.ungrounded_arguments),
+        e.citation_recall,
+        e.citation_precision,
+        e.uncited_statements,
+        _flag(e.miscited),
+        e.dangling_citations,
+        _flag(e.dangling_citation),
+        _flag(e.answerable),
+        e.answerable_source,
+        _flag(e.over_refusal),
+        _flag(e.answered_unanswerable),
+        _flag(e.refused_unanswerable),
+        _flag(e.answered_answerable),
+        _flag(e.justified_refusal),
+        _flag(e.justified_answer),
         *custom_columns(e),
         {name: c.version for name, c in e.custom.items()},
+    ]
+
+
+def _statement_citations(e: Evaluation, st: StatementVerdict) -> list[Any]:
+    """The citation columns of a statement row (migration 015): cited passages, per cited passage whether
+    it supports the statement, whether they support it, dangling references, the cited documents, the
+    supporting passages."""
+    c = st.citations
+    cited = c.cited if c is not None else []
+    documents = [statement_document(e, p) or "" for p in cited]
+    return [
+        list(cited),
+        [int(p) for p in c.precise] if c is not None else [],
+        _flag(c.supported) if c is not None else None,
+        list(c.dangling) if c is not None else [],
+        documents,
+        list(st.supported_by or []),
     ]
 
 
@@ -200,6 +252,7 @@ def statement_rows(e: Evaluation) -> list[list[Any]]:
                         version,
                         st.passage,
                         statement_document(e, st.passage),
+                        *_statement_citations(e, st),
                     ]
                 )
     return rows

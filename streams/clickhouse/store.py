@@ -302,7 +302,8 @@ class ClickHouseStore(Connection):
             "window_aggregates": "window_aggregates FINAL",
             "alerts": "alerts FINAL",
             "dead_letters": "dead_letters FINAL",
-            "conversations": "conversations FINAL",
+            # the conversations with a conversation_id (an interaction without one has a row of its own)
+            "conversations": "conversations FINAL WHERE interaction_id = ''",
         }
         for table, source in sources.items():
             rows = self.query_sync(f"SELECT count() AS n FROM {self.db}.{source}")

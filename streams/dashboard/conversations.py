@@ -46,8 +46,10 @@ class ConversationKeyQuery(BaseModel):
 
 
 def list_sql(db: str, condition: str, sliced: bool) -> str:
-    """The range's conversations; with a slice, those with a turn in it (the turns' evaluations rows)."""
-    where = f"last_turn_at >= {{start:{_TS}}} AND last_turn_at < {{end:{_TS}}}"
+    """The range's conversations with an id (an interaction without one has its own row, counted in the
+    conversation metrics, and its own drill-down); with a slice, those with a turn in it (the turns'
+    evaluations rows)."""
+    where = f"last_turn_at >= {{start:{_TS}}} AND last_turn_at < {{end:{_TS}}} AND interaction_id = ''"
     if sliced:
         where += (
             " AND (app, model, conversation_id) IN (SELECT app, model, assumeNotNull(conversation_id) "

@@ -1,37 +1,20 @@
 """interactions -> converted: sentence conversion with pronoun replacement (pipeline.convert). An
-interaction the sampling rules or the judge budget skip goes to evaluations unjudged (streams.sampling).
-Personal data is masked here first, as ``privacy.mode`` says (streams.privacy)."""
+interaction the sampling rules or the judge budget skip goes to evaluations unjudged, personal data masked
+first (streams.processors.entry)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pipeline.convert import convert
+from pipeline.privacy.mask import Masked
 from schemas.interaction import Interaction
-from schemas.topics import TOPIC_MESSAGES
-from streams.privacy import letter_payload
-from streams.processors.base import Processor
-from streams.sampling import skip_unsampled
+from streams.processors.entry import EntryProcessor
 
 
-class ConvertProcessor(Processor[Interaction]):
+class ConvertProcessor(EntryProcessor):
     name = "groundwatch.convert"
     stage = "convert"
-    input_model = TOPIC_MESSAGES.interactions
 
-    @property
-    def source_topic(self) -> str:
-        return self.ctx.names.interactions
-
-    def letter_payload(self, event: Any, exc: Exception) -> bytes | str | None:
-        return letter_payload(self.resources.privacy, event.value, exc, self.ctx.settings.limits)
-
-    async def process(self, message: Interaction) -> None:
-        privacy = self.resources.privacy
-        message = privacy.for_storage(message)  # privacy.mode all: masked before any row is built
-        if await skip_unsampled(self.ctx, self.resources.sampler, message):
-            return  # not judged (sampling rules or the judge budget): stored with its skip reason
-        judged = privacy.for_judge(message)  # privacy.mode judge: what the judge sees
+    async def judge(self, message: Interaction, judged: Masked) -> None:
         settings = self.ctx.settings
         converted = await convert(judged.interaction, self.resources.judge, settings, judged.originals)
         await self.ctx.send(self.ctx.names.converted, message.interaction_id, converted)

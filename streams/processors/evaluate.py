@@ -9,35 +9,19 @@ the interaction."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from pipeline.privacy.mask import Masked
 from schemas.interaction import Interaction
-from schemas.topics import TOPIC_MESSAGES
-from streams.privacy import letter_payload
-from streams.processors.base import Processor
-from streams.sampling import skip_unsampled
+from streams.processors.entry import EntryProcessor
 
 
-class EvaluateProcessor(Processor[Interaction]):
+class EvaluateProcessor(EntryProcessor):
     """Every stage of an interaction in one processor; a failing stage raises ``StageError`` and the
-    interaction is dead-lettered under that stage's name (``streams.codec.stage_of``)."""
+    interaction is dead-lettered under that stage's name (``streams.codec.stage_of``). Masking and
+    sampling come first (streams.processors.entry)."""
 
     name = "groundwatch.evaluate"
     stage = "evaluate"
-    input_model = TOPIC_MESSAGES.interactions
 
-    @property
-    def source_topic(self) -> str:
-        return self.ctx.names.interactions
-
-    def letter_payload(self, event: Any, exc: Exception) -> bytes | str | None:
-        return letter_payload(self.resources.privacy, event.value, exc, self.ctx.settings.limits)
-
-    async def process(self, message: Interaction) -> None:
-        privacy = self.resources.privacy
-        message = privacy.for_storage(message)  # privacy.mode all: masked before any row is built
-        if await skip_unsampled(self.ctx, self.resources.sampler, message):
-            return  # not judged (sampling rules or the judge budget): stored with its skip reason
-        judged = privacy.for_judge(message)  # privacy.mode judge: what the judge sees
+    async def judge(self, message: Interaction, judged: Masked) -> None:
         evaluation = await self.resources.evaluator.evaluate(judged.interaction, judged.originals)
         await self.ctx.send(self.ctx.names.evaluations, message.interaction_id, evaluation)

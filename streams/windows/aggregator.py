@@ -21,7 +21,7 @@ from pipeline.conversations import counts_in, single
 from schemas.conversation import ConversationRollup
 from schemas.evaluation_row import EvalRow
 from schemas.latency import histogram, quantile
-from schemas.metrics import CONVERSATION_SCORED, CONVERSATION_SUMS, INTERACTION_SUMS, SCORED
+from schemas.metrics import CONVERSATION_SCORED, CONVERSATION_SUMS, INTERACTION_SUMS, SCORED, scored_values
 from schemas.window import WindowAggregate
 
 
@@ -67,10 +67,8 @@ class WindowStats:
             reason = row.skip_reason or "unknown"
             self.skipped[reason] = self.skipped.get(reason, 0) + 1
             return
-        for metric in SCORED:
-            value = getattr(row, str(metric.source))
-            if value is not None:
-                self._values[metric.name].append(float(value))
+        for metric, value in scored_values(row):
+            self._values[metric.name].append(value)
         self._latency.extend(row.call_latencies_ms)
         for name, score in row.custom_scores.items():
             self._custom.setdefault(name, []).append(score)

@@ -11,20 +11,26 @@ redelivered or replayed rows never count twice, and written to ``window_aggregat
 replaces). Rows that arrive after a window closed touch it again and it is recomputed.
 
 Windows close in batches of ``close_batch`` (oldest first): the rows of a batch's windows are read in
-one query per app and model, their aggregates written in one insert, then each is handed to the
-listener in order. One closer round runs at a time (a lock): the sink's timer round and the final round
-of a stop never overlap, so a window is closed, and its alerts evaluated, once per round that finds it
-due.
+one query per app and model, the windows handed to the listener (the alert rules) in order, then their
+aggregates written in one insert. A window is written only once its alert rules were evaluated: one
+whose rules failed stays due, and if a stop leaves it (or the worker dies) its stored aggregate, if any,
+is older than its rows, so the next start finds it (``reconcile``) and evaluates its rules then (their
+transition ids are deterministic: none is made twice). One closer round runs at a time (a lock): the
+sink's timer round and the final round of a stop never overlap, so a window is closed, and its alerts
+evaluated, once per round that finds it due.
 
-Each due window closes or fails on its own: when a batch's read or insert fails, its windows are closed
-one by one, and a failure (ClickHouse refuses its query, its alerts cannot be published) is logged with
-the window's key and counted, the others are closed regardless, and it is tried again at the next tick,
-``max_close_attempts`` times in all; then it is dropped from the pending windows with an ERROR log (it
-is no message, so it cannot be dead-lettered; rows that arrive for it later touch it again). A round
-logs at most ``LOG_FAILURES_PER_ROUND`` windows' failures one by one, then one line with how many more
-failed. When ClickHouse is unavailable (``streams.clickhouse.client.is_unavailable``: down, unreachable,
-a timeout) the batch is not split, its windows are not counted against ``max_close_attempts`` and the
-round ends: one line, and every window stays pending for the next tick.
+Each due window closes or fails on its own: when a batch's read, rules or insert fail, its windows are
+closed one by one, and a failure (ClickHouse refuses its query, its alerts cannot be published) is
+logged with the window's key and counted, the windows of other apps and models are closed regardless,
+and it is tried again at the next tick, ``max_close_attempts`` times in all, the later windows of its own
+app and model waiting for it (alert rules see a series' windows in order: a transition decided for it
+after a later window's would be out of order, a firing left open); then it is dropped from the pending
+windows with an ERROR log (it is no message, so it cannot be dead-lettered; rows that arrive for it
+later touch it again). A round logs at most ``LOG_FAILURES_PER_ROUND`` windows' failures one by one,
+then one line with how many more failed. When ClickHouse is unavailable
+(``streams.clickhouse.client.is_unavailable``: down, unreachable, a timeout) the batch is not split, its
+windows are not counted against ``max_close_attempts`` and the round ends: one line, and every window
+stays pending for the next tick.
 
 With a conversation source (``conversations``: the ``conversations`` table), a window also counts the
 conversations whose last turn falls in it (schemas/metrics.py, the conversation metrics); the
@@ -104,13 +110,14 @@ class ConversationSource(Protocol):
 
 
 class WindowListener(Protocol):
-    """What hears of closed windows (streams.alerts.engine.AlertEngine is one)."""
+    """What hears of closed windows before they are written (streams.alerts.engine.AlertEngine is one):
+    the windows before them of their app and model are stored."""
 
     async def on_window(self, window: WindowAggregate) -> object: ...
 
     async def on_windows(self, windows: Sequence[WindowAggregate]) -> object:
         """Windows closed together, in order; raises at the first failure (the windows are then handed
-        to ``on_window`` one by one, which must make nothing twice)."""
+        to ``on_window`` one by one, each written before the next, which must make nothing twice)."""
         ...
 
 
@@ -156,6 +163,7 @@ class WindowCloser:
         self._unlogged = 0  # failures this round did not log one by one
         self._logged = 0  # failures this round logged one by one
         self._outage: str | None = None  # why this round ended on an unavailable ClickHouse
+        self._held: set[tuple[str, str]] = set()  # (app, model) with a window that failed this round
 
     async def touch(self, evaluations: Sequence[Located]) -> None:
         now = self.clock.monotonic()
@@ -284,6 +292,7 @@ class WindowCloser:
         last_batch = 0.0
         out: list[WindowAggregate] = []
         self._logged = self._unlogged = 0
+        self._held = set()
         self._outage = None
         try:
             for i in range(0, len(keys), size):
@@ -306,86 +315,106 @@ class WindowCloser:
     async def _close_batch(
         self, keys: Sequence[WindowKey], deadline: float | None
     ) -> tuple[list[WindowAggregate], bool]:
-        """Write the batch's aggregates in one insert, then run each window's alert rules in order; when
-        the batch's read or insert fails, each window is closed on its own instead, while the round may
-        go on (``_over``). Returns the windows closed and whether the round may go on (False once the
-        round must end or ClickHouse is unavailable; the windows not closed stay pending)."""
+        """Read the batch's windows, run their alert rules (in order), then write their aggregates in one
+        insert: a window is stored once its rules were evaluated, so one whose rules failed stays due
+        and, left by a stop or a crash, is found again at the next start (``reconcile``: its rows are
+        newer than its stored aggregate). When the read, the rules or the insert fail for the batch, its
+        windows are closed one by one instead, while the round may go on (``_over``); a window that
+        fails holds the later windows of its app and model until the next round (the rules see each
+        series' windows in order). Returns the windows closed and whether the round may go on (False
+        once the round must end or ClickHouse is unavailable; the windows not closed stay pending)."""
+        keys = [k for k in keys if (k[0], k[1]) not in self._held]
+        if not keys:
+            return [], True
         touched = {key: self._dirty.get(key) for key in keys}
         # stamped before the read: a row stored meanwhile is newer than the aggregate (``reconcile``)
         computed_at = self.clock.now()
         try:
             windows = await self.compute(keys)
+        except Exception as exc:
+            return await self._split(keys, exc, deadline)
+        if self.listener is not None:
+            try:
+                await self.listener.on_windows([windows[k] for k in keys])
+            except Exception as exc:
+                if is_unavailable(exc) or len(keys) == 1:
+                    return await self._split(keys, exc, deadline)
+                log.debug("windows: the alert rules of a batch of %d failed (%r); one by one", len(keys), exc)
+                return await self._one_by_one(keys, windows, touched, computed_at, deadline)
+        try:
             await self.store.insert_windows([windows[k] for k in keys], computed_at)
         except Exception as exc:
-            if is_unavailable(exc):
-                self._unavailable(keys, exc)
-                return [], False
-            if len(keys) == 1:
-                self._failed(keys[0], exc)
-                return [], True
-            log.debug("windows: a batch of %d failed (%r); closing them one by one", len(keys), exc)
-            out: list[WindowAggregate] = []
-            for key in keys:
-                if self._over(deadline):
+            return await self._split(keys, exc, deadline)
+        return self._closed(keys, windows, touched), True
+
+    async def _split(
+        self, keys: Sequence[WindowKey], exc: Exception, deadline: float | None
+    ) -> tuple[list[WindowAggregate], bool]:
+        """The batch failed with ``exc``: ClickHouse unavailable ends the round; one window is counted as
+        failed; more are closed one by one (each read, evaluated and written again: its rules make no
+        transition twice)."""
+        if is_unavailable(exc):
+            self._unavailable(keys, exc)
+            return [], False
+        if len(keys) == 1:
+            self._failed(keys[0], exc)
+            return [], True
+        log.debug("windows: a batch of %d failed (%r); closing them one by one", len(keys), exc)
+        out: list[WindowAggregate] = []
+        for key in keys:
+            if self._over(deadline):
+                return out, False
+            closed, go_on = await self._close_batch([key], deadline)
+            out += closed
+            if not go_on:
+                return out, False
+        return out, True
+
+    async def _one_by_one(
+        self,
+        keys: Sequence[WindowKey],
+        windows: dict[WindowKey, WindowAggregate],
+        touched: dict[WindowKey, float | None],
+        computed_at: datetime,
+        deadline: float | None,
+    ) -> tuple[list[WindowAggregate], bool]:
+        """The batch's rules failed: each window's rules, then its write, on its own (a window's rules
+        read the windows before it as stored), while the round may go on."""
+        assert self.listener is not None
+        out: list[WindowAggregate] = []
+        for key in keys:
+            if self._over(deadline):
+                return out, False
+            if (key[0], key[1]) in self._held:
+                continue
+            try:
+                await self.listener.on_window(windows[key])
+                await self.store.insert_windows([windows[key]], computed_at)
+            except Exception as exc:
+                if is_unavailable(exc):
+                    self._unavailable([key], exc)
                     return out, False
-                closed, go_on = await self._close_batch([key], deadline)
-                out += closed
-                if not go_on:
-                    return out, False
-            return out, True
+                self._failed(key, exc)
+                continue
+            out += self._closed([key], windows, touched)
+        return out, True
+
+    def _closed(
+        self, keys: Sequence[WindowKey], windows: dict[WindowKey, WindowAggregate],
+        touched: dict[WindowKey, float | None],
+    ) -> list[WindowAggregate]:  # fmt: skip
+        """Windows written, their rules evaluated: logged, and no longer pending unless touched again
+        meanwhile."""
         self.written += len(keys)
         for key in keys:
             log.info(
                 "window %s %s/%s closed: %d interactions, hallucination rate %s",
                 key[2].isoformat(), key[0], key[1], windows[key].count, windows[key].hallucination_rate,
             )  # fmt: skip
-        go_on = True
-        if self.listener is not None:
-            heard, go_on = await self._tell(keys, [windows[k] for k in keys], deadline)
-        else:
-            heard = set(keys)
-        out = []
-        for key in keys:
-            if key not in heard:
-                continue  # its alert rules failed: it stays due and they are evaluated (and sent) again
             self.failures.pop(key, None)
             if self._dirty.get(key) == touched[key]:  # not touched again meanwhile
                 self._dirty.pop(key, None)
-            out.append(windows[key])
-        return out, go_on
-
-    async def _tell(
-        self, keys: Sequence[WindowKey], windows: list[WindowAggregate], deadline: float | None
-    ) -> tuple[set[WindowKey], bool]:
-        """Hand the batch to the listener at once; when that fails, each window on its own while the
-        round may go on. Returns the windows it took (the others that were tried are counted as failed;
-        those not tried stay pending) and whether the round may go on."""
-        assert self.listener is not None
-        try:
-            await self.listener.on_windows(windows)
-            return set(keys), True
-        except Exception as exc:
-            if is_unavailable(exc):
-                self._unavailable(keys, exc)
-                return set(), False
-            if len(windows) == 1:
-                self._failed(keys[0], exc)
-                return set(), True
-            log.debug("windows: the alert rules of a batch of %d failed (%r); one by one", len(windows), exc)
-        heard: set[WindowKey] = set()
-        for key, window in zip(keys, windows, strict=True):
-            if self._over(deadline):
-                return heard, False
-            try:
-                await self.listener.on_window(window)
-            except Exception as exc:
-                if is_unavailable(exc):
-                    self._unavailable([key], exc)
-                    return heard, False
-                self._failed(key, exc)
-                continue
-            heard.add(key)
-        return heard, True
+        return [windows[k] for k in keys]
 
     def _unavailable(self, keys: Sequence[WindowKey], exc: Exception) -> None:
         """ClickHouse (or what the alert rules need) cannot answer now: the batch's windows stay pending,
@@ -401,6 +430,8 @@ class WindowCloser:
         )  # fmt: skip
 
     def _failed(self, key: WindowKey, exc: Exception) -> None:
+        """Count a window's failed close; it is tried again (and holds the later windows of its app and
+        model until then) or, after ``max_close_attempts``, dropped."""
         app, model, start = key
         attempts = self.failures.get(key, 0) + 1
         self.failed += 1
@@ -412,6 +443,7 @@ class WindowCloser:
             self._logged += 1
         if attempts < limit:
             self.failures[key] = attempts
+            self._held.add((app, model))
             if not quiet:
                 log.warning(
                     "window %s %s/%s: closing failed (attempt %d of %d; will retry): %s: %s",

@@ -1,7 +1,9 @@
 """Closes conversations on event time and writes their rollups, computed from deduplicated ClickHouse rows.
 
-The sink's flushes tell the closer which conversations got turns (``touch``; rows without a
-conversation_id are conversations of one turn, counted by the windows directly). When one is due
+The sink's flushes tell the closer which conversations got turns (``touch``; a row without a
+conversation_id is a conversation of one turn: the windows count it from its evaluation, and its own
+row, keyed by its interaction_id, is written at the next round from its stored evaluation with that
+evaluation's version, so it matches the evaluation read with FINAL). When one is due
 (pipeline.conversations.OpenConversations: idle on event time, an end mark, or a quiet stream) its
 rollup is computed from every stored turn (``evaluations FINAL``: a redelivered turn counts once, a late
 one is simply there) and written to ``conversations`` with a version above the stored one's, so the row
@@ -18,8 +20,13 @@ ends at once with one line: every due conversation stays open for the next tick.
 round closes the due conversations while its budget lasts; what is left is logged and rolled up at the
 next start (``reconcile``), and nothing closes after it. A conversation that gets a turn while it is
 being closed stays open for that turn. Nothing is lost on a crash: at start ``reconcile`` reopens the
-conversations whose stored turns differ from their rollup (or that have none) and the windows a rollup
-was written after.
+conversations with no rollup, or with turns other than or stored after those of their rollup, queues the
+interactions without a conversation_id whose row is missing or older than their evaluation, and touches
+the windows a rollup was written after.
+
+With a ``judge`` (``conversations.judge`` llm: pipeline.conversation_judge) the re-asks and
+contradictions of a closing conversation are decided by the LLM judge, the conversations of a batch
+concurrently (the judge client's slots bound them); a failing judge leaves the lexical verdicts.
 """
 
 from __future__ import annotations
@@ -33,10 +40,15 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from pipeline.clock import Clock, SystemClock
-from pipeline.conversations import ConversationKey, OpenConversations, rollup
+from pipeline.conversation_judge import ConversationJudge
+from pipeline.conversations import ConversationKey, OpenConversations, PairVerdicts, in_order, rollup, single
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
+from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow
 from schemas.settings import ConversationSettings, WindowSettings
 from streams.clickhouse.client import is_unavailable
+from streams.clickhouse.conversations import Written
+from streams.clickhouse.rows import evaluation_version
 from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located
 from streams.windows.tumbling import utc
 
@@ -50,9 +62,15 @@ class ConversationStore(Protocol):
 
     async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]: ...
 
-    async def insert(self, rows: Sequence[tuple[ConversationRollup, int]], written_at: datetime) -> None: ...
+    async def insert(self, rows: Sequence[Written], written_at: datetime) -> None: ...
 
     async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]: ...
+
+    async def last_stored(self) -> datetime | None: ...
+
+    async def singles(self, ids: Sequence[str]) -> list[tuple[EvalRow, int, datetime]]: ...
+
+    async def unrolled_singles(self, since: datetime) -> list[tuple[str, str, str]]: ...
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]: ...
 
@@ -94,8 +112,12 @@ class ConversationCloser:
         store: ConversationStore,
         windows: WindowToucher | None = None,
         clock: Clock | None = None,
+        judge: ConversationJudge | None = None,
     ) -> None:
+        """``judge``: decides re-asks and contradictions with the LLM judge (``conversations.judge`` llm);
+        without it (or when it is off) they are lexical."""
         self.settings = settings
+        self.judge = judge if judge else None
         self.window = window
         self.store = store
         self.windows = windows
@@ -111,24 +133,35 @@ class ConversationCloser:
         self._finished = False
         self._outage: str | None = None  # why the last round ended early: ClickHouse unavailable
         self._out_of_time = False  # ... or the stop's budget ran out
+        #: interactions without a conversation_id whose row is not written yet, by id
+        #: id -> its row (from the evaluation the sink wrote), or None: to read from its stored evaluation
+        self._singles: dict[str, Written | None] = {}
 
     async def touch(self, rows: Sequence[Any]) -> None:
         wall, now = self.clock.now(), self.clock.monotonic()
         for row in rows:
             found = conversation_of(row)
-            if found is None:  # a conversation of one turn: counted by its window; event time moves on
+            if found is None:  # a conversation of one turn: its row is written at the next round
                 self.open.advance(row.app, row.model, utc(row.timestamp), wall)
+                self._pend_single(row)
                 continue
             key, at, ends = found
             self.open.touch(key, at, ends, wall, now)
 
     async def reconcile(self, lookback: timedelta) -> tuple[int, int]:
-        """Reopen the conversations an earlier worker left unrolled and touch the windows it wrote a
-        rollup after; returns how many of each."""
-        since = self.clock.now() - lookback
+        """Reopen the conversations an earlier worker left unrolled, queue the rows of one turn it left
+        unwritten, and touch the windows it wrote a rollup after; returns how many conversations and
+        windows. All are looked for ``lookback`` back from the last stored evaluation (or from now, if
+        that is earlier): a conversation open when the last worker stopped had a turn stored shortly
+        before, however long ago it stopped."""
+        now = self.clock.now()
+        last = await self.store.last_stored()
+        since = min(now, last or now) - lookback
         unrolled = await self.store.unrolled(since)
         for app, model, cid, last, ends in unrolled:
             self.open.reopen((app, model, cid), last, ends)
+        for _, _, iid in await self.store.unrolled_singles(since):
+            self._singles.setdefault(iid, None)
         stale = await self.store.stale_windows(self.window.size_seconds, since)
         if stale and self.windows is not None:
             await self.windows.touch([_At(app, model, start) for app, model, start in stale])
@@ -143,6 +176,7 @@ class ConversationCloser:
             if self._stopping:
                 return []
             closed, _ = await self._round(self.open.due(self.clock.now(), self.clock.monotonic()), None)
+            await self._write_singles()
             return closed
 
     async def finish(self, budget_s: float) -> FinalRound:
@@ -158,6 +192,8 @@ class ConversationCloser:
             try:
                 keys = self.open.due(self.clock.now(), self.clock.monotonic())
                 closed, left = await self._round(keys, budget_s, started)
+                if self.clock.monotonic() - started < budget_s:
+                    await self._write_singles()
             finally:
                 self._finished = True
         seconds = self.clock.monotonic() - started
@@ -232,6 +268,50 @@ class ConversationCloser:
                     unlogged,
                 )  # fmt: skip
 
+    @property
+    def singles_pending(self) -> int:
+        """Interactions without a conversation_id whose row is not written yet."""
+        return len(self._singles)
+
+    def _pend_single(self, row: Any) -> None:
+        """The row of one turn of a written evaluation without a conversation_id, with the evaluation's
+        version (the higher of two pending for one id); a stored row (not an Evaluation) is read again."""
+        iid = row.interaction_id
+        if not isinstance(row, Evaluation):
+            self._singles[iid] = None
+            return
+        mine: Written = (single(EvalRow.from_evaluation(row)), evaluation_version(row), None)
+        pending = self._singles.get(iid)
+        if iid not in self._singles or (pending is not None and pending[1] <= mine[1]):
+            self._singles[iid] = mine
+
+    async def _write_singles(self) -> None:
+        """The rows of the interactions without a conversation_id touched since the last round, in
+        batches of ``close_batch``, each with its evaluation's version (so the row read with FINAL is
+        that of the evaluation read with FINAL): from the evaluation the sink wrote, or, for those a
+        start found unwritten, from the stored one. A batch that fails stays pending for the next round
+        (one line); the windows count these interactions from their evaluations."""
+        size = self.settings.close_batch
+        while self._singles:
+            batch = dict(list(self._singles.items())[:size])  # id -> its pending row then
+            try:
+                unread = [iid for iid, pending in batch.items() if pending is None]
+                found = await self.store.singles(unread) if unread else []
+                rows = [w for w in batch.values() if w is not None]
+                rows += [(single(row), version, stored) for row, version, stored in found]
+                await self.store.insert(rows, self.clock.now())
+            except Exception as exc:
+                self.failed += 1
+                log.warning(
+                    "conversations: writing %d rows of interactions without a conversation_id failed (kept; "
+                    "will retry): %s: %s", len(self._singles), type(exc).__name__, str(exc)[:300],
+                )  # fmt: skip
+                return
+            self.written += len(rows)
+            for iid, pending in batch.items():
+                if iid in self._singles and self._singles[iid] is pending:  # else touched again meanwhile
+                    del self._singles[iid]
+
     async def _close_batch(self, keys: Sequence[ConversationKey]) -> list[ConversationRollup]:
         generations = {k: self.open.generation(k) for k in keys}
         by_series: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -239,17 +319,21 @@ class ConversationCloser:
             by_series[(app, model)].append(cid)
         written_at = self.clock.now()
         floor = version_of(written_at)
-        rows: list[tuple[ConversationRollup, int]] = []
+        rows: list[Written] = []
         moved: list[_At] = []
         for (app, model), ids in by_series.items():
             turns = await self.store.turns(app, model, ids)
             stored = await self.store.current(app, model, ids)
-            for cid in ids:
-                if not turns.get(cid):
-                    continue  # its turns were erased: nothing to roll up
-                c = rollup(app, model, cid, turns[cid], self.settings.reask_similarity)
+            present = [cid for cid in ids if turns.get(cid)]  # one whose turns were erased has nothing
+            judged: list[PairVerdicts | None] = [None] * len(present)
+            if self.judge is not None:
+                judge = self.judge
+                judged = list(await asyncio.gather(*(judge.review(in_order(turns[cid])) for cid in present)))
+            for cid, verdicts in zip(present, judged, strict=True):
+                c = rollup(app, model, cid, turns[cid], self.settings.reask_similarity, verdicts)
                 before = stored.get(cid)
-                rows.append((c, max(floor, before[1] + 1) if before else floor))
+                at = max((t.stored_at for t in turns[cid] if t.stored_at is not None), default=None)
+                rows.append((c, max(floor, before[1] + 1) if before else floor, at))
                 moved.append(_At(app, model, c.last_turn_at))
                 if before is not None and before[0] != utc(c.last_turn_at):
                     moved.append(_At(app, model, before[0]))
@@ -259,9 +343,9 @@ class ConversationCloser:
             await self.windows.touch(moved)
         for key in keys:
             self.open.closed(key, generations[key])
-        for c, _ in rows:
+        for c, _, _ in rows:
             log.debug(
                 "conversation %s %s/%s closed: %d turns, unresolved %s", c.conversation_id, c.app, c.model,
                 c.turns, c.ended_unresolved,
             )  # fmt: skip
-        return [c for c, _ in rows]
+        return [c for c, _, _ in rows]

@@ -148,12 +148,15 @@ def test_two_workers_notify_each_transition_once(
     assert states == ["firing", "resolved"], hook.bodies  # once each, though two workers ran the rules
     firing = hook.bodies[0]["alert"]
     assert (firing["app"], firing["model"], firing["rule"]) == ("wiki-qa", "beta", "hallucination-drift")
-    assert datetime.fromisoformat(firing["window_start"]) == start + 6 * HOUR  # the first drifted window
+    # a drifted window: the first one, unless the worker that opened the incident closed it before the
+    # other had written its rows (then the drift breached first, in its view, one window later)
+    assert start + 6 * HOUR <= datetime.fromisoformat(firing["window_start"]) <= start + 8 * HOUR
     outcomes = sorted((r["receiver"], r["status"]) for r in ledger if r["status"] != "claimed")
     assert outcomes == [("am", "delivered"), ("am", "delivered"), ("counter", "delivered"),
                         ("counter", "delivered")]  # fmt: skip
     # Whether the second worker got as far as a claim depends on timing: it may find the transition
-    # already stored (no transition made) or lose the claim (the ledger): either way one post each.
+    # already stored (no transition made), lose the incident's opening (it found the drift in another
+    # window) or lose the delivery's claim (the same transition): either way one post each.
     # When both made the firing transition, the ledger is what stopped the second notification: the
     # loser says so for each receiver.
     made = [log for log in logs if "FIRING hallucination-drift" in log]

@@ -7,7 +7,7 @@ one OpenTelemetry instrumentation, run as its own process in the environment tha
 It answers two turns of one conversation; each turn the model (the fake OpenAI server, scripted by
 ``tests/contract/test_agents.py``) calls the knowledge-base tool ``search_kb`` first, then answers from
 its result. What the SDK recorded is written as OTLP/JSON the way the Collector's file exporter does
-(``tests.contract.rag_app.otlp_json``): DIR/traces.jsonl and DIR/logs.jsonl. Nothing of groundwatch is
+(``tests.contract.rag_app.Recorder``): DIR/traces.jsonl and DIR/logs.jsonl. Nothing of groundwatch is
 imported here.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.contract.rag_app import APP, MODEL, SESSION, otlp_json
+from tests.contract.rag_app import APP, MODEL, SESSION, Recorder, session
 
 SYSTEM = "You are the X200 support bot. Answer from the knowledge base."
 #: (question, the fake model's answer, the document the tool returns)
@@ -217,24 +217,9 @@ def instrument(name: str, tracer_provider: Any, logger_provider: Any) -> None:
 
 
 def run(name: str, base_url: str, out: Path) -> None:
-    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    resource = Resource.create({"service.name": APP})
-    spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    logs = InMemoryLogRecordExporter()
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    instrument(name, tracer_provider, logger_provider)
-    tracer = tracer_provider.get_tracer("support-app")
+    recorder = Recorder(APP)
+    instrument(name, recorder.tracer_provider, recorder.logger_provider)
+    tracer = recorder.tracer_provider.get_tracer("support-app")
     if name.endswith("-openai") or name.startswith("openai-v2"):
         turn = plain_client(name, base_url, tracer)
     elif name.endswith("-langgraph"):
@@ -245,23 +230,12 @@ def run(name: str, base_url: str, out: Path) -> None:
         turn = pydantic_ai(base_url)
     history: list[tuple[str, str]] = []
     for question, expected, _ in TURNS:
-        if name.startswith("openinference"):
-            from openinference.instrumentation import using_session
-
-            with using_session(SESSION):
-                answer = turn(history, question)
-        else:
+        with session(name.startswith("openinference")):
             answer = turn(history, question)
         if answer != expected:
             raise SystemExit(f"the app got {answer!r} for {question!r}, not {expected!r}")
         history += [("user", question), ("assistant", answer)]
-    tracer_provider.force_flush()
-    logger_provider.force_flush()
-    out.mkdir(parents=True, exist_ok=True)
-    finished = spans.get_finished_spans()
-    (out / "traces.jsonl").write_text(otlp_json(encode_spans(finished)) + "\n" if finished else "")
-    records = logs.get_finished_logs()
-    (out / "logs.jsonl").write_text(otlp_json(encode_logs(records)) + "\n" if records else "")
+    recorder.write(out)
 
 
 def main() -> None:

@@ -16,8 +16,9 @@ import argparse
 import base64
 import json
 import os
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 QUESTION = "How long is its warranty?"
 HISTORY = [
@@ -107,29 +108,60 @@ def retrieve(tracer: Any, convention: str) -> None:
         span.set_attribute("gen_ai.retrieval.documents", json.dumps(documents))
 
 
+class Recorder:
+    """The app's tracer and logger providers (service ``service``), each exporting to memory; ``write``
+    writes what they recorded to DIR/traces.jsonl and DIR/logs.jsonl (one export request a line, an empty
+    file when nothing was recorded)."""
+
+    def __init__(self, service: str) -> None:
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        resource = Resource.create({"service.name": service})
+        self.spans = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider(resource=resource)
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.logs = InMemoryLogRecordExporter()
+        self.logger_provider = LoggerProvider(resource=resource)
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.logs))
+
+    def write(self, out: Path) -> None:
+        from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        self.tracer_provider.force_flush()
+        self.logger_provider.force_flush()
+        out.mkdir(parents=True, exist_ok=True)
+        finished = self.spans.get_finished_spans()
+        (out / "traces.jsonl").write_text(otlp_json(encode_spans(finished)) + "\n" if finished else "")
+        records = self.logs.get_finished_logs()
+        (out / "logs.jsonl").write_text(otlp_json(encode_logs(records)) + "\n" if records else "")
+
+
+def session(openinference: bool) -> AbstractContextManager[object]:
+    """The conversation's session id, set the way OpenInference's instrumentations read it (the others read
+    no session from the context)."""
+    if not openinference:
+        return nullcontext()
+    from openinference.instrumentation import using_session
+
+    return cast("AbstractContextManager[object]", using_session(SESSION))
+
+
 def run(name: str, mode: str, base_url: str, out: Path, parts: bool) -> None:
     environment, kwargs = MODES[name][mode]
     os.environ.update(environment)
     from openai import OpenAI
-    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    resource = Resource.create({"service.name": APP})
-    spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    logs = InMemoryLogRecordExporter()
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    _instrumentor(name, kwargs).instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
-
-    tracer = tracer_provider.get_tracer("rag-app")
+    recorder = Recorder(APP)
+    _instrumentor(name, kwargs).instrument(
+        tracer_provider=recorder.tracer_provider, logger_provider=recorder.logger_provider
+    )
+    tracer = recorder.tracer_provider.get_tracer("rag-app")
     client = OpenAI(base_url=base_url, api_key="sk-test")
     user: Any = [{"type": "text", "text": QUESTION}] if parts else QUESTION
     chat = [
@@ -137,26 +169,10 @@ def run(name: str, mode: str, base_url: str, out: Path, parts: bool) -> None:
         *({"role": role, "content": text} for role, text in HISTORY),
         {"role": "user", "content": user},
     ]
-
-    def ask() -> None:
-        with tracer.start_as_current_span("rag"):
-            retrieve(tracer, "openinference" if name == "openinference" else "genai")
-            client.chat.completions.create(model=MODEL, messages=chat)  # type: ignore[arg-type]
-
-    if name == "openinference":
-        from openinference.instrumentation import using_session
-
-        with using_session(SESSION):
-            ask()
-    else:
-        ask()
-    tracer_provider.force_flush()
-    logger_provider.force_flush()
-    out.mkdir(parents=True, exist_ok=True)
-    finished = spans.get_finished_spans()
-    (out / "traces.jsonl").write_text(otlp_json(encode_spans(finished)) + "\n" if finished else "")
-    records = logs.get_finished_logs()
-    (out / "logs.jsonl").write_text(otlp_json(encode_logs(records)) + "\n" if records else "")
+    with session(name == "openinference"), tracer.start_as_current_span("rag"):
+        retrieve(tracer, "openinference" if name == "openinference" else "genai")
+        client.chat.completions.create(model=MODEL, messages=chat)  # type: ignore[arg-type]
+    recorder.write(out)
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ prompts from their fences, and answers with scripted verdicts:
 - refusal: True when the text contains a refusal phrase ("I don't know", "cannot", "not in the context"...);
 - rubric (a custom evaluator's, prompts/rubric.md): ``Script.rubric`` over the instructions and the fenced
   fields; by default a pass (score 5) unless the answer names a dose in mg;
+- reask (pairs of a conversation's user messages, prompts/reask.md): ``Script.reask`` over each pair (earlier,
+  later); by default a re-ask when the later message holds at least half of the earlier's content words;
 - arguments (tool-argument values, prompts/arguments.md): ``Script.argument`` over each value and the text
   that came before its call (the turns and the tool results 1 to K); by default supported when the
   value's digits occur, in order and together, among the digits of that text with number words
@@ -111,6 +113,23 @@ def supported_share(premise: str, hypothesis: str) -> float:
     return len(words & content_words(premise)) / len(words) if words else 0.0
 
 
+_PASSAGE = re.compile(r'<passage id="(\d+)">(.*?)</passage>', re.DOTALL)
+
+
+def supported_by(premise: str, statement: dict[str, Any]) -> dict[str, Any]:
+    """The statement with ``supported_by`` (when the script gave none): the numbered passages of the premise
+    holding at least half of its content words, as ``default_statements`` decides entailment."""
+    if "supported_by" in statement:
+        return statement
+    words = content_words(str(statement.get("statement", "")))
+    ids = [
+        int(m.group(1))
+        for m in _PASSAGE.finditer(premise)
+        if words and len(words & content_words(m.group(2))) * 2 >= len(words)
+    ]
+    return {**statement, "supported_by": ids}
+
+
 def default_refusal(text: str) -> bool:
     low = text.lower().replace("’", "'")
     return any(p in low for p in REFUSAL_PHRASES)
@@ -138,6 +157,15 @@ def default_argument(value: str, seen: str) -> bool:
     return bool(digits) and digits in _digits(seen)
 
 
+def default_reask(earlier: str, later: str) -> bool:
+    """The later message holds at least half of the earlier's content words."""
+    words = content_words(earlier)
+    return bool(words) and len(words & content_words(later)) * 2 >= len(words)
+
+
+_REASK_PAIR = re.compile(
+    r'<case id="(\d+)">\s*<question id="1">(.*?)</question>\s*<question id="2">(.*?)</question>', re.DOTALL
+)
 _RUBRIC_FIELD = re.compile(r"<(question|answer|ground_truth)>(.*?)</\1>", re.DOTALL)
 
 
@@ -159,6 +187,8 @@ class Script:
     # a tool-argument value (prompts/arguments.md): ("tool.argument=value", the text seen before its call)
     # -> supported
     argument: Callable[[str, str], bool] = field(default=lambda v, s: default_argument(v, s))
+    # a pair of a conversation's user messages (prompts/reask.md): (earlier, later) -> a re-ask
+    reask: Callable[[str, str], bool] = field(default=lambda e, later: default_reask(e, later))
     # an app's own chat call (no groundwatch prompt in it): the messages -> the reply's text; None: the
     # "prompt not recognised" JSON
     chat: Callable[[list[dict[str, Any]]], str] | None = None
@@ -352,7 +382,7 @@ class FakeOpenAIServer:
         user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         prompt_text = "".join(str(m.get("content", "")) for m in messages)
         system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-        special = self._rubric(user, system) or self._arguments(user)
+        special = self._rubric(user, system) or self._arguments(user) or self._reask(user)
         kind, answer, probabilities = special if special is not None else self._scripted(user)
         content = json.dumps(answer)
         finish = "stop"
@@ -487,15 +517,30 @@ class FakeOpenAIServer:
             verdicts.append({"id": int(m.group(1)), "reason": "scripted", "supported": supported})
         return "arguments", {"values": verdicts}, []
 
+    def _reask(self, user: Any) -> tuple[str, dict[str, Any], list[float]] | None:
+        """The verdicts on pairs of user messages (prompts/reask.md), or None for any other prompt."""
+        if not isinstance(user, str) or not re.match(r"Check these \d+ pairs of user messages\.", user):
+            return None
+        reask = self.config.script.reask
+        pairs = [
+            {"id": int(m.group(1)), "reason": "scripted", "reasked": reask(m.group(2), m.group(3))}
+            for m in _REASK_PAIR.finditer(user)
+        ]
+        return "reask", {"pairs": pairs}, []
+
     def _scripted(self, user: str) -> tuple[str, dict[str, Any], list[float]]:
         """The prompt's kind, the answer and P(entailed) of each NLI statement in answer order."""
         script = self.config.script
         probabilities: list[float] = []
 
+        support = "<support_question>" in user
+
         def judged(premise: str, hypotheses: list[str]) -> list[dict[str, Any]]:
             out = []
             for i, h in enumerate(hypotheses, 1):
                 statements = script.statements(premise, h)
+                if support:
+                    statements = [supported_by(premise, s) for s in statements]
                 if script.entailed_probability is not None:
                     probabilities.extend([script.entailed_probability(premise, h)] * len(statements))
                 out.append({"id": i, "statements": statements})

@@ -28,6 +28,26 @@ TEST_ENV = {
 }
 
 
+def fake_judge(base_url: str, quick_retries: bool = False) -> dict[str, str]:
+    """The settings of an OpenAI-compatible judge at ``base_url`` (the scripted fake server,
+    tests/fakes/openai_server.py), its verdict cache off; with ``quick_retries``, one retry 10-50 ms
+    later."""
+    env = {
+        "GROUNDWATCH_JUDGE__KIND": "openai",
+        "GROUNDWATCH_JUDGE__BASE_URL": base_url,
+        "GROUNDWATCH_JUDGE__API_KEY": "test-key",
+        "GROUNDWATCH_JUDGE__MODEL": "fake-model",
+        "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
+    }
+    if quick_retries:
+        env |= {
+            "GROUNDWATCH_JUDGE__MAX_RETRIES": "1",
+            "GROUNDWATCH_JUDGE__BACKOFF_BASE_S": "0.01",
+            "GROUNDWATCH_JUDGE__BACKOFF_MAX_S": "0.05",
+        }
+    return env
+
+
 def deployment(broker_url: str, workdir: Path, extra_env: dict[str, str] | None = None) -> LocalStack:
     """One isolated groundwatch deployment on the shared broker (its own topics, group and chDB path):
     a ``LocalStack`` on that broker, with none of the caller's GROUNDWATCH_* settings, ``TEST_ENV`` and

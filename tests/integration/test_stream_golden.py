@@ -20,7 +20,8 @@ from tests.integration.helpers import REPO
 GOLDEN = REPO / "tests" / "fixtures" / "golden_verdicts.json"
 #: recorded since the capture, beside the verdicts: each statement's supporting passage and the NLI
 #: prompt's version (v3 asks for the passage), the outcome, what tool calls add (the sample calls no
-#: tools), and the custom evaluators' scores (the run configures none); the verdicts and scores themselves
+#: tools), the custom evaluators' scores (the run configures none), and citations (no sample answer cites;
+#: the lexical judge names the supporting passages anyway); the verdicts and scores themselves
 #: must not move
 SINCE_CAPTURE = {
     "passage",
@@ -34,6 +35,22 @@ SINCE_CAPTURE = {
     "ungrounded_argument_values",
     "argument_judge_failure",
     "custom",
+    "supported_by",
+    "citations",
+    "citation_recall",
+    "citation_precision",
+    "uncited_statements",
+    "miscited",
+    "dangling_citations",
+    "dangling_citation",
+    "answerable",
+    "answerable_source",
+    "over_refusal",
+    "answered_unanswerable",
+    "refused_unanswerable",
+    "answered_answerable",
+    "justified_refusal",
+    "justified_answer",
 }
 
 

@@ -16,7 +16,7 @@ from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from tests.fakes.openai_server import FakeOpenAIServer, failing_nli
-from tests.integration.helpers import deployment, jsonl, topic_of
+from tests.integration.helpers import deployment, fake_judge, jsonl, topic_of
 
 POISON = "zebra-poison"
 CONTEXT = "The library opens at 9 am and closes at 5 pm on weekdays."
@@ -30,17 +30,7 @@ def fake() -> Iterator[FakeOpenAIServer]:
 def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
     broker: TansuBroker, fake: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    env = {
-        "GROUNDWATCH_JUDGE__KIND": "openai",
-        "GROUNDWATCH_JUDGE__BASE_URL": fake.base_url,
-        "GROUNDWATCH_JUDGE__API_KEY": "test-key",
-        "GROUNDWATCH_JUDGE__MODEL": "fake-model",
-        "GROUNDWATCH_JUDGE__MAX_RETRIES": "1",
-        "GROUNDWATCH_JUDGE__BACKOFF_BASE_S": "0.01",
-        "GROUNDWATCH_JUDGE__BACKOFF_MAX_S": "0.05",
-        "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
-        "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
-    }
+    env = {**fake_judge(fake.base_url, quick_retries=True), "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4"}
     dep = deployment(broker.url, tmp_path_factory.mktemp("judge-errors"), extra_env=env)
     records = [
         {"interaction_id": "ok-1", "question": "When does the library open?", "contexts": [CONTEXT],

@@ -19,7 +19,7 @@ from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from schemas.deadletter import DeadLetter
 from tests.fakes.openai_server import FakeOpenAIServer, failing_nli
-from tests.integration.helpers import REPO, deployment, jsonl, topic_of
+from tests.integration.helpers import REPO, deployment, fake_judge, jsonl, topic_of
 from tests.unit.test_privacy import holds_planted, planted_interaction
 
 POISON = "zebra-poison"
@@ -58,14 +58,7 @@ def test_mode_all_leaves_no_planted_value_anywhere(
     env = {
         "GROUNDWATCH_PRIVACY__MODE": "all",
         "GROUNDWATCH_KAFKA__TOPOLOGY": topology,
-        "GROUNDWATCH_JUDGE__KIND": "openai",
-        "GROUNDWATCH_JUDGE__BASE_URL": fake.base_url,
-        "GROUNDWATCH_JUDGE__API_KEY": "test-key",
-        "GROUNDWATCH_JUDGE__MODEL": "fake-model",
-        "GROUNDWATCH_JUDGE__MAX_RETRIES": "1",
-        "GROUNDWATCH_JUDGE__BACKOFF_BASE_S": "0.01",
-        "GROUNDWATCH_JUDGE__BACKOFF_MAX_S": "0.05",
-        "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
+        **fake_judge(fake.base_url, quick_retries=True),
         "GROUNDWATCH_PIPELINE__PRONOUN_REPLACEMENT": "true",
         "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
     }

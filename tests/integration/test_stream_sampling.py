@@ -22,7 +22,7 @@ from pipeline.sampling import Sampler, load_sampling_rules
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.sampling import SamplingRules
-from tests.integration.helpers import deployment, jsonl, topic_of
+from tests.integration.helpers import deployment, fake_judge, jsonl, topic_of
 
 RULES = """
 rules:
@@ -157,12 +157,8 @@ def test_a_spent_judge_budget_skips_the_app_until_the_day_ends(
     with FakeOpenAIServer() as fake:
         env = {
             "GROUNDWATCH_SAMPLING__RULES_FILE": str(rules_file),
-            "GROUNDWATCH_JUDGE__KIND": "openai",
-            "GROUNDWATCH_JUDGE__BASE_URL": fake.base_url,
-            "GROUNDWATCH_JUDGE__API_KEY": "test-key",
-            "GROUNDWATCH_JUDGE__MODEL": "fake-model",
+            **fake_judge(fake.base_url),
             "GROUNDWATCH_JUDGE__PRICES": '{"fake-model": {"input_per_1k": 1.0, "output_per_1k": 1.0}}',
-            "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false",
         }
         dep = deployment(broker.url, workdir, extra_env=env)
         worker = dep.start_worker()

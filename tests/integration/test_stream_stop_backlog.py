@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import subprocess
 import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,42 +20,13 @@ import pytest
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
+from tests.integration import backlog
 from tests.integration.helpers import REPO, deployment, jsonl, topic_of
-from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED
 
 WINDOW_S = 2
 PER_APP = 1200  # windows per app, one interaction each: 2,400 windows
-FLAP = 40
 DUE_BEFORE_STOP = 200  # per app: the first ones are due by the watermark while the stream runs
 SHUTDOWN_TIMEOUT_S = 30.0
-
-RULES = """
-rules:
-  - name: flapping
-    metric: hallucination_rate
-    op: ">"
-    threshold: 0.5
-    windows: 1
-    min_interactions: 1
-    cooldown_seconds: 0
-"""
-
-CLOSED = re.compile(r"window (\S+) (\S+)/(\S+) closed: ")
-
-
-def records(start: datetime) -> list[dict[str, Any]]:
-    """App "steady" always grounded; app "flapping" hallucinates in every other run of ``FLAP`` windows
-    (its rule fires and resolves again and again)."""
-    out = []
-    for i in range(PER_APP):
-        at = (start + timedelta(seconds=WINDOW_S * i + 0.5)).isoformat()
-        for app, pairs in (("steady", GROUNDED), ("flapping", HALLUCINATED if i // FLAP % 2 else GROUNDED)):
-            question, answer = pairs[i % len(pairs)]
-            out.append({
-                "interaction_id": f"{app}-{i}", "app": app, "model": "m1", "timestamp": at,
-                "question": question, "contexts": [CONTEXT], "answer": answer,
-            })  # fmt: skip
-    return out
 
 
 def query_stopped(env: dict[str, str], sql: str) -> list[list[Any]]:
@@ -76,28 +45,19 @@ def query_stopped(env: dict[str, str], sql: str) -> list[list[Any]]:
     return rows
 
 
-def closed_keys(log: str) -> Counter[tuple[str, str, str]]:
-    return Counter((m[1], m[2], m[3]) for m in CLOSED.finditer(log))
-
-
 def test_a_stop_with_a_window_backlog_ends_in_time_and_closes_each_window_once(
     broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     workdir = tmp_path_factory.mktemp("stop-backlog")
-    rules = workdir / "rules.yaml"
-    rules.write_text(RULES)
+    # the first DUE_BEFORE_STOP windows of each app close while the stream runs (the timer's rounds), the
+    # rest wait for the stop
     env = {
-        "GROUNDWATCH_ALERTS__RULES_FILE": str(rules),
-        "GROUNDWATCH_WINDOW__SIZE_SECONDS": str(WINDOW_S),
-        # due by the watermark only once it is this far past their end: the first DUE_BEFORE_STOP windows
-        # of each app close while the stream runs (the timer's rounds), the rest wait for the stop
-        "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(WINDOW_S * (PER_APP - DUE_BEFORE_STOP)),
-        "GROUNDWATCH_WINDOW__IDLE_CLOSE_SECONDS": "36000",
+        **backlog.settings(workdir / "rules.yaml", PER_APP, WINDOW_S, DUE_BEFORE_STOP),
         "GROUNDWATCH_KAFKA__SHUTDOWN_TIMEOUT_S": str(SHUTDOWN_TIMEOUT_S),
     }
     dep = deployment(broker.url, workdir, extra_env=env)
     start = (datetime.now(UTC) - timedelta(seconds=WINDOW_S * PER_APP + 60)).replace(microsecond=0)
-    recs = records(start)
+    recs = backlog.records(start, PER_APP, WINDOW_S)
     expected_windows = 2 * PER_APP
 
     first = dep.start_worker("worker1")
@@ -116,11 +76,11 @@ def test_a_stop_with_a_window_backlog_ends_in_time_and_closes_each_window_once(
     assert code == 0, first.tail()
     assert stop_s < SHUTDOWN_TIMEOUT_S, f"the stop took {stop_s:.1f} s"
     assert "ShutdownTimeout" not in log1 and "Traceback" not in log1, first.tail()
-    closed1 = closed_keys(log1)
+    closed1 = backlog.closed_keys(log1)
     assert closed1 and max(closed1.values()) == 1, [k for k, n in closed1.items() if n > 1][:5]
-    summary = re.search(r"windows on stop: (\d+) closed in [\d.]+ s, (?:none left|(\d+) LEFT)", log1)
+    summary = backlog.on_stop(log1)
     assert summary is not None, first.tail()
-    on_stop, left = int(summary[1]), int(summary[2] or 0)
+    on_stop, left = summary
     assert on_stop + left >= expected_windows - 2 * DUE_BEFORE_STOP  # the backlog: at least 2,000
     assert len(closed1) + left == expected_windows  # each window closed once, or left
 
@@ -136,7 +96,7 @@ def test_a_stop_with_a_window_backlog_ends_in_time_and_closes_each_window_once(
             wait_for(all_written, 300, "the windows left to be recomputed")
         finally:
             assert second.stop(timeout=SHUTDOWN_TIMEOUT_S + 30) == 0, second.tail()
-        closed2 = closed_keys(second.log.read_text(errors="replace"))
+        closed2 = backlog.closed_keys(second.log.read_text(errors="replace"))
         assert max(closed2.values()) == 1 and not set(closed2) & set(closed1)
         assert len(closed2) == left
 
@@ -151,15 +111,23 @@ def test_a_stop_with_a_window_backlog_ends_in_time_and_closes_each_window_once(
     on_topic = Counter(a["alert_id"] for a in topic_of(dep, "alerts", idle_s=2))
     assert set(on_topic) == {a for a, _ in alert_rows} and set(on_topic.values()) == {1}
     # each run of hallucinating "flapping" windows fires once and resolves once (the last may stay open)
-    assert PER_APP // FLAP - 1 <= len(alert_rows) <= PER_APP // FLAP
+    assert PER_APP // backlog.FLAP - 1 <= len(alert_rows) <= PER_APP // backlog.FLAP
 
 
 def test_the_log_pattern_matches_the_closer_line() -> None:
     """The pattern the test above reads the log with matches what the closer writes."""
     line = "window 2026-01-01T00:00:00+00:00 steady/m1 closed: 1 interactions, hallucination rate 0.0"
-    assert closed_keys(line) == Counter({("2026-01-01T00:00:00+00:00", "steady", "m1"): 1})
+    assert backlog.closed_keys(line) == Counter({("2026-01-01T00:00:00+00:00", "steady", "m1"): 1})
 
 
-def test_records_make_one_window_each(tmp_path: Path) -> None:
-    recs = records(datetime(2026, 1, 1, tzinfo=UTC))
+def test_the_summary_pattern_matches_the_closer_line() -> None:
+    """The stop's summary line, as the closer writes it with and without windows left."""
+    assert backlog.on_stop("windows on stop: 12 closed in 3.2 s, none left, 0 failed") == (12, 0)
+    line = "windows on stop: 12 closed in 3.2 s, 7 LEFT for the next start to recompute, 0 failed (...)"
+    assert backlog.on_stop(line) == (12, 7)
+    assert backlog.on_stop("window 2026-01-01T00:00:00+00:00 steady/m1 closed: 1 interactions") is None
+
+
+def test_records_make_one_window_each() -> None:
+    recs = backlog.records(datetime(2026, 1, 1, tzinfo=UTC), PER_APP, WINDOW_S)
     assert len({(r["app"], r["timestamp"][:19]) for r in recs}) == 2 * PER_APP

@@ -7,10 +7,7 @@ import asyncio
 import hashlib
 import hmac
 import json
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -26,6 +23,7 @@ from streams.clickhouse.leases import Claim, DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
+from tests.fixtures.receivers import Hook
 from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
@@ -34,36 +32,9 @@ HOUR = timedelta(hours=1)
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
 
 
-class Hook:
-    def __init__(self, codes: list[int] | None = None) -> None:
-        self.codes = codes or []
-        self.posts: list[tuple[dict[str, str], bytes]] = []
-
-
 def deliveries(store: ClickHouseStore) -> list[dict[str, Any]]:
     """Every claim and outcome in the store's delivery ledger."""
     return DeliveryLedger(store).deliveries_sync()
-
-
-@pytest.fixture()
-def hook() -> Iterator[tuple[str, Hook]]:
-    state = Hook()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            state.posts.append((dict(self.headers), body))
-            self.send_response(state.codes.pop(0) if state.codes else 200)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", state
-    server.shutdown()
-    server.server_close()
 
 
 def window(i: int, n: int, bad: int) -> WindowAggregate:
@@ -409,3 +380,87 @@ async def test_windows_closed_together_make_the_transitions_one_by_one_would(bat
         s.close()
     assert sorted(made["together"]) == sorted(made["one by one"])  # (rules apart: in another order)
     assert {state for _, state, _ in made["together"]} == {"firing", "resolved"}
+
+
+def firing_at(i: int, fired_at: datetime) -> Alert:
+    """The rule's firing at window ``i``, as a worker that saw the drift breach first there decides it."""
+    start = T0 + i * HOUR
+    return Alert(
+        alert_id=f"drift|bot|m|{start:%Y-%m-%dT%H:%M:%S}", rule="drift", metric="hallucination_rate",
+        app="bot", model="m", value=0.2, threshold=0.1, op=">", windows=1, interactions=100,
+        window_start=start, window_end=start + HOUR, fired_at=fired_at, message=f"firing at {i}",
+        state="firing", starts_at=start + HOUR,
+    )  # fmt: skip
+
+
+async def test_two_workers_that_see_a_drift_breach_in_different_windows_open_one_incident(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    """One worker's window 9 still lacked the other's rows, so it found the drift at window 10 while the
+    other found it at window 9: two firings with different ids, one incident. The earliest claim of the
+    opening makes its firing; the other makes none, then or later, until the incident is resolved."""
+    url, state = hook
+    clock = ManualClock(T0 + 11 * HOUR)
+    a, b = engines(store, RULES, url, clock)
+    early, late = firing_at(9, clock.now()), firing_at(10, clock.now())
+    opened = await asyncio.gather(a.opens(early), b.opens(late))
+    assert sorted(opened) == [False, True]
+    winner, made = (a, early) if opened[0] else (b, late)
+    loser, other = (b, late) if opened[0] else (a, early)
+    assert await winner.opens(made)  # a retry of the winner's transition (its publish failed) holds
+    await winner.deliver(made)
+    await winner.drain()
+    assert not await loser.opens(other)  # the incident is open: the stored firing says so
+    assert [a.alert_id for a in store.alerts_sync()] == [made.alert_id] and len(state.posts) == 1
+    # resolved, the series opens its next incident: a new opening, claimed anew
+    back = made.model_copy(update={"alert_id": f"{made.alert_id}|resolved", "state": "resolved",
+                                   "window_end": T0 + 14 * HOUR})  # fmt: skip
+    assert await loser.opens(back)
+    await loser.deliver(back)
+    await loser.drain()
+    again = firing_at(20, clock.now())
+    assert await loser.opens(again) and not await winner.opens(again)
+
+
+async def test_a_transition_another_worker_stores_between_the_reads_carries_on_to_the_next_window(
+    store: ClickHouseStore,
+) -> None:
+    """Two windows in breach closed together. Another worker stores the first window's firing after this
+    engine's first read of the rule's state: the rule's later windows continue that firing instead of
+    firing a second alert (the first window's may be made again: the same id, one row)."""
+    from schemas.alert import AlertRule
+
+    rules = AlertRules(rules=[AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1,
+                                        min_interactions=10, cooldown_seconds=0)])  # fmt: skip
+    first, second = window(0, 100, 90), window(1, 100, 90)
+    clock = ManualClock(second.window_end)
+    other = AlertEngine(rules, make_settings().alerts, TumblingWindows(3600), store, clock=clock)
+
+    class OtherWorkerMeanwhile:
+        """The store; right after the first read of the rule's state, the other worker closes the first
+        window."""
+
+        read = False
+
+        def __getattr__(self, name: str) -> object:
+            found = getattr(store, name)
+            if name not in ("latest_alert", "last_alert_end", "alert_windows", "alert_ids_since"):
+                return found
+
+            async def read(*args: Any, **kwargs: Any) -> Any:
+                out = await found(*args, **kwargs)
+                if not self.read:
+                    self.read = True
+                    assert [a.state for a in await other.on_windows([first])] == ["firing"]
+                return out
+
+            return read
+
+    engine = AlertEngine(
+        rules, make_settings().alerts, TumblingWindows(3600), OtherWorkerMeanwhile(), clock=clock
+    )  # type: ignore[arg-type]
+    made = await engine.on_windows([first, second])
+    assert {a.window_start for a in made} <= {first.window_start}
+    assert [(a.state, a.window_start) for a in store.alerts_sync()] == [("firing", first.window_start)]
+    await engine.aclose()
+    await other.aclose()

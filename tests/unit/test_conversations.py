@@ -33,6 +33,7 @@ from schemas.settings import (
     WindowSettings,
 )
 from streams.clickhouse.conversations import ConversationRows
+from streams.clickhouse.erase import erase
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import aggregate
@@ -256,6 +257,42 @@ async def test_an_end_mark_closes_at_once_and_one_turn_interactions_count(store:
     assert (w.conversations, w.conversations_unresolved, w.conversations_hallucinated) == (3, 2, 1)
 
 
+async def test_an_interaction_without_a_conversation_gets_a_row_of_one_turn(store: ClickHouseStore) -> None:
+    clock = ManualClock(datetime.now(UTC))
+    convs, windows = closers(store, clock)
+    rows = ConversationRows(store)
+    first = ev("s1", None, 3).model_copy(update={"complete": False})
+    s2 = ev("s2", None, 4, refusal=True)
+    await deliver(store, convs, windows, [ev("e1", "c-end", 1, end=True), first, s2])
+    await deliver(store, convs, windows, [ev("s2", None, 4, refusal=True)])  # redelivered
+    [c] = await convs.close_due()  # the conversation; the two rows of one turn are written beside it
+    assert c.conversation_id == "c-end" and convs.singles_pending == 0
+    singles = [r for r in rows.all_sync(singles=True) if r.interaction_id]
+    assert [(r.interaction_id, r.conversation_id, r.turns, r.ended_unresolved) for r in singles] == [
+        ("s1", "", 1, False), ("s2", "", 1, True)
+    ]
+    assert rows.count_sync() == 1 and rows.count_sync(singles=True) == 3
+    assert store.counts_sync()["conversations"] == 1  # what the demo waits for: conversations with an id
+    # the window counts each once: the conversation from its row, the others from their evaluations
+    [w] = await windows.close_due(final=True)
+    assert (w.conversations, w.conversations_unresolved, w.mean_turns_per_conversation) == (3, 1, 1.0)
+    # the complete evaluation of s1, a hallucination, replaces the incomplete one's row; the worker dies
+    # before writing it: the next start writes it
+    await store.insert_evaluations([ev("s1", None, 3, halluc=True)])
+    convs, windows = closers(store, clock)
+    await convs.reconcile(timedelta(hours=24))
+    assert convs.singles_pending == 1
+    await convs.close_due()
+    [s1] = [r for r in rows.all_sync(singles=True) if r.interaction_id == "s1"]
+    assert (s1.hallucinated_turns, s1.ended_unresolved, s1.worst_turn_id) == (1, True, "s1")
+    convs, windows = closers(store, clock)
+    await convs.reconcile(timedelta(hours=24))
+    assert convs.singles_pending == 0
+    # erasing the interaction erases its row
+    erase(store, "interaction", "s2", clock.now())
+    assert [r.interaction_id for r in rows.all_sync(singles=True) if r.interaction_id] == ["s1"]
+
+
 async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHouseStore) -> None:
     # near the server's clock, which stamps a stored rollup's inserted_at (read by reconcile)
     clock = ManualClock(datetime.now(UTC))
@@ -275,6 +312,43 @@ async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHou
     assert w.conversations == 1
     convs, windows = closers(store, clock)
     assert await convs.reconcile(timedelta(hours=24)) == (0, 0)
+
+
+async def test_a_complete_verdict_stored_after_the_rollup_is_rolled_up_at_the_next_start(
+    store: ClickHouseStore,
+) -> None:
+    """An incomplete evaluation of a turn is rolled up; the complete one replaces it in ``evaluations``
+    (same turn count) and the worker dies before the conversation closes again: the next start rolls it
+    up again with the complete verdict."""
+    clock = ManualClock(datetime.now(UTC))
+    convs, windows = closers(store, clock)
+    incomplete = ev("t2", "c1", 2, end=True)
+    incomplete = incomplete.model_copy(update={"complete": False})
+    await deliver(store, convs, windows, [ev("t1", "c1", 1), incomplete])
+    [c] = await convs.close_due()
+    assert not c.any_hallucinated
+    complete = ev("t2", "c1", 2, end=True, halluc=True)
+    await store.insert_evaluations([complete])  # stored; the worker dies before touching the closer
+    clock.advance(60)
+    convs, windows = closers(store, clock)
+    assert (await convs.reconcile(timedelta(hours=24)))[0] == 1
+    [c] = await convs.close_due()
+    assert (c.turns, c.any_hallucinated, c.ended_unresolved) == (2, True, True)
+    convs, windows = closers(store, clock)
+    assert (await convs.reconcile(timedelta(hours=24)))[0] == 0
+
+
+async def test_a_worker_down_longer_than_the_lookback_still_rolls_up_what_it_left_open(
+    store: ClickHouseStore,
+) -> None:
+    clock = ManualClock(datetime.now(UTC))
+    convs, windows = closers(store, clock)
+    await deliver(store, convs, windows, [ev("r1", "c1", 1), ev("r2", "c1", 2)])
+    clock.advance(3 * 24 * 3600)  # down for three days, with a lookback of one
+    convs, windows = closers(store, clock)
+    assert (await convs.reconcile(timedelta(hours=24)))[0] == 1
+    [c] = await convs.close_due()
+    assert c.turns == 2
 
 
 async def test_a_window_computed_while_a_rollup_is_written_is_recomputed_at_the_next_start(
@@ -397,7 +471,8 @@ def test_the_table_is_kept_as_long_as_the_evaluations() -> None:
     )
     try:
         ddl = s.client.command(f"SHOW CREATE TABLE {s.db}.conversations")
-        assert "ReplacingMergeTree(version)" in ddl and "ORDER BY (app, model, conversation_id)" in ddl
+        assert "ReplacingMergeTree(version)" in ddl
+        assert "ORDER BY (app, model, conversation_id, interaction_id)" in ddl
         assert "toIntervalDay(9)" in ddl and "written_at" in ddl
         assert "toIntervalDay(9)" in s.client.command(f"SHOW CREATE TABLE {s.db}.evaluations")
     finally:
@@ -425,6 +500,9 @@ class FailingTurns:
 
     async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
         return []
+
+    async def last_stored(self) -> datetime | None:
+        return None
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         return []

@@ -271,3 +271,30 @@ def test_eval_reports_the_conversations_of_the_file(
     assert (worst["reasked_turns"], worst["contradictions"]) == (1, 1)
     printed = capsys.readouterr().err
     assert "3 conversations (2 with a conversation_id): " in printed and "worst c2 (turn c2-2)" in printed
+
+
+def test_eval_decides_re_asks_and_contradictions_with_the_llm_judge_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``conversations.judge`` llm over real HTTP to the fake server: the re-ask pair and the answer pair of
+    c2 go to it (two calls), the fake's NLI finds no contradiction where the lexical rule saw one."""
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    data = tmp_path / "conversations.jsonl"
+    data.write_text("\n".join(json.dumps(line) for line in CONVERSATION_LINES) + "\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    with FakeOpenAIServer() as fake:
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__BASE_URL", fake.base_url)
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__API_KEY", "test-key")
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__MODEL", "fake-model")
+        monkeypatch.setenv("GROUNDWATCH_JUDGE__CACHE_ENABLED", "false")
+        monkeypatch.setenv("GROUNDWATCH_CONVERSATIONS__JUDGE", "llm")
+        assert eval_cmd.run(_args(str(data), "--judge", "openai", "--out", str(out), "--quiet")) == 0
+        assert fake.stats.by_prompt["reask"] == 1
+    c = json.loads(out.read_text())["conversations"]
+    assert c["metrics"]["conversation_reask_rate"] == pytest.approx(1 / 3)
+    assert c["metrics"]["conversation_contradiction_rate"] == pytest.approx(0.0)
+    assert c["judge_calls"] == 2 and c["judge_input_tokens"] > 0
+    [worst] = [w for w in c["worst"] if w["conversation_id"] == "c2"]
+    assert (worst["pair_judge"], worst["judge_calls"], worst["contradictions"]) == ("llm", 2, 0)
+    assert "re-asks and contradictions: 2 judge calls" in capsys.readouterr().err

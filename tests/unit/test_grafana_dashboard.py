@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pipeline.answerability import answerability
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow, call_latencies
@@ -134,6 +135,8 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
         for _ in range(rng.randint(1, 4))
     ]  # fmt: skip
     tool_calls = rng.randint(0, 3)
+    gt_refusal = _maybe(rng, rng.random() < 0.3, 0.2)
+    answerable = answerability(None, gt_refusal, rng.random() < 0.2, refusal)
     return Evaluation(
         evaluated_at=EVALUATED_AT,
         interaction_id=f"{app}-{model}-{i}",
@@ -149,7 +152,7 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
         ground_truth_entails_answer=_maybe(rng, round(rng.random(), 3), 0.3),
         answer_entails_ground_truth=_maybe(rng, round(rng.random(), 3), 0.3),
         answer_refusal=refusal,
-        ground_truth_refusal=_maybe(rng, rng.random() < 0.06, 0.2),
+        ground_truth_refusal=gt_refusal,
         grounded_precision=_maybe(rng, round(rng.random(), 3), 0.15),
         hallucination=None if refusal is not False or ctx is None else ctx < 0.5,
         calls=calls,
@@ -157,7 +160,25 @@ def _evaluation(rng: random.Random, i: int, ts: datetime, app: str, model: str, 
         output_tokens=sum(c.output_tokens for c in calls),
         cost_usd=round(0.0004 * len(calls), 6),
         complete=rng.random() > 0.05,
+        **_citation_figures(rng, refusal),
+        **answerable.model_dump(),
     )
+
+
+def _citation_figures(rng: random.Random, refusal: bool | None) -> dict[str, Any]:
+    """An answer that cites (about half of those not refusals) has citation figures; others none."""
+    if refusal is not False or rng.random() < 0.5:
+        return {}
+    cited = rng.random() < 0.9  # some citing answers cite only passages that do not exist
+    dangling = rng.randint(0, 1) if rng.random() < 0.3 else 0
+    return {
+        "citation_recall": round(rng.random(), 3) if cited else None,
+        "citation_precision": round(rng.random(), 3) if cited else None,
+        "uncited_statements": round(rng.random(), 3),
+        "miscited": rng.random() < 0.2 if cited else None,
+        "dangling_citations": dangling,
+        "dangling_citation": dangling > 0,
+    }
 
 
 def _build(store: ClickHouseStore) -> Data:
@@ -264,6 +285,17 @@ EXPECTED: dict[str, Callable[[list[Evaluation]], float | None]] = {
     "tool_error_rate": lambda es: _rate([e.tool_error for e in es]),
     "no_evidence_rate": lambda es: _rate([e.no_evidence for e in es]),
     "ungrounded_arguments_rate": lambda es: _rate([e.ungrounded_arguments for e in es]),
+    "mean_citation_recall": lambda es: _rate([e.citation_recall for e in es]),
+    "mean_citation_precision": lambda es: _rate([e.citation_precision for e in es]),
+    "mean_uncited_statements": lambda es: _rate([e.uncited_statements for e in es]),
+    "miscited_rate": lambda es: _rate([e.miscited for e in es]),
+    "dangling_citation_rate": lambda es: _rate([e.dangling_citation for e in es]),
+    "over_refusal_rate": lambda es: _rate([e.over_refusal for e in es]),
+    "answered_unanswerable_rate": lambda es: _rate([e.answered_unanswerable for e in es]),
+    "reject_recall": lambda es: _rate([e.refused_unanswerable for e in es]),
+    "reject_precision": lambda es: _rate([e.justified_refusal for e in es]),
+    "answerable_recall": lambda es: _rate([e.answered_answerable for e in es]),
+    "answerable_precision": lambda es: _rate([e.justified_answer for e in es]),
     "interactions": lambda es: float(len(es)),
     "judged": lambda es: float(sum(e.judged for e in es)),
     "skipped": lambda es: float(sum(not e.judged for e in es)),
@@ -291,6 +323,14 @@ RATE_FLAGS: dict[str, Callable[[Evaluation], bool | None]] = {
     "tool_error_rate": lambda e: e.tool_error,
     "no_evidence_rate": lambda e: e.no_evidence,
     "ungrounded_arguments_rate": lambda e: e.ungrounded_arguments,
+    "miscited_rate": lambda e: e.miscited,
+    "dangling_citation_rate": lambda e: e.dangling_citation,
+    "over_refusal_rate": lambda e: e.over_refusal,
+    "answered_unanswerable_rate": lambda e: e.answered_unanswerable,
+    "reject_recall": lambda e: e.refused_unanswerable,
+    "reject_precision": lambda e: e.justified_refusal,
+    "answerable_recall": lambda e: e.answered_answerable,
+    "answerable_precision": lambda e: e.justified_answer,
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from groundwatch.trend_report import Report, figure, render
+from pipeline.answerability import answerability
 from schemas.alert import AlertRules
 from schemas.conversation import ConversationRollup
 from schemas.dashboard import OverviewQuery
@@ -151,6 +152,12 @@ def _full_window(start: datetime) -> WindowAggregate:
             tool_error=(i % 2 == 0) if i % 3 else None,
             no_evidence=i % 5 == 0,
             ungrounded_arguments=(i == 4) if i % 3 else None,
+            citation_recall=(i % 4) / 4 if i % 2 else None,
+            citation_precision=(i % 3) / 3 if i % 2 else None,
+            uncited_statements=(i % 5) / 5 if i != 0 else None,
+            miscited=(i % 3 == 1) if i % 2 else None,
+            dangling_citation=i == 5 if i != 0 else None,
+            **answerability(None, i % 5 == 0, False, i % 4 == 0).model_dump(exclude={"answerable_source"}),
         )
         for i in range(10)
     ] + [EvalRow(interaction_id="s", timestamp=start, app="a", model="m", judged=False, skip_reason="x")]

@@ -4,9 +4,12 @@ when credentials are set, and the answers to bodies that cannot be read or a bro
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
 import json
+import re
+import tracemalloc
 from collections.abc import AsyncIterator
 
 import pytest
@@ -153,3 +156,48 @@ async def test_what_this_deployment_does_not_read_is_refused_not_produced() -> N
         assert answer.status == 404 and "OTLP_LOGS_INPUT=true" in (await answer.json())["error"]
         assert (await client.post("/v1/traces", data=trace_request(), headers=PROTO)).status == 200
     assert sent(ctx, ctx.names.otlp_logs) == [] and len(sent(ctx, ctx.names.otlp)) == 1
+
+
+async def answer_head(reader: asyncio.StreamReader) -> bytes:
+    """The status line and headers of the next answer on a connection (what came before it closed, if it
+    closed first)."""
+    try:
+        return await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as cut:
+        return cut.partial
+
+
+async def test_a_gzip_bomb_is_refused_413_without_unpacking_it_into_memory() -> None:
+    """64 MiB of zeros gzipped to 64 kB, on a server that takes 4 kB: answered 413 once what was unpacked
+    passes the limit, and neither reading it nor draining the rest afterwards (the server reads an unread
+    body before the connection's next request) holds more than a small part of it. This holds from
+    aiohttp 3.14.1 (pyproject's floor): 3.14.0 unpacks a body in bounded chunks as it is read, 3.14.1
+    drains an unread one chunk by chunk too (3.14.0 holds 128 MiB here); 3.13.3 unpacks up to 32 MiB at a
+    time and closes the connection past that; earlier versions unpack it whole."""
+    ctx = context()
+    app = web.Application()
+    add_otlp_routes(app, ctx)
+    bomb = gzip.compress(b"\x00" * 64 * 2**20)
+    head = (
+        "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n"
+        f"Content-Encoding: gzip\r\nContent-Length: {len(bomb)}\r\n\r\n"
+    ).encode()
+    empty = b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n" \
+        b"Content-Length: 0\r\n\r\n"  # fmt: skip
+    async with TestServer(app, host="127.0.0.1") as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        tracemalloc.start()
+        try:
+            writer.write(head + bomb)
+            first = await answer_head(reader)
+            assert first.startswith(b"HTTP/1.1 413 "), first
+            await reader.readexactly(int(re.search(rb"Content-Length: (\d+)", first)[1]))  # type: ignore[index]
+            writer.write(empty)  # answered once the bomb's rest is drained
+            second = await answer_head(reader)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            writer.close()
+    assert second.startswith(b"HTTP/1.1 200 "), second
+    assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB held while refusing a 64 MiB gzip bomb"
+    assert sent(ctx, ctx.names.otlp) == []

@@ -118,11 +118,11 @@ def test_gold_answers_and_trust_eval_case() -> None:
     assert gold_answers(nq) == ["savior", "save"]
     assert gold_answers(_line(2, ground_truth="a | b")) == ["a", "b"]
     assert gold_answers(_line(3, ground_truth="A long sentence.")) == []
-    case = trust_eval_case(nq, _evaluation(1, answer_refusal=False, ground_truth_refusal=False))
+    case = trust_eval_case(nq, _evaluation(1, answer_refusal=False, ground_truth_refusal=False), False)
     assert case is not None and case.answerable is True and case.refused is False
-    assert trust_eval_case(nq, _evaluation(1)) is None  # no refusal decision: not a Trust-Eval case
+    assert trust_eval_case(nq, _evaluation(1), False) is None  # no refusal decision: not a Trust-Eval case
     labeled = _line(4, labels={"answerable": 0})
-    case = trust_eval_case(labeled, _evaluation(4, answer_refusal=True))
+    case = trust_eval_case(labeled, _evaluation(4, answer_refusal=True), False)
     assert case is not None and case.answerable is False
 
 

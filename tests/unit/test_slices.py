@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from pipeline.answerability import answerability
 from pipeline.metrics.wilson import wilson_interval
 from pipeline.slices import breakdown, decompose
 from schemas.alert import Alert
@@ -159,6 +160,7 @@ def evaluation(i: int, at: datetime, version: str | None, bad: bool, *, judged: 
         interaction_id=f"i{i}", timestamp=at, app="bot", model="m", judge="lexical", interaction=interaction,
         context_entailment=0.2 if bad else 0.9, hallucination=bad, answer_refusal=i % 5 == 0,
         input_tokens=10 + i % 7, output_tokens=3, cost_usd=0.001 * (i % 4), complete=i % 11 != 0,
+        **answerability(None, i % 3 == 0, False, i % 5 == 0).model_dump(),
     )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 from prometheus_client import generate_latest
 
+from pipeline.answerability import answerability
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import JudgeCall
@@ -61,6 +62,51 @@ def test_tool_calls_answers_without_evidence_and_ungrounded_arguments_are_counte
     assert value(metrics, "groundwatch_tool_calls_total", app="a", tool="get_order", status="error") == 1
     assert value(metrics, "groundwatch_answers_without_evidence_total", app="a") == 1
     assert value(metrics, "groundwatch_ungrounded_tool_arguments_total", app="a") == 0
+
+
+def test_checked_miscited_and_dangling_citations_are_counted() -> None:
+    metrics = WorkerMetrics()
+    base = {"timestamp": "2026-11-20T10:00:00Z", "app": "a", "model": "x", "evaluated_at": EVALUATED_AT,
+            "judge": "lexical"}  # fmt: skip
+    written = [
+        Evaluation(interaction_id="m", miscited=True, dangling_citations=2, dangling_citation=True, **base),
+        Evaluation(
+            interaction_id="ok", miscited=False, dangling_citations=0, dangling_citation=False, **base
+        ),
+        Evaluation(interaction_id="none", **base),  # cites nothing
+    ]
+    metrics.written(written, 0.1)
+    assert value(metrics, "groundwatch_cited_answers_total", app="a") == 2
+    assert value(metrics, "groundwatch_miscited_answers_total", app="a") == 1
+    assert value(metrics, "groundwatch_dangling_citations_total", app="a") == 2
+
+
+def test_answerability_cases_are_counted_by_cell_and_source() -> None:
+    """Trust-Eval's four cells by app: reject recall is refused=true over answerable=false, and so on."""
+    metrics = WorkerMetrics()
+
+    def case(iid: str, gt_refusal: bool | None, refused: bool | None) -> Evaluation:
+        return Evaluation(
+            interaction_id=iid, timestamp="2026-11-20T10:00:00Z", app="a", model="x",
+            evaluated_at=EVALUATED_AT, judge="lexical", answer_refusal=refused,
+            ground_truth_refusal=gt_refusal,
+            **answerability(None, gt_refusal, False, refused).model_dump(),
+        )  # fmt: skip
+
+    metrics.written(
+        [case("1", True, True), case("2", True, False), case("3", False, True), case("4", False, False),
+         case("5", False, False), case("6", None, True), case("7", True, None)],
+        0.1,
+    )  # fmt: skip
+    cells = {
+        (answerable, refused): value(
+            metrics, "groundwatch_answerability_cases_total", app="a", answerable=answerable, refused=refused,
+            source="ground_truth",
+        )
+        for answerable in ("true", "false")
+        for refused in ("true", "false")
+    }  # fmt: skip
+    assert cells == {("false", "true"): 1, ("false", "false"): 1, ("true", "true"): 1, ("true", "false"): 2}
 
 
 def test_dead_letters_judge_errors_lag_and_totals() -> None:

@@ -39,7 +39,9 @@ def test_render_groups_by_app_and_model() -> None:
     assert (
         "== shop / m1: 2 interactions (2 judged) in 1 windows, hallucination rate 50.0%, "
         "answer refusal rate -, ground-truth refusal rate -, tool error rate -, answers without evidence -, "
-        "ungrounded tool arguments - ==" in text
+        "ungrounded tool arguments -, miscited answers -, answers with a dangling citation -, "
+        "over-refusal (answerable, refused) -, answered unanswerable -, reject recall -, reject precision -, "
+        "answerable recall -, answerable precision - ==" in text
     )
     assert "0.550" in text and "alerts: 0" in text
     summary = render(Report(counts={"evaluations": 2}, windows=[w, w], alerts=[]), every_window=False)

@@ -76,12 +76,15 @@ async def test_unknown_answerability_is_left_out() -> None:
 
 def test_split_cited_statements() -> None:
     answer = "Paris is in France [1][2]. It has 2 million people [3]. No citation here."
-    assert split_cited_statements(answer) == [
+    passages = ["Paris is in France.", "France is in Europe.", "Paris has 2 million people."]
+    assert split_cited_statements(answer, passages) == [
         ("Paris is in France.", [1, 2]),
         ("It has 2 million people.", [3]),
         ("No citation here.", []),
     ]
-    assert split_cited_statements("Paris is in France. [1]") == [("Paris is in France.", [1])]
+    assert split_cited_statements("Paris is in France. [1]", passages) == [("Paris is in France.", [1])]
+    # a reference to no passage counts as a citation (of nothing): 0
+    assert split_cited_statements("Paris is in France [1][4].", passages) == [("Paris is in France.", [1, 0])]
 
 
 async def test_citation_recall_and_precision_with_the_lexical_judge() -> None:

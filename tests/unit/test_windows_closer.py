@@ -46,14 +46,26 @@ async def test_windows_close_by_watermark_and_count_replays_once(store: ClickHou
     assert [w.count for w in await closer.close_due(final=True)] == [2]
 
 
-async def test_idle_windows_close_on_the_wall_clock(store: ClickHouseStore) -> None:
-    clock = ManualClock(T0 + timedelta(seconds=20))
+@pytest.mark.parametrize(
+    ("now", "before", "after"),
+    [
+        (T0 + timedelta(seconds=20), 4.9, 0.1),  # ended long ago: due once idle for 5 s
+        (T0 + timedelta(seconds=1), 6, 3),  # idle at T0 + 7 s, but due only once it ended at T0 + 10 s
+    ],
+    ids=["idle", "ended"],
+)
+async def test_an_idle_window_closes_once_it_ended_on_the_wall_clock(
+    store: ClickHouseStore, now: datetime, before: float, after: float
+) -> None:
+    """A window no row landed in for idle_close_seconds closes without its watermark passing, but not
+    before its end on the wall clock (a window still running is not closed early)."""
+    clock = ManualClock(now)
     settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5)
     closer = WindowCloser(settings, store, clock=clock)
     await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
-    clock.advance(4.9)
+    clock.advance(before)
     assert closer.due() == []
-    clock.advance(0.1)
+    clock.advance(after)
     assert closer.due() == [("a", "m", T0)]
 
 
@@ -122,17 +134,6 @@ async def test_a_future_event_closes_neither_other_apps_windows_nor_its_own_earl
     assert ("b", "m", T0 + timedelta(days=3650)) not in closer.due()
 
 
-async def test_idle_close_waits_for_the_window_end_on_the_wall_clock(store: ClickHouseStore) -> None:
-    clock = ManualClock(T0 + timedelta(seconds=1))
-    settings = WindowSettings(size_seconds=10, grace_seconds=2, idle_close_seconds=5)
-    closer = WindowCloser(settings, store, clock=clock)
-    await closer.touch([at("a", 1, 0.9)])  # type: ignore[list-item]
-    clock.advance(6)
-    assert closer.due() == []  # idle, but the window has not ended yet on the wall clock (T0 + 7 s)
-    clock.advance(3)
-    assert closer.due() == [("a", "m", T0)]
-
-
 async def test_a_failed_publish_leaves_no_alert_row_and_is_retried(store: ClickHouseStore) -> None:
     rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
                      cooldown_seconds=0)  # fmt: skip
@@ -181,3 +182,86 @@ async def test_a_failed_webhook_is_logged(store: ClickHouseStore, caplog: pytest
         )
         await engine.aclose()
     assert len(fired) == 1 and "webhook delivery failed" in caplog.text
+
+
+async def test_a_window_whose_alert_rules_failed_is_evaluated_at_the_next_start(
+    store: ClickHouseStore,
+) -> None:
+    """ClickHouse reads the window's rows and writes its aggregate but does not answer the alert rules'
+    query: the window stays due and the stop leaves it; the next start finds it (``reconcile``) and
+    evaluates its rules, making the transition once; the start after that finds nothing left."""
+    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
+                     cooldown_seconds=0)  # fmt: skip
+    settings = WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000)
+
+    class AlertQueryDown:
+        """The store, but the alert rules' read of their latest transition times out."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def latest_alert(self, *args: object, **kwargs: object) -> Alert | None:
+            raise TimeoutError("ClickHouse did not answer in time")
+
+    def worker(alerts_store: object) -> WindowCloser:
+        engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), alerts_store)  # type: ignore[arg-type]
+        return WindowCloser(settings, store, engine)
+
+    rows = [at("a", 1, 0.1), at("b", 2, 0.2)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    first = worker(AlertQueryDown())
+    await first.touch(rows)  # type: ignore[arg-type]
+    assert await first.close_due(final=True) == []
+    assert first.pending() == [("a", "m", T0)]  # the window stays due
+    assert (await first.finish(budget_s=10.0)).left == 1 and store.alerts_sync() == []
+
+    second = worker(store)  # the next start
+    assert await second.reconcile(timedelta(hours=24)) == 1
+    assert [w.window_start for w in await second.close_due(final=True)] == [T0]
+    assert [(a.rule, a.state, a.window_start) for a in store.alerts_sync()] == [("h", "firing", T0)]
+
+    third = worker(store)
+    assert await third.reconcile(timedelta(hours=24)) == 0  # closed, its alerts evaluated: nothing left
+
+
+async def test_a_window_whose_alert_rules_failed_holds_the_later_windows_of_its_app(
+    store: ClickHouseStore,
+) -> None:
+    """The first window hallucinates (the rule fires), the second is grounded (it resolves). Storing the
+    first window's transition is refused in the first round: the second waits with it instead of being
+    evaluated without it, and the next round evaluates both in order, firing at the first and resolving
+    at the second (not a firing for the first made after the second and left open)."""
+    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
+                     cooldown_seconds=0, resolve_for=1)  # fmt: skip
+    refusing = True
+
+    class FirstWindowRefused:
+        """The store, but a transition of the window at T0 is refused (not an outage)."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def insert_alert(self, alert: Alert) -> None:
+            if refusing and alert.window_start == T0:
+                raise ValueError("Code: 6. DB::Exception: cannot parse")
+            await store.insert_alert(alert)
+
+    engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), FirstWindowRefused())  # type: ignore[arg-type]
+    closer = WindowCloser(
+        WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store, engine
+    )
+    rows = [at("a", 1, 0.1), at("b", 2, 0.2), at("c", 11, 0.9), at("d", 12, 0.9)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    await closer.touch(rows)  # type: ignore[arg-type]
+    assert await closer.close_due(final=True) == [] and store.alerts_sync() == []
+    assert closer.pending() == [("a", "m", T0), ("a", "m", T0 + timedelta(seconds=10))]
+    assert closer.failed == 1  # the first window; the second was not tried
+    refusing = False
+    closed = await closer.close_due(final=True)
+    assert [w.window_start for w in closed] == [T0, T0 + timedelta(seconds=10)]
+    made = sorted(store.alerts_sync(), key=lambda a: a.window_end)
+    assert [(a.state, a.window_start) for a in made] == [
+        ("firing", T0),
+        ("resolved", T0 + timedelta(seconds=10)),
+    ]
+    await engine.aclose()

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline.clock import ManualClock
-from schemas.conversation import ConversationTurn
 from schemas.evaluation_row import EvalRow
 from schemas.settings import ConversationSettings, WindowSettings
 from schemas.window import WindowAggregate
@@ -25,6 +24,7 @@ from streams.resources import Resources as WorkerResources
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
 from tests.settings_factory import make_settings
+from tests.unit.test_conversations import FailingTurns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SIZE = 60
@@ -85,15 +85,17 @@ class Listener:
         return None
 
 
-def backlog(n: int) -> list[Row]:
-    """One row in each of ``n`` windows of two apps, every window due by the watermark."""
-    return [Row(f"app{i % 2}", "m", T0 + timedelta(seconds=SIZE * (i // 2) + 1)) for i in range(n)]
+def backlog(n: int, apps: int = 2) -> list[Row]:
+    """One row in each of ``n`` windows of ``apps`` apps, every window due by the watermark."""
+    return [Row(f"app{i % apps}", "m", T0 + timedelta(seconds=SIZE * (i // apps) + 1)) for i in range(n)]
 
 
-async def closer_with(n: int, store: SlowStore, clock: ManualClock, batch: int = 100) -> WindowCloser:
+async def closer_with(
+    n: int, store: SlowStore, clock: ManualClock, batch: int = 100, apps: int = 2
+) -> WindowCloser:
     settings = WindowSettings(size_seconds=SIZE, grace_seconds=0, idle_close_seconds=10**6, close_batch=batch)
     closer = WindowCloser(settings, store, Listener(), clock=clock)
-    await closer.touch(backlog(n))  # type: ignore[arg-type]
+    await closer.touch(backlog(n, apps))  # type: ignore[arg-type]
     return closer
 
 
@@ -171,7 +173,9 @@ async def test_a_failing_window_in_a_batch_does_not_keep_the_others(caplog: pyte
     closer = await closer_with(20, store, clock)
     closed = await closer.close_due(final=True)
     assert len(closed) == 10 and {w.app for w in closed} == {"app0"}
-    assert closer.failed == 10 and len(closer.pending()) == 10
+    # app1's first window failed; its later ones wait for the next round (its rules see them in order)
+    assert closer.failed == 1 and closer.failures == {("app1", "m", T0): 1}
+    assert [k[:2] for k in closer.pending()] == [("app1", "m")] * 10
 
 
 class TimingOutStore(SlowStore):
@@ -217,7 +221,7 @@ async def test_a_refused_batch_on_stop_is_closed_one_by_one_within_the_budget_wi
     caplog.set_level(logging.INFO)
     clock = ManualClock(T0 + timedelta(days=1))
     store = RefusingStore(clock)
-    closer = await closer_with(2000, store, clock)
+    closer = await closer_with(2000, store, clock, apps=200)  # one by one: a window of each app in turn
     result = await closer.finish(budget_s=10.0)
     assert result.seconds <= 10.0 + 1.0, result  # at most one read begun past the budget's end
     assert result.closed == 0 and result.left == 2000 and 0 < result.failed <= 11
@@ -304,31 +308,6 @@ class Turn:
     interaction: SimpleNamespace
 
 
-class SlowConversations:
-    """A conversation store whose every read of turns takes ``read_s`` seconds on the clock and is refused
-    (not an outage: the round goes on while its budget lasts)."""
-
-    def __init__(self, clock: ManualClock, read_s: float) -> None:
-        self.clock, self.read_s, self.reads = clock, read_s, 0
-
-    async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
-        self.reads += 1
-        self.clock.advance(self.read_s)
-        raise ValueError("refused")
-
-    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int]]:
-        return {}
-
-    async def insert(self, rows: object, written_at: datetime) -> None:
-        return None
-
-    async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
-        return []
-
-    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
-        return []
-
-
 async def test_the_stop_shares_one_budget_between_conversations_and_windows(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -341,7 +320,7 @@ async def test_the_stop_shares_one_budget_between_conversations_and_windows(
     ctx = new_context(settings, app=None)  # type: ignore[arg-type]
     clock = ManualClock(T0 + timedelta(days=1))
     resources = WorkerResources(ctx, clock=clock)
-    turns_store = SlowConversations(clock, read_s=4.0)
+    turns_store = FailingTurns(ValueError("refused"), clock, seconds=4.0)  # not an outage: the round goes on
     conversations = ConversationSettings(idle_seconds=100, close_batch=10)
     resources.conversations = ConversationCloser(conversations, settings.window, turns_store, clock=clock)
     ends = SimpleNamespace(metadata={"conversation_end": True})

@@ -353,6 +353,15 @@ export async function loadInteraction() {
     badge("ground-truth refusal", e.ground_truth_refusal, true),
     missing(e.tool_error) ? null : badge("tool error", e.tool_error, true),
     missing(e.ungrounded_arguments) ? null : badge("ungrounded tool arguments", e.ungrounded_arguments, true),
+    missing(e.answerable)
+      ? null
+      : el(
+          "span",
+          { class: "badge", "data-answerable-source": e.answerable_source },
+          `answerable: ${e.answerable ? "yes" : "no"} (${(e.answerable_source || "").replace("_", " ")})`,
+        ),
+    missing(e.over_refusal) ? null : badge("over-refusal", e.over_refusal, true),
+    missing(e.answered_unanswerable) ? null : badge("answered unanswerable", e.answered_unanswerable, true),
   ];
   $("interaction-body").replaceChildren(
     el("p", {}, ...badges.filter(Boolean)),
