@@ -264,6 +264,12 @@ def run(args: argparse.Namespace) -> int:
             f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
             f"base starts returning empty results at {plan.kb_outage:{stamp}}"
         )
+    if plan.citing and plan.citation_bug:
+        _say(
+            f"{plan.citing[0]} / {plan.citing[1]} answers with citations ([1], [2]); from "
+            f"{plan.citation_bug:{stamp}} its citation renderer is off by one (each answer cites the passage "
+            "after the one it used): its miscited rate rises, its hallucination rate does not"
+        )
     multi_turn = [p for p in PLANS if p.max_turns > 1]
     if plan.onset and multi_turn and plan.conversations():
         _say(
