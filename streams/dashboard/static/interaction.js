@@ -375,9 +375,25 @@ function evidencePanel(e, named) {
       .filter((s) => s.verdict === "entailed" && !missing(s.passage))
       .map((s) => s.passage),
   );
+  // the passages the answer's statements cite, and those cited for a statement they do not support
+  const cited = new Set();
+  const miscited = new Set();
+  for (const s of e.pairs
+    .filter((p) => p.pair === "context_answer")
+    .flatMap((p) => p.hypotheses.flatMap((h) => h.statements))) {
+    (s.citations?.cited || []).forEach((n, k) => {
+      cited.add(n);
+      if ((s.citations.precise || [])[k] === false) miscited.add(n);
+    });
+  }
   evidence.forEach((c, n) => {
-    const cls = `passage${c.tool ? " tool-passage" : ""}${supporting.has(n) ? " supporting" : ""}`;
-    const meta = `${n + 1}${c.tool ? ` · ${named(n)}` : ""}${supporting.has(n) ? " · supports the answer" : ""} `;
+    const cls = `passage${c.tool ? " tool-passage" : ""}${supporting.has(n) ? " supporting" : ""}${miscited.has(n) ? " miscited" : ""}`;
+    const citedText = miscited.has(n)
+      ? " · ✗ cited for a statement it does not support"
+      : cited.has(n)
+        ? " · cited"
+        : "";
+    const meta = `${n + 1}${c.tool ? ` · ${named(n)}` : ""}${supporting.has(n) ? " · supports the answer" : ""}${citedText} `;
     panel.append(
       el(
         "div",
