@@ -212,20 +212,7 @@ def simulate(
         if plan.cites:  # its own generator too, for the same reason
             stamped += _citing(plan, pools, events, start, end, bug, random.Random(seed * 7919 + 35))
             continue
-        count = max(1, round(events * plan.share))
-        for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
-            v2 = when >= onset and rng.random() < plan.v2_share_after_onset
-            bad = (
-                plan.bad_share_after_onset
-                if v2 and plan.bad_share_after_onset is not None
-                else plan.bad_share
-            )
-            pool = (
-                pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
-            )
-            if pool:
-                record = _planned_record(rng, plan, rng.choice(pool), i, when, v2=v2, outage=outage)
-                stamped.append((when, json.dumps(record, ensure_ascii=False)))
+        stamped += _single_turn(plan, pools, events, (start, end), onset, outage, rng)
     stamped.sort(key=lambda pair: pair[0])
     drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
     agent = next(((p.app, p.model) for p in PLANS if p.tool), None)
@@ -241,6 +228,30 @@ def simulate(
         citation_bug=bug if citing else None,
         citing=citing,
     )
+
+
+def _single_turn(
+    plan: SeriesPlan,
+    pools: dict[tuple[str, bool], list[dict[str, Any]]],
+    events: int,
+    span: tuple[datetime, datetime],
+    onset: datetime,
+    outage: datetime,
+    rng: random.Random,
+) -> list[tuple[datetime, str]]:
+    """A single-turn series over ``span``: from ``onset`` on, ``v2_share_after_onset`` of it served with
+    prompt v2 (drawn bad with ``bad_share_after_onset``); drawn from the generator the series share."""
+    start, end = span
+    out: list[tuple[datetime, str]] = []
+    count = max(1, round(events * plan.share))
+    for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
+        v2 = when >= onset and rng.random() < plan.v2_share_after_onset
+        bad = plan.bad_share_after_onset if v2 and plan.bad_share_after_onset is not None else plan.bad_share
+        pool = pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
+        if pool:
+            record = _planned_record(rng, plan, rng.choice(pool), i, when, v2=v2, outage=outage)
+            out.append((when, json.dumps(record, ensure_ascii=False)))
+    return out
 
 
 def with_citation(

@@ -234,23 +234,8 @@ def _serve(stack: LocalStack, port: int) -> None:
         _say("dashboard stopped")
 
 
-def run(args: argparse.Namespace) -> int:
-    if not 0.0 <= args.label_share <= 1.0:
-        raise ConfigError(f"--label-share must be within [0, 1], got {args.label_share}")
-    started = time.monotonic()
-    workdir = (
-        args.workdir or Path.cwd() / ".groundwatch" / f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-    ).resolve()
-    tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
-    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
-    # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts; the evaluators
-    # file's custom.<name> metrics in this process's catalogue too, for the report printed at the end
-    install_from_settings(stack.settings().evaluators)
-    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    plan = user_history(args.data, args.days) if args.data else history(args.events, args.days)
-    local = args.judge in ("local", "cascade")
-    _say(f"work directory {workdir}")
+def _announce(plan: History, args: argparse.Namespace) -> None:
+    """What the simulated history holds: each series' story and when it starts."""
     stamp = "%Y-%m-%d %H:%M"
     drift = (
         f"; {plan.drifting[0]} / {plan.drifting[1]} moves to prompt v2 and starts hallucinating more at "
@@ -276,6 +261,26 @@ def run(args: argparse.Namespace) -> int:
             f"{multi_turn[0].app} / {multi_turn[0].model} holds {plan.conversations()} conversations of 2-"
             f"{multi_turn[0].max_turns} turns; from {plan.onset:{stamp}} most end on a refusal (unresolved)"
         )
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0.0 <= args.label_share <= 1.0:
+        raise ConfigError(f"--label-share must be within [0, 1], got {args.label_share}")
+    started = time.monotonic()
+    workdir = (
+        args.workdir or Path.cwd() / ".groundwatch" / f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    ).resolve()
+    tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
+    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
+    # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts; the evaluators
+    # file's custom.<name> metrics in this process's catalogue too, for the report printed at the end
+    install_from_settings(stack.settings().evaluators)
+    # SIGTERM (a `timeout`, a CI runner) unwinds like Ctrl-C, so the broker and worker are stopped too
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    plan = user_history(args.data, args.days) if args.data else history(args.events, args.days)
+    local = args.judge in ("local", "cascade")
+    _say(f"work directory {workdir}")
+    _announce(plan, args)
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
         _say(
