@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--events",
         type=positive_int,
         default=6000,
-        help="interactions to replay (default 6000; fewer with a slow judge)",
+        help="interactions to replay, about: each series draws its share, the app answering with citations a "
+        "tenth more (default 6000; fewer with a slow judge)",
     )
     parser.add_argument(
         "--judge", choices=["local", "lexical", "openai", "cascade"], default="lexical", help="judge kind"
