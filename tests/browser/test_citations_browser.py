@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
 
 from selenium.webdriver.common.by import By
@@ -100,4 +101,20 @@ def test_documents_order_by_their_miscitations(site: DashboardSite, browser: Any
     header.find_element(By.TAG_NAME, "button").click()
     assert miscited() == sorted(most_first)
     assert table.find_elements(By.CSS_SELECTOR, "thead th")[column].get_attribute("aria-sort") == "ascending"
+    assert console_errors(browser) == []
+
+
+def test_alert_labels_on_a_chart_never_cover_each_other(site: DashboardSite, browser: Any) -> None:
+    """Every app's alerts on one chart: a label reading leftwards from a later marker does not hide an
+    earlier alert's label (a label that would is left out; its marker keeps the rule as its tooltip)."""
+    open_view(browser, site.url + "?range=data")
+    for chart in ("hallucination_rate", "answer_refusal_rate", "miscited_rate"):
+        markers = browser.find_elements(By.CSS_SELECTOR, f"#chart-{chart} .alert-marker")
+        assert markers and all(m.get_attribute("title") for m in markers)
+        boxes = sorted(
+            (s.rect["x"], s.rect["x"] + s.rect["width"])
+            for s in browser.find_elements(By.CSS_SELECTOR, f"#chart-{chart} .alert-marker span")
+        )
+        assert boxes, chart
+        assert all(left >= right for (_, right), (left, _) in pairwise(boxes)), boxes
     assert console_errors(browser) == []
