@@ -21,6 +21,12 @@ for its ``search_kb`` slice.
 ``car-manual / gamma`` is multi-turn: conversations of 2 to 3 turns a few minutes apart (a
 ``conversation_id`` each, the last turn marked ``conversation_end``), and from the onset on most of them
 end on a refusal, so its unresolved-conversation rate rises and the demo's rule on it fires.
+
+``policy-qa / epsilon`` answers with citations (``SeriesPlan.cites``): each answer gets three passages (its
+own and two others of the sample, its own first or second) and cites its own one by number ("... [2]").
+From ``citation_bug`` on its citation renderer is off by one: every answer cites the passage after its
+own, so its miscited rate steps up and the demo's rule on ``miscited_rate`` fires while its answers, and
+so its hallucination rate, stay as they were (the markers are removed before an answer is judged).
 Deterministic for a seed.
 """
 
@@ -52,6 +58,7 @@ class SeriesPlan:
     empty_share_after_outage: float = 0.0  # share of its searches that return nothing from kb_outage on
     max_turns: int = 1  # > 1: conversations of 2 to max_turns turns
     unresolved_after_onset: float | None = None  # share of conversations ending on a bad answer from onset
+    cites: bool = False  # answers cite their passage by number; off by one from citation_bug on
 
 
 PLANS: tuple[SeriesPlan, ...] = (
@@ -62,7 +69,9 @@ PLANS: tuple[SeriesPlan, ...] = (
     SeriesPlan("open-qa", "alpha", "open-qa", 0.15, 0.40),
     SeriesPlan("car-manual", "gamma", "car-manual", 0.15, 0.30, max_turns=3, unresolved_after_onset=0.8),
     SeriesPlan("support-agent", "delta", "wiki-qa", 0.15, 0.0, tool=True, empty_share_after_outage=0.7),
+    SeriesPlan("policy-qa", "epsilon", "wiki-qa", 0.10, 0.05, cites=True),
 )
+CITED_PASSAGES = 3  # passages a citing answer is given: its own, first or second, and others of the sample
 SYSTEM_PROMPT = "You are the support agent. Search the knowledge base before you answer."
 
 
@@ -75,6 +84,8 @@ class History:
     drifting: tuple[str, str] | None  # (app, model) whose hallucination rate rises at onset
     kb_outage: datetime | None = None  # when the tool-calling agent's search starts returning nothing
     tool_agent: tuple[str, str] | None = None  # (app, model) of the tool-calling agent
+    citation_bug: datetime | None = None  # when the citing app's citations start pointing one passage off
+    citing: tuple[str, str] | None = None  # (app, model) of the app answering with citations
 
     def conversations(self) -> int:
         """How many conversations (with a conversation_id) the interactions hold: the rows the worker
@@ -175,42 +186,37 @@ def simulate(
     days: float = 14.0,
     onset_fraction: float = 0.65,
     outage_fraction: float = 0.8,
+    citation_bug_fraction: float = 0.5,
     now: datetime | None = None,
     seed: int = 7,
 ) -> History:
     """``events`` interactions over the ``days`` before ``now`` (see the module docstring)."""
-    if events < 1 or days <= 0 or not 0 < onset_fraction < 1 or not 0 < outage_fraction < 1:
+    fractions = (onset_fraction, outage_fraction, citation_bug_fraction)
+    if events < 1 or days <= 0 or not all(0 < f < 1 for f in fractions):
         raise ValueError(
-            "events >= 1, days > 0, 0 < onset_fraction < 1 and 0 < outage_fraction < 1 are required"
+            "events >= 1, days > 0 and onset_fraction, outage_fraction, citation_bug_fraction within "
+            "(0, 1) are required"
         )
     rng = random.Random(seed)
     end = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(days=days)
     onset = start + (end - start) * onset_fraction
     outage = start + (end - start) * outage_fraction
+    bug = start + (end - start) * citation_bug_fraction
     pools = _pools(records)
     stamped: list[tuple[datetime, str]] = []
     for plan in PLANS:
         if plan.max_turns > 1:  # its own generator: the single-turn series draw as they always did
             stamped += _conversations(plan, pools, events, start, end, onset, random.Random(seed * 7919 + 34))
             continue
-        count = max(1, round(events * plan.share))
-        for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
-            v2 = when >= onset and rng.random() < plan.v2_share_after_onset
-            bad = (
-                plan.bad_share_after_onset
-                if v2 and plan.bad_share_after_onset is not None
-                else plan.bad_share
-            )
-            pool = (
-                pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
-            )
-            if pool:
-                record = _planned_record(rng, plan, rng.choice(pool), i, when, v2=v2, outage=outage)
-                stamped.append((when, json.dumps(record, ensure_ascii=False)))
+        if plan.cites:  # its own generator too, for the same reason
+            stamped += _citing(plan, pools, events, start, end, bug, random.Random(seed * 7919 + 35))
+            continue
+        stamped += _single_turn(plan, pools, events, (start, end), onset, outage, rng)
     stamped.sort(key=lambda pair: pair[0])
     drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
     agent = next(((p.app, p.model) for p in PLANS if p.tool), None)
+    citing = next(((p.app, p.model) for p in PLANS if p.cites), None)
     return History(
         lines=[line for _, line in stamped],
         start=start,
@@ -219,7 +225,81 @@ def simulate(
         drifting=drifting,
         kb_outage=outage if agent else None,
         tool_agent=agent,
+        citation_bug=bug if citing else None,
+        citing=citing,
     )
+
+
+def _single_turn(
+    plan: SeriesPlan,
+    pools: dict[tuple[str, bool], list[dict[str, Any]]],
+    events: int,
+    span: tuple[datetime, datetime],
+    onset: datetime,
+    outage: datetime,
+    rng: random.Random,
+) -> list[tuple[datetime, str]]:
+    """A single-turn series over ``span``: from ``onset`` on, ``v2_share_after_onset`` of it served with
+    prompt v2 (drawn bad with ``bad_share_after_onset``); drawn from the generator the series share."""
+    start, end = span
+    out: list[tuple[datetime, str]] = []
+    count = max(1, round(events * plan.share))
+    for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
+        v2 = when >= onset and rng.random() < plan.v2_share_after_onset
+        bad = plan.bad_share_after_onset if v2 and plan.bad_share_after_onset is not None else plan.bad_share
+        pool = pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
+        if pool:
+            record = _planned_record(rng, plan, rng.choice(pool), i, when, v2=v2, outage=outage)
+            out.append((when, json.dumps(record, ensure_ascii=False)))
+    return out
+
+
+def with_citation(
+    record: dict[str, Any], others: Sequence[dict[str, Any]], own_at: int, *, off_by_one: bool
+) -> dict[str, Any]:
+    """``record`` answered with a citation: its passages are its own first one at 1-based position
+    ``own_at`` among the first passage of each of ``others`` (``CITED_PASSAGES`` in all), and its answer
+    ends with ``[own_at]``, or with ``[own_at + 1]`` (the next passage, another document) when
+    ``off_by_one``. ``own_at`` is at most ``CITED_PASSAGES - 1``, so the wrong number still names a
+    passage."""
+    if not 1 <= own_at < CITED_PASSAGES or len(others) < CITED_PASSAGES - 1:
+        raise ValueError(
+            f"own_at within [1, {CITED_PASSAGES - 1}] and {CITED_PASSAGES - 1} others are required"
+        )
+    passages = [o["contexts"][0] for o in others[: CITED_PASSAGES - 1]]
+    passages.insert(own_at - 1, record["contexts"][0])
+    answer = str(record["answer"]).rstrip()
+    return {**record, "contexts": passages, "answer": f"{answer} [{own_at + 1 if off_by_one else own_at}]"}
+
+
+def _citing(
+    plan: SeriesPlan,
+    pools: dict[tuple[str, bool], list[dict[str, Any]]],
+    events: int,
+    start: datetime,
+    end: datetime,
+    bug: datetime,
+    rng: random.Random,
+) -> list[tuple[datetime, str]]:
+    """A series answering with citations (``with_citation``), off by one from ``bug`` on."""
+    every = [r for good in (False, True) for r in pools.get((plan.source_app, good), []) if r.get("contexts")]
+    out: list[tuple[datetime, str]] = []
+    for i, when in enumerate(
+        _times(rng, max(1, round(events * plan.share)), start, (end - start).total_seconds())
+    ):
+        pool = [
+            r for r in pools.get((plan.source_app, rng.random() < plan.bad_share)) or [] if r.get("contexts")
+        ]
+        if not pool or len(every) < CITED_PASSAGES:
+            continue
+        source = rng.choice(pool)
+        others = rng.sample(
+            [r for r in every if r["contexts"][0] != source["contexts"][0]], CITED_PASSAGES - 1
+        )
+        cited = with_citation(source, others, rng.randint(1, CITED_PASSAGES - 1), off_by_one=when >= bug)
+        record = _planned_record(rng, plan, cited, i, when, v2=False, outage=end)
+        out.append((when, json.dumps(record, ensure_ascii=False)))
+    return out
 
 
 def _conversations(

@@ -30,6 +30,12 @@ class DocumentRow(BaseModel):
     lower: float | None = Field(description="Wilson 95 % lower bound of unsupported_share")
     upper: float | None = Field(description="Wilson 95 % upper bound of unsupported_share")
     never_supporting: bool = Field(description="retrieved, yet no statement it was judged against entailed")
+    cited: int = Field(0, description="answer statements citing one of its passages (docs/citations.md)")
+    miscited: int = Field(
+        0,
+        description="of those, the statements the cited passage does not support (the judge did not name it "
+        "among the supporting passages); a citation whose support is unknown is in neither",
+    )
 
 
 class DocumentReport(BaseModel):

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--events",
         type=positive_int,
         default=6000,
-        help="interactions to replay (default 6000; fewer with a slow judge)",
+        help="interactions to replay, about: each series draws its share, the app answering with citations a "
+        "tenth more (default 6000; fewer with a slow judge)",
     )
     parser.add_argument(
         "--judge", choices=["local", "lexical", "openai", "cascade"], default="lexical", help="judge kind"
@@ -234,6 +235,35 @@ def _serve(stack: LocalStack, port: int) -> None:
         _say("dashboard stopped")
 
 
+def _announce(plan: History, args: argparse.Namespace) -> None:
+    """What the simulated history holds: each series' story and when it starts."""
+    stamp = "%Y-%m-%d %H:%M"
+    drift = (
+        f"; {plan.drifting[0]} / {plan.drifting[1]} moves to prompt v2 and starts hallucinating more at "
+        f"{plan.onset:{stamp}}"
+        if plan.drifting and plan.onset
+        else f" from {args.data}"
+    )
+    _say(f"{len(plan.lines)} interactions stamped over {plan.start:{stamp}} - {plan.end:{stamp}} UTC{drift}")
+    if plan.tool_agent and plan.kb_outage:
+        _say(
+            f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
+            f"base starts returning empty results at {plan.kb_outage:{stamp}}"
+        )
+    if plan.citing and plan.citation_bug:
+        _say(
+            f"{plan.citing[0]} / {plan.citing[1]} answers with citations ([1], [2]); from "
+            f"{plan.citation_bug:{stamp}} its citation renderer is off by one (each answer cites the passage "
+            "after the one it used): its miscited rate rises, its hallucination rate does not"
+        )
+    multi_turn = [p for p in PLANS if p.max_turns > 1]
+    if plan.onset and multi_turn and plan.conversations():
+        _say(
+            f"{multi_turn[0].app} / {multi_turn[0].model} holds {plan.conversations()} conversations of 2-"
+            f"{multi_turn[0].max_turns} turns; from {plan.onset:{stamp}} most end on a refusal (unresolved)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.label_share <= 1.0:
         raise ConfigError(f"--label-share must be within [0, 1], got {args.label_share}")
@@ -251,25 +281,7 @@ def run(args: argparse.Namespace) -> int:
     plan = user_history(args.data, args.days) if args.data else history(args.events, args.days)
     local = args.judge in ("local", "cascade")
     _say(f"work directory {workdir}")
-    stamp = "%Y-%m-%d %H:%M"
-    drift = (
-        f"; {plan.drifting[0]} / {plan.drifting[1]} moves to prompt v2 and starts hallucinating more at "
-        f"{plan.onset:{stamp}}"
-        if plan.drifting and plan.onset
-        else f" from {args.data}"
-    )
-    _say(f"{len(plan.lines)} interactions stamped over {plan.start:{stamp}} - {plan.end:{stamp}} UTC{drift}")
-    if plan.tool_agent and plan.kb_outage:
-        _say(
-            f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
-            f"base starts returning empty results at {plan.kb_outage:{stamp}}"
-        )
-    multi_turn = [p for p in PLANS if p.max_turns > 1]
-    if plan.onset and multi_turn and plan.conversations():
-        _say(
-            f"{multi_turn[0].app} / {multi_turn[0].model} holds {plan.conversations()} conversations of 2-"
-            f"{multi_turn[0].max_turns} turns; from {plan.onset:{stamp}} most end on a refusal (unresolved)"
-        )
+    _announce(plan, args)
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
         _say(

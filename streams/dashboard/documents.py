@@ -20,26 +20,40 @@ def _in_range(db: str, condition: str) -> str:
 
 
 def documents_sql(db: str, condition: str) -> str:
-    """One row per document: retrievals and the context pair's verdicts against its passages; and one
-    row with document NULL whose ``without_passage`` counts the statements with no recorded passage (one
-    read of the statements for both)."""
+    """One row per document: retrievals, the context pair's verdicts against its passages, and the
+    citations of its passages (``cited``: one per statement and cited passage) with those for a statement
+    the passage does not support (``miscited``: ``cited_precise`` 0; a citation whose support is unknown,
+    ``cited_precise`` empty, is cited only); and one row with document NULL whose ``without_passage``
+    counts the statements with no recorded passage."""
     current = (
         f"(interaction_id, version) IN (SELECT interaction_id, version FROM {db}.evaluations FINAL "
         f"WHERE {_in_range(db, condition)})"
     )
     zero = "toUInt64(0)"
+    # one (document, precise) per cited passage of a statement; precise 2 where the support is unknown
+    cites = (
+        "arrayZip(cited_documents, if(length(cited_precise) = length(cited_documents), cited_precise, "
+        "arrayMap(d -> toUInt8(2), cited_documents)))"
+    )
     return (
         "SELECT doc AS document, sum(r) AS retrieved, sum(s) AS statements, sum(e) AS supported, "
-        "sum(n) AS not_stated, sum(c) AS contradicted, sum(np) AS without_passage FROM (\n"
+        "sum(n) AS not_stated, sum(c) AS contradicted, sum(np) AS without_passage, sum(ci) AS cited, "
+        "sum(mc) AS miscited FROM (\n"
         f"  SELECT toNullable(arrayJoin(context_documents)) AS doc, count() AS r, {zero} AS s, {zero} AS e, "
-        f"{zero} AS n, {zero} AS c, {zero} AS np\n"
+        f"{zero} AS n, {zero} AS c, {zero} AS np, {zero} AS ci, {zero} AS mc\n"
         f"  FROM {db}.evaluations FINAL WHERE {_in_range(db, condition)} GROUP BY doc\n"
         "  UNION ALL\n"
         f"  SELECT document AS doc, {zero} AS r, count() AS s, "
         "countIf(verdict = 'entailed') AS e, countIf(verdict = 'not_stated') AS n, "
-        "countIf(verdict = 'contradicted') AS c, countIf(passage IS NULL) AS np\n"
+        "countIf(verdict = 'contradicted') AS c, countIf(passage IS NULL) AS np, "
+        f"{zero} AS ci, {zero} AS mc\n"
         f"  FROM {db}.evaluation_statements FINAL\n"
         f"  WHERE pair = 'context_answer' AND {current} GROUP BY doc\n"
+        "  UNION ALL\n"
+        f"  SELECT toNullable(cite.1) AS doc, {zero} AS r, {zero} AS s, {zero} AS e, {zero} AS n, "
+        f"{zero} AS c, {zero} AS np, count() AS ci, countIf(cite.2 = 0) AS mc\n"
+        f"  FROM {db}.evaluation_statements FINAL ARRAY JOIN {cites} AS cite\n"
+        f"  WHERE pair = 'context_answer' AND notEmpty(cited_documents) AND {current} GROUP BY doc\n"
         ") GROUP BY doc"
     )
 
@@ -60,6 +74,8 @@ def document_row(r: dict[str, Any]) -> DocumentRow:
         lower=interval[0] if interval else None,
         upper=interval[1] if interval else None,
         never_supporting=int(r["retrieved"]) > 0 and supported == 0,
+        cited=int(r["cited"]),
+        miscited=int(r["miscited"]),
     )
 
 
@@ -91,14 +107,17 @@ def render_documents(report: DocumentReport) -> str:
         f"Documents {report.start:%Y-%m-%d %H:%M} .. {report.end:%Y-%m-%d %H:%M} UTC, "
         f"{report.slice.describe()}: {report.total} documents, worst first",
         f"{'document':<40} {'retrieved':>9} {'statements':>10} {'unsupported':>11} {'95% interval':>15} "
-        f"{'contradicted':>12}  note",
+        f"{'contradicted':>12} {'miscited':>8}  note",
     ]
     for d in report.documents:
         share = "-" if d.unsupported_share is None else f"{100 * d.unsupported_share:.1f}%"
         interval = "-" if d.lower is None else f"{100 * d.lower:.0f}-{100 * (d.upper or 0):.0f}%"
         note = "retrieved, never supporting" if d.never_supporting else ""
         name = safe_text(d.document or "(no document name)", 40)
-        counts = f"{d.retrieved:>9} {d.statements:>10} {share:>11} {interval:>15} {d.contradicted:>12}"
+        counts = (
+            f"{d.retrieved:>9} {d.statements:>10} {share:>11} {interval:>15} {d.contradicted:>12} "
+            f"{d.miscited:>8}"
+        )
         lines.append(f"{name:<40} {counts}  {note}")
     if report.statements_without_passage:
         lines.append(f"{report.statements_without_passage} answer statements have no recorded passage")

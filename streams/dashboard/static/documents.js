@@ -1,4 +1,5 @@
-/* Documents page: per context document, worst first (api/documents). It reads the page's range, its
+/* Documents page: per context document, worst first (api/documents), with the citations of its
+   passages and those for a statement it does not support; a click on a column's header orders by it. It reads the page's range, its
    app / model filters (one model ticked: that model; else every model) and its slice filter
    (slices.js), whose own app or model term wins; the Conversations page sends the same slice. */
 import { $ } from "./dom.js";
@@ -32,17 +33,43 @@ export async function loadDocuments() {
       : "");
   renderTable($("documents-table"), {
     columns: [
-      { label: "document", cell: (d) => d.document || "(no document name)" },
-      { label: "retrieved", num: true, cell: (d) => fmt(d.retrieved, "int") },
-      { label: "statements judged against it", num: true, cell: (d) => fmt(d.statements, "int") },
-      { label: "unsupported", num: true, cell: (d) => fmt(d.unsupported_share, "pct") },
+      { label: "document", cell: (d) => d.document || "(no document name)", sort: (d) => d.document },
+      { label: "retrieved", num: true, cell: (d) => fmt(d.retrieved, "int"), sort: (d) => d.retrieved },
+      {
+        label: "statements judged against it",
+        num: true,
+        cell: (d) => fmt(d.statements, "int"),
+        sort: (d) => d.statements,
+      },
+      {
+        label: "unsupported",
+        num: true,
+        cell: (d) => fmt(d.unsupported_share, "pct"),
+        sort: (d) => d.unsupported_share,
+      },
       {
         label: "95% interval",
         num: true,
         cell: (d) => (d.lower === null ? "–" : `${fmt(d.lower, "pct")} – ${fmt(d.upper, "pct")}`),
+        sort: (d) => d.lower,
       },
-      { label: "contradicted", num: true, cell: (d) => fmt(d.contradicted, "int") },
-      { label: "supported", num: true, cell: (d) => fmt(d.supported, "int") },
+      { label: "contradicted", num: true, cell: (d) => fmt(d.contradicted, "int"), sort: (d) => d.contradicted },
+      { label: "supported", num: true, cell: (d) => fmt(d.supported, "int"), sort: (d) => d.supported },
+      {
+        label: "cited",
+        title: "citations of its passages: answer statements citing one of them",
+        num: true,
+        cell: (d) => fmt(d.cited, "int"),
+        sort: (d) => d.cited,
+      },
+      {
+        label: "miscited",
+        title: "citations of its passages for a statement the passage does not support",
+        num: true,
+        cell: (d) => fmt(d.miscited, "int"),
+        cellClass: (d) => (d.miscited ? "miscited" : ""),
+        sort: (d) => d.miscited,
+      },
       { label: "", cell: (d) => (d.never_supporting ? "retrieved, never supporting anything" : "") },
     ],
     rows: body.documents,

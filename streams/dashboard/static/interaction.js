@@ -71,7 +71,55 @@ const PAIR_TITLES = {
   ground_truth_answer: "Answer statements against the question and ground truth (ground truth ⇒ answer)",
   answer_ground_truth: "Ground-truth statements against the question and answer (answer ⇒ ground truth)",
 };
-function pairPanel(pair, passageName) {
+// A statement's citations (StatementCitations, docs/citations.md): one chip per cited passage, its number
+// and document, marked by whether that passage supports the statement (a symbol and words as well as a
+// colour); a reference naming no passage as dangling; a factual statement of a citing answer without any
+// citation as uncited. Null when the statement has nothing to show.
+const CITE_STATES = {
+  precise: { mark: "✓", text: "supports it" },
+  imprecise: { mark: "✗", text: "does not support it" },
+  unknown: { mark: "?", text: "support unknown" },
+};
+function citationRow(s, evidence, answerCites) {
+  const c = s.citations;
+  if (!c) return null;
+  const cited = c.cited || [];
+  const dangling = c.dangling || [];
+  if (!cited.length && !dangling.length) {
+    if (!answerCites || !c.factual) return null;
+    return el(
+      "span",
+      { class: "citations", "data-citations": "uncited" },
+      el(
+        "span",
+        { class: "cite cite-uncited", "data-cite": "uncited" },
+        "⚠ uncited: a factual statement without a citation",
+      ),
+    );
+  }
+  const row = el("span", { class: "citations", "data-citations": String(cited.length) }, "cites ");
+  cited.forEach((n, k) => {
+    const precise = (c.precise || [])[k];
+    const state = missing(precise) ? "unknown" : precise ? "precise" : "imprecise";
+    const doc = evidence[n]?.document;
+    const label = `${CITE_STATES[state].mark} [${n + 1}]${doc ? ` ${doc}` : ""}: ${CITE_STATES[state].text}`;
+    row.append(el("span", { class: `cite cite-${state}`, "data-cite": state, "data-passage": String(n) }, label));
+  });
+  for (const d of dangling) {
+    row.append(el("span", { class: "cite cite-dangling", "data-cite": "dangling" }, `⚠ ${d}: names no passage`));
+  }
+  if (!missing(c.supported) && cited.length) {
+    row.append(
+      el(
+        "span",
+        { class: "cite-summary" },
+        c.supported ? "its citations support it" : "not supported by what it cites",
+      ),
+    );
+  }
+  return row;
+}
+function pairPanel(pair, passageName, evidence, answerCites) {
   const panel = el(
     "div",
     { class: "panel pair", "data-pair": pair.pair },
@@ -92,6 +140,8 @@ function pairPanel(pair, passageName) {
         s.statement,
         el("span", { class: "meta" }, meta),
       );
+      const cites = pair.pair === "context_answer" ? citationRow(s, evidence, answerCites) : null;
+      if (cites) node.append(cites);
       if (where) {
         const mark = (on) => {
           for (const p of document.querySelectorAll(`.passage[data-passage="${s.passage}"]`)) {
@@ -285,6 +335,11 @@ function factsPanel(e) {
   add("cost", fmt(e.cost_usd, "usd"));
   add("judge latency", `${fmt(e.judge_latency_ms, "int")} ms`);
   add("complete", e.complete ? "yes" : `no (missing ${e.missing.join(", ")})`);
+  if (!missing(e.citation_recall) || !missing(e.uncited_statements)) {
+    add("citation recall / precision", `${fmt(e.citation_recall)} / ${fmt(e.citation_precision)}`);
+    add("uncited statements", fmt(e.uncited_statements));
+    add("dangling citations", fmt(e.dangling_citations, "int"));
+  }
   if (e.tool_calls) add("tool calls", fmt(e.tool_calls, "int"));
   if ((e.ungrounded_argument_values || []).length)
     add("ungrounded tool arguments", e.ungrounded_argument_values.join(", "));
@@ -320,9 +375,25 @@ function evidencePanel(e, named) {
       .filter((s) => s.verdict === "entailed" && !missing(s.passage))
       .map((s) => s.passage),
   );
+  // the passages the answer's statements cite, and those cited for a statement they do not support
+  const cited = new Set();
+  const miscited = new Set();
+  for (const s of e.pairs
+    .filter((p) => p.pair === "context_answer")
+    .flatMap((p) => p.hypotheses.flatMap((h) => h.statements))) {
+    (s.citations?.cited || []).forEach((n, k) => {
+      cited.add(n);
+      if ((s.citations.precise || [])[k] === false) miscited.add(n);
+    });
+  }
   evidence.forEach((c, n) => {
-    const cls = `passage${c.tool ? " tool-passage" : ""}${supporting.has(n) ? " supporting" : ""}`;
-    const meta = `${n + 1}${c.tool ? ` · ${named(n)}` : ""}${supporting.has(n) ? " · supports the answer" : ""} `;
+    const cls = `passage${c.tool ? " tool-passage" : ""}${supporting.has(n) ? " supporting" : ""}${miscited.has(n) ? " miscited" : ""}`;
+    const citedText = miscited.has(n)
+      ? " · ✗ cited for a statement it does not support"
+      : cited.has(n)
+        ? " · cited"
+        : "";
+    const meta = `${n + 1}${c.tool ? ` · ${named(n)}` : ""}${supporting.has(n) ? " · supports the answer" : ""}${citedText} `;
     panel.append(
       el(
         "div",
@@ -351,6 +422,8 @@ export async function loadInteraction() {
     badge("hallucination", e.hallucination, true),
     badge("answer refusal", e.answer_refusal, true),
     badge("ground-truth refusal", e.ground_truth_refusal, true),
+    missing(e.miscited) ? null : badge("miscited", e.miscited, true),
+    e.dangling_citation ? badge("dangling citation", e.dangling_citation, true) : null,
     missing(e.tool_error) ? null : badge("tool error", e.tool_error, true),
     missing(e.ungrounded_arguments) ? null : badge("ungrounded tool arguments", e.ungrounded_arguments, true),
     missing(e.answerable)
@@ -376,6 +449,6 @@ export async function loadInteraction() {
     evidencePanel(e, named),
     textPanel("Answer", i.answer),
     textPanel("Ground truth", i.ground_truth),
-    ...e.pairs.map((pair) => pairPanel(pair, named)),
+    ...e.pairs.map((pair) => pairPanel(pair, named, evidenceOf(e), !missing(e.uncited_statements))),
   );
 }

@@ -127,7 +127,7 @@ function correctedNotes(metric, overview) {
 
 function placeMarkers(u, alerts) {
   for (const m of u.over.querySelectorAll(".alert-marker")) m.remove();
-  let lastLabelled = Number.NEGATIVE_INFINITY;
+  let labelsEnd = Number.NEGATIVE_INFINITY; // the right edge of the last label drawn, in the chart's pixels
   const sorted = [...alerts].sort((a, b) => Date.parse(a.window_end) - Date.parse(b.window_end));
   for (const a of sorted) {
     const t = Date.parse(a.window_end) / 1000;
@@ -147,14 +147,17 @@ function placeMarkers(u, alerts) {
       "data-model": a.model,
       "data-state": alertState,
     });
-    if (x - lastLabelled > 90) {
-      // a label near the right edge reads leftwards from its marker, inside the chart
-      const icon = alertState === "resolved" ? "✓ " : "⚠ ";
-      marker.append(el("span", { class: x > u.over.clientWidth / 2 ? "leftwards" : "" }, icon + a.rule));
-      lastLabelled = x;
-    }
     marker.style.left = `${x}px`;
     u.over.append(marker);
+    // a label near the right edge reads leftwards from its marker, inside the chart; a label that would
+    // cover the one before it is left out (the marker's tooltip still names its rule)
+    const icon = alertState === "resolved" ? "✓ " : "⚠ ";
+    const label = el("span", { class: x > u.over.clientWidth / 2 ? "leftwards" : "" }, icon + a.rule);
+    marker.append(label);
+    const origin = u.over.getBoundingClientRect().left;
+    const box = label.getBoundingClientRect();
+    if (box.left - origin < labelsEnd + 4) label.remove();
+    else labelsEnd = box.right - origin;
   }
 }
 
