@@ -81,8 +81,8 @@ def judge_flag(verdicts: Verdicts, kind: LabelKind, correct_threshold: CorrectTh
     """Whether the judge flagged the label kind's condition (``LABEL_TARGETS``) on this interaction;
     None: it gave no verdict."""
     target = LABEL_TARGETS[kind]
-    if kind is not LabelKind.CORRECT:  # the flag is a column of its own
-        flag: bool | None = getattr(verdicts, target.flag)
+    if kind is not LabelKind.CORRECT:  # the flag is a column of its own (an Evaluation has no rollup's)
+        flag: bool | None = getattr(verdicts, target.flag, None)
         return flag
     score: float | None = getattr(verdicts, target.flag)  # flagged under the correct threshold
     return None if score is None else score < correct_threshold(verdicts)

@@ -217,7 +217,11 @@ class LabelRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    interaction_id: str = Field(min_length=1, max_length=1024)
+    interaction_id: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="the interaction (a conversation kind: its conversation_id)",
+    )
     kind: LabelKind
     value: int = Field(ge=0, le=1)
     reviewer: str | None = Field(None, min_length=1, max_length=200)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from schemas.label_kinds import CONVERSATION_KINDS as CONVERSATION_KINDS
 from schemas.label_kinds import KIND_OF_RATE as KIND_OF_RATE
 from schemas.label_kinds import LABEL_TARGETS as LABEL_TARGETS
 from schemas.label_kinds import LabelKind as LabelKind
@@ -50,9 +51,14 @@ class Label(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    interaction_id: str = Field(min_length=1, max_length=1024, description="the interaction labeled")
+    interaction_id: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="the interaction labeled; for a conversation kind (resolved) the conversation_id",
+    )
     kind: LabelKind = Field(
-        description="what is labeled: grounded, correct, answer_refusal, ground_truth_refusal"
+        description="what is labeled: grounded, correct, answer_refusal, ground_truth_refusal (an "
+        "interaction), resolved (a conversation)"
     )
     value: int = Field(ge=0, le=1, description="1 or 0 (see LabelKind)")
     reviewer: str = Field(
@@ -134,3 +140,6 @@ class LabeledRow(BaseModel):
     ground_truth_refusal: bool | None = None
     answer_entails_ground_truth: float | None = None
     context_entailment: float | None = None
+    ended_unresolved: bool | None = Field(
+        None, description="the conversation's rollup: it ended unresolved (a conversation kind's label)"
+    )

@@ -71,7 +71,8 @@ const PAIR_TITLES = {
   ground_truth_answer: "Answer statements against the question and ground truth (ground truth ⇒ answer)",
   answer_ground_truth: "Ground-truth statements against the question and answer (answer ⇒ ground truth)",
 };
-function pairPanel(pair, passageName) {
+/* One NLI pair's statements with their support verdicts (also each turn of the conversation view). */
+export function pairPanel(pair, passageName) {
   const panel = el(
     "div",
     { class: "panel pair", "data-pair": pair.pair },
@@ -132,7 +133,7 @@ function evidenceOf(e) {
 }
 // what a passage index names: a context ("passage 2") or a tool result's passage
 // ("search_kb result, call c2 · kb-12")
-function passageNamer(e) {
+export function passageNamer(e) {
   const all = evidenceOf(e);
   return (n) => {
     const p = all[n];
@@ -141,7 +142,8 @@ function passageNamer(e) {
     return `${p.tool} result${p.call_id ? `, call ${p.call_id}` : ""}${doc}`;
   };
 }
-function stepsPanel(i) {
+/* An interaction's tool steps in order (also each turn of the conversation view). */
+export function stepsPanel(i) {
   const steps = i.steps || [];
   if (!steps.length) return null;
   const panel = el(
