@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -146,3 +147,20 @@ def test_the_resolved_kind_is_a_conversation_kind_correcting_the_unresolved_rate
     assert CONVERSATION_KINDS == {LabelKind.RESOLVED}
     assert KIND_OF_RATE["conversation_unresolved_rate"] is LabelKind.RESOLVED
     assert target.rate_metric in METRICS_BY_NAME and target.condition_value == 0
+
+
+def test_a_file_labels_the_line_s_conversation_and_refuses_a_line_without_one(tmp_path: Path) -> None:
+    from groundwatch.labels_file import read_labels_file
+    from schemas.label import LabelSource
+
+    path = tmp_path / "labels.jsonl"
+    path.write_text(
+        '{"id": "t1", "conversation_id": "c9", "labels": {"resolved": 0, "grounded": 1}}\n'
+        '{"id": "t2", "labels": {"resolved": 1}}\n'
+    )
+    out = read_labels_file(path, reviewer="import", source=LabelSource.IMPORT, labeled_at=T0)
+    assert [(lb.interaction_id, lb.kind.value, lb.value) for lb in out.labels] == [
+        ("c9", "resolved", 0),
+        ("t1", "grounded", 1),
+    ]
+    assert out.errors == ["line 2: labels.resolved: a conversation's label needs the line's conversation_id"]
