@@ -158,7 +158,9 @@ class Options(BaseModel):
     series: list[SeriesInfo]
     window_seconds: int | None = Field(description="the workers' window size (from the stored windows)")
     refresh_seconds: int = Field(description="how often the page reloads its data")
-    metrics: list[dict[str, str]] = Field(description="name, label, kind and unit of each metric")
+    metrics: list[dict[str, str]] = Field(
+        description="name, label, kind, unit and what it is over (interaction, conversation) of each metric"
+    )
 
 
 class InteractionRow(BaseModel):

@@ -69,8 +69,14 @@ function flag(text, bad) {
 function turnDetail(detail) {
   if (!detail) return [el("p", { class: "hint" }, "statements and tool steps not available")];
   const e = detail.evaluation;
-  const answer = e.pairs.filter((p) => p.pair === "context_answer");
-  return [stepsPanel(e.interaction || {}), ...answer.map((p) => pairPanel(p, passageNamer(e)))].filter(Boolean);
+  const answer = e.pairs.filter((p) => p.pair === "context_answer" && p.hypotheses.length);
+  const unsupported =
+    e.outcome === "unsupported_no_evidence"
+      ? el("p", {}, el("span", { class: "badge bad", "data-outcome": e.outcome }, "answered without evidence"))
+      : null;
+  return [unsupported, stepsPanel(e.interaction || {}), ...answer.map((p) => pairPanel(p, passageNamer(e)))].filter(
+    Boolean,
+  );
 }
 
 function turnPanel(t, n, detail) {
