@@ -6,9 +6,10 @@ texts of ``evaluations``, ``evaluation_statements`` and ``labels``), then each t
 are counted and removed with ClickHouse's lightweight ``DELETE`` (the rows vanish from every read at
 once; the parts are rewritten in the background). A conversation's erasure also deletes its rollup
 (``conversations``, ids and counts, no text) and the labels on the conversation (a conversation kind's,
-``interaction_id`` its conversation_id: ``schemas.label_kinds.CONVERSATION_KINDS``). Window aggregates, alerts and deliveries hold no text and
-no interaction's rows: they are left as they are. Each erasure is recorded in ``erasures``:
-what was asked, which interactions, how many rows per table, when (ids only, never a text).
+``interaction_id`` its conversation_id: ``schemas.label_kinds.CONVERSATION_KINDS``). Window aggregates,
+alerts and deliveries hold no text and no interaction's rows: they are left as they are. Each erasure is
+recorded in ``erasures``: what was asked, which interactions, how many rows per table, when (ids only,
+never a text).
 """
 
 from __future__ import annotations
