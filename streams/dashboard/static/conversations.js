@@ -70,13 +70,7 @@ function turnDetail(detail) {
   if (!detail) return [el("p", { class: "hint" }, "statements and tool steps not available")];
   const e = detail.evaluation;
   const answer = e.pairs.filter((p) => p.pair === "context_answer" && p.hypotheses.length);
-  const unsupported =
-    e.outcome === "unsupported_no_evidence"
-      ? el("p", {}, el("span", { class: "badge bad", "data-outcome": e.outcome }, "answered without evidence"))
-      : null;
-  return [unsupported, stepsPanel(e.interaction || {}), ...answer.map((p) => pairPanel(p, passageNamer(e)))].filter(
-    Boolean,
-  );
+  return [stepsPanel(e.interaction || {}), ...answer.map((p) => pairPanel(p, passageNamer(e)))].filter(Boolean);
 }
 
 function turnPanel(t, n, detail) {
@@ -96,6 +90,9 @@ function turnPanel(t, n, detail) {
     "p",
     {},
     t.judged ? "" : el("span", { class: "badge" }, "not judged"),
+    detail?.evaluation.outcome === "unsupported_no_evidence"
+      ? el("span", { class: "badge bad", "data-outcome": "unsupported_no_evidence" }, "answered without evidence")
+      : "",
     t.hallucination ? flag("hallucination", true) : "",
     t.answer_refusal ? flag("refusal", true) : "",
     t.reasked ? flag("asked again", true) : "",
