@@ -43,7 +43,8 @@ def test_conversations_worst_first_then_one_in_order_and_back_from_a_turn(
     )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "conversation.png"))
-    # a turn's drill-down links back to its conversation
+    # a turn's drill-down links back to its conversation (the view was drawn again with the label)
+    highlighted = browser.find_elements(By.CSS_SELECTOR, "#conversation-body .turn-pair.unresolving")
     highlighted[0].find_element(By.CSS_SELECTOR, "a.interaction-link").click()
     wait_loaded(browser, "interaction")
     browser.find_element(By.CSS_SELECTOR, "#interaction-body a.conversation-link").click()
