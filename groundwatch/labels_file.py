@@ -8,7 +8,8 @@ pattern or pass/fail evaluator.
 A line that is not JSON, has no id, or a label value other than 0/1 is an error
 with its line number; a file with any error imports nothing. ``sample`` keeps a stable-hash share of
 the interactions (a draw of its own, independent of the review queue's, ``pipeline.review``) and
-records it as each label's inclusion probability, so agreement weighs them as a uniform sample.
+records it as each label's inclusion probability, so agreement weighs them as a uniform sample. A
+conversation kind's label (``resolved``) is on the line's ``conversation_id`` (an error without one).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.review import drawn
-from schemas.label import Label, LabelKind, LabelSource
+from schemas.label import CONVERSATION_KINDS, Label, LabelKind, LabelSource
 from schemas.validation import describe_validation_error
 
 KINDS = {k.value for k in LabelKind}
@@ -66,7 +67,14 @@ def read_labels_file(
                 out.not_drawn += 1
                 continue
             for kind, value in known.items():
-                fields = {"interaction_id": str(iid), "kind": kind, "value": value, "reviewer": reviewer,
+                target = str(iid)
+                if kind in CONVERSATION_KINDS:  # a label on the line's conversation
+                    target = str(data.get("conversation_id") or "")
+                    if not target:
+                        out.errors.append(f"line {number}: labels.{kind}: a conversation's label needs the "
+                                          "line's conversation_id")  # fmt: skip
+                        continue
+                fields = {"interaction_id": target, "kind": kind, "value": value, "reviewer": reviewer,
                           "source": source, "labeled_at": labeled_at,
                           "inclusion_probability": sample}  # fmt: skip
                 try:

@@ -2,7 +2,8 @@
 "down", 1, -1, ...) mapped by a rule (``labels.end_user_feedback``) to a label of the rule's kind (one
 of ``schemas.label_kinds.LABEL_TARGETS``), source ``end_user``, reviewer ``end_user``. Such labels are
 kept apart from reviewers': the judge's agreement counts them only with ``labels.include_end_user``, and
-they never take an interaction out of the review queue.
+they never take an interaction out of the review queue. A rule of a conversation kind (``resolved``)
+labels the turn's conversation (its conversation_id); a turn of no conversation gives none.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabelSource
+from schemas.label import CONVERSATION_KINDS, Label, LabelSource
 from schemas.settings import FeedbackRule
 
 END_USER = "end_user"
@@ -44,9 +45,12 @@ def feedback_labels(evaluations: Iterable[Evaluation], rule: FeedbackRule, now: 
         value = rule.values.get(text) if text is not None else None
         if value is None:
             continue
+        target = evaluation.conversation_id if rule.kind in CONVERSATION_KINDS else evaluation.interaction_id
+        if not target:
+            continue
         labels.append(
             Label(
-                interaction_id=evaluation.interaction_id,
+                interaction_id=target,
                 kind=rule.kind,
                 value=value,
                 reviewer=END_USER,

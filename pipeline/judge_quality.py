@@ -93,7 +93,7 @@ def judge_flag(verdicts: Verdicts, kind: str, correct_threshold: CorrectThreshol
         custom = verdicts.custom.get(str(kind).removeprefix("custom."))
         return None if custom is None or custom.score is None else custom.score >= 0.5
     if target.kind is not LabelKind.CORRECT:  # the flag is a column of its own
-        flag: bool | None = getattr(verdicts, target.flag)
+        flag: bool | None = getattr(verdicts, target.flag, None)
         return flag
     score: float | None = getattr(verdicts, target.flag)  # flagged under the correct threshold
     return None if score is None else score < correct_threshold(verdicts)

@@ -163,7 +163,9 @@ class Options(BaseModel):
     series: list[SeriesInfo]
     window_seconds: int | None = Field(description="the workers' window size (from the stored windows)")
     refresh_seconds: int = Field(description="how often the page reloads its data")
-    metrics: list[dict[str, str]] = Field(description="name, label, kind and unit of each metric")
+    metrics: list[dict[str, str]] = Field(
+        description="name, label, kind, unit and what it is over (interaction, conversation) of each metric"
+    )
 
 
 class InteractionRow(BaseModel):
@@ -222,7 +224,11 @@ class LabelRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    interaction_id: str = Field(min_length=1, max_length=1024)
+    interaction_id: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="the interaction (a conversation kind: its conversation_id)",
+    )
     kind: AnyLabelKind
     value: int = Field(ge=0, le=1)
     reviewer: str | None = Field(None, min_length=1, max_length=200)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from schemas.label_kinds import CONVERSATION_KINDS as CONVERSATION_KINDS
 from schemas.label_kinds import KIND_OF_RATE as KIND_OF_RATE
 from schemas.label_kinds import LABEL_TARGETS as LABEL_TARGETS
 from schemas.label_kinds import AnyLabelKind as AnyLabelKind
@@ -53,11 +54,15 @@ class Label(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    interaction_id: str = Field(min_length=1, max_length=1024, description="the interaction labeled")
+    interaction_id: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="the interaction labeled; for a conversation kind (resolved) the conversation_id",
+    )
     kind: AnyLabelKind = Field(
-        description="what is labeled: grounded, correct, answer_refusal, ground_truth_refusal, or "
-        "custom.<name> for a pattern or pass/fail evaluator of the evaluators file (an evaluator not in "
-        "it, or a score evaluator, is refused)"
+        description="what is labeled: grounded, correct, answer_refusal, ground_truth_refusal (an "
+        "interaction), resolved (a conversation), or custom.<name> for a pattern or pass/fail evaluator "
+        "of the evaluators file (an evaluator not in it, or a score evaluator, is refused)"
     )
     value: int = Field(ge=0, le=1, description="1 or 0 (see LabelKind)")
     reviewer: str = Field(
@@ -141,3 +146,6 @@ class LabeledRow(BaseModel):
     context_entailment: float | None = None
     #: for a custom evaluator's kind: its score and the version it scored with (absent: it did not score)
     custom: dict[str, CustomScore] = Field(default_factory=dict)
+    ended_unresolved: bool | None = Field(
+        None, description="the conversation's rollup: it ended unresolved (a conversation kind's label)"
+    )

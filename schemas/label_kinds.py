@@ -26,6 +26,7 @@ class LabelKind(StrEnum):
     CORRECT = "correct"  # 1 = the answer agrees with the ground truth
     ANSWER_REFUSAL = "answer_refusal"  # 1 = the answer is a refusal
     GROUND_TRUTH_REFUSAL = "ground_truth_refusal"  # 1 = the ground truth is a refusal
+    RESOLVED = "resolved"  # 1 = the conversation ended resolved (a label on a conversation_id)
 
 
 class LabelTarget(BaseModel):
@@ -116,8 +117,22 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             yes_text="refusal",
             no_text="answers",
         ),
+        LabelTarget(
+            kind=LabelKind.RESOLVED,
+            condition="ended unresolved",
+            condition_value=0,
+            flag="ended_unresolved",
+            rate_metric="conversation_unresolved_rate",
+            question="Did the conversation end resolved?",
+            yes_text="resolved",
+            no_text="unresolved",
+        ),
     )
 }
+
+#: the label kinds given on a conversation (the label's interaction_id holds the conversation_id) and
+#: measured against the conversation's rollup (``conversations``), not an interaction's verdicts
+CONVERSATION_KINDS: frozenset[LabelKind] = frozenset({LabelKind.RESOLVED})
 
 #: the label kind whose agreement corrects a catalogue rate
 KIND_OF_RATE: dict[str, LabelKind] = {

@@ -93,8 +93,8 @@ class Metric(BaseModel):
     over: Over = Field(
         Over.INTERACTION,
         description="what it counts: interactions (a rate or mean's ``source`` an EvalRow field) or "
-        "conversations (a ConversationRollup field); a conversation metric lives in the windows only and "
-        "has no per-interaction value (slices of evaluations show it undefined)",
+        "conversations (a ConversationRollup field); a conversation metric has no per-interaction value: "
+        "the Breakdown and Compare compute it from the conversations (streams.clickhouse.slices)",
     )
     unit: str = Field(
         "", description="unit shown beside values: '' (a share 0-1), 'count', 'tokens', 'USD', 'turns'"

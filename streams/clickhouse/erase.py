@@ -5,9 +5,11 @@ The interactions are resolved first (a conversation's from ``evaluations``; a ps
 texts of ``evaluations``, ``evaluation_statements`` and ``labels``), then each table's rows of them
 are counted and removed with ClickHouse's lightweight ``DELETE`` (the rows vanish from every read at
 once; the parts are rewritten in the background). A conversation's erasure also deletes its rollup
-(``conversations``, ids and counts, no text). Window aggregates, alerts and deliveries hold no text and
-no interaction's rows: they are left as they are. Each erasure is recorded in ``erasures``:
-what was asked, which interactions, how many rows per table, when (ids only, never a text).
+(``conversations``, ids and counts, no text) and the labels on the conversation (a conversation kind's,
+``interaction_id`` its conversation_id: ``schemas.label_kinds.CONVERSATION_KINDS``). Window aggregates,
+alerts and deliveries hold no text and no interaction's rows: they are left as they are. Each erasure is
+recorded in ``erasures``: what was asked, which interactions, how many rows per table, when (ids only,
+never a text).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from schemas.label_kinds import CONVERSATION_KINDS
 from streams.clickhouse.client import check_identifier
 from streams.clickhouse.store import ClickHouseStore
 
@@ -115,6 +118,15 @@ def erase(
         if rows["conversations"]:
             delete = f"DELETE FROM {store.db}.conversations{on_cluster} WHERE {where}"
             store.command_sync(delete, {"t": target})
+        on_it = "interaction_id = {t:String} AND has({kinds:Array(String)}, kind)"
+        params = {"t": target, "kinds": sorted(k.value for k in CONVERSATION_KINDS)}
+        counted = store.query_sync(
+            f"SELECT count() AS n FROM {source(store, 'labels', cluster)} WHERE {on_it}", params
+        )
+        labels = int(counted[0]["n"]) if counted else 0
+        if labels:
+            store.command_sync(f"DELETE FROM {store.db}.labels{on_cluster} WHERE {on_it}", params)
+            rows["labels"] = rows.get("labels", 0) + labels
     erasure = Erasure(kind, target, now, ids, rows)
     store.insert_rows_sync(
         "erasures",

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from pipeline.review import REVIEW_FRACTION_SQL
 from schemas.evaluation import Evaluation
-from schemas.label import Label, LabeledRow, label_targets
+from schemas.label import CONVERSATION_KINDS, Label, LabeledRow, label_targets
 from schemas.metrics import MetricKind, catalogue
 from schemas.results import CustomScore
 from schemas.settings import LabelsSettings
@@ -39,6 +39,8 @@ LABEL_COLUMNS = [
 #: queue nor count as a reviewer's progress
 _PEOPLE = "source != 'end_user'"
 _FILTER = f"{APP_FILTER} AND {MODEL_FILTER}"
+#: labels on an interaction, not on a conversation (schemas.label_kinds.CONVERSATION_KINDS)
+_NOT_CONVERSATION = "kind NOT IN (" + ", ".join(f"'{k.value}'" for k in sorted(CONVERSATION_KINDS)) + ")"
 _EVAL_COLUMNS = (
     "interaction_id, conversation_id, timestamp, app, model, judge, judge_model, prompt_version, "
     "hallucination, answer_refusal, ground_truth_refusal, answer_entails_ground_truth, context_entailment, "
@@ -163,7 +165,8 @@ class LabelStore:
         """Current labels (``labels``: a condition on them) joined with the judge's verdicts on the
         judged interactions ``evaluations`` (a condition on evaluations) selects: one evaluation per
         interaction, its newest version (an id stored again on another day is another row of
-        ``evaluations``; a label is of the interaction, so it meets one verdict)."""
+        ``evaluations``; a label is of the interaction, so it meets one verdict). Labels of a
+        conversation kind are left to ``_conversation_sql``."""
         return (
             "SELECT l.interaction_id AS interaction_id, e.conversation_id AS conversation_id, "
             "e.timestamp AS timestamp, e.app AS app, e.model AS model, e.judge AS judge, "
@@ -173,21 +176,60 @@ class LabelStore:
             "e.answer_refusal AS answer_refusal, e.ground_truth_refusal AS ground_truth_refusal, "
             "e.answer_entails_ground_truth AS answer_entails_ground_truth, "
             "e.context_entailment AS context_entailment, e.custom_scores AS custom_scores, "
-            "e.custom_versions AS custom_versions\n"
+            "e.custom_versions AS custom_versions, CAST(NULL, 'Nullable(UInt8)') AS ended_unresolved\n"
             f"FROM (SELECT interaction_id, kind, reviewer, source, value, inclusion_probability "
-            f"FROM {self.db}.labels FINAL WHERE {labels}) AS l\n"
+            f"FROM {self.db}.labels FINAL WHERE {labels} AND {_NOT_CONVERSATION}) AS l\n"
             f"INNER JOIN (SELECT {_EVAL_COLUMNS} FROM {self.db}.evaluations FINAL "
             f"WHERE interaction_id IN (SELECT interaction_id FROM {self.db}.labels) AND judged = 1 "
             f"AND {_FILTER} AND {evaluations} ORDER BY version DESC LIMIT 1 BY interaction_id) AS e "
             "ON l.interaction_id = e.interaction_id\n"
         )
 
+    def _conversation_sql(self, conversations: str) -> str:
+        """Current labels of a conversation kind (the label's interaction_id is a conversation_id) joined
+        with the stored rollups of the conversations ``conversations`` (a condition on them) selects that
+        had a judged turn: the rollup's ``ended_unresolved`` is the judge's flag; the judge is the one of
+        the conversation's last judged turn, the conversation's time its last turn's. A conversation_id
+        of two app/models is two conversations, each with the label."""
+        return (
+            "SELECT l.interaction_id AS interaction_id, c.conversation_id AS conversation_id, "
+            "c.last_turn_at AS timestamp, c.app AS app, c.model AS model, t.judge AS judge, "
+            "t.judge_model AS judge_model, t.prompt_version AS prompt_version, l.kind AS kind, "
+            "l.reviewer AS reviewer, l.source AS source, l.value AS value, "
+            "l.inclusion_probability AS inclusion_probability, "
+            "CAST(NULL, 'Nullable(UInt8)') AS hallucination, "
+            "CAST(NULL, 'Nullable(UInt8)') AS answer_refusal, "
+            "CAST(NULL, 'Nullable(UInt8)') AS ground_truth_refusal, "
+            "CAST(NULL, 'Nullable(Float64)') AS answer_entails_ground_truth, "
+            "CAST(NULL, 'Nullable(Float64)') AS context_entailment, "
+            "CAST(map(), 'Map(LowCardinality(String), Float64)') AS custom_scores, "
+            "CAST(map(), 'Map(LowCardinality(String), String)') AS custom_versions, "
+            "CAST(c.ended_unresolved, 'Nullable(UInt8)') AS ended_unresolved\n"
+            f"FROM (SELECT interaction_id, kind, reviewer, source, value, inclusion_probability "
+            f"FROM {self.db}.labels FINAL WHERE NOT {_NOT_CONVERSATION}) AS l\n"
+            f"INNER JOIN (SELECT app, model, conversation_id, last_turn_at, ended_unresolved "
+            f"FROM {self.db}.conversations FINAL WHERE judged_turns > 0 AND {_FILTER} AND {conversations} "
+            f"AND conversation_id IN (SELECT interaction_id FROM {self.db}.labels)) AS c "
+            "ON l.interaction_id = c.conversation_id\n"
+            "INNER JOIN (SELECT app, model, assumeNotNull(conversation_id) AS conversation_id, "
+            "argMax(judge, timestamp) AS judge, argMax(judge_model, timestamp) AS judge_model, "
+            f"argMax(prompt_version, timestamp) AS prompt_version FROM {self.db}.evaluations FINAL "
+            f"WHERE judged = 1 AND {_FILTER} AND conversation_id IN (SELECT interaction_id FROM "
+            f"{self.db}.labels) GROUP BY app, model, conversation_id) AS t "
+            "ON c.app = t.app AND c.model = t.model AND c.conversation_id = t.conversation_id\n"
+        )
+
     async def labeled_rows(
         self, start: datetime, end: datetime, app: str | None = None, model: str | None = None
     ) -> list[LabeledRow]:
         """Every current label of interactions judged with start <= timestamp < end, joined with the
-        judge's verdicts on them."""
-        sql = self._labeled_sql(in_range(), _KNOWN) + "ORDER BY app, model, interaction_id, kind, reviewer"
+        judge's verdicts on them, and every current label of conversations whose last turn is in
+        [start, end), joined with their rollups."""
+        sql = (
+            f"SELECT * FROM ({self._labeled_sql(in_range(), _KNOWN)} UNION ALL "
+            f"{self._conversation_sql(in_range('last_turn_at'))}) "
+            "ORDER BY app, model, interaction_id, kind, reviewer"
+        )
         params = {"start": utc(start), "end": utc(end), "app": app or "", "model": model or "",
                   "kinds": list(label_targets())}  # fmt: skip
         rows = await self.store.query(sql, params)

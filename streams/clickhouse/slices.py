@@ -1,7 +1,8 @@
 """Slices read from ``evaluations`` (one current row per interaction, its ``dimensions`` map): each
 catalogue metric summed per value of one dimension, and the series of one slice over time. Windows hold
 no dimensions, so slices are computed from the interactions, in ClickHouse; pipeline/slices.py turns
-the sums into values, intervals and contributions.
+the sums into values, intervals and contributions. A conversation metric is computed from the
+conversations instead (``conversations_sql``: one row per conversation, in the slice of its last turn).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from pipeline.dimensions import NONE
 from schemas.latency import LATENCY_BUCKET_EDGES_MS
-from schemas.metrics import Metric, MetricKind, Over, catalogue
+from schemas.metrics import JUDGED_CONVERSATIONS, Metric, MetricKind, Over, catalogue
 from schemas.slice_filter import COLUMNS, SliceFilter
 from schemas.slices import SliceQuery, SliceTotals
 from streams.clickhouse.sql import APP_FILTER, in_range
@@ -83,19 +84,74 @@ def metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
     return f"sumIf({value}, {condition})", f"countIf({condition})"
 
 
+#: a conversation's figures as ``conversations_sql`` gives them (fields of ConversationRollup)
+_ROLLUP_FIGURES = ("turns", "judged_turns", "any_hallucinated", "ended_unresolved", "reasked", "contradicted")
+
+
+def conversations_sql(db: str) -> str:
+    """One row per conversation whose last turn is in the period: its figures (``_ROLLUP_FIGURES``),
+    ``app``, ``model``, ``timestamp`` (its last turn's time: conversations are windowed by it) and the
+    ``dimensions`` of its last turn, so ``where``, ``slice_condition`` and ``dimension_sql`` apply to it as
+    to an interaction: a conversation is in the slice of its last turn. A closed conversation is its stored
+    rollup (``conversations FINAL``); an interaction without a conversation_id is a conversation of one
+    turn (``pipeline.conversations.single``), read from its evaluation as the windows count it (its own
+    ``conversations`` row, keyed by its interaction_id, is left out: it would count it twice)."""
+    stored = (
+        "SELECT c.app AS app, c.model AS model, c.last_turn_at AS timestamp, l.dimensions AS dimensions, "
+        + ", ".join(f"c.{f} AS {f}" for f in _ROLLUP_FIGURES)
+        + f" FROM {db}.conversations AS c FINAL LEFT JOIN (SELECT app, model, "
+        f"assumeNotNull(conversation_id) AS conversation_id, dimensions FROM {db}.evaluations FINAL "
+        f"WHERE conversation_id IS NOT NULL AND {in_range()} "
+        "ORDER BY timestamp DESC, interaction_id DESC LIMIT 1 BY app, model, conversation_id) AS l "
+        "ON c.app = l.app AND c.model = l.model AND c.conversation_id = l.conversation_id "
+        f"WHERE {in_range('c.last_turn_at')} AND c.interaction_id = ''"
+    )
+    hallucinated = "judged = 1 AND ifNull(hallucination, 0) = 1"
+    single = (
+        "SELECT app, model, timestamp, dimensions, toUInt32(1) AS turns, toUInt32(judged) AS judged_turns, "
+        f"toUInt8({hallucinated}) AS any_hallucinated, "
+        f"toUInt8(({hallucinated}) OR (judged = 1 AND ifNull(answer_refusal, 0) = 1)) AS ended_unresolved, "
+        "toUInt8(0) AS reasked, toUInt8(0) AS contradicted "
+        f"FROM {db}.evaluations FINAL WHERE conversation_id IS NULL AND {in_range()}"
+    )
+    return f"{stored} UNION ALL {single}"
+
+
+def conversation_counted(metric: Metric, within: str = "1") -> str:
+    """The rows of ``conversations_sql`` ``within`` holds that a conversation rate or mean is over, as a
+    window counts them (``pipeline.conversations.counts_in``): a rate read from the judge's verdicts over
+    the conversations with a judged turn, the others over every conversation."""
+    return f"({within})" + (" AND judged_turns > 0" if metric.count_column == JUDGED_CONVERSATIONS else "")
+
+
+def conversation_metric_sql(metric: Metric, within: str = "1") -> tuple[str, str]:
+    """(numerator, denominator) aggregate expressions of a conversation metric over the rows of
+    ``conversations_sql`` ``within`` holds (``conversation_counted``); a sum counts the conversations."""
+    if metric.kind is MetricKind.SUM:
+        return " + ".join(row_sum.sql(within) for row_sum in metric.per_row), "0"
+    condition = conversation_counted(metric, within)
+    return f"sumIf(toFloat64({metric.source}), {condition})", f"countIf({condition})"
+
+
+def rows_of(db: str, metric: Metric) -> str:
+    """What a metric is computed over: the current evaluations, or the conversations (a subquery)."""
+    return f"({conversations_sql(db)})" if metric.over is Over.CONVERSATION else f"{db}.evaluations FINAL"
+
+
 def breakdown_sql(db: str, metric: Metric, condition: str) -> str:
-    num, den = metric_sql(metric)
+    """Per value of the dimension ``dim``: the metric's numerator and denominator and the rows (the
+    interactions; for a conversation metric the conversations)."""
+    over = metric.over is Over.CONVERSATION
+    num, den = conversation_metric_sql(metric) if over else metric_sql(metric)
     return (
         f"SELECT {dimension_sql('dim')} AS value, {num} AS total, {den} AS n, count() AS interactions "
-        f"FROM {db}.evaluations FINAL WHERE {where(condition)} GROUP BY value"
+        f"FROM {rows_of(db, metric)} WHERE {where(condition)} GROUP BY value"
     )
 
 
 #: a judge call's latency bucket (``schemas.latency.bucket_of``: how many edges lie below it), in SQL
 _LATENCY_BUCKET = (
-    "toUInt16(arraySum(arrayMap(e -> x > e, ["
-    + ", ".join(repr(e) for e in LATENCY_BUCKET_EDGES_MS)
-    + "])))"
+    "toUInt16(arraySum(arrayMap(e -> x > e, [" + ", ".join(repr(e) for e in LATENCY_BUCKET_EDGES_MS) + "])))"
 )
 
 

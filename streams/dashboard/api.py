@@ -49,12 +49,13 @@ from schemas.dashboard import (
     QualityQuery,
     ReviewQuery,
 )
-from schemas.label import Label, LabelSource, label_targets
+from schemas.label import CONVERSATION_KINDS, Label, LabelSource, label_targets
 from schemas.settings import DashboardSettings, JudgeKind, PrivacySettings, Settings
 from schemas.validation import problems
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.auth import auth_middleware
+from streams.dashboard.conversations import has_conversation
 from streams.dashboard.http import (
     QUERIES_KEY,
     SETTINGS_KEY,
@@ -220,13 +221,18 @@ async def add_label(request: web.Request) -> web.Response:
     if not reviewer:
         raise bad_request("invalid label", [{"field": "reviewer", "reason": "who is labeling? give a name"}])
     queries = queries_of(request)
-    detail = await queries.interaction(req.interaction_id)
-    if detail is None:
-        raise web.HTTPNotFound(text='{"error": "no such interaction"}', content_type="application/json")
-    settings = request.app[SETTINGS_KEY]
-    e = detail.evaluation
-    threshold = settings.pipeline.threshold_for("context_entailment", e.judge, e.app, e.model)
-    probability = inclusion_probability(e.context_entailment, threshold, settings.labels)
+    probability: float | None = None
+    if req.kind in CONVERSATION_KINDS:  # a label on a conversation: its turns must be stored
+        if not await has_conversation(queries.store, req.interaction_id):
+            raise web.HTTPNotFound(text='{"error": "no such conversation"}', content_type="application/json")
+    else:
+        detail = await queries.interaction(req.interaction_id)
+        if detail is None:
+            raise web.HTTPNotFound(text='{"error": "no such interaction"}', content_type="application/json")
+        settings = request.app[SETTINGS_KEY]
+        e = detail.evaluation
+        threshold = settings.pipeline.threshold_for("context_entailment", e.judge, e.app, e.model)
+        probability = inclusion_probability(e.context_entailment, threshold, settings.labels)
     label = Label(
         interaction_id=req.interaction_id,
         kind=req.kind,
@@ -235,7 +241,7 @@ async def add_label(request: web.Request) -> web.Response:
         source=LabelSource.REVIEWER,
         labeled_at=request.app[CLOCK_KEY].now(),
         note=req.note,
-        inclusion_probability=probability if drawn(req.interaction_id, probability) else None,
+        inclusion_probability=probability if probability and drawn(req.interaction_id, probability) else None,
     )
     label = await request.app[NOTES_KEY].label_for_storage(label)
     await LabelStore(queries.store).insert([label])

@@ -17,7 +17,14 @@ from schemas.compare import CompareQuery, CompareReport, MetricDifference, Quest
 from schemas.evaluation import Evaluation
 from schemas.metrics import Metric, MetricKind, Over, catalogue, named
 from streams.alerts.stats import Obs, fisher_greater, newcombe_lower, upper_change
-from streams.clickhouse.slices import carried, metric_sql, slice_condition
+from streams.clickhouse.slices import (
+    carried,
+    conversation_counted,
+    conversation_metric_sql,
+    conversations_sql,
+    metric_sql,
+    slice_condition,
+)
 from streams.clickhouse.sql import in_range
 from streams.clickhouse.store import ClickHouseStore
 
@@ -27,25 +34,31 @@ SIGNIFICANCE = 0.05
 QUESTION_RATE, QUESTION_MEAN = named("hallucination_rate"), named("mean_context_entailment")
 
 
-def slices_sql(db: str, cond_a: str, cond_b: str) -> str:
+def slices_sql(db: str, cond_a: str, cond_b: str, over: Over = Over.INTERACTION) -> str:
     """One row, both slices in one read: for each side (columns prefixed ``a__``, ``b__``) and each rate
-    and mean its n, sum (and sum of squares), for each sum its total."""
+    and mean its n, sum (and sum of squares), for each sum its total; of the metrics over interactions
+    (from the evaluations) or over conversations (``conversations_sql``: a conversation is in the slice
+    of its last turn)."""
     parts = []
     for side, cond in (("a", cond_a), ("b", cond_b)):
         for m in catalogue():
-            num, den = metric_sql(m, cond)  # the catalogue per interaction: one translation
+            if m.over is not over:
+                continue
+            # the catalogue per interaction or conversation: one translation each
+            num, den = conversation_metric_sql(m, cond) if over is Over.CONVERSATION else metric_sql(m, cond)
             if m.kind is MetricKind.SUM:
                 parts.append(f"{num} AS `{side}__{m.name}__total`")
                 continue
             parts.append(f"{den} AS `{side}__{m.name}__n`")
             parts.append(f"{num} AS `{side}__{m.name}__sum`")
-            if m.over is Over.CONVERSATION:  # no per-interaction value (metric_sql: 0 over 0)
-                parts.append(f"toFloat64(0) AS `{side}__{m.name}__sq`")
-                continue
-            value, known = carried(m, cond)
+            if over is Over.CONVERSATION:
+                value, known = f"toFloat64({m.source})", conversation_counted(m, cond)
+            else:
+                value, known = carried(m, cond)
             parts.append(f"sumIf(pow({value}, 2), {known}) AS `{side}__{m.name}__sq`")
     where = f"{in_range()} AND (({cond_a}) OR ({cond_b}))"
-    return f"SELECT {', '.join(parts)} FROM {db}.evaluations FINAL WHERE {where}"
+    rows = f"({conversations_sql(db)})" if over is Over.CONVERSATION else f"{db}.evaluations FINAL"
+    return f"SELECT {', '.join(parts)} FROM {rows} WHERE {where}"
 
 
 def side(row: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -188,7 +201,12 @@ async def read_compare(store: ClickHouseStore, q: CompareQuery) -> CompareReport
     cond_a, params_a = slice_condition(a, "a")
     cond_b, params_b = slice_condition(b, "b")
     span = {"start": q.start, "end": q.end}
-    (row,) = await store.query(slices_sql(store.db, cond_a, cond_b), {**params_a, **params_b, **span})
+    row: dict[str, Any] = {}
+    for over in Over:
+        (part,) = await store.query(
+            slices_sql(store.db, cond_a, cond_b, over), {**params_a, **params_b, **span}
+        )
+        row.update(part)
     row_a, row_b = side(row, "a"), side(row, "b")
     params = {**params_a, **params_b, **span}
     (counts,) = await store.query(question_counts_sql(store.db, cond_a, cond_b), params)

@@ -2,7 +2,8 @@
 
     GET /api/conversations    closed conversations whose last turn is in [start, end), worst first
                               (start, end, slice*, limit): a slice keeps the conversations with a turn in it
-    GET /api/conversation     one conversation: its turns in order with their verdicts (app, model, id)
+    GET /api/conversation     one conversation: its turns in order with their verdicts (app, model, id),
+                              and the reviewers' ``resolved`` labels on it
 
 The list reads ``conversations FINAL`` (the latest rollup of each); the view reads the turns from
 ``evaluations FINAL`` and recomputes the rollup from them (pipeline.conversations), so a conversation
@@ -23,8 +24,10 @@ from schemas.conversation import (
     ConversationView,
     TurnView,
 )
+from schemas.label import CONVERSATION_KINDS, Label
 from schemas.settings import ConversationSettings
 from streams.clickhouse.conversations import _ROLLUP, _TURN, ConversationRows
+from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
@@ -43,6 +46,12 @@ class ConversationKeyQuery(BaseModel):
     app: str = Field(min_length=1, max_length=200)
     model: str = Field(min_length=1, max_length=200)
     id: str = Field(min_length=1, max_length=1000, description="the conversation_id")
+
+
+class ConversationPage(ConversationView):
+    """What the conversation view shows: the conversation and the reviewers' labels on it."""
+
+    labels: list[Label] = Field(description="the current labels of a conversation kind on its id")
 
 
 def list_sql(db: str, condition: str, sliced: bool) -> str:
@@ -67,6 +76,15 @@ async def read_conversations(store: ClickHouseStore, q: ConversationsQuery) -> C
     total = int(rows[0]["total"]) if rows else 0
     found = [ConversationRollup.model_validate({k: v for k, v in r.items() if k != "total"}) for r in rows]
     return ConversationList(start=q.start, end=q.end, slice=q.slice, conversations=found, total=total)
+
+
+async def has_conversation(store: ClickHouseStore, conversation_id: str) -> bool:
+    """Whether a turn of this conversation is stored (of any app/model): what a label on it needs."""
+    rows = await store.query(
+        f"SELECT 1 AS found FROM {store.db}.evaluations WHERE conversation_id = {{id:String}} LIMIT 1",
+        {"id": conversation_id},
+    )
+    return bool(rows)
 
 
 async def read_conversation(
@@ -103,10 +121,12 @@ async def conversations(request: web.Request) -> web.Response:
 
 async def conversation(request: web.Request) -> web.Response:
     key = parse_query(request, ConversationKeyQuery)
-    view = await read_conversation(queries_of(request).store, key, request.app[SETTINGS_KEY].conversations)
+    store = queries_of(request).store
+    view = await read_conversation(store, key, request.app[SETTINGS_KEY].conversations)
     if view is None:
         raise web.HTTPNotFound(text='{"error": "no such conversation"}', content_type="application/json")
-    return json_response(view)
+    labels = [lb for lb in await LabelStore(store).of_interaction(key.id) if lb.kind in CONVERSATION_KINDS]
+    return json_response(ConversationPage.model_validate({**dict(view), "labels": labels}))
 
 
 def add_routes(app: web.Application) -> None:

@@ -115,7 +115,8 @@ class DashboardQueries:
             window_seconds=await self.window_seconds(),
             refresh_seconds=self.refresh_seconds,
             metrics=[
-                {"name": m.name, "label": m.label, "kind": m.kind.value, "unit": m.unit} for m in catalogue()
+                {"name": m.name, "label": m.label, "kind": m.kind.value, "unit": m.unit, "over": m.over.value}
+                for m in catalogue()
             ],
         )
 

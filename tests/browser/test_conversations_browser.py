@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser.conftest import SCREENSHOTS, DashboardSite
 from tests.browser.test_dashboard_browser import console_errors, open_view, wait_loaded
@@ -31,9 +32,19 @@ def test_conversations_worst_first_then_one_in_order_and_back_from_a_turn(
     highlighted = browser.find_elements(By.CSS_SELECTOR, "#conversation-body .turn-pair.unresolving")
     assert len(highlighted) == 1 and "left it unresolved" in highlighted[0].text
     assert "ended unresolved" in browser.find_element(By.ID, "conversation-body").text
+    # each turn's statements and tool steps come from its interaction (api/interactions/{id}): every one read
+    body = browser.find_element(By.ID, "conversation-body")
+    assert "statements and tool steps not available" not in body.text
+    # the reviewer labels the conversation's outcome; the view shows it
+    browser.execute_script("localStorage.setItem('groundwatch_reviewer', 'browser-reviewer')")
+    body.find_element(By.CSS_SELECTOR, "#conversation-label button.label-yes[data-kind='resolved']").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: "browser-reviewer: resolved" in d.find_element(By.ID, "conversation-label").text
+    )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "conversation.png"))
-    # a turn's drill-down links back to its conversation
+    # a turn's drill-down links back to its conversation (the view was drawn again with the label)
+    highlighted = browser.find_elements(By.CSS_SELECTOR, "#conversation-body .turn-pair.unresolving")
     highlighted[0].find_element(By.CSS_SELECTOR, "a.interaction-link").click()
     wait_loaded(browser, "interaction")
     browser.find_element(By.CSS_SELECTOR, "#interaction-body a.conversation-link").click()

@@ -96,7 +96,8 @@ async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
     s.insert_evaluations_sync([stale])
     s.insert_evaluations_sync(m1 + m2)
     for model, evals in (("m1", m1), ("m2", m2)):
-        window = WindowStats().extend(EvalRow.from_evaluation(e) for e in evals)
+        # conversations on: each interaction without a conversation_id is a conversation of one turn
+        window = WindowStats().extend(EvalRow.from_evaluation(e) for e in evals).count_conversations([])
         await s.insert_window(
             window.result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="bot", model=model), T0
         )

@@ -83,7 +83,9 @@ def fill(store: ClickHouseStore) -> None:
     asyncio.run(store.insert_dead_letter_rows(rows))
     store.insert_rows_sync(
         "labels",
-        [[iid, "grounded", "ann", 1, "reviewer", T0, "[]", 1] for iid in ("e-1", "k-1")],
+        [[iid, "grounded", "ann", 1, "reviewer", T0, "[]", 1] for iid in ("e-1", "k-1")]
+        # a reviewer's outcome label on each conversation (on its conversation_id)
+        + [[cid, "resolved", "ann", 0, "reviewer", T0, "[]", 1] for cid in ("c-erase", "c-keep")],
         LABEL_COLUMNS,
     )
     window = WindowAggregate(
@@ -123,19 +125,21 @@ def erase_scenario(store: ClickHouseStore) -> None:
 
     done = erase(store, "conversation", "c-erase", T0)
     assert done.interaction_ids == ["e-1", "e-2"]
-    assert done.rows["evaluations"] == 2 and done.rows["dead_letters"] == 1 and done.rows["labels"] == 1
+    # the labels: e-1's and the one on the conversation
+    assert done.rows["evaluations"] == 2 and done.rows["dead_letters"] == 1 and done.rows["labels"] == 2
     assert done.rows["evaluation_statements"] == 2 and done.rows["conversations"] == 1
     assert set(rows_of(store, ["e-1", "e-2"]).values()) == {0}  # gone from every table
     left = [c.conversation_id for c in ConversationRows(store).all_sync()]
     assert left == ["c-keep"]  # the conversation's rollup too, and only it
     kept = rows_of(store, ["k-1"])
     assert kept["evaluations"] == 1 and kept["labels"] == 1 and kept["dead_letters"] == 1
+    assert rows_of(store, ["c-erase", "c-keep"])["labels"] == 1  # the other conversation's label stays
     assert store.query_sync(f"SELECT count() AS n FROM {store.db}.window_aggregates")[0]["n"] == 1
     recorded = store.query_sync(
         f"SELECT kind, target, interaction_ids, total_rows FROM {store.db}.erasures FINAL"
     )
     assert recorded == [
-        {"kind": "conversation", "target": "c-erase", "interaction_ids": ["e-1", "e-2"], "total_rows": 7}
+        {"kind": "conversation", "target": "c-erase", "interaction_ids": ["e-1", "e-2"], "total_rows": 8}
     ]
     again = erase(store, "conversation", "c-erase", T0 + timedelta(seconds=1))
     assert again.interaction_ids == [] and again.total_rows == 0  # nothing left to find

@@ -12,7 +12,7 @@ from pipeline.feedback import feedback_labels, verdict_text
 from pipeline.judge_quality import judge_quality
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from schemas.label import LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
+from schemas.label import CONVERSATION_KINDS, LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
 from schemas.settings import FeedbackRule, describe_settings_error, settings_from_env
 from tests.fixtures.messages import EVALUATED_AT
 
@@ -93,9 +93,13 @@ def test_a_rule_may_stand_for_every_label_kind_of_the_registry_and_only_those() 
             {"GROUNDWATCH_LABELS__END_USER_FEEDBACK": f'{{"kind": "{kind.value}", "values": {{"yes": 1}}}}'}
         ).labels.end_user_feedback
         assert rule is not None
-        labels = feedback_labels([evaluation("e0", {"feedback": "yes"})], rule, NOW)
-        assert [(x.kind, x.value) for x in labels] == [(kind, 1)]
-    assert set(LABEL_TARGETS) == {"grounded", "correct", "answer_refusal", "ground_truth_refusal"}
+        turn = evaluation("e0", {"feedback": "yes"})
+        labels = feedback_labels([turn.model_copy(update={"conversation_id": "conv-1"})], rule, NOW)
+        # a conversation kind labels the turn's conversation; a turn of no conversation gives none
+        target = "conv-1" if kind in CONVERSATION_KINDS else "e0"
+        assert [(x.interaction_id, x.kind, x.value) for x in labels] == [(target, kind, 1)]
+        assert len(feedback_labels([turn], rule, NOW)) == (0 if kind in CONVERSATION_KINDS else 1)
+    assert set(LABEL_TARGETS) == {"grounded", "correct", "answer_refusal", "ground_truth_refusal", "resolved"}
 
 
 def test_end_user_labels_count_in_agreement_only_when_asked() -> None:

@@ -188,7 +188,8 @@ async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
 
 
 def oracle(evaluations: list[Evaluation], dimension: str, start: datetime, end: datetime) -> dict[str, Any]:
-    """Per slice, the product's window aggregator over the slice's rows."""
+    """Per slice, the product's window aggregator over the slice's rows (with conversations on: the rows
+    hold no conversation_id, so each is a conversation of one turn)."""
     groups: dict[str, list[Evaluation]] = {}
     for e in evaluations:
         if start <= e.timestamp < end:
@@ -197,6 +198,7 @@ def oracle(evaluations: list[Evaluation], dimension: str, start: datetime, end: 
     return {
         value: WindowStats()
         .extend(EvalRow.from_evaluation(e) for e in rows)
+        .count_conversations([])
         .result(window_start=start, window_end=end, app="bot", model="m")
         for value, rows in groups.items()
     }

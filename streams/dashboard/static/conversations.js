@@ -1,10 +1,12 @@
 /* Conversations page (api/conversations): the closed conversations whose last turn is in the range, worst
    first, for the page's app / model filters and slice filter (the same slice the Documents page sends);
-   and the conversation view (api/conversation): every turn in order with its verdicts, the turn that
-   left it unresolved highlighted. */
+   and the conversation view (api/conversation): every turn in order with its verdicts, its tool steps and
+   its statements (the interaction page's renderers, from api/interactions/{id}), the turn that left it
+   unresolved highlighted, and the reviewer's resolved label on the conversation (api/labels). */
 import { documentsSlice } from "./documents.js";
-import { $, el } from "./dom.js";
+import { $, el, status } from "./dom.js";
 import { dateRange, dateTime, fmt, iso, plural } from "./format.js";
+import { evidenceOf, pairPanel, passageNamer, stepsPanel } from "./interaction.js";
 import { go } from "./router.js";
 import { filterText } from "./slices.js";
 import { api, currentRange, params } from "./state.js";
@@ -62,7 +64,20 @@ function flag(text, bad) {
   return el("span", { class: `badge ${bad ? "bad" : "ok"}` }, text);
 }
 
-function turnPanel(t, n) {
+/* A turn's tool steps and its answer's statements with their support verdicts, as the interaction page
+   shows them (null: the turn's evaluation could not be read). */
+function turnDetail(detail) {
+  if (!detail) return [el("p", { class: "hint" }, "statements and tool steps not available")];
+  const e = detail.evaluation;
+  const answer = e.pairs.filter((p) => p.pair === "context_answer" && p.hypotheses.length);
+  const cites = e.uncited_statements !== null && e.uncited_statements !== undefined;
+  const named = passageNamer(e);
+  return [stepsPanel(e.interaction || {}), ...answer.map((p) => pairPanel(p, named, evidenceOf(e), cites))].filter(
+    Boolean,
+  );
+}
+
+function turnPanel(t, n, detail) {
   const open = el(
     "a",
     {
@@ -79,6 +94,9 @@ function turnPanel(t, n) {
     "p",
     {},
     t.judged ? "" : el("span", { class: "badge" }, "not judged"),
+    detail?.evaluation.outcome === "unsupported_no_evidence"
+      ? el("span", { class: "badge bad", "data-outcome": "unsupported_no_evidence" }, "answered without evidence")
+      : "",
     t.hallucination ? flag("hallucination", true) : "",
     t.answer_refusal ? flag("refusal", true) : "",
     t.reasked ? flag("asked again", true) : "",
@@ -97,13 +115,73 @@ function turnPanel(t, n) {
     el("div", { class: "turn turn-user" }, el("span", { class: "meta" }, "user: "), t.question),
     el("div", { class: "turn turn-assistant" }, el("span", { class: "meta" }, "assistant: "), t.answer),
     verdicts,
+    ...turnDetail(detail),
+  );
+}
+
+/* The reviewer's verdict on the conversation's outcome (label kind resolved, on the conversation_id). */
+async function postResolved(id, value) {
+  let reviewer = localStorage.getItem("groundwatch_reviewer") || "";
+  const send = async () =>
+    fetch("api/labels", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ interaction_id: id, kind: "resolved", value, reviewer: reviewer || null }),
+    });
+  let response = await send();
+  if (response.status === 400 && !reviewer) {
+    reviewer = (window.prompt("Your name, recorded with your labels:") || "").trim();
+    if (!reviewer) return;
+    localStorage.setItem("groundwatch_reviewer", reviewer);
+    response = await send();
+  }
+  if (!response.ok) {
+    status(`label not saved: ${response.status} ${await response.text()}`, true);
+    return;
+  }
+  status(`labeled resolved = ${value}`);
+  await loadConversation();
+}
+
+function resolvedPanel(id, labels) {
+  const given = labels.length
+    ? labels.map((l) => `${l.reviewer}: ${l.value ? "resolved" : "unresolved"}`).join(", ")
+    : "not labeled";
+  const button = (cls, value, text) =>
+    el(
+      "button",
+      {
+        type: "button",
+        class: cls,
+        "data-kind": "resolved",
+        "data-value": String(value),
+        onclick: () => postResolved(id, value),
+      },
+      text,
+    );
+  return el(
+    "div",
+    { class: "panel", id: "conversation-label" },
+    el(
+      "p",
+      { class: "label-row" },
+      el("span", { class: "label-title" }, "Did the conversation end resolved? "),
+      button("label-yes", 1, "resolved"),
+      button("label-no", 0, "unresolved"),
+      el("span", { class: "label-given" }, ` ${given}`),
+    ),
   );
 }
 
 export async function loadConversation() {
   const p = params();
   const q = new URLSearchParams({ app: p.get("app_c") || "", model: p.get("model_c") || "", id: p.get("cid") || "" });
-  const { rollup: c, stored, turns } = await api("conversation", q);
+  const { rollup: c, stored, turns, labels } = await api("conversation", q);
+  // each turn's evaluation (its statements and tool steps), read alongside
+  const details = await Promise.all(
+    turns.map((t) => api(`interactions/${encodeURIComponent(t.interaction_id)}`).catch(() => null)),
+  );
   $("conversation-title").textContent = `${c.app} / ${c.model} · conversation ${c.conversation_id}`;
   const summary = el(
     "p",
@@ -118,5 +196,9 @@ export async function loadConversation() {
       ` ${plural(c.turns, "turn")}, ${dateRange(c.first_turn_at, c.last_turn_at)}${stored ? "" : "; still open (not rolled up yet)"}`,
     ),
   );
-  $("conversation-body").replaceChildren(summary, ...turns.map(turnPanel));
+  $("conversation-body").replaceChildren(
+    summary,
+    resolvedPanel(c.conversation_id, labels || []),
+    ...turns.map((t, n) => turnPanel(t, n, details[n])),
+  );
 }

@@ -119,7 +119,9 @@ function citationRow(s, evidence, answerCites) {
   }
   return row;
 }
-function pairPanel(pair, passageName, evidence, answerCites) {
+/* One NLI pair's statements with their support verdicts and citations (also each turn of the conversation
+   view). */
+export function pairPanel(pair, passageName, evidence = [], answerCites = false) {
   const panel = el(
     "div",
     { class: "panel pair", "data-pair": pair.pair },
@@ -176,13 +178,13 @@ function conversationPanel(i) {
   return panel;
 }
 // the evidence a statement's passage index points into: the contexts, then Evaluation.evidence
-function evidenceOf(e) {
+export function evidenceOf(e) {
   const i = e.interaction || {};
   return [...(i.contexts || []), ...(e.evidence || [])];
 }
 // what a passage index names: a context ("passage 2") or a tool result's passage
 // ("search_kb result, call c2 · kb-12")
-function passageNamer(e) {
+export function passageNamer(e) {
   const all = evidenceOf(e);
   return (n) => {
     const p = all[n];
@@ -191,7 +193,8 @@ function passageNamer(e) {
     return `${p.tool} result${p.call_id ? `, call ${p.call_id}` : ""}${doc}`;
   };
 }
-function stepsPanel(i) {
+/* An interaction's tool steps in order (also each turn of the conversation view). */
+export function stepsPanel(i) {
   const steps = i.steps || [];
   if (!steps.length) return null;
   const panel = el(

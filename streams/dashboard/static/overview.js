@@ -18,7 +18,7 @@ function metricChart(m) {
     id: m.name,
     metric: m.name,
     band: rate,
-    share: m.kind !== "sum",
+    share: m.kind === "rate" || (m.kind === "mean" && m.unit === ""), // a share or a 0-1 score: axis 0-1
     title: rate ? `${m.label} (95% Wilson band)` : m.unit === "USD" ? `${m.label} (USD)` : m.label,
     unit: metricUnit(m),
   };

@@ -91,7 +91,11 @@ function selectOf(id, options, chosen, onChange) {
   return select;
 }
 
+/* What a metric's slices count: interactions, or conversations (a conversation metric). */
+const countedIn = (metric) => (metric.over === "conversation" ? "conversations" : "interactions");
+
 function breakdownTable(table, metric, unit, dim) {
+  const noun = countedIn(metric);
   return newTable(
     { id: "breakdown-table", class: "slices" },
     {
@@ -107,13 +111,12 @@ function breakdownTable(table, metric, unit, dim) {
         },
         {
           label: "n",
-          title:
-            "interactions the metric is computed over (a rate's denominator: e.g. answered ones for the hallucination rate)",
+          title: `${noun} the metric is computed over (a rate's denominator: e.g. answered ones for the hallucination rate)`,
           num: true,
           cell: (s) => (table.kind === "sum" ? "" : fmt(s.n, "int")),
         },
-        { label: "interactions", num: true, cell: (s) => fmt(s.interactions, "int") },
-        { label: "share", title: "share of the range's interactions", num: true, cell: (s) => fmt(s.share, "pct") },
+        { label: noun, num: true, cell: (s) => fmt(s.interactions, "int") },
+        { label: "share", title: `share of the range's ${noun}`, num: true, cell: (s) => fmt(s.share, "pct") },
       ],
       rows: table.slices,
       rowAttrs: (s) => ({
@@ -121,7 +124,7 @@ function breakdownTable(table, metric, unit, dim) {
         "data-slice": s.value,
         onclick: () => chooseSlice(dim, s.value),
       }),
-      empty: "no interactions in this range",
+      empty: `no ${noun} in this range`,
     },
   );
 }
@@ -246,7 +249,7 @@ export async function renderBreakdown(r) {
   state.changes = changes;
   const unit = metricUnit({ kind: table.kind, unit: metric.unit });
   const side = (period, figures) =>
-    `${fmt(figures.value, unit)} (${span(period)}, ${fmt(figures.interactions, "int")} interactions)`;
+    `${fmt(figures.value, unit)} (${span(period)}, ${fmt(figures.interactions, "int")} ${countedIn(metric)})`;
   const head = `What changed in ${metric.label.toLowerCase()} by ${dim}: ${side(base, changes.baseline)} → ${side(cur, changes.current)}: ${points(changes.change, table.kind)}`;
   box.append(
     breakdownTable(table, metric, unit, dim),
