@@ -48,14 +48,8 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def reasks(questions: Sequence[str], similarity: float) -> list[bool]:
     """For each user turn (in order), whether it asks again what an earlier one asked: the Jaccard
-    similarity of their content words reaches ``similarity``."""
-    seen: list[frozenset[str]] = []
-    out = []
-    for question in questions:
-        words = content_words(question)
-        out.append(bool(words) and any(jaccard(words, earlier) >= similarity for earlier in seen))
-        seen.append(words)
-    return out
+    similarity of their content words reaches ``similarity`` (``reask_verdicts``)."""
+    return flagged(len(questions), reask_verdicts(questions, similarity))
 
 
 #: (earlier, later): indices of two turns of a conversation in its order
@@ -88,7 +82,7 @@ def candidates(texts: Sequence[str], floor: float, lexical: dict[Pair, bool], ca
 
 def reask_verdicts(questions: Sequence[str], similarity: float) -> dict[Pair, bool]:
     """The lexical verdict of every pair of user turns: their content words' Jaccard similarity reaches
-    ``similarity`` (``reasks`` is ``flagged`` over these)."""
+    ``similarity``."""
     words = [content_words(q) for q in questions]
     return {
         (i, j): bool(words[i]) and bool(words[j]) and jaccard(words[i], words[j]) >= similarity
@@ -138,21 +132,15 @@ def contradicts(answer: Sequence[Claim], earlier: Sequence[Claim]) -> bool:
 
 
 def contradiction_verdicts(answers: Sequence[str]) -> dict[Pair, bool]:
-    """The lexical verdict of every pair of answers: the later contradicts the earlier
-    (``contradictions`` is ``flagged`` over these)."""
+    """The lexical verdict of every pair of answers: the later contradicts the earlier."""
     found = [claims(a) for a in answers]
     return {(i, j): contradicts(found[j], found[i]) for j in range(len(answers)) for i in range(j)}
 
 
 def contradictions(answers: Sequence[str]) -> list[bool]:
-    """For each answer (in order), whether it contradicts an earlier answer of the conversation."""
-    seen: list[Claim] = []
-    out = []
-    for answer in answers:
-        mine = claims(answer)
-        out.append(contradicts(mine, seen))
-        seen.extend(mine)
-    return out
+    """For each answer (in order), whether it contradicts an earlier answer of the conversation
+    (``contradiction_verdicts``)."""
+    return flagged(len(answers), contradiction_verdicts(answers))
 
 
 def _order(turn: ConversationTurn) -> tuple[datetime, str]:

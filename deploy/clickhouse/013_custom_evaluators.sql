@@ -1,4 +1,4 @@
--- groundwatch schema v12: your own evaluators (docs/evaluators.md, schemas/evaluators.py).
+-- groundwatch schema v13: your own evaluators (docs/evaluators.md, schemas/evaluators.py).
 
 -- each evaluation's custom scores, by evaluator name: the score in [0, 1] (1 for a flag or a pass), the
 -- reason of an evaluator that failed to score (timeout, an exception, an answer it could not read), and

@@ -1,4 +1,4 @@
--- groundwatch schema v15: conversations. turns_stored_at: when the latest turn a rollup was computed from
+-- groundwatch schema v17: conversations. turns_stored_at: when the latest turn a rollup was computed from
 -- was stored (the evaluations' inserted_at, the ClickHouse server's clock). A turn stored after it (a late
 -- turn, or a complete evaluation replacing an incomplete one: the same number of turns) makes the rollup
 -- stale, and the next start rolls the conversation up again (streams/clickhouse/conversations.py). NULL on

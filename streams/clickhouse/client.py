@@ -3,7 +3,8 @@
 No error raised here shows a password: URLs in messages are redacted (``redact_url``) and a password
 that a driver echoes is replaced. An embedded chDB directory this creates is private (0700). A chDB
 path another process holds (one process per path) is a ConfigError naming the path and the cause.
-``is_unavailable`` tells a ClickHouse that cannot write now (an outage) from rows it refuses.
+``is_unavailable`` tells a ClickHouse (or Kafka broker) that cannot write now (an outage) from rows it
+refuses.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
 import clickhouse_connect
+from aiokafka.errors import KafkaError, KafkaTimeoutError, KafkaUnavailableError
 from clickhouse_connect.driver.exceptions import OperationalError
 
 from schemas.errors import ClickHouseUnavailable, ConfigError
@@ -158,11 +160,15 @@ def error_code(exc: BaseException) -> int | None:
 
 def is_unavailable(exc: BaseException) -> bool:
     """True when a failed write says ClickHouse cannot take writes now (down, unreachable, read-only,
-    out of disk or memory, a filesystem error, too many parts), so the same rows may succeed later;
-    False when the rows themselves may be what it refuses (a type or parse error, a value out of range).
-    The sink keeps an outage's rows unacked and retries; only a refused row is dead-lettered."""
+    out of disk or memory, a filesystem error, too many parts), or the Kafka broker an alert is
+    published to cannot be reached now (aiokafka's retriable errors, its timeout and no broker
+    available), so the same rows may succeed later; False when the rows themselves may be what it
+    refuses (a type or parse error, a value out of range). The sink keeps an outage's rows unacked and
+    retries; only a refused row is dead-lettered."""
     if isinstance(exc, OperationalError | ConnectionError | TimeoutError):
         return True
+    if isinstance(exc, KafkaError):
+        return bool(exc.retriable) or isinstance(exc, KafkaTimeoutError | KafkaUnavailableError)
     code = error_code(exc)
     return code in UNAVAILABLE_CODES if code is not None else isinstance(exc, OSError)
 

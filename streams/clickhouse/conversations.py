@@ -1,4 +1,4 @@
-"""The ``conversations`` table (migrations 014, 015): reading a conversation's stored turns, writing its
+"""The ``conversations`` table (migrations 014 and 017): reading a conversation's stored turns, writing its
 rollup, and finding the conversations and windows a crashed worker left behind.
 
 Every read of turns is of ``evaluations FINAL`` (one row per interaction, however often it was

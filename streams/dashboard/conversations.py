@@ -26,7 +26,7 @@ from schemas.conversation import (
 )
 from schemas.label import CONVERSATION_KINDS, Label
 from schemas.settings import ConversationSettings
-from streams.clickhouse.conversations import _ROLLUP, _TURN, ConversationRows
+from streams.clickhouse.conversations import _ROLLUP, _TURN
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.slices import slice_condition
 from streams.clickhouse.store import ClickHouseStore
@@ -101,7 +101,14 @@ async def read_conversation(
     c = rollup(key.app, key.model, key.id, turns, settings.reask_similarity)
     asked = reasks([t.question for t in turns], settings.reask_similarity)
     contra = contradictions([t.answer for t in turns])
-    stored = await ConversationRows(store).current(key.app, key.model, [key.id])
+    kept = await store.query(
+        f"SELECT {_ROLLUP} FROM {store.db}.conversations FINAL WHERE app = {{app:String}} "
+        "AND model = {model:String} AND conversation_id = {id:String} AND interaction_id = ''",
+        {"app": key.app, "model": key.model, "id": key.id},
+    )
+    stored = bool(kept)
+    if kept and (kept_rollup := ConversationRollup.model_validate(kept[0])).turns == c.turns:
+        c = kept_rollup  # its re-asks and contradictions as the configured judge decided them
     views = [
         TurnView(
             **t.model_dump(include={"interaction_id", "timestamp", "question", "answer", "judged"}),
@@ -111,7 +118,7 @@ async def read_conversation(
         )
         for t, r, a, x in zip(turns, rows, asked, contra, strict=True)
     ]  # fmt: skip
-    return ConversationView(rollup=c, stored=key.id in stored, turns=views)
+    return ConversationView(rollup=c, stored=stored, turns=views)
 
 
 async def conversations(request: web.Request) -> web.Response:

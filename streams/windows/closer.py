@@ -24,13 +24,15 @@ closed one by one, and a failure (ClickHouse refuses its query, its alerts canno
 logged with the window's key and counted, the windows of other apps and models are closed regardless,
 and it is tried again at the next tick, ``max_close_attempts`` times in all, the later windows of its own
 app and model waiting for it (alert rules see a series' windows in order: a transition decided for it
-after a later window's would be out of order, a firing left open); then it is dropped from the pending
-windows with an ERROR log (it is no message, so it cannot be dead-lettered; rows that arrive for it
-later touch it again). A round logs at most ``LOG_FAILURES_PER_ROUND`` windows' failures one by one,
-then one line with how many more failed. When ClickHouse is unavailable
-(``streams.clickhouse.client.is_unavailable``: down, unreachable, a timeout) the batch is not split, its
-windows are not counted against ``max_close_attempts`` and the round ends: one line, and every window
-stays pending for the next tick.
+after a later window's would be out of order, a firing left open); then it is given up with an ERROR
+log (it is no message, so it cannot be dead-lettered; rows that arrive for it later touch it again):
+when its read and insert work and only its alert rules kept failing, its aggregate is still written
+(no gap in the dashboard or in the later windows' rules), without its rules' transition; otherwise it
+is dropped from the pending windows. A round logs at most ``LOG_FAILURES_PER_ROUND`` windows'
+failures one by one, then one line with how many more failed. When ClickHouse is unavailable
+(``streams.clickhouse.client.is_unavailable``: down, unreachable, a timeout; also the Kafka broker the
+alerts are published to) the batch is not split, its windows are not counted against
+``max_close_attempts`` and the round ends: one line, and every window stays pending for the next tick.
 
 With a conversation source (``conversations``: the ``conversations`` table), a window also counts the
 conversations whose last turn falls in it (schemas/metrics.py, the conversation metrics); the
@@ -229,8 +231,9 @@ class WindowCloser:
 
     async def close_due(self, final: bool = False) -> list[WindowAggregate]:
         """Close every due window (one round at a time), each on its own: one that fails is logged,
-        counted and retried at the next call (``max_close_attempts`` in all, then dropped with an ERROR
-        log); the others close. Closes nothing once ``finish`` began."""
+        counted and retried at the next call (``max_close_attempts`` in all, then given up with an ERROR
+        log: its aggregate written without its rules when only they failed); the others close. Closes
+        nothing once ``finish`` began."""
         if self._stopping:
             return []
         async with self._lock:
@@ -337,8 +340,10 @@ class WindowCloser:
             try:
                 await self.listener.on_windows([windows[k] for k in keys])
             except Exception as exc:
-                if is_unavailable(exc) or len(keys) == 1:
+                if is_unavailable(exc):
                     return await self._split(keys, exc, deadline)
+                if len(keys) == 1:
+                    return await self._rules_failed(keys[0], windows, touched, computed_at, exc)
                 log.debug("windows: the alert rules of a batch of %d failed (%r); one by one", len(keys), exc)
                 return await self._one_by_one(keys, windows, touched, computed_at, deadline)
         try:
@@ -389,6 +394,16 @@ class WindowCloser:
                 continue
             try:
                 await self.listener.on_window(windows[key])
+            except Exception as exc:
+                if is_unavailable(exc):
+                    self._unavailable([key], exc)
+                    return out, False
+                closed, go_on = await self._rules_failed(key, windows, touched, computed_at, exc)
+                out += closed
+                if not go_on:
+                    return out, False
+                continue
+            try:
                 await self.store.insert_windows([windows[key]], computed_at)
             except Exception as exc:
                 if is_unavailable(exc):
@@ -398,6 +413,34 @@ class WindowCloser:
                 continue
             out += self._closed([key], windows, touched)
         return out, True
+
+    async def _rules_failed(
+        self,
+        key: WindowKey,
+        windows: dict[WindowKey, WindowAggregate],
+        touched: dict[WindowKey, float | None],
+        computed_at: datetime,
+        exc: Exception,
+    ) -> tuple[list[WindowAggregate], bool]:
+        """A window's alert rules failed with ``exc`` (not an outage): counted and tried again, or, after
+        ``max_close_attempts``, given up and its aggregate written without them, so the dashboard and
+        the later windows' rules have no gap. Returns the window when written and whether the round may
+        go on."""
+        if not self._failed(key, exc, rules_only=True):
+            return [], True
+        try:
+            await self.store.insert_windows([windows[key]], computed_at)
+        except Exception as write_exc:
+            if is_unavailable(write_exc):
+                self._unavailable([key], write_exc)  # stays pending: its rules are tried again
+                return [], False
+            self._dirty.pop(key, None)
+            log.error(
+                "window %s %s/%s: writing its aggregate failed too; DROPPED from the pending windows: %s: %s",
+                key[2].isoformat(), key[0], key[1], type(write_exc).__name__, str(write_exc)[:500],
+            )  # fmt: skip
+            return [], True
+        return self._closed([key], windows, touched), True
 
     def _closed(
         self, keys: Sequence[WindowKey], windows: dict[WindowKey, WindowAggregate],
@@ -429,9 +472,11 @@ class WindowCloser:
             self._outage,
         )  # fmt: skip
 
-    def _failed(self, key: WindowKey, exc: Exception) -> None:
+    def _failed(self, key: WindowKey, exc: Exception, rules_only: bool = False) -> bool:
         """Count a window's failed close; it is tried again (and holds the later windows of its app and
-        model until then) or, after ``max_close_attempts``, dropped."""
+        model until then) or, after ``max_close_attempts``, given up: dropped from the pending windows,
+        or, when only its alert rules failed (``rules_only``), left for the caller to write its
+        aggregate. Returns True when it is given up."""
         app, model, start = key
         attempts = self.failures.get(key, 0) + 1
         self.failed += 1
@@ -449,13 +494,22 @@ class WindowCloser:
                     "window %s %s/%s: closing failed (attempt %d of %d; will retry): %s: %s",
                     start.isoformat(), app, model, attempts, limit, type(exc).__name__, str(exc)[:500],
                 )  # fmt: skip
-            return
+            return False
         self.failures.pop(key, None)
-        self._dirty.pop(key, None)
         self.dropped += 1
+        if rules_only:
+            if not quiet:
+                log.error(
+                    "window %s %s/%s: its alert rules failed %d times; given up: its aggregate is written "
+                    "without them (no alert transition for it; new rows in it will try again): %s: %s",
+                    start.isoformat(), app, model, attempts, type(exc).__name__, str(exc)[:500],
+                )  # fmt: skip
+            return True
+        self._dirty.pop(key, None)
         if not quiet:
             log.error(
                 "window %s %s/%s: closing failed %d times; DROPPED from the pending windows (no aggregate "
                 "or alert written for it; new rows in it will try again): %s: %s",
                 start.isoformat(), app, model, attempts, type(exc).__name__, str(exc)[:500],
             )  # fmt: skip
+        return True

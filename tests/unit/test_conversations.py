@@ -453,6 +453,18 @@ async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_or
             ("b1", False, False),
             ("b2", True, True),
         ]
+        assert (view["rollup"]["reasked_turns"], view["rollup"]["pair_judge"]) == (1, "lexical")
+        # the LLM judge decided otherwise when it closed: the view shows the stored rollup, not a lexical
+        # recomputation contradicting it
+        rows = ConversationRows(store)
+        kept = next(c for c in rows.all_sync() if c.conversation_id == "bad")
+        judged = kept.model_copy(update={"reasked_turns": 0, "reasked": False, "pair_judge": "llm"})
+        version = (await rows.current("a", "m", ["bad"]))["bad"][1] + 1
+        await rows.insert([(judged, version, None)], clock.now())
+        view = await (
+            await client.get("/dashboard/api/conversation", params={"app": "a", "model": "m", "id": "bad"})
+        ).json()
+        assert (view["rollup"]["reasked_turns"], view["rollup"]["pair_judge"]) == (0, "llm")
         missing = await client.get(
             "/dashboard/api/conversation", params={"app": "a", "model": "m", "id": "x"}
         )

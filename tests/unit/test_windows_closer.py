@@ -265,3 +265,72 @@ async def test_a_window_whose_alert_rules_failed_holds_the_later_windows_of_its_
         ("resolved", T0 + timedelta(seconds=10)),
     ]
     await engine.aclose()
+
+
+async def test_a_window_whose_alert_rules_keep_failing_still_gets_its_aggregate(
+    store: ClickHouseStore,
+) -> None:
+    """Publishing the window's alert is refused every time (a message the broker will never take): after
+    ``max_close_attempts`` the window is given up, but its aggregate is written (the dashboard and the
+    later windows' rules see no gap) and no transition is stored for it."""
+    from aiokafka.errors import MessageSizeTooLargeError
+
+    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
+                     cooldown_seconds=0)  # fmt: skip
+
+    async def publish(alert: Alert, key: str) -> None:
+        raise MessageSizeTooLargeError("the broker refuses the alert")
+
+    engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), store, publish)
+    closer = WindowCloser(
+        WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000, max_close_attempts=2),
+        store, engine, clock=ManualClock(T0 + timedelta(hours=1)),
+    )  # fmt: skip
+    rows = [at("a", 1, 0.1), at("b", 2, 0.2)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    await closer.touch(rows)  # type: ignore[arg-type]
+    assert await closer.close_due(final=True) == [] and store.windows_sync() == []  # retried first
+    assert closer.pending() == [("a", "m", T0)]
+    closed = await closer.close_due(final=True)
+    assert [w.window_start for w in closed] == [T0] and closer.pending() == [] and closer.dropped == 1
+    assert [(w.window_start.replace(tzinfo=UTC), w.count) for w in store.windows_sync()] == [(T0, 2)]
+    assert store.alerts_sync() == []
+    await engine.aclose()
+
+
+@pytest.mark.parametrize("error", ["KafkaTimeoutError", "KafkaConnectionError", "RequestTimedOutError",
+                                   "NodeNotReadyError"])  # fmt: skip
+async def test_a_broker_that_cannot_be_reached_is_an_outage_not_a_failed_window(
+    store: ClickHouseStore, error: str
+) -> None:
+    """The alert cannot be published because the broker does not answer: the window stays pending,
+    not counted against ``max_close_attempts``, however many rounds it takes; once the broker is back
+    its rules run and its aggregate is written."""
+    import aiokafka.errors
+
+    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
+                     cooldown_seconds=0)  # fmt: skip
+    broker_up = False
+    published: list[Alert] = []
+
+    async def publish(alert: Alert, key: str) -> None:
+        if not broker_up:
+            raise getattr(aiokafka.errors, error)()
+        published.append(alert)
+
+    engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), store, publish)
+    closer = WindowCloser(
+        WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000, max_close_attempts=2),
+        store, engine, clock=ManualClock(T0 + timedelta(hours=1)),
+    )  # fmt: skip
+    rows = [at("a", 1, 0.1), at("b", 2, 0.2)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    await closer.touch(rows)  # type: ignore[arg-type]
+    for _ in range(3):
+        assert await closer.close_due(final=True) == []
+    assert closer.pending() == [("a", "m", T0)] and closer.failures == {} and closer.dropped == 0
+    assert store.windows_sync() == [] and store.alerts_sync() == []
+    broker_up = True
+    assert [w.window_start for w in await closer.close_due(final=True)] == [T0]
+    assert len(published) == 1 and len(store.alerts_sync()) == 1 and len(store.windows_sync()) == 1
+    await engine.aclose()
