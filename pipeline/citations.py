@@ -276,16 +276,25 @@ def _citation_refs(citation: Citation) -> list[Ref]:
     return refs
 
 
+#: at most this many distinct dangling references are kept per sentence (a marker or citation naming
+#: thousands of missing passages would otherwise copy itself into every statement it reaches)
+MAX_DANGLING_PER_SENTENCE = 20
+
+
 @dataclass
 class _Accumulator:
     passages: list[list[int]]
     dangling: list[list[str]]
 
     def cite(self, sentence: int, refs: Sequence[Ref], index: PassageIndex) -> None:
+        """Add what ``refs`` cite to ``sentence``; a reference naming no passage is kept once per sentence
+        as written (one marker naming several missing positions is one dangling reference), up to
+        ``MAX_DANGLING_PER_SENTENCE``."""
         for ref in refs:
             found = index.resolve(ref)
-            if not found:
-                self.dangling[sentence].append(ref.written)
+            dangling = self.dangling[sentence]
+            if not found and ref.written not in dangling and len(dangling) < MAX_DANGLING_PER_SENTENCE:
+                dangling.append(ref.written)
             for i in found:
                 if i not in self.passages[sentence]:
                     self.passages[sentence].append(i)

@@ -196,6 +196,8 @@ class LLMJudge:
         """Where the verdict of one hypothesis against one premise is cached; a premise shown as numbered
         passages is keyed with its passages' lengths (one text may be split into passages two ways)."""
         if len(premise.passages) < 2:
+            if premise.ask_support:  # a verdict asked for supported_by differs from one not asked
+                return self._key("nli", premise.text, premise.document, "support", hypothesis)
             return self._key("nli", premise.text, premise.document, hypothesis)
         lengths = ",".join(str(len(p.text)) for p in premise.passages)
         asked = "support" if premise.ask_support else "passages"  # a verdict without supported_by differs

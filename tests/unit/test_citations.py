@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pipeline.citations import read_citations
+from pipeline.citations import MAX_DANGLING_PER_SENTENCE, read_citations
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.judges.llm_judge import answer_support
@@ -338,3 +338,13 @@ def test_a_statement_judged_against_premise_parts_keeps_the_support_of_every_par
 
     combined = combine_parts([part([], 0.0), part([3], 1.0), part([5, 3], 1.0)])
     assert combined.statements[0].supported_by == [3, 5] and combined.score == 1.0
+
+
+def test_markers_naming_thousands_of_missing_passages_stay_bounded_findings() -> None:
+    """100 markers in one sentence, each naming about a hundred positions past the two passages: each
+    marker is one dangling reference (not one per position), and a sentence keeps at most
+    MAX_DANGLING_PER_SENTENCE of them, so an evaluation cannot grow with what an answer claims to cite."""
+    markers = " ".join(f"[{1000 + j}-{1099 + j}]" for j in range(100))
+    _, cited = read(f"The tower is from 1889 {markers}. The arena is from 80 AD [5, 6].")
+    assert cited[0] == ([], [f"[{1000 + j}-{1099 + j}]" for j in range(MAX_DANGLING_PER_SENTENCE)])
+    assert cited[1] == ([], ["[5, 6]"])  # one marker, two missing positions: one dangling reference

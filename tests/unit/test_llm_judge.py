@@ -294,3 +294,16 @@ async def test_factory_cascade_over_openai(fake_openai: FakeOpenAIServer) -> Non
         out = await judge.classify_refusals(["The tower opens at nine in the morning."])
         assert out.value == [False]
     assert fake_openai.stats.by_prompt.get("refusal") == 1
+
+
+def test_a_one_passage_verdict_asked_for_its_supporting_passages_is_cached_apart() -> None:
+    """A verdict judged without the support question (an answer that does not cite) has no
+    supported_by: a citing answer's statement against the same one passage must not reuse it."""
+    from pipeline.judges.base import Premise, PremisePassage
+
+    judge = LLMJudge(JudgeSettings.model_validate({"base_url": "http://127.0.0.1:9", "model": "m"}))
+    one = (PremisePassage(index=0, text="The tower is from 1889."),)
+    plain = Premise(text="The tower is from 1889.", passages=one)
+    asked = Premise(text="The tower is from 1889.", passages=one, ask_support=True)
+    assert judge._nli_key(plain, "It is from 1889.") != judge._nli_key(asked, "It is from 1889.")
+    assert judge._nli_key(plain, "It is from 1889.") == judge._nli_key(plain, "It is from 1889.")
