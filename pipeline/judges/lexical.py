@@ -557,7 +557,8 @@ def supporting_passages(
     """Each statement with the position (in ``premise.passages``) of the passage that alone scores it
     highest, the earlier on ties (None when none scores it above 0), and its supporting passages
     (``supported_by``): those that alone entail it; when none does but the whole premise does, the fewest
-    passages, taken by their own score, that entail it together. Verdicts and scores are unchanged."""
+    passages, taken by their own score, that entail it together (asked only when the answer cites,
+    ``premise.ask_support``). Verdicts and scores are unchanged."""
     if not premise.passages:
         return list(results)
     indexes: list[PremiseIndex] = []
@@ -573,7 +574,8 @@ def supporting_passages(
         scores = [v.score for v in verdicts]
         top = max(scores)
         alone = [i for i, v in enumerate(verdicts) if v.verdict == "entailed"]
-        if not alone and statement.verdict == "entailed":
+        if not alone and statement.verdict == "entailed" and premise.ask_support:
+            # only for an answer that cites: the joins cost a premise index each
             alone = _together(statement.statement, scores, premise, options)
         return statement.model_copy(
             update={"passage": scores.index(top) if top > 0 else None, "supported_by": alone}
