@@ -70,16 +70,14 @@ def check_citations(
     pair: PairResult | None, answer: AnswerCitations | None, refusal: bool | None
 ) -> tuple[PairResult | None, CitationFigures]:
     """The context pair with each statement's citations, and the interaction's figures (module doc).
-    Unchanged, with no figures, when the answer does not cite, is a refusal, the pair was not judged,
-    or its hypotheses are not the answer's sentences one for one."""
-    if (
-        pair is None
-        or answer is None
-        or not answer.cites
-        or refusal is True
-        or len(pair.hypotheses) != len(answer.sentences)
-    ):
+    Unchanged, with no figures, when the answer does not cite or is a refusal; with its dangling
+    citations only when the pair was not judged (no evidence at all: every reference dangles) or its
+    hypotheses are not the answer's sentences one for one."""
+    if answer is None or not answer.cites or refusal is True:
         return pair, CitationFigures()
+    if pair is None or len(pair.hypotheses) != len(answer.sentences):
+        dangling = sum(len(s.dangling) for s in answer.sentences)
+        return pair, CitationFigures(dangling_citations=dangling, dangling_citation=dangling > 0)
     hypotheses = []
     checked: list[StatementCitations] = []
     for hypothesis, sentence in zip(pair.hypotheses, answer.sentences, strict=True):

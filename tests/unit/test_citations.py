@@ -348,3 +348,10 @@ def test_markers_naming_thousands_of_missing_passages_stay_bounded_findings() ->
     _, cited = read(f"The tower is from 1889 {markers}. The arena is from 80 AD [5, 6].")
     assert cited[0] == ([], [f"[{1000 + j}-{1099 + j}]" for j in range(MAX_DANGLING_PER_SENTENCE)])
     assert cited[1] == ([], ["[5, 6]"])  # one marker, two missing positions: one dangling reference
+
+
+async def test_a_citation_with_no_evidence_at_all_is_dangling() -> None:
+    """No passage to cite: the reference names none, the worst dangling citation, and it is counted."""
+    e = await evaluate("The Eiffel Tower was completed in 1889 [3].", contexts=[])
+    assert (e.dangling_citations, e.dangling_citation) == (1, True)
+    assert e.miscited is None and e.citation_recall is None  # nothing cited exists to check
