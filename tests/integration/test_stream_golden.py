@@ -21,7 +21,7 @@ GOLDEN = REPO / "tests" / "fixtures" / "golden_verdicts.json"
 #: recorded since the capture, beside the verdicts: each statement's supporting passage and the NLI
 #: prompt's version (v3 asks for the passage), the outcome, what tool calls add (the sample calls no
 #: tools), the custom evaluators' scores (the run configures none), and citations (no sample answer cites;
-#: the lexical judge names the supporting passages anyway); the verdicts and scores themselves
+#: the lexical judge names a lone passage that entails a statement anyway); the verdicts and scores themselves
 #: must not move
 SINCE_CAPTURE = {
     "passage",

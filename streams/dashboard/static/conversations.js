@@ -4,9 +4,9 @@
    its statements (the interaction page's renderers, from api/interactions/{id}), the turn that left it
    unresolved highlighted, and the reviewer's resolved label on the conversation (api/labels). */
 import { documentsSlice } from "./documents.js";
-import { $, el, status } from "./dom.js";
+import { $, el } from "./dom.js";
 import { dateRange, dateTime, fmt, iso, plural } from "./format.js";
-import { evidenceOf, pairPanel, passageNamer, stepsPanel } from "./interaction.js";
+import { evidenceOf, pairPanel, passageNamer, sendLabel, stepsPanel } from "./interaction.js";
 import { go } from "./router.js";
 import { filterText } from "./slices.js";
 import { api, currentRange, params } from "./state.js";
@@ -121,27 +121,7 @@ function turnPanel(t, n, detail) {
 
 /* The reviewer's verdict on the conversation's outcome (label kind resolved, on the conversation_id). */
 async function postResolved(id, value) {
-  let reviewer = localStorage.getItem("groundwatch_reviewer") || "";
-  const send = async () =>
-    fetch("api/labels", {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ interaction_id: id, kind: "resolved", value, reviewer: reviewer || null }),
-    });
-  let response = await send();
-  if (response.status === 400 && !reviewer) {
-    reviewer = (window.prompt("Your name, recorded with your labels:") || "").trim();
-    if (!reviewer) return;
-    localStorage.setItem("groundwatch_reviewer", reviewer);
-    response = await send();
-  }
-  if (!response.ok) {
-    status(`label not saved: ${response.status} ${await response.text()}`, true);
-    return;
-  }
-  status(`labeled resolved = ${value}`);
-  await loadConversation();
+  if (await sendLabel(id, "resolved", value)) await loadConversation();
 }
 
 function resolvedPanel(id, labels) {

@@ -242,9 +242,10 @@ async function loadLabelKinds() {
     noText: k.no_text,
   }));
 }
-async function postLabel(interactionId, kind, value) {
+/* Store one label (POST api/labels), asking once for the reviewer's name when none is known; true when
+   it was saved (also the conversation view's "resolved" label). */
+export async function sendLabel(interactionId, kind, value, note = null) {
   let reviewer = localStorage.getItem("groundwatch_reviewer") || "";
-  const note = $("label-note")?.value || null;
   const send = async () =>
     fetch("api/labels", {
       method: "POST",
@@ -255,16 +256,19 @@ async function postLabel(interactionId, kind, value) {
   let response = await send();
   if (response.status === 400 && !reviewer) {
     reviewer = (window.prompt("Your name, recorded with your labels:") || "").trim();
-    if (!reviewer) return;
+    if (!reviewer) return false;
     localStorage.setItem("groundwatch_reviewer", reviewer);
     response = await send();
   }
   if (!response.ok) {
     status(`label not saved: ${response.status} ${await response.text()}`, true);
-    return;
+    return false;
   }
   status(`labeled ${kind} = ${value}`);
-  await loadInteraction();
+  return true;
+}
+async function postLabel(interactionId, kind, value) {
+  if (await sendLabel(interactionId, kind, value, $("label-note")?.value || null)) await loadInteraction();
 }
 function labelPanel(e, labels) {
   const panel = el("div", { class: "panel", id: "label-panel" }, el("h3", {}, "Your label (keys in brackets)"));
