@@ -93,15 +93,18 @@ class ConversationJudge:
     def __bool__(self) -> bool:
         return self.on
 
-    async def review(self, turns: Sequence[ConversationTurn]) -> PairVerdicts:
+    async def review(self, turns: Sequence[ConversationTurn], *, spent: str | None = None) -> PairVerdicts:
         """The verdicts for ``turns`` (in conversation order: ``pipeline.conversations.in_order``) and
-        what they cost. Never raises (a cancellation goes through)."""
+        what they cost. ``spent``: the app's judge budget is spent (its skip reason, ``budget:...``), so
+        the lexical verdicts stand and no call is made. Never raises (a cancellation goes through)."""
         questions = [t.question for t in turns]
         answers = [t.answer for t in turns]
         s = self.settings
         reask = _Kind(reask_verdicts(questions, s.reask_similarity))
         contra = _Kind(contradiction_verdicts(answers))
-        if self.llm is None or self.prompts is None:
+        if spent is not None:
+            reask.failure = f"the app's judge budget is spent ({spent})"
+        elif self.llm is None or self.prompts is None:
             reask.failure = NO_LLM
         else:
             floor, cap = s.judge_candidate_similarity, s.judge_max_pairs

@@ -141,7 +141,7 @@ class Resources(Service):
                             "stay lexical (each rollup's judge_failure says so)")  # fmt: skip
             self.conversations = ConversationCloser(
                 settings.conversations, settings.window, rollups, self._windows, clock=self.clock,
-                judge=pair_judge,
+                judge=pair_judge, budgets=self.sampler.budgets,
             )  # fmt: skip
             unrolled, _ = await self.conversations.reconcile(timedelta(hours=settings.window.reconcile_hours))
             if unrolled:

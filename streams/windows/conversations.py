@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from pipeline.clock import Clock, SystemClock
 from pipeline.conversation_judge import ConversationJudge
 from pipeline.conversations import ConversationKey, OpenConversations, PairVerdicts, in_order, rollup, single
+from pipeline.sampling import JudgeBudgets
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
@@ -113,11 +114,15 @@ class ConversationCloser:
         windows: WindowToucher | None = None,
         clock: Clock | None = None,
         judge: ConversationJudge | None = None,
+        budgets: JudgeBudgets | None = None,
     ) -> None:
         """``judge``: decides re-asks and contradictions with the LLM judge (``conversations.judge`` llm);
-        without it (or when it is off) they are lexical."""
+        without it (or when it is off) they are lexical. ``budgets``: the apps' judge budgets (sampling):
+        the judge's spend on a conversation is charged to its app, and an app whose budget is spent keeps
+        its lexical verdicts."""
         self.settings = settings
         self.judge = judge if judge else None
+        self.budgets = budgets
         self.window = window
         self.store = store
         self.windows = windows
@@ -312,6 +317,18 @@ class ConversationCloser:
                 if iid in self._singles and self._singles[iid] is pending:  # else touched again meanwhile
                     del self._singles[iid]
 
+    async def _judged(
+        self, judge: ConversationJudge, app: str, conversations: Sequence[Sequence[ConversationTurn]]
+    ) -> list[PairVerdicts]:
+        """The LLM judge's verdicts on one app's conversations, within the app's judge budget."""
+        budgets = self.budgets
+        spent = budgets.exhausted(app) if budgets is not None else None
+        verdicts = await asyncio.gather(*(judge.review(turns, spent=spent) for turns in conversations))
+        if budgets is not None:
+            for v in verdicts:
+                budgets.record(app, v.input_tokens + v.output_tokens, v.cost_usd)
+        return list(verdicts)
+
     async def _close_batch(self, keys: Sequence[ConversationKey]) -> list[ConversationRollup]:
         generations = {k: self.open.generation(k) for k in keys}
         by_series: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -327,8 +344,7 @@ class ConversationCloser:
             present = [cid for cid in ids if turns.get(cid)]  # one whose turns were erased has nothing
             judged: list[PairVerdicts | None] = [None] * len(present)
             if self.judge is not None:
-                judge = self.judge
-                judged = list(await asyncio.gather(*(judge.review(in_order(turns[cid])) for cid in present)))
+                judged = list(await self._judged(self.judge, app, [in_order(turns[cid]) for cid in present]))
             for cid, verdicts in zip(present, judged, strict=True):
                 c = rollup(app, model, cid, turns[cid], self.settings.reask_similarity, verdicts)
                 before = stored.get(cid)

@@ -18,9 +18,11 @@ from pipeline.conversations import in_order, rollup
 from pipeline.estimate import estimate, request_chars
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.judges.llm_judge import LLMJudge
+from pipeline.sampling import JudgeBudgets
 from schemas.conversation import ConversationTurn
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
+from schemas.sampling import JudgeBudget
 from schemas.settings import ClickHouseSettings, ConversationSettings, JudgeSettings, Settings, WindowSettings
 from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.store import ClickHouseStore
@@ -191,14 +193,14 @@ def store() -> Iterator[ClickHouseStore]:
     s.close()
 
 
-def ev(n: int, question: str, answer: str, end: bool = False) -> Evaluation:
+def ev(n: int, question: str, answer: str, end: bool = False, cid: str = "c1") -> Evaluation:
     ts = T0 + timedelta(seconds=n)
     interaction = Interaction(
-        interaction_id=f"t{n}", timestamp=ts, app="a", model="m", conversation_id="c1", question=question,
-        answer=answer, metadata={"conversation_end": True} if end else {},
+        interaction_id=f"{cid}-t{n}", timestamp=ts, app="a", model="m", conversation_id=cid,
+        question=question, answer=answer, metadata={"conversation_end": True} if end else {},
     )  # fmt: skip
     return Evaluation(
-        interaction_id=f"t{n}", timestamp=ts, app="a", model="m", conversation_id="c1", judge="lexical",
+        interaction_id=f"{cid}-t{n}", timestamp=ts, app="a", model="m", conversation_id=cid, judge="lexical",
         context_entailment=0.9, hallucination=False, answer_refusal=False, interaction=interaction,
         evaluated_at=ts,
     )  # fmt: skip
@@ -226,6 +228,32 @@ async def test_the_closer_rolls_up_with_the_judge_and_stores_its_cost(
     assert stored.judge_calls == 2 and stored.judge_input_tokens == scripted.stats.prompt_tokens
     assert stored.judge_cost_usd > 0
     assert [t.interaction_id for t in in_order(turns())] == ["t0", "t1", "t2"]
+
+
+async def test_the_judge_spend_is_charged_to_the_app_budget_and_a_spent_budget_keeps_the_lexical_verdicts(
+    scripted: FakeOpenAIServer, store: ClickHouseStore
+) -> None:
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    rows = ConversationRows(store)
+    wset = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
+    budgets = JudgeBudgets([JudgeBudget(app="a", tokens_per_minute=1)], clock)
+    llm = llm_judge(scripted)
+    closed = []
+    try:
+        judge = ConversationJudge(llm, LLM)
+        closer = ConversationCloser(LLM, wset, rows, clock=clock, judge=judge, budgets=budgets)
+        for cid in ("c1", "c2"):
+            es = [ev(i, q, a, end=i == len(TURNS) - 1, cid=cid) for i, (q, a) in enumerate(TURNS)]
+            await store.insert_evaluations(es)
+            await closer.touch(es)
+            closed += await closer.close_due()
+    finally:
+        await llm.aclose()
+    first, second = closed
+    assert first.pair_judge == "llm" and first.judge_calls == 2
+    assert budgets.spent("a")[0] == first.judge_input_tokens + first.judge_output_tokens > 0
+    assert (second.pair_judge, second.judge_calls) == ("lexical", 0)
+    assert "budget:tokens_per_minute" in second.judge_failure and scripted.stats.requests == 2
 
 
 async def test_a_masker_that_fails_leaves_the_lexical_verdicts(scripted: FakeOpenAIServer) -> None:
