@@ -81,3 +81,12 @@ def test_eval_prints_a_custom_evaluators_undefined_figures_as_a_dash() -> None:
     text = "\n".join(custom_lines({"tone": summary}))
     assert "rate - over 0 scored" in text and "kappa -" in text, text
     assert "n/a" not in text and "nan" not in text
+
+
+@pytest.mark.parametrize("mean, sd", [(math.nan, 0.1), (math.inf, None), (None, None), (0.8, math.nan)])
+def test_calibrate_prints_an_undefined_mean_or_spread_as_a_dash(mean: float | None, sd: float | None) -> None:
+    from groundwatch.commands.calibrate_cmd import _fmt
+
+    text = _fmt(mean, sd)
+    assert "nan" not in text and "inf" not in text, text
+    assert text == "-" if defined(mean) is None else text == "0.800 ± -"
