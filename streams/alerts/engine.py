@@ -124,7 +124,7 @@ class AlertEngine:
         self._http: httpx.AsyncClient | None = None
         self._tasks: set[asyncio.Task[bool]] = set()
         self._last_redeliver: datetime | None = None
-        self._started: set[str] = set()  # delivery ids this engine has taken on (never twice)
+        self._sending: set[str] = set()  # delivery ids this engine is sending now (never two at once)
         # incident openings this engine's claims won (``opens``) -> when claimed; kept while the claim is
         # live in the ledger (``delivery_lease_s``), oldest first
         self._opened: dict[str, datetime] = {}
@@ -425,11 +425,19 @@ class AlertEngine:
         """Claim, send (with retries) and record one delivery; False when another worker sends it or
         it failed (then logged and counted). A claim older than the lease without an outcome does not
         stand in the way (its worker stopped). Cancelled (a stop) before its outcome is known, the
-        claim is released: the delivery is left to the next worker."""
+        claim is released: the delivery is left to the next worker. One that raised (the ledger could
+        not be written) is sent by the next ``redeliver`` that finds it without an outcome or a live
+        claim, by this engine or another."""
         delivery_id = f"{alert.alert_id}|{target.name}"
-        if delivery_id in self._started:
+        if delivery_id in self._sending:
             return False
-        self._started.add(delivery_id)
+        self._sending.add(delivery_id)
+        try:
+            return await self._notify(target, alert, delivery_id)
+        finally:
+            self._sending.discard(delivery_id)
+
+    async def _notify(self, target: Target, alert: Alert, delivery_id: str) -> bool:
         now = self.clock.now()
         claim = Claim(delivery_id, alert.alert_id, target.name, now)
         outcome: Outcome | None = None

@@ -487,3 +487,31 @@ async def test_an_opening_won_is_remembered_only_while_its_claim_is_live(
         assert await a.opens(alert)
         clock.advance(lease / 10)
     assert 0 < len(a._opened) <= 11
+
+
+async def test_a_notification_whose_claim_could_not_be_written_is_sent_by_the_same_worker_later(
+    store: ClickHouseStore, hook: tuple[str, Hook], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ClickHouse refused the delivery's claim (an outage at the moment of the transition): nothing was
+    sent, the failure is logged; the worker's next look for unrecorded notifications sends it, once."""
+    url, state = hook
+    clock = ManualClock(T0 + 11 * HOUR)
+    engine, _ = engines(store, RULES, url, clock)
+    real = store.insert_rows
+    refused: list[str] = []
+
+    async def insert_rows(table: str, rows: Any, columns: Any) -> None:
+        if table.endswith("alert_deliveries") and not refused:
+            refused.append(table)
+            raise ConnectionError("ClickHouse is down")
+        await real(table, rows, columns)
+
+    monkeypatch.setattr(store, "insert_rows", insert_rows)
+    fired = firing_at(9, clock.now())
+    await engine.deliver(fired)
+    await engine.drain()
+    assert refused and state.posts == []
+    assert await engine.redeliver() == 1
+    await engine.drain()
+    assert [json.loads(b)["alert"]["alert_id"] for _, b in state.posts] == [fired.alert_id]
+    assert await engine.redeliver() == 0  # recorded as delivered
