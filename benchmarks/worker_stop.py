@@ -91,6 +91,7 @@ async def send_letters(env: dict[str, str], n: int) -> None:
                 payload=f"span-{i}",
                 source_topic="otlp",
                 interaction_id=f"span-{i}",
+                failed_at=datetime.now(UTC),
             )
             await producer.send(topic, encode(letter), key=f"span-{i}".encode())
         await producer.flush()

@@ -15,7 +15,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from groundwatch.figures import json_safe
+from groundwatch.figures import UNDEFINED, defined, fixed, json_safe
 from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
 
@@ -34,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _fmt(mean: float | None, sd: float | None) -> str:
-    return "-" if mean is None else f"{mean:.3f} ± {sd or 0:.3f}"
+    """An out-of-fold mean and its spread (``-`` when undefined; a spread of one fold is 0)."""
+    if defined(mean) is None:
+        return UNDEFINED
+    return f"{fixed(mean)} ± {fixed(0.0 if sd is None else sd)}"
 
 
 def run(args: argparse.Namespace) -> int:

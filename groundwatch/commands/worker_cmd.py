@@ -76,20 +76,52 @@ def read_files(settings: Settings) -> None:
 def preflight(settings: Settings) -> None:
     """What would otherwise fail inside faust's start-up with a long traceback, checked first so the
     command ends with one line (groundwatch.cli): the files the worker reads, that its web server may
-    bind where it is told (off loopback only with credentials), then that ClickHouse opens (an embedded
-    chDB path another worker holds is named as such; the engine stays open for this process, which the
-    worker's store then reuses). Nothing here touches the broker: ``run`` builds the app (the rest of
-    its checks) before it creates anything there (``prepare_broker``)."""
+    bind where it is told (off loopback only with credentials, on a port no other process holds), then
+    that ClickHouse opens (an embedded chDB path another worker holds is named as such; the engine stays
+    open for this process, which the worker's store then reuses). Nothing here touches the broker:
+    ``run`` builds the app (the rest of its checks) before it creates anything there
+    (``prepare_broker``)."""
     from streams.clickhouse.client import connect, parse_url
     from streams.dashboard.auth import require_credentials
 
     read_files(settings)
     if settings.kafka.web_enabled:
         require_credentials(settings.dashboard.host, settings.dashboard)
+        require_bindable(settings.dashboard.host, settings.kafka.web_port)
     target = parse_url(settings.clickhouse.url.get_secret_value(), settings.clickhouse.database)
     client = connect(target)
     if target.kind != "chdb":  # the embedded engine lives as long as the process
         client.close()
+
+
+def require_bindable(host: str, port: int) -> None:
+    """That the web server can listen on ``host``:``port`` (each address the host names), as asyncio's
+    server binds (``SO_REUSEADDR``: a port left in TIME_WAIT is free); the sockets are closed at once.
+    Another process holding the port would otherwise stop the worker only once it has started, with a
+    traceback. A ConfigError naming the address and the settings."""
+    import errno
+    import socket
+
+    where = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
+    settings_named = f"{variable_name('kafka', 'web_port')}, {variable_name('dashboard', 'host')}"
+    try:
+        addresses = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in addresses:
+            try:
+                with socket.socket(family, kind, proto) as probe:
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    if family == socket.AF_INET6:
+                        probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    probe.bind(address)
+            except OSError as exc:
+                unsupported = (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+                if family == socket.AF_INET6 and len(addresses) > 1 and exc.errno in unsupported:
+                    continue  # a host without IPv6: the server listens on its other addresses
+                raise
+    except OSError as exc:
+        raise ConfigError(
+            f"the worker's web server cannot listen on {where}: {exc.strerror or exc} ({settings_named})"
+        ) from None
 
 
 def reach_broker(settings: Settings) -> None:

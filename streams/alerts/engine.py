@@ -124,8 +124,10 @@ class AlertEngine:
         self._http: httpx.AsyncClient | None = None
         self._tasks: set[asyncio.Task[bool]] = set()
         self._last_redeliver: datetime | None = None
-        self._started: set[str] = set()  # delivery ids this engine has taken on (never twice)
-        self._opened: set[str] = set()  # incident openings this engine's claims won (``opens``)
+        self._sending: set[str] = set()  # delivery ids this engine is sending now (never two at once)
+        # incident openings this engine's claims won (``opens``) -> when claimed; kept while the claim is
+        # live in the ledger (``delivery_lease_s``), oldest first
+        self._opened: dict[str, datetime] = {}
         self._refreshed: dict[str, datetime] = {}  # firing alert id -> when Alertmanager last heard of it
         self._unsent: list[Claim] = []  # cancelled by the stop before an outcome: released by aclose
         self._unrecorded: list[tuple[str, Outcome]] = []  # cancelled by the stop while recording it
@@ -325,16 +327,30 @@ class AlertEngine:
         if latest is not None and latest.state == "firing":
             return False  # another worker's firing, stored since this window's evaluation read
         key = opening_id(alert, latest)
-        if key in self._opened:
-            return True  # this engine's claim (a retry: its firing's publish or insert failed)
         now = self.clock.now()
         stale_before = now - timedelta(seconds=self.settings.delivery_lease_s)
+        self._forget_openings(stale_before)
+        won = self._opened.get(key)
+        if won is not None and won >= stale_before:
+            return True  # this engine's live claim (a retry: its firing's publish or insert failed)
         claim = Claim(key, alert.alert_id, OPENING_RECEIVER, now)
         if await self.ledger.claim(claim, self.claimant, stale_before):
-            self._opened.add(key)
+            self._opened.pop(key, None)  # claimed anew: its place is the newest
+            self._opened[key] = now
             return True
         log.info("alert %s: the incident %s is another worker's", alert.alert_id, key)
         return False
+
+    def _forget_openings(self, stale_before: datetime) -> None:
+        """Drop the won openings claimed before ``stale_before``: their claims are dead in the ledger
+        (another worker may take the opening), so a retry claims anew there. What is kept is bounded by
+        the openings won within one lease; an opening whose firing was stored is never asked for again
+        (the series' latest transition has changed) and goes with its lease."""
+        while self._opened:
+            key, claimed_at = next(iter(self._opened.items()))
+            if claimed_at >= stale_before:
+                return
+            del self._opened[key]
 
     async def refresh_firing(self, rule: Rule, window: WindowAggregate) -> bool:
         """Post a still-firing alert to the Alertmanager receivers again, every quarter of their
@@ -409,11 +425,19 @@ class AlertEngine:
         """Claim, send (with retries) and record one delivery; False when another worker sends it or
         it failed (then logged and counted). A claim older than the lease without an outcome does not
         stand in the way (its worker stopped). Cancelled (a stop) before its outcome is known, the
-        claim is released: the delivery is left to the next worker."""
+        claim is released: the delivery is left to the next worker. One that raised (the ledger could
+        not be written) is sent by the next ``redeliver`` that finds it without an outcome or a live
+        claim, by this engine or another."""
         delivery_id = f"{alert.alert_id}|{target.name}"
-        if delivery_id in self._started:
+        if delivery_id in self._sending:
             return False
-        self._started.add(delivery_id)
+        self._sending.add(delivery_id)
+        try:
+            return await self._notify(target, alert, delivery_id)
+        finally:
+            self._sending.discard(delivery_id)
+
+    async def _notify(self, target: Target, alert: Alert, delivery_id: str) -> bool:
         now = self.clock.now()
         claim = Claim(delivery_id, alert.alert_id, target.name, now)
         outcome: Outcome | None = None

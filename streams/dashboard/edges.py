@@ -3,9 +3,9 @@
 aiohttp answers a request line or header over its limit (``LineTooLong``) with 400 and logs it at ERROR
 with a full traceback, one per request: any client could fill the log. Served through ``EdgeRunner``
 (the worker's web server and ``groundwatch dashboard``), such a request gets 414 (the request line) or 431
-(a header), any other request that does not parse gets 400, and the log gets one WARNING line at once,
-then at most one every ``LOG_EVERY_S`` of the runner's clock saying how many were refused meanwhile;
-never a traceback.
+(a header, or more header lines than the parser takes), any other request that does not parse gets 400,
+and the log gets one WARNING line at once, then at most one every ``LOG_EVERY_S`` of the runner's clock
+saying how many were refused meanwhile; never a traceback.
 
 Which line was too long is read from the parser's state where aiohttp's pure-Python parser exposes it
 (no line of the head taken yet: the request line); its compiled parser exposes none, so there the limit
@@ -67,8 +67,15 @@ class RefusalLog:
 IN_REQUEST_LINE = "groundwatch_in_request_line"
 
 
+#: what both of aiohttp's parsers say of a request with more header lines than they take
+TOO_MANY_HEADERS = "Too many headers received"
+
+
 def refusal_status(exc: BaseException) -> int:
-    """414 for a request line over its limit, 431 for a header over its own, 400 otherwise."""
+    """414 for a request line over its limit, 431 for a header over its own or more headers than the
+    parser takes (the header fields too large as a whole, RFC 6585), 400 otherwise."""
+    if isinstance(exc, BadHttpMessage) and exc.message == TOO_MANY_HEADERS:
+        return 431
     if isinstance(exc, LineTooLong):
         in_request_line = getattr(exc, IN_REQUEST_LINE, None)
         if in_request_line is None:  # the compiled parser: by the limit it carries

@@ -464,3 +464,54 @@ async def test_a_transition_another_worker_stores_between_the_reads_carries_on_t
     assert [(a.state, a.window_start) for a in store.alerts_sync()] == [("firing", first.window_start)]
     await engine.aclose()
     await other.aclose()
+
+
+async def test_an_opening_won_is_remembered_only_while_its_claim_is_live(
+    store: ClickHouseStore, hook: tuple[str, Hook]
+) -> None:
+    """A worker won an opening and its firing's publish failed; a lease later its claim is dead, another
+    worker took the opening and the first worker's retry must lose it (one incident). A long-running
+    worker keeps only the openings claimed within one lease."""
+    url, _ = hook
+    clock = ManualClock(T0 + 11 * HOUR)
+    a, b = engines(store, RULES, url, clock)
+    lease = a.settings.delivery_lease_s
+    early = firing_at(9, clock.now())
+    assert await a.opens(early)  # a's claim; its publish then fails: no firing stored
+    clock.advance(lease + 1)
+    assert await b.opens(firing_at(10, clock.now()))  # a's claim is dead: b takes the opening
+    assert not await a.opens(early.model_copy(update={"fired_at": clock.now()}))
+    # openings of many series over many leases: only those within the last lease are kept
+    for i in range(30):
+        alert = firing_at(20, clock.now()).model_copy(update={"app": f"app-{i}"})
+        assert await a.opens(alert)
+        clock.advance(lease / 10)
+    assert 0 < len(a._opened) <= 11
+
+
+async def test_a_notification_whose_claim_could_not_be_written_is_sent_by_the_same_worker_later(
+    store: ClickHouseStore, hook: tuple[str, Hook], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ClickHouse refused the delivery's claim (an outage at the moment of the transition): nothing was
+    sent, the failure is logged; the worker's next look for unrecorded notifications sends it, once."""
+    url, state = hook
+    clock = ManualClock(T0 + 11 * HOUR)
+    engine, _ = engines(store, RULES, url, clock)
+    real = store.insert_rows
+    refused: list[str] = []
+
+    async def insert_rows(table: str, rows: Any, columns: Any) -> None:
+        if table.endswith("alert_deliveries") and not refused:
+            refused.append(table)
+            raise ConnectionError("ClickHouse is down")
+        await real(table, rows, columns)
+
+    monkeypatch.setattr(store, "insert_rows", insert_rows)
+    fired = firing_at(9, clock.now())
+    await engine.deliver(fired)
+    await engine.drain()
+    assert refused and state.posts == []
+    assert await engine.redeliver() == 1
+    await engine.drain()
+    assert [json.loads(b)["alert"]["alert_id"] for _, b in state.posts] == [fired.alert_id]
+    assert await engine.redeliver() == 0  # recorded as delivered

@@ -198,3 +198,32 @@ def test_worker_refuses_an_open_bind_before_it_touches_the_broker(
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith("groundwatch worker: DashboardConfigError: refusing to serve the dashboard")
     assert reached == []
+
+
+def test_worker_names_a_web_port_in_use_before_it_touches_the_broker(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Another process listens on the worker's web port: one line naming the port and its setting, exit
+    2, before anything is created on the broker (not a bind traceback once the worker has started)."""
+    import socket
+
+    import groundwatch.commands.worker_cmd as worker_cmd
+
+    reached: list[object] = []
+
+    async def prepare(kafka: object) -> None:
+        reached.append(kafka)
+
+    monkeypatch.setattr(worker_cmd, "prepare_broker", prepare)
+    monkeypatch.setenv("GROUNDWATCH_CLICKHOUSE__URL", f"chdb://{tmp_path / 'chdb'}")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        try:
+            code, err = run(capsys, "worker", "--web-port", str(port), "--broker", "kafka://127.0.0.1:9")
+        finally:
+            uninstall_safe_logging()
+    assert code == 2 and len(err) == 1, err
+    assert f"127.0.0.1:{port}" in err[0] and "GROUNDWATCH_KAFKA__WEB_PORT" in err[0], err
+    assert reached == []

@@ -65,3 +65,28 @@ def test_json_output_has_null_for_every_undefined_float() -> None:
     data = {"a": math.nan, "b": [1.5, math.inf, {"c": -math.inf}], "d": "nan", "e": 2, "f": None}
     text = json.dumps(json_safe(data), allow_nan=False)  # raises on NaN or Infinity
     assert json.loads(text) == {"a": None, "b": [1.5, None, {"c": None}], "d": "nan", "e": 2, "f": None}
+
+
+def test_eval_prints_a_custom_evaluators_undefined_figures_as_a_dash() -> None:
+    """``groundwatch eval --evaluators``: an evaluator that scored nothing (no value) and agrees with
+    labels of one class only (kappa undefined) shows ``-`` for both, as every other figure does."""
+    from groundwatch.commands.eval_cmd import custom_lines
+    from pipeline.custom_evaluators import CustomSummary
+
+    cases = [LabeledCase(f"i{n}", f"g{n}", condition=True, flagged=True) for n in range(12)]
+    quality = agreement(cases, resamples=50)
+    summary = CustomSummary(
+        metric="custom.tone", kind="rate", version="1", value=None, scored=0, missing=3, agreement=quality
+    )
+    text = "\n".join(custom_lines({"tone": summary}))
+    assert "rate - over 0 scored" in text and "kappa -" in text, text
+    assert "n/a" not in text and "nan" not in text
+
+
+@pytest.mark.parametrize("mean, sd", [(math.nan, 0.1), (math.inf, None), (None, None), (0.8, math.nan)])
+def test_calibrate_prints_an_undefined_mean_or_spread_as_a_dash(mean: float | None, sd: float | None) -> None:
+    from groundwatch.commands.calibrate_cmd import _fmt
+
+    text = _fmt(mean, sd)
+    assert "nan" not in text and "inf" not in text, text
+    assert text == "-" if defined(mean) is None else text == "0.800 ± -"

@@ -99,6 +99,19 @@ async def test_the_pure_python_parser_tells_the_lines_apart_by_what_it_was_readi
         assert await status_of(port, get(b"/")) == 200
 
 
+async def test_too_many_headers_get_431(
+    runner: EdgeRunner, port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each header under its limit, but more of them than the server takes (aiohttp: 128): the header
+    fields are too large as a whole, 431 (RFC 6585), with the same one WARNING line, no traceback."""
+    caplog.set_level(logging.DEBUG)
+    many = [b"X-%d: v" % i for i in range(1000)]
+    assert await status_of(port, get(b"/", *many)) == 431
+    assert await status_of(port, get(b"/", *many[:100])) == 200
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info] == []
+    assert [r.levelno for r in caplog.records if "refused" in r.getMessage()] == [logging.WARNING]
+
+
 @pytest.mark.skipif(os.environ.get("AIOHTTP_NO_EXTENSIONS") == "1", reason="this is the run it starts")
 def test_the_answers_hold_without_aiohttps_compiled_extensions() -> None:
     """The tests above in a process whose aiohttp imported no compiled parser at all."""
