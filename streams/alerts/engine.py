@@ -128,7 +128,8 @@ class AlertEngine:
         # incident openings this engine's claims won (``opens``) -> when claimed; kept while the claim is
         # live in the ledger (``delivery_lease_s``), oldest first
         self._opened: dict[str, datetime] = {}
-        self._refreshed: dict[str, datetime] = {}  # firing alert id -> when Alertmanager last heard of it
+        # firing alert id -> when Alertmanager last heard of it, oldest first, within the last refresh period
+        self._refreshed: dict[str, datetime] = {}
         self._unsent: list[Claim] = []  # cancelled by the stop before an outcome: released by aclose
         self._unrecorded: list[tuple[str, Outcome]] = []  # cancelled by the stop while recording it
 
@@ -368,7 +369,12 @@ class AlertEngine:
         last = self._refreshed.get(latest.alert_id)
         if last is not None and now - last < every:
             return False
-        self._refreshed[latest.alert_id] = now
+        self._refreshed.pop(latest.alert_id, None)
+        self._refreshed[latest.alert_id] = now  # oldest first: a refresh older than ``every`` is done again
+        oldest, at = next(iter(self._refreshed.items()))
+        while now - at >= every:  # stops at the latest, refreshed now
+            del self._refreshed[oldest]
+            oldest, at = next(iter(self._refreshed.items()))
         if self._http is None:
             self._http = httpx.AsyncClient()
         for target in targets:
