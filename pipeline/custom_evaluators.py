@@ -526,26 +526,3 @@ def summarise(loaded: LoadedEvaluators, evaluations: Iterable[Evaluation]) -> di
 def _flag_is_bad(loaded: LoadedEvaluators, name: str) -> bool:
     ev = next(e for e in loaded.evaluators if e.name == name)
     return not ev.good_when_high()
-
-
-def summary_lines(summaries: Mapping[str, CustomSummary]) -> list[str]:
-    """The printed per-evaluator block of ``groundwatch eval --evaluators``."""
-    lines = []
-    for name, s in summaries.items():
-        value = "n/a" if s.value is None else f"{s.value:.3f}"
-        what = "rate" if s.kind == "rate" else "mean"
-        lines.append(
-            f"  {s.metric} v{s.version}: {what} {value} over {s.scored} scored, {s.missing} missing"
-            + (" (" + ", ".join(f"{k} {v}" for k, v in s.missing_reasons.items()) + ")" if s.missing else "")
-        )
-        if s.agreement is not None:
-            ba, kappa = s.agreement.balanced_accuracy, s.agreement.kappa
-            interval = f" [{ba.low:.3f}, {ba.high:.3f}]" if ba.low is not None and ba.high is not None else ""
-            lines.append(
-                f"    against {s.agreement.cases} labels: balanced accuracy "
-                f"{'n/a' if ba.value is None else f'{ba.value:.3f}'}{interval}, kappa "
-                f"{'n/a' if kappa.value is None else f'{kappa.value:.3f}'}"
-            )
-        lines.extend(f"    {reason[:160]}" for reason in s.reasons[:3])
-        del name
-    return lines

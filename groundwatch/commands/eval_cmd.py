@@ -39,7 +39,7 @@ from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversation_judge import ConversationJudge, judge_conversations
 from pipeline.conversations import ConversationKey, PairVerdicts, figures
-from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise, summary_lines
+from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise
 from pipeline.dataset import DatasetLine, LineError, read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
@@ -307,7 +307,7 @@ def summary(report: EvalReport) -> str:
         lines.append(conversation_summary(report.conversations))
     if report.custom:
         lines.append("  your evaluators:")
-        lines.extend(summary_lines({k: CustomSummary.model_validate(v) for k, v in report.custom.items()}))
+        lines.extend(custom_summary_lines([CustomSummary.model_validate(v) for v in report.custom.values()]))
     for error in report.errors[:5]:
         lines.append(f"  line {error.line}: [{error.stage}] {error.reason}")
     if len(report.errors) > 5:
@@ -328,6 +328,28 @@ def citation_summary(metrics: dict[str, float | None]) -> str:
         return ""
     parts = [f"{named(name).label.lower()} {_fmt(metrics.get(name))}" for name in CITATION_METRICS]
     return "  citations: " + ", ".join(parts)
+
+
+def custom_summary_lines(summaries: list[CustomSummary]) -> list[str]:
+    """The per-evaluator block: each one's rate or mean, failures, agreement with labels, a few reasons."""
+    lines = []
+    for s in summaries:
+        what = "rate" if s.kind == "rate" else "mean"
+        lines.append(
+            f"  {s.metric} v{s.version}: {what} {fixed(s.value)} over {s.scored} scored, {s.missing} missing"
+            + (" (" + ", ".join(f"{k} {v}" for k, v in s.missing_reasons.items()) + ")" if s.missing else "")
+        )
+        if s.agreement is not None:
+            ba, kappa = s.agreement.balanced_accuracy, s.agreement.kappa
+            interval = (
+                f" [{fixed(ba.low)}, {fixed(ba.high)}]" if ba.low is not None and ba.high is not None else ""
+            )
+            lines.append(
+                f"    against {s.agreement.cases} labels: balanced accuracy {fixed(ba.value)}{interval}, "
+                f"kappa {fixed(kappa.value)}"
+            )
+        lines.extend(f"    {reason[:160]}" for reason in s.reasons[:3])
+    return lines
 
 
 def conversation_summary(c: ConversationFigures) -> str:
