@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
+from groundwatch.commands.files import input_file, output_file
 from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversation_judge import ConversationJudge, judge_conversations
 from pipeline.conversations import ConversationKey, PairVerdicts, figures
@@ -375,8 +376,9 @@ def run(args: argparse.Namespace) -> int:
         return estimate_cmd.run_estimate(args)
     if args.input is None or args.out is None:
         raise ConfigError("give INPUT and --out (or --estimate FILE)")
-    if not args.input.is_file():
-        raise ConfigError(f"no such file: {args.input}")
+    input_file(args.input)
+    output_file(args.out, "--out")
+    output_file(evaluations_path(args.out, args.evaluations), "--evaluations")
     report = asyncio.run(run_eval(args))
     print(summary(report), file=sys.stderr)
     print(

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from groundwatch.commands.arg_types import non_negative_int, positive_float
+from groundwatch.commands.files import input_file
 from schemas.errors import ConfigError
 from schemas.settings import Settings
 
@@ -41,8 +42,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings()
     if args.broker:
         settings = settings.with_changes(kafka={"broker": args.broker})
-    if not args.file.is_file():
-        raise ConfigError(f"no such file: {args.file}")
+    input_file(args.file)
     check_utf8(args.file)
     from streams.topics import broker_errors
 

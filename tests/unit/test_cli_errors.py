@@ -273,6 +273,40 @@ def test_eval_names_a_malformed_sampling_file(capsys: pytest.CaptureFixture[str]
     )
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "{dir}", "--judge", "lexical", "--out", "{tmp}/r.json"],
+        ["eval", "--estimate", "{dir}", "--judge", "lexical"],
+        ["otlp", "{dir}"],
+        ["replay", "{dir}"],
+        ["labels", "import", "{dir}"],
+    ],
+)
+def test_an_input_that_is_a_directory_is_named_as_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str]
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    line = one_line(capsys, *(a.format(dir=folder, tmp=tmp_path) for a in argv))
+    assert line == f"groundwatch {argv[0]}: ConfigError: {folder} is a directory, not a file"
+
+
+def test_eval_refuses_an_output_that_is_a_directory_before_it_judges(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"question": "q", "answer": "a", "contexts": ["a"]}\n', encoding="utf-8")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    argv = ["eval", str(data), "--judge", "lexical", "--quiet"]
+    line = one_line(capsys, *argv, "--out", str(folder))
+    assert line == f"groundwatch eval: ConfigError: --out {folder} is a directory, not a file"
+    line = one_line(capsys, *argv, "--out", str(tmp_path / "r.json"), "--evaluations", str(folder))
+    assert line == f"groundwatch eval: ConfigError: --evaluations {folder} is a directory, not a file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out"]  # nothing judged nor written
+
+
 def test_a_missing_argument_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert one_line(capsys, "replay") == (
         "groundwatch replay: the following arguments are required: file (see groundwatch replay --help)"
