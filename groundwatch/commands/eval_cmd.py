@@ -301,9 +301,13 @@ def summary(report: EvalReport) -> str:
             peers = ", ".join(f"{k}={_fmt(v, p.peers_ci.get(k))}" for k, v in p.peers.items())
             ours = _fmt(p.ours_balanced_accuracy, p.ours_balanced_accuracy_ci)
             lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
-    cited = citation_summary(report.metrics)
-    if cited:
-        lines.append(cited)
+    for line in (
+        metric_line("answers", ANSWER_METRICS, report.metrics),
+        metric_line("tools", TOOL_METRICS, report.metrics) if report.metrics.get("mean_tool_calls") else "",
+        metric_line("citations", CITATION_METRICS, report.metrics),
+    ):
+        if line:
+            lines.append(line)
     if report.conversations is not None:
         lines.append(conversation_summary(report.conversations))
     if report.custom:
@@ -316,19 +320,22 @@ def summary(report: EvalReport) -> str:
     return "\n".join(lines)
 
 
-#: the citation metrics of the catalogue (docs/citations.md), printed on one line when an answer cites
+#: the catalogue's metrics printed on the summary's "answers", "tools" (when an interaction called a tool)
+#: and "citations" (when an answer cites) lines, named by their catalogue labels as on the dashboards
+ANSWER_METRICS = ("hallucination_rate", "answer_refusal_rate", "no_evidence_rate")
+TOOL_METRICS = ("mean_tool_calls", "tool_error_rate", "ungrounded_arguments_rate")
 CITATION_METRICS = (
     "mean_citation_recall", "mean_citation_precision", "mean_uncited_statements", "miscited_rate",
     "dangling_citation_rate",
 )  # fmt: skip
 
 
-def citation_summary(metrics: dict[str, float | None]) -> str:
-    """One line: the file's citation figures; '' when no answer cited."""
-    if all(metrics.get(name) is None for name in CITATION_METRICS):
+def metric_line(title: str, names: tuple[str, ...], metrics: dict[str, float | None]) -> str:
+    """One line of the file's figures of these metrics; '' when none is defined."""
+    if all(defined(metrics.get(name)) is None for name in names):
         return ""
-    parts = [f"{named(name).label.lower()} {_fmt(metrics.get(name))}" for name in CITATION_METRICS]
-    return "  citations: " + ", ".join(parts)
+    parts = [f"{named(name).label.lower()} {_fmt(metrics.get(name))}" for name in names]
+    return f"  {title}: " + ", ".join(parts)
 
 
 def custom_summary_lines(summaries: list[CustomSummary]) -> list[str]:
