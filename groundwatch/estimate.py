@@ -22,7 +22,7 @@ from typing import Any
 
 from groundwatch.commands.files import input_file
 from pipeline.clock import SYSTEM_CLOCK
-from pipeline.dataset import DatasetLine, read_dataset
+from pipeline.dataset import Dataset, DatasetLine, read_dataset
 from pipeline.estimate import CostEstimate, estimate, summary
 from pipeline.report import EvalReport
 from pipeline.sampling import Sampler, skipped_evaluation
@@ -77,8 +77,17 @@ def in_input_order(
     return out
 
 
+def read_input(path: Path, settings: Settings, limit: int | None) -> Dataset:
+    """The interactions JSONL ``groundwatch eval`` judges or prices; ConfigError when it holds no line
+    that is not blank (an empty file is a mistake, not a report of nothing)."""
+    dataset = read_dataset(path, settings.limits, limit)
+    if not dataset.read_lines:
+        raise ConfigError(f"{path} holds no interaction (no line that is not blank)")
+    return dataset
+
+
 async def run_estimate_async(args: argparse.Namespace, settings: Settings) -> CostEstimate:
-    dataset = read_dataset(args.estimate, settings.limits, args.limit)
+    dataset = read_input(args.estimate, settings, args.limit)
     sampler = None
     if args.sampling is not None:
         sampler = Sampler.from_files(args.sampling, settings.sampling.default_rate)

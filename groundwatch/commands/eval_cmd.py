@@ -41,7 +41,7 @@ from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversation_judge import ConversationJudge, judge_conversations
 from pipeline.conversations import ConversationKey, PairVerdicts, figures
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise
-from pipeline.dataset import DatasetLine, LineError, read_dataset
+from pipeline.dataset import DatasetLine, LineError
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
@@ -179,7 +179,7 @@ def masked_unjudged(privacy: PrivacyGuard, evaluation: Evaluation) -> Evaluation
 async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
     settings = estimate_cmd.settings_for(args, settings or Settings())
     concurrency = args.concurrency or settings.kafka.stage_concurrency
-    dataset = read_dataset(args.input, settings.limits, args.limit)
+    dataset = estimate_cmd.read_input(args.input, settings, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
     scorer = _relevance_scorer(settings)
     out_evals = evaluations_path(args.out, args.evaluations)

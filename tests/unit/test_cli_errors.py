@@ -292,6 +292,23 @@ def test_an_input_that_is_a_directory_is_named_as_one(
     assert line == f"groundwatch {argv[0]}: ConfigError: {folder} is a directory, not a file"
 
 
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+@pytest.mark.parametrize("estimate", [False, True])
+def test_eval_refuses_a_file_without_any_interaction(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, estimate: bool
+) -> None:
+    data = tmp_path / "in.jsonl"
+    data.write_text(text, encoding="utf-8")
+    argv = (
+        ["eval", "--estimate", str(data)]
+        if estimate
+        else ["eval", str(data), "--out", str(tmp_path / "r.json")]
+    )
+    line = one_line(capsys, *argv, "--judge", "lexical", "--quiet")
+    assert line == f"groundwatch eval: ConfigError: {data} holds no interaction (no line that is not blank)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]  # no report
+
+
 def test_eval_refuses_an_output_that_is_a_directory_before_it_judges(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
