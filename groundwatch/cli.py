@@ -9,6 +9,7 @@ judges a JSONL file offline; `groundwatch worker` runs against your Kafka and Cl
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -64,8 +65,21 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"groundwatch.commands.{name}_cmd")
         p = sub.add_parser(name, help=help_text, description=help_text, parents=[debug])
         module.add_arguments(p)
-        p.set_defaults(_module=module)
+        p.set_defaults(_module=module, _parser=p)
     return parser
+
+
+def refuse_unknown(parser: argparse.ArgumentParser, unknown: list[str]) -> NoReturn:
+    """The command's usage error for arguments it does not take, with the closest option to a misspelt
+    one (``--otu``: did you mean ``--out``?)."""
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    guesses = [
+        close[0]
+        for arg in unknown
+        if arg.startswith("--") and (close := difflib.get_close_matches(arg.split("=", 1)[0], options, n=1))
+    ]
+    hint = f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+    parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
 
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
@@ -91,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     (pydantic ValidationError) or an OS error ends it with ONE line on stderr,
     ``groundwatch <cmd>: <what>: <why>``, and exit code 2; any other exception (a bug) with one line and
     exit code 1. ``--debug`` or GROUNDWATCH_DEBUG=1 shows the traceback instead."""
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        refuse_unknown(args._parser, unknown)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("GROUNDWATCH_DEBUG", "") not in ("", "0")
     try:
         result = args._module.run(args)

@@ -324,6 +324,23 @@ def test_eval_refuses_an_output_that_is_a_directory_before_it_judges(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out"]  # nothing judged nor written
 
 
+def test_a_misspelt_option_is_named_by_its_command_with_the_closest_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = str(tmp_path / "in.jsonl")
+    assert one_line(capsys, "eval", data, "--otu", "r.json") == (
+        "groundwatch eval: unrecognized arguments: --otu r.json (did you mean --out?) "
+        "(see groundwatch eval --help)"
+    )
+    assert one_line(capsys, "otlp", data, "--out=x.jsonl", "--evaluatons", "e.yaml") == (
+        "groundwatch otlp: unrecognized arguments: --evaluatons e.yaml (see groundwatch otlp --help)"
+    )
+    assert one_line(capsys, "eval", data, "--out", "r.json", "--evaluatons=e.yaml") == (
+        "groundwatch eval: unrecognized arguments: --evaluatons=e.yaml (did you mean --evaluations?) "
+        "(see groundwatch eval --help)"
+    )
+
+
 def test_a_missing_argument_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert one_line(capsys, "replay") == (
         "groundwatch replay: the following arguments are required: file (see groundwatch replay --help)"
