@@ -12,6 +12,8 @@ import argparse
 import difflib
 import importlib
 import os
+import select
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -100,6 +102,27 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     )
 
 
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader closed it (poll reports an error on its write end); a
+    broken pipe or socket elsewhere (a broker, a webhook) is an error of the command."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # stdout closed, replaced, or no poll on this platform
+        return False
+
+
+def reader_gone() -> int:
+    """The end of a command whose output's reader went away (``groundwatch schema | head -1``): no error
+    line, since the reader wanted no more, and the shell's exit code for it (128 + SIGPIPE). What is
+    still buffered for stdout goes nowhere, so the interpreter's last flush does not fail too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command. An error it raises on purpose (GroundwatchError), an invalid setting
     (pydantic ValidationError) or an OS error ends it with ONE line on stderr,
@@ -111,9 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = bool(getattr(args, "debug", False)) or os.environ.get("GROUNDWATCH_DEBUG", "") not in ("", "0")
     try:
         result = args._module.run(args)
+        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's last flush
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
+            return reader_gone()
         if debug:
             raise
         what, why = describe_error(exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,35 @@ def test_worker_refuses_an_open_bind_before_it_touches_the_broker(
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith("groundwatch worker: DashboardConfigError: refusing to serve the dashboard")
     assert reached == []
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly() -> None:
+    """``groundwatch schema | head -1``: the pipe closed before the output was written ends the command
+    without an error line (the reader wanted no more), with the shell's code for it (128 + SIGPIPE)."""
+    import os
+    import signal
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "groundwatch.cli", "schema", "Evaluation"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_an_error_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from groundwatch.commands import schema_cmd
+
+    def broken(args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")  # a socket to a service, say: stdout is still read
+
+    monkeypatch.setattr(schema_cmd, "run", broken)
+    code, err = run(capsys, "schema")
+    assert (code, err) == (2, ["groundwatch schema: BrokenPipeError: Broken pipe"])
