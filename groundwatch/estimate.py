@@ -130,4 +130,6 @@ def run_estimate(args: argparse.Namespace, settings: Settings | None = None) -> 
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if not result.interactions:
+        return 2  # no line could be read as an interaction: bad input
     return 1 if result.failed else 0

@@ -308,7 +308,7 @@ def summary(report: EvalReport) -> str:
     ):
         if line:
             lines.append(line)
-    if report.conversations is not None:
+    if report.conversations is not None and report.conversations.conversations:
         lines.append(conversation_summary(report.conversations))
     if report.custom:
         lines.append("  your evaluators:")
@@ -393,4 +393,5 @@ def run(args: argparse.Namespace) -> int:
             {"report": str(args.out), "evaluations": str(evaluations_path(args.out, args.evaluations))}
         )
     )
-    return 0 if report.evaluated or not report.lines_read else 1
+    # no line could be evaluated (each bad input, or the judge failed on each): the errors are named above
+    return 2 if report.failed and not report.evaluated else 0

@@ -142,11 +142,14 @@ def test_eval_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert not (tmp_path / "r.json").exists()
 
 
-def test_all_lines_bad_exits_non_zero(tmp_path: Path) -> None:
+def test_all_lines_bad_exits_2_as_bad_input_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "bad.jsonl"
     data.write_text("[1, 2]\n{}\n", encoding="utf-8")
     out = tmp_path / "r.json"
-    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 1
+    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 2
+    printed = capsys.readouterr().err
+    assert "line 1: [validate]" in printed and "conversations" not in printed  # no figures of nothing
+    assert eval_cmd.run(_args("--estimate", str(data), "--judge", "lexical", "--quiet")) == 2
     report = json.loads(out.read_text())
     assert report["failed"] == 2 and "JSON object" in report["errors"][0]["reason"]
 
