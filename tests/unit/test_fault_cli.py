@@ -57,6 +57,12 @@ def test_replay_of_a_file_that_is_not_utf8(capsys: pytest.CaptureFixture[str], t
         f"groundwatch replay: ConfigError: {path} line 2 is not UTF-8 (byte 0xff at column 9); "
         "nothing was sent"
     ]
+    path.write_bytes(b"\n \n")  # nothing to send: said before the broker is tried
+    code, err = run(capsys, "replay", str(path), "--broker", "kafka://127.0.0.1:9")
+    assert code == 2 and err == [
+        f"groundwatch replay: ConfigError: {path} holds no interaction (no line that is not blank); "
+        "nothing was sent"
+    ]
     code, err = run(capsys, "replay", str(tmp_path / "missing.jsonl"))
     assert code == 2 and err == [
         f"groundwatch replay: ConfigError: no such file: {tmp_path / 'missing.jsonl'}"
