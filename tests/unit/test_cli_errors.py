@@ -322,6 +322,12 @@ def test_eval_refuses_an_output_that_is_a_directory_before_it_judges(
     line = one_line(capsys, *argv, "--out", str(tmp_path / "r.json"), "--evaluations", str(folder))
     assert line == f"groundwatch eval: ConfigError: --evaluations {folder} is a directory, not a file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out"]  # nothing judged nor written
+    before = data.read_bytes()
+    line = one_line(capsys, *argv, "--out", str(tmp_path / "r.json"), "--evaluations", str(data))
+    assert line == f"groundwatch eval: ConfigError: --evaluations {data} is the input file"
+    line = one_line(capsys, *argv, "--out", str(data))
+    assert line == f"groundwatch eval: ConfigError: --out {data} is the input file"
+    assert data.read_bytes() == before
 
 
 def test_a_misspelt_option_is_named_by_its_command_with_the_closest_one(
