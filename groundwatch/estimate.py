@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from groundwatch.commands.files import input_file
+from groundwatch.commands.files import input_file, output_file
 from pipeline.clock import SYSTEM_CLOCK
 from pipeline.dataset import Dataset, DatasetLine, read_dataset
 from pipeline.estimate import CostEstimate, estimate, summary
@@ -123,6 +123,8 @@ def settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
 
 def run_estimate(args: argparse.Namespace, settings: Settings | None = None) -> int:
     input_file(args.estimate)
+    if args.out is not None:
+        output_file(args.out, "--out", args.estimate)
     if args.input is not None:
         raise ConfigError("give INPUT or --estimate FILE, not both")
     result = asyncio.run(run_estimate_async(args, settings_for(args, settings or Settings())))

@@ -384,8 +384,8 @@ def run(args: argparse.Namespace) -> int:
     if args.input is None or args.out is None:
         raise ConfigError("give INPUT and --out (or --estimate FILE)")
     input_file(args.input)
-    output_file(args.out, "--out")
-    output_file(evaluations_path(args.out, args.evaluations), "--evaluations")
+    output_file(args.out, "--out", args.input)
+    output_file(evaluations_path(args.out, args.evaluations), "--evaluations", args.input)
     report = asyncio.run(run_eval(args))
     print(summary(report), file=sys.stderr)
     print(

@@ -16,8 +16,11 @@ def input_file(path: Path) -> Path:
     return path
 
 
-def output_file(path: Path, flag: str) -> Path:
-    """``path``, a file the command may write (it need not exist yet); else ConfigError naming ``flag``."""
+def output_file(path: Path, flag: str, source: Path) -> Path:
+    """``path``, a file the command may write (it need not exist yet) that is not its input ``source``;
+    else ConfigError naming ``flag``."""
     if path.is_dir():
         raise ConfigError(f"{flag} {path} is a directory, not a file")
+    if path.resolve() == source.resolve():
+        raise ConfigError(f"{flag} {path} is the input file")
     return path

@@ -327,6 +327,8 @@ def test_eval_refuses_an_output_that_is_a_directory_before_it_judges(
     assert line == f"groundwatch eval: ConfigError: --evaluations {data} is the input file"
     line = one_line(capsys, *argv, "--out", str(data))
     assert line == f"groundwatch eval: ConfigError: --out {data} is the input file"
+    line = one_line(capsys, "eval", "--estimate", str(data), "--judge", "lexical", "--out", str(data))
+    assert line == f"groundwatch eval: ConfigError: --out {data} is the input file"
     assert data.read_bytes() == before
 
 
