@@ -9,8 +9,11 @@ judges a JSONL file offline; `groundwatch worker` runs against your Kafka and Cl
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import select
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -64,8 +67,21 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"groundwatch.commands.{name}_cmd")
         p = sub.add_parser(name, help=help_text, description=help_text, parents=[debug])
         module.add_arguments(p)
-        p.set_defaults(_module=module)
+        p.set_defaults(_module=module, _parser=p)
     return parser
+
+
+def refuse_unknown(parser: argparse.ArgumentParser, unknown: list[str]) -> NoReturn:
+    """The command's usage error for arguments it does not take, with the closest option to a misspelt
+    one (``--otu``: did you mean ``--out``?)."""
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    guesses = [
+        close[0]
+        for arg in unknown
+        if arg.startswith("--") and (close := difflib.get_close_matches(arg.split("=", 1)[0], options, n=1))
+    ]
+    hint = f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+    parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
 
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
@@ -86,18 +102,44 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     )
 
 
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader closed it (poll reports an error on its write end); a
+    broken pipe or socket elsewhere (a broker, a webhook) is an error of the command."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # stdout closed, replaced, or no poll on this platform
+        return False
+
+
+def reader_gone() -> int:
+    """The end of a command whose output's reader went away (``groundwatch schema | head -1``): no error
+    line, since the reader wanted no more, and the shell's exit code for it (128 + SIGPIPE). What is
+    still buffered for stdout goes nowhere, so the interpreter's last flush does not fail too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command. An error it raises on purpose (GroundwatchError), an invalid setting
     (pydantic ValidationError) or an OS error ends it with ONE line on stderr,
     ``groundwatch <cmd>: <what>: <why>``, and exit code 2; any other exception (a bug) with one line and
     exit code 1. ``--debug`` or GROUNDWATCH_DEBUG=1 shows the traceback instead."""
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        refuse_unknown(args._parser, unknown)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("GROUNDWATCH_DEBUG", "") not in ("", "0")
     try:
         result = args._module.run(args)
+        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's last flush
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
+            return reader_gone()
         if debug:
             raise
         what, why = describe_error(exc)

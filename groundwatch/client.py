@@ -10,8 +10,9 @@
 ``send`` never blocks on the network and never raises into the app's request path: it serialises the
 interaction (a snapshot: the app may change its dict afterwards) into a bounded buffer and returns
 whether it was taken. A background thread, with an event loop of its own, sends the buffer in batches
-with aiokafka (key: the interaction id; a missing timestamp is stamped with the time of ``send``, as
-``groundwatch replay`` does: ``groundwatch.replay.prepare``). Past ``max_buffered`` interactions or
+with aiokafka (key: the interaction id, a new random one when the interaction has none; a missing
+timestamp is stamped with the time of ``send``, as ``groundwatch replay`` does:
+``groundwatch.replay.prepare``). Past ``max_buffered`` interactions or
 ``max_buffer_bytes`` bytes waiting (the broker is down or slow), new ones are dropped: counted in
 ``stats.dropped`` and logged (the first drop, then every time the count doubles). A batch the broker does
 not take is counted in ``stats.failed`` and logged; a broker unreachable at start is retried with
@@ -110,7 +111,7 @@ class GroundwatchClient:
                 line = interaction.model_dump_json()
             else:
                 line = json.dumps(interaction, default=_json_default)
-            key, value = prepare(line)
+            key, value = prepare(line, ensure_id=True)
             with self._lock:
                 if (
                     self._closing

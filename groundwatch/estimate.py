@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from groundwatch.commands.files import input_file, output_file
 from pipeline.clock import SYSTEM_CLOCK
-from pipeline.dataset import DatasetLine, read_dataset
+from pipeline.dataset import Dataset, DatasetLine, read_dataset
 from pipeline.estimate import CostEstimate, estimate, summary
 from pipeline.report import EvalReport
 from pipeline.sampling import Sampler, skipped_evaluation
@@ -76,8 +77,17 @@ def in_input_order(
     return out
 
 
+def read_input(path: Path, settings: Settings, limit: int | None) -> Dataset:
+    """The interactions JSONL ``groundwatch eval`` judges or prices; ConfigError when it holds no line
+    that is not blank (an empty file is a mistake, not a report of nothing)."""
+    dataset = read_dataset(path, settings.limits, limit)
+    if not dataset.read_lines:
+        raise ConfigError(f"{path} holds no interaction (no line that is not blank)")
+    return dataset
+
+
 async def run_estimate_async(args: argparse.Namespace, settings: Settings) -> CostEstimate:
-    dataset = read_dataset(args.estimate, settings.limits, args.limit)
+    dataset = read_input(args.estimate, settings, args.limit)
     sampler = None
     if args.sampling is not None:
         sampler = Sampler.from_files(args.sampling, settings.sampling.default_rate)
@@ -112,8 +122,9 @@ def settings_for(args: argparse.Namespace, settings: Settings) -> Settings:
 
 
 def run_estimate(args: argparse.Namespace, settings: Settings | None = None) -> int:
-    if not args.estimate.is_file():
-        raise ConfigError(f"no such file: {args.estimate}")
+    input_file(args.estimate)
+    if args.out is not None:
+        output_file(args.out, "--out", args.estimate)
     if args.input is not None:
         raise ConfigError("give INPUT or --estimate FILE, not both")
     result = asyncio.run(run_estimate_async(args, settings_for(args, settings or Settings())))
@@ -121,4 +132,6 @@ def run_estimate(args: argparse.Namespace, settings: Settings | None = None) -> 
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if not result.interactions:
+        return 2  # no line could be read as an interaction: bad input
     return 1 if result.failed else 0

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,11 +40,18 @@ def read_lines(path: Path) -> Iterator[str]:
 
 
 def prepare(
-    line: str, *, app: str | None = None, model: str | None = None, stamp: bool = True
+    line: str,
+    *,
+    app: str | None = None,
+    model: str | None = None,
+    stamp: bool = True,
+    ensure_id: bool = False,
 ) -> tuple[str | None, bytes]:
     """(key, value) for one input line. Overrides app/model when given and stamps the produce time when
-    the record has no timestamp (so a redelivery keeps its window). A line that is not a JSON object is
-    passed through untouched: validation happens in the worker, which dead-letters it with the reason."""
+    the record has no timestamp (so a redelivery keeps its window); with ``ensure_id`` (the app's client)
+    a record without ``interaction_id`` or ``id`` gets a new random one. A line that is not a JSON
+    object is passed through untouched: validation happens in the worker, which dead-letters it with the
+    reason."""
     try:
         data: Any = parse_json(line, MAX_REPLAY_DEPTH)
     except ValueError:  # not JSON, or nested too deep to parse safely: the worker says why
@@ -56,6 +64,8 @@ def prepare(
         data["model"] = model
     if stamp and not data.get("timestamp"):
         data["timestamp"] = datetime.now(UTC).isoformat()
+    if ensure_id and data.get("interaction_id") is None and data.get("id") is None:
+        data["interaction_id"] = uuid.uuid4().hex
     key = data.get("interaction_id", data.get("id"))
     return (str(key) if key is not None else None), json.dumps(data).encode("utf-8")
 

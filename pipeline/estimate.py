@@ -338,12 +338,15 @@ def summary(e: CostEstimate) -> str:
         + (f" by {e.sampling_rules}" if e.sampling_rules else ""),
         f"judge {e.judge} ({e.model}), estimated without calling it ({e.chars_per_token:g} characters a "
         f"token{'' if e.priced else '; no price for this model: cost 0'}):",
-        f"  {'stage':<9} {'calls':>7} {'input tokens':>13} {'output tokens':>14} {'cost USD':>11}",
     ]
     rows = [*sorted(e.stages.items()), ("total", e.total)]
+    width = max(9, *(len(name) for name, _ in rows))
+    lines.append(
+        f"  {'stage':<{width}} {'calls':>7} {'input tokens':>13} {'output tokens':>14} {'cost USD':>11}"
+    )
     for name, s in rows:
         lines.append(
-            f"  {name:<9} {s.calls:>7} {s.input_tokens:>13,} {s.output_tokens:>14,} {s.cost_usd:>11.4f}"
+            f"  {name:<{width}} {s.calls:>7} {s.input_tokens:>13,} {s.output_tokens:>14,} {s.cost_usd:>11.4f}"
         )
     if e.judged:
         t = e.total

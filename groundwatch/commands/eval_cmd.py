@@ -36,11 +36,12 @@ from tqdm import tqdm
 
 from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
+from groundwatch.commands.files import input_file, output_file
 from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversation_judge import ConversationJudge, judge_conversations
 from pipeline.conversations import ConversationKey, PairVerdicts, figures
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise
-from pipeline.dataset import DatasetLine, LineError, read_dataset
+from pipeline.dataset import DatasetLine, LineError
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
@@ -178,7 +179,7 @@ def masked_unjudged(privacy: PrivacyGuard, evaluation: Evaluation) -> Evaluation
 async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
     settings = estimate_cmd.settings_for(args, settings or Settings())
     concurrency = args.concurrency or settings.kafka.stage_concurrency
-    dataset = read_dataset(args.input, settings.limits, args.limit)
+    dataset = estimate_cmd.read_input(args.input, settings, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
     scorer = _relevance_scorer(settings)
     out_evals = evaluations_path(args.out, args.evaluations)
@@ -300,10 +301,14 @@ def summary(report: EvalReport) -> str:
             peers = ", ".join(f"{k}={_fmt(v, p.peers_ci.get(k))}" for k, v in p.peers.items())
             ours = _fmt(p.ours_balanced_accuracy, p.ours_balanced_accuracy_ci)
             lines.append(f"  peers on {p.n} cases (bacc): ours={ours}; {peers}")
-    cited = citation_summary(report.metrics)
-    if cited:
-        lines.append(cited)
-    if report.conversations is not None:
+    for line in (
+        metric_line("answers", ANSWER_METRICS, report.metrics),
+        metric_line("tools", TOOL_METRICS, report.metrics) if report.metrics.get("mean_tool_calls") else "",
+        metric_line("citations", CITATION_METRICS, report.metrics),
+    ):
+        if line:
+            lines.append(line)
+    if report.conversations is not None and report.conversations.conversations:
         lines.append(conversation_summary(report.conversations))
     if report.custom:
         lines.append("  your evaluators:")
@@ -337,19 +342,22 @@ def custom_lines(summaries: Mapping[str, CustomSummary]) -> list[str]:
     return lines
 
 
-#: the citation metrics of the catalogue (docs/citations.md), printed on one line when an answer cites
+#: the catalogue's metrics printed on the summary's "answers", "tools" (when an interaction called a tool)
+#: and "citations" (when an answer cites) lines, named by their catalogue labels as on the dashboards
+ANSWER_METRICS = ("hallucination_rate", "answer_refusal_rate", "no_evidence_rate")
+TOOL_METRICS = ("mean_tool_calls", "tool_error_rate", "ungrounded_arguments_rate")
 CITATION_METRICS = (
     "mean_citation_recall", "mean_citation_precision", "mean_uncited_statements", "miscited_rate",
     "dangling_citation_rate",
 )  # fmt: skip
 
 
-def citation_summary(metrics: dict[str, float | None]) -> str:
-    """One line: the file's citation figures; '' when no answer cited."""
-    if all(metrics.get(name) is None for name in CITATION_METRICS):
+def metric_line(title: str, names: tuple[str, ...], metrics: dict[str, float | None]) -> str:
+    """One line of the file's figures of these metrics; '' when none is defined."""
+    if all(defined(metrics.get(name)) is None for name in names):
         return ""
-    parts = [f"{named(name).label.lower()} {_fmt(metrics.get(name))}" for name in CITATION_METRICS]
-    return "  citations: " + ", ".join(parts)
+    parts = [f"{named(name).label.lower()} {_fmt(metrics.get(name))}" for name in names]
+    return f"  {title}: " + ", ".join(parts)
 
 
 def conversation_summary(c: ConversationFigures) -> str:
@@ -375,8 +383,9 @@ def run(args: argparse.Namespace) -> int:
         return estimate_cmd.run_estimate(args)
     if args.input is None or args.out is None:
         raise ConfigError("give INPUT and --out (or --estimate FILE)")
-    if not args.input.is_file():
-        raise ConfigError(f"no such file: {args.input}")
+    input_file(args.input)
+    output_file(args.out, "--out", args.input)
+    output_file(evaluations_path(args.out, args.evaluations), "--evaluations", args.input)
     report = asyncio.run(run_eval(args))
     print(summary(report), file=sys.stderr)
     print(
@@ -384,4 +393,5 @@ def run(args: argparse.Namespace) -> int:
             {"report": str(args.out), "evaluations": str(evaluations_path(args.out, args.evaluations))}
         )
     )
-    return 0 if report.evaluated or not report.lines_read else 1
+    # no line could be evaluated (each bad input, or the judge failed on each): the errors are named above
+    return 2 if report.failed and not report.evaluated else 0

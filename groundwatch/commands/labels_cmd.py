@@ -13,6 +13,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from groundwatch.commands.files import input_file
 from groundwatch.store_access import add_clickhouse_argument
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
@@ -53,8 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from groundwatch.store_access import open_store, settings_with_clickhouse
     from streams.clickhouse.labels import LabelStore
 
-    if not args.file.is_file():
-        raise ConfigError(f"{args.file}: no such file")
+    input_file(args.file)
     settings = settings_with_clickhouse(args.clickhouse)  # the evaluators file's label kinds installed
     parsed = read_labels_file(
         args.file,

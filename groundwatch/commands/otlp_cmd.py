@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from groundwatch.commands.files import input_file
 from pipeline.otlp import CallError, convert_trace, read_batch
 from pipeline.otlp_join import OtlpBuffer
 from schemas.errors import ConfigError
@@ -66,8 +67,7 @@ def requests(path: Path) -> Iterator[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     for path in args.file:
-        if not path.is_file():
-            raise ConfigError(f"no such file: {path}")
+        input_file(path)
     buffer = OtlpBuffer(hold_s=float("inf"), traces=True, logs=True, at_once=False)
     read = 0
     unjoinable: list[CallError] = []

@@ -7,21 +7,27 @@ import asyncio
 from pathlib import Path
 
 from groundwatch.commands.arg_types import non_negative_int, positive_float
+from groundwatch.commands.files import input_file
 from schemas.errors import ConfigError
 from schemas.settings import Settings
 
 
-def check_utf8(path: Path) -> None:
-    """ConfigError naming the first line that is not UTF-8 (checked before anything is sent)."""
+def check_lines(path: Path) -> None:
+    """ConfigError naming the first line that is not UTF-8, or saying that no line holds anything
+    (checked before anything is sent)."""
+    blank = True
     with path.open("rb") as fh:
         for number, line in enumerate(fh, 1):
             try:
-                line.decode("utf-8")
+                text = line.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ConfigError(
                     f"{path} line {number} is not UTF-8 (byte 0x{line[exc.start]:02x} at column "
                     f"{exc.start + 1}); nothing was sent"
                 ) from None
+            blank = blank and not text.strip()
+    if blank:
+        raise ConfigError(f"{path} holds no interaction (no line that is not blank); nothing was sent")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +47,8 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings()
     if args.broker:
         settings = settings.with_changes(kafka={"broker": args.broker})
-    if not args.file.is_file():
-        raise ConfigError(f"no such file: {args.file}")
-    check_utf8(args.file)
+    input_file(args.file)
+    check_lines(args.file)
     from streams.topics import broker_errors
 
     with broker_errors(settings.kafka, "send to"):

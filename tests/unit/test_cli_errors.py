@@ -273,6 +273,82 @@ def test_eval_names_a_malformed_sampling_file(capsys: pytest.CaptureFixture[str]
     )
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "{dir}", "--judge", "lexical", "--out", "{tmp}/r.json"],
+        ["eval", "--estimate", "{dir}", "--judge", "lexical"],
+        ["otlp", "{dir}"],
+        ["replay", "{dir}"],
+        ["labels", "import", "{dir}"],
+    ],
+)
+def test_an_input_that_is_a_directory_is_named_as_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str]
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    line = one_line(capsys, *(a.format(dir=folder, tmp=tmp_path) for a in argv))
+    assert line == f"groundwatch {argv[0]}: ConfigError: {folder} is a directory, not a file"
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+@pytest.mark.parametrize("estimate", [False, True])
+def test_eval_refuses_a_file_without_any_interaction(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, estimate: bool
+) -> None:
+    data = tmp_path / "in.jsonl"
+    data.write_text(text, encoding="utf-8")
+    argv = (
+        ["eval", "--estimate", str(data)]
+        if estimate
+        else ["eval", str(data), "--out", str(tmp_path / "r.json")]
+    )
+    line = one_line(capsys, *argv, "--judge", "lexical", "--quiet")
+    assert line == f"groundwatch eval: ConfigError: {data} holds no interaction (no line that is not blank)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]  # no report
+
+
+def test_eval_refuses_an_output_that_is_a_directory_before_it_judges(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"question": "q", "answer": "a", "contexts": ["a"]}\n', encoding="utf-8")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    argv = ["eval", str(data), "--judge", "lexical", "--quiet"]
+    line = one_line(capsys, *argv, "--out", str(folder))
+    assert line == f"groundwatch eval: ConfigError: --out {folder} is a directory, not a file"
+    line = one_line(capsys, *argv, "--out", str(tmp_path / "r.json"), "--evaluations", str(folder))
+    assert line == f"groundwatch eval: ConfigError: --evaluations {folder} is a directory, not a file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out"]  # nothing judged nor written
+    before = data.read_bytes()
+    line = one_line(capsys, *argv, "--out", str(tmp_path / "r.json"), "--evaluations", str(data))
+    assert line == f"groundwatch eval: ConfigError: --evaluations {data} is the input file"
+    line = one_line(capsys, *argv, "--out", str(data))
+    assert line == f"groundwatch eval: ConfigError: --out {data} is the input file"
+    line = one_line(capsys, "eval", "--estimate", str(data), "--judge", "lexical", "--out", str(data))
+    assert line == f"groundwatch eval: ConfigError: --out {data} is the input file"
+    assert data.read_bytes() == before
+
+
+def test_a_misspelt_option_is_named_by_its_command_with_the_closest_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = str(tmp_path / "in.jsonl")
+    assert one_line(capsys, "eval", data, "--otu", "r.json") == (
+        "groundwatch eval: unrecognized arguments: --otu r.json (did you mean --out?) "
+        "(see groundwatch eval --help)"
+    )
+    assert one_line(capsys, "otlp", data, "--out=x.jsonl", "--evaluatons", "e.yaml") == (
+        "groundwatch otlp: unrecognized arguments: --evaluatons e.yaml (see groundwatch otlp --help)"
+    )
+    assert one_line(capsys, "eval", data, "--out", "r.json", "--evaluatons=e.yaml") == (
+        "groundwatch eval: unrecognized arguments: --evaluatons=e.yaml (did you mean --evaluations?) "
+        "(see groundwatch eval --help)"
+    )
+
+
 def test_a_missing_argument_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert one_line(capsys, "replay") == (
         "groundwatch replay: the following arguments are required: file (see groundwatch replay --help)"

@@ -674,6 +674,8 @@ def test_eval_reports_each_evaluators_rate_failures_and_reasons(
     assert medical["missing_reasons"] == ({"no LLM judge": medical["missing"]} if medical["missing"] else {})
     printed = capsys.readouterr().err
     assert "custom.names_competitor v1: rate 0.333 over 3 scored, 0 missing" in printed
+    # a rate over nothing scored is undefined, shown as every undefined figure of the summary is
+    assert f"custom.no_medical_advice v1: rate - over 0 scored, {medical['missing']} missing" in printed
     stored = [json.loads(line) for line in (tmp_path / "report.evaluations.jsonl").read_text().splitlines()]
     assert stored[0]["custom"]["names_competitor"]["score"] == 1.0
     bad = write(

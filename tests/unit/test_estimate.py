@@ -156,3 +156,32 @@ def test_eval_with_sampling_writes_the_skipped_unjudged(tmp_path: Path) -> None:
     assert all(
         r["skip_reason"] == "never:rest" and r["context_entailment"] is None for r in rows if not r["judged"]
     )
+
+
+def test_the_printed_table_keeps_its_columns_under_the_longest_stage_name() -> None:
+    from pipeline.estimate import CostEstimate, StageEstimate, summary
+
+    stage = StageEstimate(calls=2, input_tokens=1960, output_tokens=111, cost_usd=0.0004)
+    printed = summary(
+        CostEstimate(
+            input="in.jsonl",
+            judge="openai",
+            model="gpt-4o-mini",
+            priced=True,
+            chars_per_token=3.5,
+            interactions=2,
+            judged=2,
+            stages={"conversation": stage, "nli": stage},
+            total=stage,
+        )
+    ).splitlines()
+    table = printed[2:6]
+    assert [line.split()[0] for line in table] == ["stage", "conversation", "nli", "total"]
+    # every column ends where its header does
+    ends = [len(line) for line in table]
+    assert len(set(ends)) == 1, table
+    header = table[0]
+    for line in table[1:]:
+        for title in ("calls", "tokens", "USD"):
+            end = header.index(title) + len(title)
+            assert line[end - 1] != " " and (end == len(line) or line[end] == " "), (title, line)

@@ -142,11 +142,14 @@ def test_eval_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert not (tmp_path / "r.json").exists()
 
 
-def test_all_lines_bad_exits_non_zero(tmp_path: Path) -> None:
+def test_all_lines_bad_exits_2_as_bad_input_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "bad.jsonl"
     data.write_text("[1, 2]\n{}\n", encoding="utf-8")
     out = tmp_path / "r.json"
-    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 1
+    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 2
+    printed = capsys.readouterr().err
+    assert "line 1: [validate]" in printed and "conversations" not in printed  # no figures of nothing
+    assert eval_cmd.run(_args("--estimate", str(data), "--judge", "lexical", "--quiet")) == 2
     report = json.loads(out.read_text())
     assert report["failed"] == 2 and "JSON object" in report["errors"][0]["reason"]
 
@@ -298,3 +301,66 @@ def test_eval_decides_re_asks_and_contradictions_with_the_llm_judge_when_asked(
     [worst] = [w for w in c["worst"] if w["conversation_id"] == "c2"]
     assert (worst["pair_judge"], worst["judge_calls"], worst["contradictions"]) == ("llm", 2, 0)
     assert "re-asks and contradictions: 2 judge calls" in capsys.readouterr().err
+
+
+KB_RESULT = '[{"id": "kb-12", "content": "Refunds are paid within 14 days."}]'
+TOOL_LINES = [
+    {  # an OpenAI chat log: the assistant called search_kb, answered from its result
+        "interaction_id": "t1",
+        "messages": [
+            {"role": "user", "content": "How long do refunds take?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "search_kb", "arguments": '{"query": "refund time"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": KB_RESULT},
+        ],
+        "answer": "Refunds are paid within 14 days.",
+    },
+    {  # a tool that failed, called with an order id nobody gave
+        "interaction_id": "t2",
+        "question": "Where is my parcel?",
+        "steps": [
+            {"name": "get_order", "arguments": {"order_id": "A-99812"}, "result": "error: order not found"}
+        ],
+        "answer": "Your parcel left the depot on Monday.",
+    },
+    {  # a search that found nothing: the answer has no evidence at all
+        "interaction_id": "t3",
+        "question": "Do you ship to Norway?",
+        "steps": [{"name": "search_kb", "arguments": {"query": "shipping Norway"}, "result": "[]"}],
+        "answer": "We ship to Norway within 5 days.",
+    },
+]  # fmt: skip
+
+
+def test_eval_prints_the_answers_and_tools_figures_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "agent.jsonl"
+    data.write_text("\n".join(json.dumps(line) for line in TOOL_LINES) + "\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 0
+    metrics = json.loads(out.read_text())["metrics"]
+    assert (metrics["mean_tool_calls"], metrics["tool_error_rate"]) == (1.0, pytest.approx(1 / 3))
+    assert metrics["no_evidence_rate"] == pytest.approx(1 / 3) and metrics["ungrounded_arguments_rate"] == 1.0
+    assert (
+        metrics["hallucination_rate"] == 0.5
+    )  # t2's answer is not in its tool's error; t3 has nothing to judge
+    printed = capsys.readouterr().err.splitlines()
+    # the catalogue's labels, as the dashboards name them; an undefined figure is '-'
+    assert (
+        "  answers: hallucination rate 0.500, answer refusal rate 0.000, answers without evidence 0.333"
+        in printed
+    )
+    assert (
+        "  tools: tool calls per interaction 1.000, tool error rate 0.333, ungrounded tool arguments 1.000"
+        in printed
+    )

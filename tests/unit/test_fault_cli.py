@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,12 @@ def test_replay_of_a_file_that_is_not_utf8(capsys: pytest.CaptureFixture[str], t
     code, err = run(capsys, "replay", str(path), "--broker", "kafka://127.0.0.1:9")
     assert code == 2 and err == [
         f"groundwatch replay: ConfigError: {path} line 2 is not UTF-8 (byte 0xff at column 9); "
+        "nothing was sent"
+    ]
+    path.write_bytes(b"\n \n")  # nothing to send: said before the broker is tried
+    code, err = run(capsys, "replay", str(path), "--broker", "kafka://127.0.0.1:9")
+    assert code == 2 and err == [
+        f"groundwatch replay: ConfigError: {path} holds no interaction (no line that is not blank); "
         "nothing was sent"
     ]
     code, err = run(capsys, "replay", str(tmp_path / "missing.jsonl"))
@@ -227,3 +234,35 @@ def test_worker_names_a_web_port_in_use_before_it_touches_the_broker(
     assert code == 2 and len(err) == 1, err
     assert f"127.0.0.1:{port}" in err[0] and "GROUNDWATCH_KAFKA__WEB_PORT" in err[0], err
     assert reached == []
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly() -> None:
+    """``groundwatch schema | head -1``: the pipe closed before the output was written ends the command
+    without an error line (the reader wanted no more), with the shell's code for it (128 + SIGPIPE)."""
+    import os
+    import signal
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "groundwatch.cli", "schema", "Evaluation"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_an_error_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from groundwatch.commands import schema_cmd
+
+    def broken(args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")  # a socket to a service, say: stdout is still read
+
+    monkeypatch.setattr(schema_cmd, "run", broken)
+    code, err = run(capsys, "schema")
+    assert (code, err) == (2, ["groundwatch schema: BrokenPipeError: Broken pipe"])

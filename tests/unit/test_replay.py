@@ -22,6 +22,24 @@ def test_prepare_keys_overrides_and_stamps() -> None:
     assert json.loads(kept)["timestamp"] == "2024-05-01T00:00:00Z"
 
 
+def test_the_client_gives_an_interaction_without_an_id_one_of_its_own() -> None:
+    """``GroundwatchClient.send({"question": ..., "answer": ...})`` (docs/input.md): an app that has no id
+    for its turns gets one per send, so the worker does not dead-letter every one for a missing id; an
+    id given (``interaction_id`` or ``id``) is kept, and ``groundwatch replay`` leaves a file's lines as
+    written (the worker names a line without one)."""
+    from schemas.interaction import Interaction
+
+    key, value = prepare(json.dumps({"question": "Q?", "answer": "A"}), ensure_id=True)
+    data = json.loads(value)
+    assert key is not None and data["interaction_id"] == key and len(key) == 32
+    assert Interaction.model_validate(data).interaction_id == key
+    other, _ = prepare(json.dumps({"question": "Q?", "answer": "A"}), ensure_id=True)
+    assert other != key
+    assert prepare(json.dumps({"id": "x-1", "question": "Q?"}), ensure_id=True)[0] == "x-1"
+    assert "interaction_id" not in json.loads(prepare(json.dumps({"id": "x-1"}), ensure_id=True)[1])
+    assert prepare(json.dumps({"question": "Q?", "answer": "A"}))[0] is None
+
+
 def test_malformed_lines_are_sent_untouched_for_the_dead_letter_topic() -> None:
     assert prepare("not json") == (None, b"not json")
     assert prepare("[1, 2]") == (None, b"[1, 2]")
