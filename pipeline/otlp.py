@@ -1207,17 +1207,22 @@ def interaction(
         fields["steps"] = [
             {k: v for k, v in step.items() if k not in ("stray", "not_text")} for step in steps
         ]
-        flags = [
-            f"{FLAG_RESULT_WITHOUT_CALL}: steps[{i}] ({s['name']})" for i, s in enumerate(steps) if s["stray"]
-        ]
-        flags += [
-            f"{FLAG_RESULT_NOT_TEXT}: steps[{i}] ({s['name']}) held {s['not_text']}"
-            for i, s in enumerate(steps)
-            if s["not_text"] and s["result"] is None
-        ]
-        if flags:
+        if flags := _step_flags(steps):
             fields["flags"] = flags
     return Interaction.model_validate(fields, context={"limits": limits} if limits else None)
+
+
+def _step_flags(steps: list[dict[str, Any]]) -> list[str]:
+    """What the steps say could not be used as given: a result that matched no call, a tool span's result
+    that is not text."""
+    flags = [
+        f"{FLAG_RESULT_WITHOUT_CALL}: steps[{i}] ({s['name']})" for i, s in enumerate(steps) if s["stray"]
+    ]
+    return flags + [
+        f"{FLAG_RESULT_NOT_TEXT}: steps[{i}] ({s['name']}) held {s['not_text']}"
+        for i, s in enumerate(steps)
+        if s["not_text"] and s["result"] is None
+    ]
 
 
 def reason(exc: Exception) -> str:
