@@ -74,7 +74,7 @@ from pydantic import ValidationError
 
 from schemas.interaction import Interaction
 from schemas.settings import Limits
-from schemas.tools import FLAG_RESULT_WITHOUT_CALL, json_text
+from schemas.tools import FLAG_RESULT_NOT_TEXT, FLAG_RESULT_WITHOUT_CALL, json_text
 from schemas.validation import describe_validation_error
 
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
@@ -163,6 +163,7 @@ class ToolSpan:
     error: bool
     start_ns: int
     end_ns: int
+    not_text: str | None = None  # the kind of a result recorded as a value that is not text (``bytes``)
 
 
 @dataclass(frozen=True)
@@ -783,6 +784,21 @@ def _any(attrs: dict[str, Any], *keys: str) -> Any:
     return next((attrs[k] for k in keys if attrs.get(k) is not None), None)
 
 
+TOOL_RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output")
+
+
+def _binary_result(item: dict[str, Any]) -> str | None:
+    """``bytes`` when the span recorded its tool result as an OTLP ``bytesValue`` (read as nothing), else
+    None."""
+    raw = item.get("attributes")
+    for attribute in raw if isinstance(raw, list) else []:
+        if isinstance(attribute, dict) and attribute.get("key") in TOOL_RESULT_KEYS:
+            value = attribute.get("value")
+            if isinstance(value, dict) and "bytesValue" in value:
+                return "bytes"
+    return None
+
+
 def tool_span(
     span_id: str, parent: str, name: str, attrs: dict[str, Any], item: dict[str, Any], start: int, end: int
 ) -> ToolSpan | None:
@@ -802,9 +818,7 @@ def tool_span(
     arguments = _any(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "input.value")
     if arguments is None:
         arguments = _langchain(_loads(attrs.get("traceloop.entity.input")))
-    result: Any = _any(
-        attrs, "gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output"
-    )
+    result: Any = _any(attrs, *TOOL_RESULT_KEYS)
     found_status, found_events = item.get("status"), item.get("events")
     status: dict[str, Any] = found_status if isinstance(found_status, dict) else {}
     error = status.get("code") in STATUS_ERROR or bool(attrs.get("error.type"))
@@ -819,8 +833,9 @@ def tool_span(
         result = as_text(unwrapped) if not isinstance(unwrapped, str) else unwrapped
     if isinstance(arguments, dict) and set(arguments) >= {"input_str"}:  # LangChain's tool input
         arguments = _loads(arguments["input_str"])
+    not_text = _binary_result(item) if result is None else None
     return ToolSpan(span_id, parent, str(tool_name), _opt_str(call_id), _loads(arguments),
-                    as_text(result), error, start, end)  # fmt: skip
+                    as_text(result), error, start, end, not_text)  # fmt: skip
 
 
 AGENT_KINDS = {"invoke_agent", "AGENT", "agent", "workflow"}
@@ -952,6 +967,7 @@ class _Step:
     earlier_turn: bool = False
     span: bool = False  # a tool span was matched to it
     stray: bool = False  # a result that matched no call
+    not_text: str | None = None  # its tool span recorded the result as a value that is not text
 
     def as_dict(self) -> dict[str, Any]:
         """The step as ``schemas.tools.ToolStep`` takes it (which parses JSON arguments and cuts what is
@@ -1042,6 +1058,7 @@ class _Steps:
         step.error = step.error or tool.error
         if step.result is None:
             step.result = tool.result
+            step.not_text = tool.not_text if tool.result is None else None
         if step.arguments is None:
             step.arguments = tool.arguments
 
@@ -1075,7 +1092,7 @@ def _steps(
         steps.add(
             _Step(name, read.call.span_id, question, read.answer, start_ns=read.start_ns, end_ns=read.end_ns)
         )
-    return [{**step.as_dict(), "stray": step.stray} for step in steps.steps]
+    return [{**step.as_dict(), "stray": step.stray, "not_text": step.not_text} for step in steps.steps]
 
 
 def _ancestors(span_id: str, trace: Trace) -> Iterator[SpanInfo]:
@@ -1187,13 +1204,25 @@ def interaction(
         "metadata": metadata,
     }
     if steps:
-        fields["steps"] = [{k: v for k, v in step.items() if k != "stray"} for step in steps]
-        stray = [
-            f"{FLAG_RESULT_WITHOUT_CALL}: steps[{i}] ({s['name']})" for i, s in enumerate(steps) if s["stray"]
+        fields["steps"] = [
+            {k: v for k, v in step.items() if k not in ("stray", "not_text")} for step in steps
         ]
-        if stray:
-            fields["flags"] = stray
+        if flags := _step_flags(steps):
+            fields["flags"] = flags
     return Interaction.model_validate(fields, context={"limits": limits} if limits else None)
+
+
+def _step_flags(steps: list[dict[str, Any]]) -> list[str]:
+    """What the steps say could not be used as given: a result that matched no call, a tool span's result
+    that is not text."""
+    flags = [
+        f"{FLAG_RESULT_WITHOUT_CALL}: steps[{i}] ({s['name']})" for i, s in enumerate(steps) if s["stray"]
+    ]
+    return flags + [
+        f"{FLAG_RESULT_NOT_TEXT}: steps[{i}] ({s['name']}) held {s['not_text']}"
+        for i, s in enumerate(steps)
+        if s["not_text"] and s["result"] is None
+    ]
 
 
 def reason(exc: Exception) -> str:

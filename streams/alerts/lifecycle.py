@@ -166,7 +166,9 @@ def firing(
         "window_start": check.start, "window_end": check.end, "fired_at": now, "state": "firing",
         "kind": rule.kind, "starts_at": last.end, "severity": rule.severity, "slice": slice_,
     }  # fmt: skip
-    span = f"{check.start:%Y-%m-%d %H:%M:%S}-{check.end:%H:%M:%S} UTC"
+    same_day = check.end.date() == check.start.date()
+    end = f"{check.end:%H:%M:%S}" if same_day else f"{check.end:%Y-%m-%d %H:%M:%S}"
+    span = f"{check.start:%Y-%m-%d %H:%M:%S}-{end} UTC"
     if isinstance(rule, AlertRule):
         message = (
             f"[groundwatch] {rule.name}: {rule.metric} of {series} is {value:.3f} "

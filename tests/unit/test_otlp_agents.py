@@ -170,6 +170,20 @@ def test_a_failed_tool_span_is_an_error_step_and_the_conversation_id_comes_from_
     assert interaction.conversation_id == "conv-9" and errors == [] and steps == 1
 
 
+def test_a_tool_span_whose_result_is_bytes_is_judged_without_it_and_flagged() -> None:
+    tool = span("d" * 16, "execute_tool get_label", {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_label", "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.call.arguments": '{"order": 7}'}, "a" * 16, 2)  # fmt: skip
+    tool["attributes"].append({"key": "gen_ai.tool.call.result", "value": {"bytesValue": "iVBORw0KGgo="}})
+    call = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_label",
+                                             "arguments": {"order": 7}}]}  # fmt: skip
+    final = chat("c" * 16, [USER, call], [ANSWER], start=3)
+    (interaction,), errors, _ = convert(request(ROOT, chat("b" * 16, [USER], [call]), tool, final))
+    [step] = interaction.steps
+    assert (step.name, step.result, step.status) == ("get_label", None, "no_result") and errors == []
+    assert interaction.flags == ["tool_result_not_text: steps[0] (get_label) held bytes"]
+
+
 def test_the_root_agents_answer_is_the_interaction_and_a_sub_agents_answer_a_step() -> None:
     root = copy.deepcopy(ROOT)
     root["attributes"] += kv({"gen_ai.output.messages": json.dumps([ANSWER])})
