@@ -28,12 +28,6 @@ TIME_CALLS = {
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
     ("time", "monotonic"), ("time", "time"), ("asyncio", "sleep"),
 }  # fmt: skip
-# To be fixed by the change that gives the dead-letter and labels recorders the worker's clock: their
-# inserts retry without ``sleep=`` (so on asyncio.sleep). Remove each entry once its file passes one.
-RETRY_WITHOUT_CLOCK: set[str] = set()
-# The same change: the dead-letter recorder passes no receive time, so a row of a message that is not a
-# DeadLetter is stamped with datetime.now here. Remove once the recorder passes its clock's.
-TIME_READ_ALLOWED: set[str] = set()
 
 
 def sources(*packages: str) -> Iterator[tuple[str, ast.Module]]:
@@ -173,13 +167,12 @@ def test_time_is_read_from_the_clock_only() -> None:
     found = [
         f"{rel}:{line}: {what}"
         for rel, tree in sources("streams", "pipeline")
-        if rel != CLOCK and rel not in TIME_READ_ALLOWED
+        if rel != CLOCK
         for line, what in time_reads(tree)
     ]
     found += [
         f"{rel}:{line}: {what}"
         for rel, tree in sources("streams", "pipeline")
-        if rel not in RETRY_WITHOUT_CLOCK
         for line, what in retries_without_a_clock(tree)
     ]
     assert found == []
