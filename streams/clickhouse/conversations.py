@@ -15,11 +15,11 @@ from typing import Any
 from schemas.conversation import ConversationRollup, ConversationTurn
 from schemas.evaluation_row import EvalRow
 from streams.clickhouse.rows import utc
+from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import ClickHouseStore
 
 CONVERSATION_COLUMNS = [*ConversationRollup.model_fields, "written_at", "version", "turns_stored_at"]
 _ROLLUP = ", ".join(ConversationRollup.model_fields)
-_TS = "DateTime64(3, 'UTC')"
 _EVAL_ROW = ", ".join(EvalRow.model_fields)
 
 #: a stored turn: the columns of ConversationTurn, the texts and the end mark from the payload's interaction
