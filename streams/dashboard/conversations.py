@@ -29,10 +29,10 @@ from schemas.settings import ConversationSettings
 from streams.clickhouse.conversations import _ROLLUP, _TURN
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
 
-_TS = "DateTime64(3, 'UTC')"
 #: worst first (pipeline.conversations.badness), then the latest
 WORST_FIRST = (
     "ended_unresolved DESC, hallucinated_turns DESC, contradictions DESC, reasked_turns DESC, refusals DESC, "
