@@ -32,6 +32,7 @@ from pydantic import (
 
 from schemas.json_depth import json_depth_exceeds, value_depth_exceeds
 from schemas.settings import Limits
+from schemas.validation import problems
 
 #: a tool-call's arguments were a string that is not JSON: kept as the string
 FLAG_ARGUMENTS_NOT_JSON = "arguments_not_json"
@@ -382,7 +383,7 @@ class InputMessage(BaseModel):
             try:
                 parts.append(Part.model_validate(item))
             except ValidationError as exc:
-                reason = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                reason = "; ".join(p.why for p in problems(exc))
                 raise ValueError(f"part {i}: {reason}") from None
         return parts
 

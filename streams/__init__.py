@@ -9,7 +9,8 @@
 - ``join``: one Evaluation per interaction from its Converted and its JudgeResult (design notes there).
 - ``codec``: bytes <-> models at every boundary, and the one dead-letter builder.
 - ``clickhouse/``: client from one URL, versioned DDL (deploy/clickhouse), store, batched sink, labels.
-- ``windows/``: tumbling windows closed from the stored rows; ``alerts/``: rules, engine, receivers.
+- ``windows/``: tumbling windows and conversations closed from the stored rows; ``alerts/``: rules,
+  engine, receivers.
 - ``dashboard/``: the JSON API and page on the worker's web server; ``telemetry``, ``probes``: metrics
   and health.
 - ``testing``: a harness for processors without a broker (topic, event, stream, ``ManualClock``).

@@ -9,6 +9,7 @@ docs/architecture.md draws it with the processors' names):
                                           \\-------------------------/ (the Converted, for the join)
     interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
     evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
+                                         conversations (closed on event time) -> conversations
     labels -> [labels] -> ClickHouse labels   (people's labels, schemas/label.py)
     deadletter -> [dead_letters] -> ClickHouse dead_letters
     any stage: invalid message / judge error -> deadletter

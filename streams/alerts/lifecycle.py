@@ -71,6 +71,12 @@ def alert_id(rule: Rule, app: str, model: str, window_start: datetime, slice_: s
     return f"{aid}|{slice_}" if slice_ else aid
 
 
+def time_span(start: datetime, end: datetime) -> str:
+    """``2026-11-22 06:00:00-12:00:00 UTC``; the end's date too when it is another day's."""
+    until = f"{end:%H:%M:%S}" if end.date() == start.date() else f"{end:%Y-%m-%d %H:%M:%S}"
+    return f"{start:%Y-%m-%d %H:%M:%S}-{until} UTC"
+
+
 def _series(app: str, model: str, slice_: str) -> str:
     """How a message names what the alert is about: ``app/model``, with its slice in brackets."""
     return f"{app}/{model} [{slice_}]" if slice_ else f"{app}/{model}"
@@ -166,9 +172,7 @@ def firing(
         "window_start": check.start, "window_end": check.end, "fired_at": now, "state": "firing",
         "kind": rule.kind, "starts_at": last.end, "severity": rule.severity, "slice": slice_,
     }  # fmt: skip
-    same_day = check.end.date() == check.start.date()
-    end = f"{check.end:%H:%M:%S}" if same_day else f"{check.end:%Y-%m-%d %H:%M:%S}"
-    span = f"{check.start:%Y-%m-%d %H:%M:%S}-{end} UTC"
+    span = time_span(check.start, check.end)
     if isinstance(rule, AlertRule):
         message = (
             f"[groundwatch] {rule.name}: {rule.metric} of {series} is {value:.3f} "

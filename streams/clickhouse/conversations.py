@@ -15,15 +15,15 @@ from typing import Any
 from schemas.conversation import ConversationRollup, ConversationTurn
 from schemas.evaluation_row import EvalRow
 from streams.clickhouse.rows import utc
+from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import ClickHouseStore
 
 CONVERSATION_COLUMNS = [*ConversationRollup.model_fields, "written_at", "version", "turns_stored_at"]
-_ROLLUP = ", ".join(ConversationRollup.model_fields)
-_TS = "DateTime64(3, 'UTC')"
+ROLLUP_COLUMNS = ", ".join(ConversationRollup.model_fields)
 _EVAL_ROW = ", ".join(EvalRow.model_fields)
 
 #: a stored turn: the columns of ConversationTurn, the texts and the end mark from the payload's interaction
-_TURN = (
+TURN_COLUMNS = (
     "interaction_id, timestamp, conversation_id, judged, hallucination, answer_refusal, input_tokens, "
     "output_tokens, cost_usd, inserted_at AS stored_at, "
     "JSONExtractString(payload, 'interaction', 'question') AS question, "
@@ -58,7 +58,7 @@ class ConversationRows:
         if not ids:
             return {}
         rows = self.store.query_sync(
-            f"SELECT {_TURN} FROM {self.db}.evaluations FINAL WHERE app = {{app:String}} "
+            f"SELECT {TURN_COLUMNS} FROM {self.db}.evaluations FINAL WHERE app = {{app:String}} "
             "AND model = {model:String} AND conversation_id IN {ids:Array(String)}",
             {"app": app, "model": model, "ids": list(dict.fromkeys(ids))},
         )
@@ -105,7 +105,7 @@ class ConversationRows:
         first = min(utc(s) for s in starts)
         size = timedelta(seconds=size_seconds)
         rows = self.store.query_sync(
-            f"SELECT {_ROLLUP} FROM {self.db}.conversations FINAL WHERE app = {{app:String}} "
+            f"SELECT {ROLLUP_COLUMNS} FROM {self.db}.conversations FINAL WHERE app = {{app:String}} "
             f"AND model = {{model:String}} AND interaction_id = '' AND last_turn_at >= {{start:{_TS}}} "
             f"AND last_turn_at < {{end:{_TS}}} "
             f"AND intDiv(toUnixTimestamp64Milli(last_turn_at) - toUnixTimestamp64Milli({{start:{_TS}}}), "
@@ -233,7 +233,7 @@ class ConversationRows:
         """Every conversation; with ``singles``, the interactions without a conversation_id too."""
         where = "" if singles else "WHERE interaction_id = '' "
         rows = self.store.query_sync(
-            f"SELECT {_ROLLUP} FROM {self.db}.conversations FINAL {where}"
+            f"SELECT {ROLLUP_COLUMNS} FROM {self.db}.conversations FINAL {where}"
             "ORDER BY app, model, conversation_id, interaction_id"
         )
         return [ConversationRollup.model_validate(r) for r in rows]

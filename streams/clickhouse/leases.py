@@ -17,6 +17,7 @@ from typing import Any
 from schemas.alert import Alert
 from schemas.utc import utc
 from streams.clickhouse.rows import ALERT_COLUMNS
+from streams.clickhouse.sql import TS
 from streams.clickhouse.store import ClickHouseStore
 
 _TABLE = "alert_deliveries"
@@ -37,7 +38,7 @@ class Claim:
 #: (a released claim, or one older than the lease, holds nothing); ``stale`` is the lease's start
 LIVE_OR_SETTLED = (
     "(status IN ('delivered', 'failed') "
-    "OR (status = 'claimed' AND claimed_at >= {stale:DateTime64(3, 'UTC')}))"
+    f"OR (status = 'claimed' AND claimed_at >= {{stale:{TS}}}))"
 )
 
 DELIVERY_COLUMNS = [
@@ -82,14 +83,14 @@ class DeliveryLedger:
             return []
         alerts = await self.store.query(
             "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
-            "WHERE fired_at >= {since:DateTime64(3, 'UTC')} ORDER BY fired_at, alert_id",
+            f"WHERE fired_at >= {{since:{TS}}} ORDER BY fired_at, alert_id",
             {"since": utc(since)},
         )
         if not alerts:
             return []
         settled = await self.store.query(
             f"SELECT DISTINCT delivery_id FROM {self.db}.{_TABLE} FINAL "
-            f"WHERE claimed_at >= {{since:DateTime64(3, 'UTC')}} AND {LIVE_OR_SETTLED}",
+            f"WHERE claimed_at >= {{since:{TS}}} AND {LIVE_OR_SETTLED}",
             {"since": utc(since) - timedelta(days=1), "stale": utc(stale_before)},
         )
         done = {r["delivery_id"] for r in settled}

@@ -32,6 +32,7 @@ from streams.clickhouse.rows import (
     statement_rows,
     window_row,
 )
+from streams.clickhouse.sql import TS
 
 _ROW_FIELDS = list(EvalRow.model_fields)
 
@@ -39,7 +40,7 @@ _ROW_FIELDS = list(EvalRow.model_fields)
 #: (migration 011), so FINAL reads the granules of the range, not the table
 WINDOW_ROWS = (
     "app = {app:String} AND model = {model:String} "
-    "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}"
+    f"AND timestamp >= {{start:{TS}}} AND timestamp < {{end:{TS}}}"
 )
 
 
@@ -161,7 +162,7 @@ class ClickHouseStore(Connection):
         cols = ", ".join(_ROW_FIELDS)
         rows = self.query_sync(
             f"SELECT {cols} FROM {self.db}.evaluations FINAL WHERE {WINDOW_ROWS} AND intDiv("
-            "toUnixTimestamp64Milli(timestamp) - toUnixTimestamp64Milli({start:DateTime64(3, 'UTC')}), "
+            f"toUnixTimestamp64Milli(timestamp) - toUnixTimestamp64Milli({{start:{TS}}}), "
             "{size_ms:Int64}) IN {offsets:Array(Int64)}",
             {
                 "app": app, "model": model, "start": first,
@@ -199,7 +200,7 @@ class ClickHouseStore(Connection):
             app, model, at = where
             condition += (
                 " AND app = {app:String} AND model = {model:String}"
-                " AND toDate(timestamp) = toDate({at:DateTime64(3, 'UTC')})"
+                f" AND toDate(timestamp) = toDate({{at:{TS}}})"
             )
             params |= {"app": app, "model": model, "at": utc(at)}
         rows = await self.query(
@@ -221,7 +222,7 @@ class ClickHouseStore(Connection):
         rows = await self.query(
             f"SELECT DISTINCT alert_id FROM {self.db}.alerts "
             "WHERE rule = {rule:String} AND app = {app:String} AND model = {model:String} "
-            "AND slice = {slice:String} AND window_end > {since:DateTime64(3, 'UTC')}",
+            f"AND slice = {{slice:String}} AND window_end > {{since:{TS}}}",
             {"rule": rule, "app": app, "model": model, "slice": slice_, "since": utc(since)},
         )
         return [str(r["alert_id"]) for r in rows]
@@ -257,7 +258,7 @@ class ClickHouseStore(Connection):
         rows = await self.query(
             "SELECT " + ", ".join(WindowAggregate.model_fields) + f" FROM {self.db}.window_aggregates FINAL "
             "WHERE app = {app:String} AND model = {model:String} "
-            "AND window_start >= {start:DateTime64(3, 'UTC')} AND window_start < {end:DateTime64(3, 'UTC')} "
+            f"AND window_start >= {{start:{TS}}} AND window_start < {{end:{TS}}} "
             "ORDER BY window_start",
             {"app": app, "model": model, "start": utc(start), "end": utc(end)},
         )
@@ -271,13 +272,13 @@ class ClickHouseStore(Connection):
         rows = self.query_sync(
             "SELECT app, model, intDiv(toUnixTimestamp64Milli(timestamp), {size_ms:Int64}) AS bucket, "
             f"max(inserted_at) AS last_insert FROM {self.db}.evaluations "
-            "WHERE inserted_at >= {since:DateTime64(3, 'UTC')} GROUP BY app, model, bucket",
+            f"WHERE inserted_at >= {{since:{TS}}} GROUP BY app, model, bucket",
             params,
         )
         computed = self.query_sync(
             "SELECT app, model, intDiv(toUnixTimestamp64Milli(window_start), {size_ms:Int64}) AS bucket, "
             f"max(computed_at) AS computed FROM {self.db}.window_aggregates "
-            "WHERE computed_at >= {since:DateTime64(3, 'UTC')} GROUP BY app, model, bucket",
+            f"WHERE computed_at >= {{since:{TS}}} GROUP BY app, model, bucket",
             params,
         )
         done = {(r["app"], r["model"], int(r["bucket"])): utc(r["computed"]) for r in computed}
@@ -316,7 +317,7 @@ class ClickHouseStore(Connection):
     def windows_sync(self, since: datetime | None = None) -> list[WindowAggregate]:
         rows = self.query_sync(
             "SELECT " + ", ".join(WindowAggregate.model_fields) + f" FROM {self.db}.window_aggregates FINAL "
-            "WHERE window_start >= {since:DateTime64(3, 'UTC')} ORDER BY app, model, window_start",
+            f"WHERE window_start >= {{since:{TS}}} ORDER BY app, model, window_start",
             {"since": utc(since) if since else datetime(1970, 1, 1)},
         )
         return [WindowAggregate.model_validate(r) for r in rows]
@@ -324,7 +325,7 @@ class ClickHouseStore(Connection):
     def alerts_sync(self, since: datetime | None = None) -> list[Alert]:
         rows = self.query_sync(
             "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
-            "WHERE window_end >= {since:DateTime64(3, 'UTC')} ORDER BY fired_at",
+            f"WHERE window_end >= {{since:{TS}}} ORDER BY fired_at",
             {"since": utc(since) if since else datetime(1970, 1, 1)},
         )
         return [Alert.model_validate(r) for r in rows]

@@ -194,13 +194,18 @@ async def review(request: web.Request) -> web.Response:
 async def label_kinds(request: web.Request) -> web.Response:
     """The label kinds a reviewer is asked about on the interaction page, as ``schemas.label`` declares
     them (question, the two answers' words and keys): the fixed kinds with keys, then each pattern and
-    pass/fail evaluator of the evaluators file (``custom.<name>``; keys for the first four only)."""
+    pass/fail evaluator of the evaluators file (``custom.<name>``; keys for the first four only). With
+    ``on=conversation``: the kinds a reviewer gives on a conversation (``CONVERSATION_KINDS``) instead."""
+    on = request.query.get("on", "interaction")
+    if on not in ("interaction", "conversation"):
+        raise bad_request("on must be interaction or conversation")
     fields = {"kind", "question", "yes_text", "no_text", "keys"}
-    asked = [
-        t.model_dump(mode="json", include=fields)
-        for t in label_targets().values()
-        if t.keys is not None or t.evaluator is not None
-    ]
+    targets = label_targets().values()
+    if on == "conversation":
+        chosen = [t for t in targets if t.kind in CONVERSATION_KINDS]
+    else:
+        chosen = [t for t in targets if t.keys is not None or t.evaluator is not None]
+    asked = [t.model_dump(mode="json", include=fields) for t in chosen]
     return web.json_response(asked)
 
 

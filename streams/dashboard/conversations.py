@@ -26,13 +26,13 @@ from schemas.conversation import (
 )
 from schemas.label import CONVERSATION_KINDS, Label
 from schemas.settings import ConversationSettings
-from streams.clickhouse.conversations import _ROLLUP, _TURN
+from streams.clickhouse.conversations import ROLLUP_COLUMNS, TURN_COLUMNS
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.slices import slice_condition
+from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
 
-_TS = "DateTime64(3, 'UTC')"
 #: worst first (pipeline.conversations.badness), then the latest
 WORST_FIRST = (
     "ended_unresolved DESC, hallucinated_turns DESC, contradictions DESC, reasked_turns DESC, refusals DESC, "
@@ -65,7 +65,7 @@ def list_sql(db: str, condition: str, sliced: bool) -> str:
             f"FROM {db}.evaluations FINAL WHERE conversation_id IS NOT NULL AND timestamp < {{end:{_TS}}} "
             f"AND {condition})"
         )
-    return f"SELECT {_ROLLUP}, count() OVER () AS total FROM {db}.conversations FINAL WHERE {where} "
+    return f"SELECT {ROLLUP_COLUMNS}, count() OVER () AS total FROM {db}.conversations FINAL WHERE {where} "
 
 
 async def read_conversations(store: ClickHouseStore, q: ConversationsQuery) -> ConversationList:
@@ -91,8 +91,9 @@ async def read_conversation(
     store: ClickHouseStore, key: ConversationKeyQuery, settings: ConversationSettings
 ) -> ConversationView | None:
     rows = await store.query(
-        f"SELECT {_TURN}, context_entailment FROM {store.db}.evaluations FINAL WHERE app = {{app:String}} "
-        "AND model = {model:String} AND conversation_id = {id:String} ORDER BY timestamp, interaction_id",
+        f"SELECT {TURN_COLUMNS}, context_entailment FROM {store.db}.evaluations FINAL "
+        "WHERE app = {app:String} AND model = {model:String} AND conversation_id = {id:String} "
+        "ORDER BY timestamp, interaction_id",
         {"app": key.app, "model": key.model, "id": key.id},
     )
     if not rows:
@@ -102,7 +103,7 @@ async def read_conversation(
     asked = reasks([t.question for t in turns], settings.reask_similarity)
     contra = contradictions([t.answer for t in turns])
     kept = await store.query(
-        f"SELECT {_ROLLUP} FROM {store.db}.conversations FINAL WHERE app = {{app:String}} "
+        f"SELECT {ROLLUP_COLUMNS} FROM {store.db}.conversations FINAL WHERE app = {{app:String}} "
         "AND model = {model:String} AND conversation_id = {id:String} AND interaction_id = ''",
         {"app": key.app, "model": key.model, "id": key.id},
     )

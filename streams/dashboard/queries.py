@@ -29,7 +29,7 @@ from schemas.utc import utc
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.rows import ALERT_COLUMNS
 from streams.clickhouse.slices import slice_condition
-from streams.clickhouse.sql import APP_FILTER, in_range, pooled_columns
+from streams.clickhouse.sql import APP_FILTER, MODEL_FILTER, in_range, pooled_columns
 from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import WINDOW_ROWS, ClickHouseStore
 from streams.dashboard.rollup import choose_rollup
@@ -166,7 +166,7 @@ class DashboardQueries:
             "SELECT " + ", ".join(ALERT_COLUMNS) + f" FROM {self.db}.alerts FINAL "
             f"WHERE window_end > {{start:{_TS}}} AND window_start < {{end:{_TS}}} "
             f"AND {APP_FILTER} "
-            "AND ({model:String} = '' OR model = {model:String}) "
+            f"AND {MODEL_FILTER} "
             "ORDER BY window_end DESC, rule LIMIT {limit:UInt32}",
             {**self._range(q), "app": q.app or "", "model": q.model or "", "limit": q.limit},
         )

@@ -124,11 +124,10 @@ def test_requests_of_each_receiver_kind() -> None:
     assert alertmanager_alert(back, now, timedelta(hours=1))["endsAt"] == "2026-01-01T02:00:00.000Z"
 
 
-def test_an_alerts_message_names_both_days_of_windows_that_span_midnight() -> None:
-    rule = AlertRule(name="t", metric="hallucination_rate", threshold=0.25, windows=48, min_interactions=10,
-                     for_windows=1, cooldown_seconds=0)  # fmt: skip
-    [alert] = run(rule, [(0, 100)] * 36 + [(100, 100)] * 13)  # 13 of 49 windows over: the 49th fires
-    assert (alert.window_start, alert.window_end) == (T0 + HOUR, T0 + 49 * HOUR)
-    assert alert.message.endswith("2026-01-01 01:00:00-2026-01-03 01:00:00 UTC")
-    [within_a_day] = run(rule.model_copy(update={"windows": 2}), [(30, 100)] * 2)
-    assert within_a_day.message.endswith("2026-01-01 00:00:00-01:00:00 UTC")  # (fired on the first window)
+def test_an_alert_over_windows_of_two_days_names_both_dates() -> None:
+    rule = AlertRule(name="t", metric="hallucination_rate", threshold=0.25, windows=24, min_interactions=10,
+                     cooldown_seconds=0)  # fmt: skip
+    [alert] = run(rule, [(5, 100)] * 21 + [(90, 100)] * 6)  # fires over 03:00 on the 1st to 03:00 on the 2nd
+    assert alert.message.endswith("2026-01-01 03:00:00-2026-01-02 03:00:00 UTC")
+    [same_day] = run(rule.model_copy(update={"windows": 1}), [(90, 100)])
+    assert same_day.message.endswith("2026-01-01 00:00:00-01:00:00 UTC")

@@ -9,7 +9,7 @@
   the worker's clock sets it;
 - one dead-letter builder: ``DeadLetter(`` only in ``streams.codec.dead_letter``;
 - one error hierarchy: every exception class defined in the code derives from ``GroundwatchError``;
-- short functions: none in schemas/, pipeline/, streams/ or groundwatch/ is over ``MAX_FUNCTION_LINES``
+- short functions: none in any layer is over ``MAX_FUNCTION_LINES``
   lines (its signature, docstring and body), so each step has a name.
 """
 
@@ -28,12 +28,6 @@ TIME_CALLS = {
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
     ("time", "monotonic"), ("time", "time"), ("asyncio", "sleep"),
 }  # fmt: skip
-# To be fixed by the change that gives the dead-letter and labels recorders the worker's clock: their
-# inserts retry without ``sleep=`` (so on asyncio.sleep). Remove each entry once its file passes one.
-RETRY_WITHOUT_CLOCK: set[str] = set()
-# The same change: the dead-letter recorder passes no receive time, so a row of a message that is not a
-# DeadLetter is stamped with datetime.now here. Remove once the recorder passes its clock's.
-TIME_READ_ALLOWED: set[str] = set()
 
 
 def sources(*packages: str) -> Iterator[tuple[str, ast.Module]]:
@@ -173,13 +167,12 @@ def test_time_is_read_from_the_clock_only() -> None:
     found = [
         f"{rel}:{line}: {what}"
         for rel, tree in sources("streams", "pipeline")
-        if rel != CLOCK and rel not in TIME_READ_ALLOWED
+        if rel != CLOCK
         for line, what in time_reads(tree)
     ]
     found += [
         f"{rel}:{line}: {what}"
         for rel, tree in sources("streams", "pipeline")
-        if rel not in RETRY_WITHOUT_CLOCK
         for line, what in retries_without_a_clock(tree)
     ]
     assert found == []
@@ -292,7 +285,7 @@ def long_functions(tree: ast.Module) -> Iterator[tuple[int, str, int]]:
 def test_no_function_is_over_sixty_lines() -> None:
     found = [
         f"{rel}:{line}: {name} ({length} lines)"
-        for rel, tree in sources("schemas", "pipeline", "streams", "groundwatch")
+        for rel, tree in sources(*LAYERS)
         for line, name, length in long_functions(tree)
     ]
     assert found == []

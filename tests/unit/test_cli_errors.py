@@ -354,3 +354,12 @@ def test_a_missing_argument_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
         "groundwatch replay: the following arguments are required: file (see groundwatch replay --help)"
     )
     assert isinstance(cli.build_parser(), argparse.ArgumentParser)
+
+
+def test_python_dash_m_groundwatch_is_the_command() -> None:
+    import subprocess
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "groundwatch", "schema", "Nope"], capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 2 and "invalid choice: 'Nope'" in ran.stderr

@@ -6,7 +6,6 @@ lexical default makes no call; the closer stores the verdicts and what they cost
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -23,13 +22,12 @@ from schemas.conversation import ConversationTurn
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.sampling import JudgeBudget
-from schemas.settings import ClickHouseSettings, ConversationSettings, JudgeSettings, Settings, WindowSettings
+from schemas.settings import ConversationSettings, JudgeSettings, Settings, WindowSettings
 from streams.clickhouse.conversations import ConversationRows
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
 from tests.fakes.openai_server import FakeOpenAIServer, content_words
-from tests.integration.chdb import fresh_chdb_url
 from tests.settings_factory import make_settings
 
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
@@ -184,13 +182,6 @@ def test_the_settings_refuse_unknown_kinds() -> None:
 
 
 # ---- the closer stores them ------------------------------------------------------------------------------
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def ev(n: int, question: str, answer: str, end: bool = False, cid: str = "c1") -> Evaluation:

@@ -4,7 +4,6 @@ machinery, and correcting the catalogue's conversation unresolved rate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -13,23 +12,15 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.clock import ManualClock
 from schemas.label import Label, LabelKind
-from schemas.settings import ClickHouseSettings, DashboardSettings, Settings
+from schemas.settings import DashboardSettings, Settings
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.judge_quality import read_quality
-from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_conversations import T0, closers, deliver, ev
 
 N = 24
 HOUR = T0 + timedelta(hours=1)
-
-
-@pytest.fixture()
-def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
-    yield s
-    s.close()
 
 
 def resolved(cid: str, value: int, at: datetime, reviewer: str = "ann") -> Label:
@@ -135,6 +126,16 @@ async def test_the_dashboard_labels_a_conversation_once_and_refuses_an_unknown_o
         # the interaction page is not asked the conversation's question
         kinds = await (await client.get("/dashboard/api/label-kinds")).json()
         assert "resolved" not in {k["kind"] for k in kinds}
+        # the conversation view is, with the registry's wording
+        on_conversation = await (
+            await client.get("/dashboard/api/label-kinds", params={"on": "conversation"})
+        ).json()
+        assert on_conversation == [{
+            "kind": "resolved", "question": "Did the conversation end resolved?",
+            "yes_text": "resolved", "no_text": "unresolved", "keys": None,
+        }]  # fmt: skip
+        bad = await client.get("/dashboard/api/label-kinds", params={"on": "session"})
+        assert bad.status == 400
     finally:
         await client.close()
 

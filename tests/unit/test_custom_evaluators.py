@@ -494,9 +494,10 @@ PLAN = [(T0, 10, 2), (T0 + MINUTE, 20, 10)]  # (window start, interactions, ever
 
 
 @pytest.fixture()
-async def store(tmp_path: Path) -> AsyncIterator[ClickHouseStore]:
+async def store(store: ClickHouseStore, tmp_path: Path) -> AsyncIterator[ClickHouseStore]:
+    """The shared store with two windows of pattern-flagged evaluations (``PLAN``)."""
     load_evaluators(write(tmp_path, PATTERNS))
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    s = store
     for start, count, every in PLAN:
         s.insert_evaluations_sync([evaluation(i, start, flagged(i, every)) for i in range(count)])
         rows = await s.rows_between("bot", "m", start, start + MINUTE)  # as the window closer reads them
@@ -507,7 +508,6 @@ async def store(tmp_path: Path) -> AsyncIterator[ClickHouseStore]:
         )
         await s.insert_window(window, T0)
     yield s
-    s.close()
 
 
 async def test_a_pattern_metric_goes_through_storage_and_windows_and_pools_in_sql(

@@ -124,9 +124,16 @@ async function postResolved(id, value) {
   if (await sendLabel(id, "resolved", value)) await loadConversation();
 }
 
-function resolvedPanel(id, labels) {
+// the conversation's label kinds as schemas/label_kinds.py declares them (api/label-kinds?on=conversation)
+let conversationKinds = null;
+async function resolvedKind() {
+  conversationKinds ??= await api("label-kinds", new URLSearchParams({ on: "conversation" }));
+  return conversationKinds.find((k) => k.kind === "resolved");
+}
+
+function resolvedPanel(id, labels, kind) {
   const given = labels.length
-    ? labels.map((l) => `${l.reviewer}: ${l.value ? "resolved" : "unresolved"}`).join(", ")
+    ? labels.map((l) => `${l.reviewer}: ${l.value ? kind.yes_text : kind.no_text}`).join(", ")
     : "not labeled";
   const button = (cls, value, text) =>
     el(
@@ -134,7 +141,7 @@ function resolvedPanel(id, labels) {
       {
         type: "button",
         class: cls,
-        "data-kind": "resolved",
+        "data-kind": kind.kind,
         "data-value": String(value),
         onclick: () => postResolved(id, value),
       },
@@ -146,9 +153,9 @@ function resolvedPanel(id, labels) {
     el(
       "p",
       { class: "label-row" },
-      el("span", { class: "label-title" }, "Did the conversation end resolved? "),
-      button("label-yes", 1, "resolved"),
-      button("label-no", 0, "unresolved"),
+      el("span", { class: "label-title" }, `${kind.question} `),
+      button("label-yes", 1, kind.yes_text),
+      button("label-no", 0, kind.no_text),
       el("span", { class: "label-given" }, ` ${given}`),
     ),
   );
@@ -157,7 +164,7 @@ function resolvedPanel(id, labels) {
 export async function loadConversation() {
   const p = params();
   const q = new URLSearchParams({ app: p.get("app_c") || "", model: p.get("model_c") || "", id: p.get("cid") || "" });
-  const { rollup: c, stored, turns, labels } = await api("conversation", q);
+  const [{ rollup: c, stored, turns, labels }, kind] = await Promise.all([api("conversation", q), resolvedKind()]);
   // each turn's evaluation (its statements and tool steps), read alongside
   const details = await Promise.all(
     turns.map((t) => api(`interactions/${encodeURIComponent(t.interaction_id)}`).catch(() => null)),
@@ -178,7 +185,7 @@ export async function loadConversation() {
   );
   $("conversation-body").replaceChildren(
     summary,
-    resolvedPanel(c.conversation_id, labels || []),
+    resolvedPanel(c.conversation_id, labels || [], kind),
     ...turns.map((t, n) => turnPanel(t, n, details[n])),
   );
 }
