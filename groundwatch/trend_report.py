@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from groundwatch.figures import defined, fixed
 from schemas.alert import Alert
 from schemas.errors import ConfigError
-from schemas.metrics import Metric, MetricKind, Over, catalogue, pooled
+from schemas.metrics import Metric, MetricKind, catalogue, pooled
 from schemas.safe_text import safe_text
 from schemas.window import WindowAggregate
 
@@ -80,10 +80,11 @@ def _width(metric: Metric) -> int:
 
 
 def render(report: Report, *, every_window: bool = True) -> str:
-    """The report as text: per app/model, every rate pooled over the range, then (``every_window``) a
-    row per window with every metric of the catalogue (schemas.metrics) and the judge's latency. App and
-    model names and alert messages are shown escaped (one line each, no terminal control sequences:
-    ``schemas.safe_text``), while stored values stay as sent."""
+    """The report as text: per app/model, each rate pooled over the range (those without a case are
+    counted, not listed), then (``every_window``) a row per window with every metric of the catalogue
+    (schemas.metrics) and the judge's latency. App and model names and alert messages are shown escaped
+    (one line each, no terminal control sequences: ``schemas.safe_text``), while stored values stay as
+    sent."""
     lines = [
         "rows: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()),
     ]
@@ -104,14 +105,13 @@ def render(report: Report, *, every_window: bool = True) -> str:
     for (app, model), windows in sorted(groups.items()):
         total = sum(w.count for w in windows)
         judged = sum(w.judged for w in windows)
-        summary = ", ".join(
-            f"{m.label.lower()} {figure(m, pooled(m, windows))}"
-            for m in rates
-            if m.over is Over.INTERACTION or pooled(m, windows) is not None  # conversation rates when counted
-        )
+        values = [(m, pooled(m, windows)) for m in rates]
+        summary = ", ".join(f"{m.label.lower()} {figure(m, v)}" for m, v in values if v is not None)
         summary += "".join(
             f", {m.label.lower()} {int(n)}" for m in missing if (n := pooled(m, windows) or 0) > 0
         )
+        if undefined := sum(v is None for _, v in values):  # no case in the range: the table shows "-"
+            summary += f"{', ' if summary else ''}{undefined} rates without a case"
         lines += [
             "",
             f"== {safe_text(app)} / {safe_text(model)}: {total} interactions ({judged} judged) in "
