@@ -134,6 +134,13 @@ class FinalRound:
     seconds: float
 
 
+def why_left(outage: str | None, out_of_time: bool, budget_s: float) -> str:
+    """Why the stop's round left something for the next start (the windows' and the conversations')."""
+    if outage:
+        return f"ClickHouse unavailable: {outage}"
+    return f"the stop's budget of {budget_s:g} s ran out" if out_of_time else "their close failed"
+
+
 class WindowCloser:
     """The one place windows close: marks windows as rows land (``touch``), finds the due ones and
     writes their aggregates (``close_due``), handing each to the listener (the alert engine)."""
@@ -261,11 +268,7 @@ class WindowCloser:
         self.left += len(left)
         if left:
             first, last = left[0], left[-1]
-            why = (
-                f"ClickHouse unavailable: {self._outage}" if self._outage
-                else f"the stop's budget of {budget_s:g} s ran out" if unbegun
-                else "their close failed"
-            )  # fmt: skip
+            why = why_left(self._outage, bool(unbegun), budget_s)
             log.warning(
                 "windows on stop: %d closed in %.1f s, %d LEFT for the next start to recompute, %d failed "
                 "(%s; from %s %s/%s to %s %s/%s)",

@@ -50,7 +50,7 @@ from schemas.settings import ConversationSettings, WindowSettings
 from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.conversations import Written
 from streams.clickhouse.rows import evaluation_version
-from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located
+from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located, why_left
 from streams.windows.tumbling import utc
 
 log = logging.getLogger(__name__)
@@ -204,11 +204,7 @@ class ConversationCloser:
         seconds = self.clock.monotonic() - started
         failed = self.failed - failed_before
         if left:
-            why = (
-                f"ClickHouse unavailable: {self._outage}" if self._outage
-                else f"the stop's budget of {budget_s:g} s ran out" if self._out_of_time
-                else "their close failed"
-            )  # fmt: skip
+            why = why_left(self._outage, self._out_of_time, budget_s)
             log.warning(
                 "conversations on stop: %d closed in %.1f s, %d due LEFT for the next start to roll up, %d "
                 "batches failed (%s)",
