@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from schemas.alert import Alert, AlertRule, BaselineRule
+from schemas.metrics import Over, metric_named
 from streams.alerts.stats import Obs, pool, significant
 
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -75,6 +76,13 @@ def time_span(start: datetime, end: datetime) -> str:
     """``2026-11-22 06:00:00-12:00:00 UTC``; the end's date too when it is another day's."""
     until = f"{end:%H:%M:%S}" if end.date() == start.date() else f"{end:%Y-%m-%d %H:%M:%S}"
     return f"{start:%Y-%m-%d %H:%M:%S}-{until} UTC"
+
+
+def counted(metric: str, n: int) -> str:
+    """``18 conversations`` for a metric over conversations, else ``18 interactions``."""
+    known = metric_named(metric)
+    unit = "conversations" if known is not None and known.over is Over.CONVERSATION else "interactions"
+    return f"{n} {unit}"
 
 
 def _series(app: str, model: str, slice_: str) -> str:
@@ -177,7 +185,7 @@ def firing(
         message = (
             f"[groundwatch] {rule.name}: {rule.metric} of {series} is {value:.3f} "
             f"({rule.op} {rule.threshold}) over the last {rule.windows} window(s), "
-            f"{check.support} interactions, {span}"
+            f"{counted(rule.metric, check.support)}, {span}"
         )
         return Alert(**common, threshold=rule.threshold, op=rule.op, message=message)
     base = check.baseline.value if check.baseline is not None else None
@@ -187,8 +195,8 @@ def firing(
     message = (
         f"[groundwatch] FIRING {rule.name}: {rule.metric} of {series} is {value:.3f} against its "
         f"baseline {b:.3f} ({(value - b) * 100:+.1f} points, z={check.z:.2f}, {rule.confidence:.1%} "
-        f"one-sided) over the last {rule.windows} window(s), {check.support} interactions; baseline "
-        f"{rule.baseline_windows} windows, {base_n} interactions; {span}"
+        f"one-sided) over the last {rule.windows} window(s), {counted(rule.metric, check.support)}; baseline "
+        f"{rule.baseline_windows} windows, {counted(rule.metric, base_n)}; {span}"
     )
     return Alert(
         **common, threshold=b + (rule.min_effect if up else -rule.min_effect), op=">" if up else "<",

@@ -131,3 +131,12 @@ def test_an_alert_over_windows_of_two_days_names_both_dates() -> None:
     assert alert.message.endswith("2026-01-01 03:00:00-2026-01-02 03:00:00 UTC")
     [same_day] = run(rule.model_copy(update={"windows": 1}), [(90, 100)])
     assert same_day.message.endswith("2026-01-01 00:00:00-01:00:00 UTC")
+
+
+def test_an_alert_on_a_conversation_metric_counts_conversations() -> None:
+    rule = AlertRule(name="c", metric="conversation_unresolved_rate", threshold=0.5, windows=1,
+                     min_interactions=10, cooldown_seconds=0)  # fmt: skip
+    [alert] = run(rule, [(9, 12)])
+    assert ", 12 conversations, 2026-01-01 00:00:00-01:00:00 UTC" in alert.message
+    [per_interaction] = run(rule.model_copy(update={"metric": "hallucination_rate"}), [(9, 12)])
+    assert ", 12 interactions, " in per_interaction.message
