@@ -41,13 +41,9 @@ SCORE_OF: dict[LabelKind, tuple[str, Literal["hallucination", "correct"]]] = {
 }
 #: the setting holding every app's and model's thresholds
 APP_THRESHOLDS = "GROUNDWATCH_PIPELINE__APP_THRESHOLDS"
-#: the cascade's band settings (low, high) per label kind
+#: the cascade's band settings (low, high) per label kind it bands
 CASCADE_BAND: dict[LabelKind, tuple[str, str]] = {
-    LabelKind.GROUNDED: ("GROUNDWATCH_JUDGE__CASCADE_UNSURE_LOW", "GROUNDWATCH_JUDGE__CASCADE_UNSURE_HIGH"),
-    LabelKind.CORRECT: (
-        "GROUNDWATCH_JUDGE__CASCADE_GROUND_TRUTH_UNSURE_LOW",
-        "GROUNDWATCH_JUDGE__CASCADE_GROUND_TRUTH_UNSURE_HIGH",
-    ),
+    kind: target.cascade_band for kind, target in LABEL_TARGETS.items() if target.cascade_band is not None
 }
 #: the share of the threshold's errors a proposed cascade band holds
 BAND_ERRORS = 0.9

@@ -55,6 +55,11 @@ class LabelTarget(BaseModel):
         description="the score the judge's flag thresholds and that threshold's key in "
         "pipeline.app_thresholds (what groundwatch calibrate chooses); None: the flag is the judge's own",
     )
+    cascade_band: tuple[str, str] | None = Field(
+        None,
+        description="the settings of the cascade judge's unsure band on the thresholded score (low, high), "
+        "which groundwatch calibrate proposes; None: the cascade does not band this kind",
+    )
     scores: tuple[str, ...] = Field(
         (),
         description="the scores the offline report measures against this label (pipeline.report.SCORES), "
@@ -80,6 +85,7 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             no_text="hallucinated",
             keys=("g", "h"),
             threshold=("context_entailment", "hallucination"),
+            cascade_band=("GROUNDWATCH_JUDGE__CASCADE_UNSURE_LOW", "GROUNDWATCH_JUDGE__CASCADE_UNSURE_HIGH"),
             scores=("context_entailment", "grounded_precision"),
         ),
         LabelTarget(
@@ -93,6 +99,10 @@ LABEL_TARGETS: dict[LabelKind, LabelTarget] = {
             no_text="incorrect",
             keys=("c", "x"),
             threshold=("answer_entails_ground_truth", "correct"),
+            cascade_band=(
+                "GROUNDWATCH_JUDGE__CASCADE_GROUND_TRUTH_UNSURE_LOW",
+                "GROUNDWATCH_JUDGE__CASCADE_GROUND_TRUTH_UNSURE_HIGH",
+            ),
             scores=("answer_entails_ground_truth", "ground_truth_entails_answer", "agreement"),
         ),
         LabelTarget(
