@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -255,11 +256,15 @@ CONVERSATION_LINES = [
 ]  # fmt: skip
 
 
+def _jsonl(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
 def test_eval_reports_the_conversations_of_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "conversations.jsonl"
-    data.write_text("\n".join(json.dumps(line) for line in CONVERSATION_LINES) + "\n", encoding="utf-8")
+    data = _jsonl(tmp_path / "conversations.jsonl", CONVERSATION_LINES)
     out = tmp_path / "report.json"
     assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 0
     c = json.loads(out.read_text())["conversations"]
@@ -283,8 +288,7 @@ def test_eval_decides_re_asks_and_contradictions_with_the_llm_judge_when_asked(
     c2 go to it (two calls), the fake's NLI finds no contradiction where the lexical rule saw one."""
     from tests.fakes.openai_server import FakeOpenAIServer
 
-    data = tmp_path / "conversations.jsonl"
-    data.write_text("\n".join(json.dumps(line) for line in CONVERSATION_LINES) + "\n", encoding="utf-8")
+    data = _jsonl(tmp_path / "conversations.jsonl", CONVERSATION_LINES)
     out = tmp_path / "report.json"
     with FakeOpenAIServer() as fake:
         monkeypatch.setenv("GROUNDWATCH_JUDGE__BASE_URL", fake.base_url)
@@ -344,8 +348,7 @@ TOOL_LINES = [
 def test_eval_prints_the_answers_and_tools_figures_of_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "agent.jsonl"
-    data.write_text("\n".join(json.dumps(line) for line in TOOL_LINES) + "\n", encoding="utf-8")
+    data = _jsonl(tmp_path / "agent.jsonl", TOOL_LINES)
     out = tmp_path / "report.json"
     assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 0
     metrics = json.loads(out.read_text())["metrics"]
