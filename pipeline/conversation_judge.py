@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.conversations import (
+    CONTRADICTIONS,
+    REASKS,
     ConversationKey,
     Pair,
     PairVerdicts,
@@ -102,6 +104,7 @@ class ConversationJudge:
         s = self.settings
         reask = _Kind(reask_verdicts(questions, s.reask_similarity))
         contra = _Kind(contradiction_verdicts(answers))
+        by_llm: tuple[str, ...] = ()
         if spent is not None:
             reask.failure = f"the app's judge budget is spent ({spent})"
         elif self.llm is None or self.prompts is None:
@@ -120,6 +123,8 @@ class ConversationJudge:
                 for kind, before in zip((reask, contra), lexical, strict=True):
                     kind.verdicts = before
                     kind.failure = f"the judge took more than {s.judge_timeout_s:g} s"
+            kinds = ((REASKS, reask), (CONTRADICTIONS, contra))
+            by_llm = tuple(name for name, kind in kinds if not kind.failure)
         calls = [c for c in reask.calls + contra.calls if not c.cached]
         return PairVerdicts(
             reasked=flagged(len(turns), reask.verdicts),
@@ -129,6 +134,7 @@ class ConversationJudge:
             output_tokens=sum(c.output_tokens for c in calls),
             cost_usd=sum(c.cost_usd for c in calls),
             failure="; ".join(f for f in (reask.failure, contra.failure) if f),
+            by_llm=by_llm,
         )
 
     def _text(self, text: str) -> str:

@@ -164,6 +164,22 @@ class PairVerdicts:
     output_tokens: int = 0
     cost_usd: float = 0.0
     failure: str = ""
+    by_llm: tuple[str, ...] = ()  # the kinds (REASKS, CONTRADICTIONS) the LLM judge decided
+
+
+#: the two kinds of pair check, as a rollup's ``pair_judge`` names them
+REASKS, CONTRADICTIONS = "re-asks", "contradictions"
+
+
+def pair_judge(by_llm: Sequence[str]) -> str:
+    """Who decided a rollup's re-asks and contradictions: ``llm`` (both), ``lexical`` (neither), or per
+    kind when the LLM judge decided one of them (``llm re-asks, lexical contradictions``)."""
+    if not by_llm:
+        return "lexical"
+    if len(set(by_llm)) == 2:
+        return "llm"
+    other = CONTRADICTIONS if by_llm[0] == REASKS else REASKS
+    return f"llm {by_llm[0]}, lexical {other}"
 
 
 def rollup(
@@ -229,7 +245,7 @@ def _judge_columns(judged: PairVerdicts | None) -> dict[str, Any]:
     if judged is None:
         return {}
     return {
-        "pair_judge": "lexical" if judged.failure else "llm", "judge_calls": judged.calls,
+        "pair_judge": pair_judge(judged.by_llm), "judge_calls": judged.calls,
         "judge_input_tokens": judged.input_tokens, "judge_output_tokens": judged.output_tokens,
         "judge_cost_usd": judged.cost_usd, "judge_failure": judged.failure,
     }  # fmt: skip

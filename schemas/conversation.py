@@ -79,7 +79,8 @@ class ConversationRollup(BaseModel):
     unresolving_turn_id: str = Field("", description="the turn that left it unresolved ('' when resolved)")
     pair_judge: str = Field(
         "lexical",
-        description="who decided re-asks and contradictions: 'lexical' or 'llm' (conversations.judge)",
+        description="who decided re-asks and contradictions (conversations.judge): 'lexical', 'llm', or "
+        "per kind when the LLM judge decided only one ('llm contradictions, lexical re-asks')",
     )
     judge_calls: int = Field(0, description="LLM judge requests made for its re-asks and contradictions")
     judge_input_tokens: int = Field(0, description="their prompt tokens")

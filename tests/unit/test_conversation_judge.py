@@ -148,7 +148,8 @@ async def test_a_failing_judge_leaves_the_lexical_verdicts_with_the_reason(
     assert list(judged.contradicted) == [False, True, False]  # the NLI call still counts
     assert judged.failure.startswith("reask: ") and judged.calls == 1
     c = rollup("a", "m", "c", turns(), LLM.reask_similarity, judged)
-    assert c.pair_judge == "lexical" and c.judge_failure == judged.failure
+    # who decided, per kind: the contradictions are the LLM's, the re-asks stay lexical
+    assert c.pair_judge == "llm contradictions, lexical re-asks" and c.judge_failure == judged.failure
 
 
 async def test_without_an_llm_judge_the_lexical_verdicts_stand_and_say_why() -> None:
