@@ -18,7 +18,7 @@ from pipeline.estimate import estimate, request_chars
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.judges.llm_judge import LLMJudge
 from pipeline.sampling import JudgeBudgets
-from schemas.conversation import ConversationTurn
+from schemas.conversation import ConversationRollup, ConversationTurn
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.sampling import JudgeBudget
@@ -198,20 +198,29 @@ def ev(n: int, question: str, answer: str, end: bool = False, cid: str = "c1") -
     )  # fmt: skip
 
 
+WSET = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
+
+
+async def closed(
+    store: ClickHouseStore, closer: ConversationCloser, cid: str = "c1"
+) -> list[ConversationRollup]:
+    """``TURNS`` as the conversation ``cid``, stored, touched and closed (its last turn ends it)."""
+    es = [ev(i, q, a, end=i == len(TURNS) - 1, cid=cid) for i, (q, a) in enumerate(TURNS)]
+    await store.insert_evaluations(es)
+    await closer.touch(es)
+    return await closer.close_due()
+
+
 async def test_the_closer_rolls_up_with_the_judge_and_stores_its_cost(
     scripted: FakeOpenAIServer, store: ClickHouseStore
 ) -> None:
     clock = ManualClock(T0 + timedelta(seconds=10))
     rows = ConversationRows(store)
-    wset = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
-    windows = WindowCloser(wset, store, clock=clock, conversations=rows)
+    windows = WindowCloser(WSET, store, clock=clock, conversations=rows)
     llm = llm_judge(scripted)
     try:
-        closer = ConversationCloser(LLM, wset, rows, windows, clock=clock, judge=ConversationJudge(llm, LLM))
-        es = [ev(i, q, a, end=i == len(TURNS) - 1) for i, (q, a) in enumerate(TURNS)]
-        await store.insert_evaluations(es)
-        await closer.touch(es)
-        [c] = await closer.close_due()
+        closer = ConversationCloser(LLM, WSET, rows, windows, clock=clock, judge=ConversationJudge(llm, LLM))
+        [c] = await closed(store, closer)
     finally:
         await llm.aclose()
     [stored] = rows.all_sync()
@@ -226,22 +235,15 @@ async def test_the_judge_spend_is_charged_to_the_app_budget_and_a_spent_budget_k
     scripted: FakeOpenAIServer, store: ClickHouseStore
 ) -> None:
     clock = ManualClock(T0 + timedelta(seconds=10))
-    rows = ConversationRows(store)
-    wset = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
     budgets = JudgeBudgets([JudgeBudget(app="a", tokens_per_minute=1)], clock)
     llm = llm_judge(scripted)
-    closed = []
     try:
         judge = ConversationJudge(llm, LLM)
-        closer = ConversationCloser(LLM, wset, rows, clock=clock, judge=judge, budgets=budgets)
-        for cid in ("c1", "c2"):
-            es = [ev(i, q, a, end=i == len(TURNS) - 1, cid=cid) for i, (q, a) in enumerate(TURNS)]
-            await store.insert_evaluations(es)
-            await closer.touch(es)
-            closed += await closer.close_due()
+        rows = ConversationRows(store)
+        closer = ConversationCloser(LLM, WSET, rows, clock=clock, judge=judge, budgets=budgets)
+        [first], [second] = await closed(store, closer, "c1"), await closed(store, closer, "c2")
     finally:
         await llm.aclose()
-    first, second = closed
     assert first.pair_judge == "llm" and first.judge_calls == 2
     assert budgets.spent("a")[0] == first.judge_input_tokens + first.judge_output_tokens > 0
     assert (second.pair_judge, second.judge_calls) == ("lexical", 0)

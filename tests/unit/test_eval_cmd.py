@@ -261,13 +261,19 @@ def _jsonl(path: Path, lines: list[dict[str, Any]]) -> Path:
     return path
 
 
+def _lexical_report(tmp_path: Path, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """groundwatch eval --judge lexical of ``lines``: the report it writes."""
+    data = _jsonl(tmp_path / "lines.jsonl", lines)
+    out = tmp_path / "report.json"
+    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 0
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
 def test_eval_reports_the_conversations_of_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = _jsonl(tmp_path / "conversations.jsonl", CONVERSATION_LINES)
-    out = tmp_path / "report.json"
-    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 0
-    c = json.loads(out.read_text())["conversations"]
+    c = _lexical_report(tmp_path, CONVERSATION_LINES)["conversations"]
     assert (c["conversations"], c["multi_turn"]) == (3, 2)
     metrics = c["metrics"]
     assert metrics["conversation_unresolved_rate"] == pytest.approx(1 / 3)
@@ -348,10 +354,7 @@ TOOL_LINES = [
 def test_eval_prints_the_answers_and_tools_figures_of_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = _jsonl(tmp_path / "agent.jsonl", TOOL_LINES)
-    out = tmp_path / "report.json"
-    assert eval_cmd.run(_args(str(data), "--judge", "lexical", "--out", str(out), "--quiet")) == 0
-    metrics = json.loads(out.read_text())["metrics"]
+    metrics = _lexical_report(tmp_path, TOOL_LINES)["metrics"]
     assert (metrics["mean_tool_calls"], metrics["tool_error_rate"]) == (1.0, pytest.approx(1 / 3))
     assert metrics["no_evidence_rate"] == pytest.approx(1 / 3) and metrics["ungrounded_arguments_rate"] == 1.0
     assert (
