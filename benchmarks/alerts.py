@@ -26,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.machine import write_json
 from schemas.alert import Alert, AlertRule, BaselineRule
 from streams.alerts.lifecycle import Slot, decide, history_needed
 from streams.alerts.rules import load_rules
@@ -161,8 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     results = [measure(r, args.runs, args.seed) for r in rules]
     print("\n\n".join(table(r) for r in results))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    write_json(args.json, results)
     return 0
 
 

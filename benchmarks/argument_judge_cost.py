@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.machine import write_json  # noqa: E402
 from groundwatch.demo_history import simulate  # noqa: E402
 from pipeline.evaluator import Evaluator  # noqa: E402
 from pipeline.judges.factory import open_judge  # noqa: E402
@@ -133,9 +134,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     out = asyncio.run(main_async(args))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    write_json(args.json, out)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
@@ -24,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.machine import write_json  # noqa: E402
 from schemas.evaluation import Evaluation  # noqa: E402
 from schemas.settings import ClickHouseSettings  # noqa: E402
 from streams.clickhouse.store import ClickHouseStore  # noqa: E402
@@ -70,8 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         per = {k: int(r[k]) / interactions for k in ("rows", "disk", "raw")}
         out["tables"][r["table"]] = per
         print(f"| {r['table']} | {per['rows']:.2f} | {per['disk']:,.0f} | {per['raw']:,.0f} |")
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    write_json(args.json, out)
     store.close()
     return 0
 

@@ -40,6 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.machine import write_json  # noqa: E402
 from pipeline.evaluator import Evaluator  # noqa: E402
 from pipeline.judges.factory import open_judge  # noqa: E402
 from pipeline.metrics.crossval import grouped_folds, mean_sd  # noqa: E402
@@ -173,11 +174,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     result = asyncio.run(run(args.data, args.questions, args.judge, args.concurrency))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.citation_accuracy import DEFAULT_DATA, build_cases, load_questions  # noqa: E402
+from benchmarks.machine import write_json  # noqa: E402
 from pipeline.evaluator import Evaluator  # noqa: E402
 from pipeline.judges.factory import open_judge  # noqa: E402
 from schemas.interaction import Interaction  # noqa: E402
@@ -117,11 +118,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     result = asyncio.run(run(args.data, args.questions, args.cpu_rounds))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

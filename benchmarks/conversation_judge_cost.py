@@ -36,6 +36,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.conversation_detection import change_value, load, rewrite  # noqa: E402
+from benchmarks.machine import write_json  # noqa: E402
 from pipeline.conversation_judge import ConversationJudge  # noqa: E402
 from pipeline.conversations import candidates, contradiction_verdicts, reask_verdicts  # noqa: E402
 from pipeline.judges.llm_judge import LLMJudge  # noqa: E402
@@ -131,11 +132,8 @@ def main() -> None:
         # the defaults; then every pair a candidate (no pre-filter), capped at 20 and at 5 a kind
         configs = ((0.2, 20), (0.0, 20), (0.0, 5))
         report["llm"] = [asyncio.run(measure(fake, convs, floor, cap)) for floor, cap in configs]
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(report, indent=2))
+    write_json(args.json, report)
 
 
 if __name__ == "__main__":

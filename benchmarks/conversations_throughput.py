@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import REPO, Machine
+from benchmarks.machine import REPO, Machine, write_json
 from benchmarks.streamkit import DEFAULT_DATA, RunConfig, figures, run
 
 COUNT_ROWS = """
@@ -96,9 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{x['conversation_rows']} conversation rows"
         )
     print(machine.describe())
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": machine.as_dict(), "runs": runs}, indent=2))
+    write_json(args.json, {"machine": machine.as_dict(), "runs": runs})
     return 0
 
 

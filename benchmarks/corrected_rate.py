@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.machine import write_json
 from pipeline.metrics.agreement import CorrectionStatus, LabeledCase, agreement, corrected_rate
 
 RATES = (0.02, 0.05, 0.10, 0.30)
@@ -157,8 +157,7 @@ def main() -> int:
             f"(pi {worst['true_rate']}, Se {worst['sensitivity']}, Sp {worst['specificity']}, "
             f"{worst['labels']} labels); below 0.93: {sum(1 for c in strong if c['coverage'] < 0.93)}"
         )
-    if args.json:
-        args.json.write_text(json.dumps(cells, indent=1))
+    write_json(args.json, cells)
     return 0
 
 

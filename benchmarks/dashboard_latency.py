@@ -58,7 +58,7 @@ if str(REPO) not in sys.path:
 
 from aiohttp import ClientSession, web  # noqa: E402
 
-from benchmarks.machine import Machine, rss_mb  # noqa: E402
+from benchmarks.machine import Machine, rss_mb, write_json  # noqa: E402
 from schemas.alert import Alert  # noqa: E402
 from schemas.compare import CompareQuery  # noqa: E402
 from schemas.dashboard import BucketQuery, OverviewQuery  # noqa: E402
@@ -1123,9 +1123,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(report))
     print()
     print(machine.describe())
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2, default=str))
+    write_json(args.json, report)
     store.close()
     return 0
 

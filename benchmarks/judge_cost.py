@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections import defaultdict
@@ -40,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine  # noqa: E402
+from benchmarks.machine import Machine, write_json  # noqa: E402
 from pipeline.dataset import read_dataset  # noqa: E402
 from pipeline.evaluator import Evaluator  # noqa: E402
 from pipeline.judges.factory import open_judge  # noqa: E402
@@ -377,10 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = ap.parse_args(argv)
     out = asyncio.run(main_async(args))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2, default=str))
-        print(f"figures written to {args.json}")
+    write_json(args.json, out)
     return 0
 
 

@@ -7,6 +7,7 @@ figure is never read without the contention it was measured under.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
@@ -17,6 +18,16 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def write_json(path: Path | None, figures: Any) -> None:
+    """A benchmark's figures as JSON at ``path`` (its ``--json``), when given: indented, with what JSON
+    has no type for (a datetime, a path) as its text."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"figures written to {path}")
 
 
 def cpu_model() -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import statistics
 import string
@@ -36,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine  # noqa: E402
+from benchmarks.machine import Machine, write_json  # noqa: E402
 from pipeline.dataset import read_dataset  # noqa: E402
 from pipeline.evaluator import Evaluator  # noqa: E402
 from pipeline.judges.lexical import LexicalJudge  # noqa: E402
@@ -383,9 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                 on_s = "-" if on is None else f"{on:.4f}"
                 print(f"| {name} | {row['n']} | {label} | {off_s} | {on_s} | {diff} |")
     print("\n" + machine.describe())
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
+    write_json(args.json, figures)
     return 0
 
 

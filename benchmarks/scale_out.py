@@ -21,7 +21,6 @@ shared server they are computed from all rows.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine  # noqa: E402
+from benchmarks.machine import Machine, write_json  # noqa: E402
 from benchmarks.stream_throughput import report  # noqa: E402
 from benchmarks.streamkit import DEFAULT_DATA, RunConfig, figures, run  # noqa: E402
 
@@ -101,10 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     out["evaluated_once"] = once
     print()
     print(machine.describe())
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": machine.as_dict(), **out}, indent=2, default=str))
-        print(f"figures written to {args.json}")
+    write_json(args.json, {"machine": machine.as_dict(), **out})
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import statistics
 import sys
@@ -44,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine  # noqa: E402
+from benchmarks.machine import Machine, write_json  # noqa: E402
 from schemas.evaluation import Evaluation  # noqa: E402
 from schemas.interaction import Interaction  # noqa: E402
 from schemas.results import HypothesisResult, PairResult, StatementVerdict  # noqa: E402
@@ -228,9 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{report['distinct_values']}; {report['guard_others']} values stored as (other)"
     )
     print(machine.describe())
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2, default=str))
+    write_json(args.json, report)
     return 0
 
 

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine  # noqa: E402
+from benchmarks.machine import Machine, write_json  # noqa: E402
 from benchmarks.streamkit import (  # noqa: E402
     DEFAULT_DATA,
     RunConfig,
@@ -245,11 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         fig["tracemalloc_top"] = diff
     print()
     print(machine.describe())
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": machine.as_dict(), "args": vars(args) | {
-            "workdir": str(cfg.workdir), "data": str(cfg.data), "json": str(args.json)}, "figures": fig},
-            indent=2, default=str))  # fmt: skip
+    ran_with = vars(args) | {"workdir": cfg.workdir, "data": cfg.data}
+    write_json(args.json, {"machine": machine.as_dict(), "args": ran_with, "figures": fig})
     return 0
 
 

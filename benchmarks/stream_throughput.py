@@ -22,7 +22,6 @@ worker's RSS (sampled every second: first/last/max and the slope) and CPU.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine  # noqa: E402
+from benchmarks.machine import Machine, write_json  # noqa: E402
 from benchmarks.streamkit import DEFAULT_DATA, RunConfig, figures, run  # noqa: E402
 
 
@@ -141,12 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(report(fig, cfg)))
     print()
     print(machine.describe())
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps({"machine": machine.as_dict(), "config": result.config, "figures": fig}, indent=2)
-        )
-        print(f"figures written to {args.json}")
+    write_json(args.json, {"machine": machine.as_dict(), "config": result.config, "figures": fig})
     return 0
 
 

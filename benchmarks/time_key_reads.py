@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -34,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine  # noqa: E402
+from benchmarks.machine import Machine, write_json  # noqa: E402
 from schemas.dashboard import BucketQuery  # noqa: E402
 from schemas.settings import ClickHouseSettings  # noqa: E402
 from streams.clickhouse.labels import LabelStore  # noqa: E402
@@ -167,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         out["cases"][name] = figures
     machine.finish()
     out["machine"] = machine.as_dict()
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2, default=str))
+    write_json(args.json, out)
     store.close()
     return 0
 

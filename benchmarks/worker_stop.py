@@ -30,7 +30,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from benchmarks.machine import REPO, Machine
+from benchmarks.machine import REPO, Machine, write_json
 from groundwatch.local.supervise import WorkerProcess, spawn_worker, wait_for
 from groundwatch.local.tansu import TansuBroker, free_port, worker_env
 from groundwatch.replay import replay
@@ -185,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     machine.finish()
     print(json.dumps(result, indent=2))
     print(machine.describe())
-    if args.json:
-        args.json.write_text(json.dumps({"result": result, "machine": machine.as_dict()}, indent=2))
+    write_json(args.json, {"result": result, "machine": machine.as_dict()})
     return 0
 
 
