@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -267,20 +268,13 @@ async def test_a_window_whose_alert_rules_failed_holds_the_later_windows_of_its_
     await engine.aclose()
 
 
-async def test_a_window_whose_alert_rules_keep_failing_still_gets_its_aggregate(
-    store: ClickHouseStore,
-) -> None:
-    """Publishing the window's alert is refused every time (a message the broker will never take): after
-    ``max_close_attempts`` the window is given up, but its aggregate is written (the dashboard and the
-    later windows' rules see no gap) and no transition is stored for it."""
-    from aiokafka.errors import MessageSizeTooLargeError
-
+async def one_window_alerting_through(
+    store: ClickHouseStore, publish: Callable[[Alert, str], Awaitable[None]]
+) -> tuple[AlertEngine, WindowCloser]:
+    """A closer with at most 2 close attempts and the window ``T0`` due (two rows stored and touched),
+    whose alert rule fires on it and is published through ``publish``."""
     rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
                      cooldown_seconds=0)  # fmt: skip
-
-    async def publish(alert: Alert, key: str) -> None:
-        raise MessageSizeTooLargeError("the broker refuses the alert")
-
     engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), store, publish)
     closer = WindowCloser(
         WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000, max_close_attempts=2),
@@ -289,6 +283,21 @@ async def test_a_window_whose_alert_rules_keep_failing_still_gets_its_aggregate(
     rows = [at("a", 1, 0.1), at("b", 2, 0.2)]
     await store.insert_evaluations(rows)  # type: ignore[arg-type]
     await closer.touch(rows)  # type: ignore[arg-type]
+    return engine, closer
+
+
+async def test_a_window_whose_alert_rules_keep_failing_still_gets_its_aggregate(
+    store: ClickHouseStore,
+) -> None:
+    """Publishing the window's alert is refused every time (a message the broker will never take): after
+    ``max_close_attempts`` the window is given up, but its aggregate is written (the dashboard and the
+    later windows' rules see no gap) and no transition is stored for it."""
+    from aiokafka.errors import MessageSizeTooLargeError
+
+    async def publish(alert: Alert, key: str) -> None:
+        raise MessageSizeTooLargeError("the broker refuses the alert")
+
+    engine, closer = await one_window_alerting_through(store, publish)
     assert await closer.close_due(final=True) == [] and store.windows_sync() == []  # retried first
     assert closer.pending() == [("a", "m", T0)]
     closed = await closer.close_due(final=True)
@@ -308,8 +317,6 @@ async def test_a_broker_that_cannot_be_reached_is_an_outage_not_a_failed_window(
     its rules run and its aggregate is written."""
     import aiokafka.errors
 
-    rule = AlertRule(name="h", metric="hallucination_rate", threshold=0.5, windows=1, min_interactions=2,
-                     cooldown_seconds=0)  # fmt: skip
     broker_up = False
     published: list[Alert] = []
 
@@ -318,14 +325,7 @@ async def test_a_broker_that_cannot_be_reached_is_an_outage_not_a_failed_window(
             raise getattr(aiokafka.errors, error)()
         published.append(alert)
 
-    engine = AlertEngine(AlertRules(rules=[rule]), AlertSettings(), TumblingWindows(10), store, publish)
-    closer = WindowCloser(
-        WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000, max_close_attempts=2),
-        store, engine, clock=ManualClock(T0 + timedelta(hours=1)),
-    )  # fmt: skip
-    rows = [at("a", 1, 0.1), at("b", 2, 0.2)]
-    await store.insert_evaluations(rows)  # type: ignore[arg-type]
-    await closer.touch(rows)  # type: ignore[arg-type]
+    engine, closer = await one_window_alerting_through(store, publish)
     for _ in range(3):
         assert await closer.close_due(final=True) == []
     assert closer.pending() == [("a", "m", T0)] and closer.failures == {} and closer.dropped == 0
