@@ -9,12 +9,11 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from pipeline.clock import ManualClock
-from schemas.evaluation_row import EvalRow
 from schemas.label import LabeledRow
 from streams.agreement_gauges import AgreementGauges
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
-from streams.windows.aggregator import WindowStats
+from tests.fixtures.store import store_with_window
 from tests.settings_factory import make_settings
 from tests.unit.test_label_store import ev, label
 
@@ -35,13 +34,7 @@ async def test_gauges_are_read_when_due_on_the_clock_and_served_from_the_last_re
     # 100 judged interactions, 30 flagged; people: of the flagged 24 hallucinated, of the rest 7
     evals = [ev(f"f{i}", True) for i in range(30)] + [ev(f"n{i}", False) for i in range(70)]
     evals = [e.model_copy(update={"timestamp": T0}) for e in evals]
-    await store.insert_evaluations(evals)
-    window = (
-        WindowStats()
-        .extend(EvalRow.from_evaluation(e) for e in evals)
-        .result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="a", model="m")
-    )
-    await store.insert_window(window, LATER)
+    await store_with_window(store, evals, T0, LATER)
     marks = [label(f"f{i}", 0 if i < 24 else 1, at=LATER) for i in range(30)]
     marks += [label(f"n{i}", 0 if i < 7 else 1, at=LATER) for i in range(70)]
     await labels.insert(marks)

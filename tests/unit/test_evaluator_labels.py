@@ -19,7 +19,6 @@ from pipeline.clock import ManualClock
 from pipeline.custom_evaluators import install_spec, load_evaluators
 from pipeline.judge_quality import judge_quality
 from schemas.evaluation import Evaluation
-from schemas.evaluation_row import EvalRow
 from schemas.label import Label, LabeledRow, LabelKind, label_targets
 from schemas.results import CustomScore
 from schemas.settings import Settings
@@ -28,8 +27,8 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import InvalidMessage, dead_letter, decode
 from streams.judge_quality import read_quality
-from streams.windows.aggregator import WindowStats
 from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.store import store_with_window
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_dashboard_api import client_for
 
@@ -132,13 +131,7 @@ async def seed(store: ClickHouseStore) -> list[Evaluation]:
     evals += [scored(f"v2-{i}", int(i < 10), "2") for i in range(40)]
     timed_out = CustomScore(reason="timeout: over 60 s", version="2")
     evals.append(scored("v2-missing", 0, "2").model_copy(update={"custom": {"competitor": timed_out}}))
-    await store.insert_evaluations(evals)
-    window = (
-        WindowStats()
-        .extend(EvalRow.from_evaluation(e) for e in evals)
-        .result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="a", model="m")
-    )
-    await store.insert_window(window, datetime.now(UTC))
+    await store_with_window(store, evals, T0, datetime.now(UTC))
     return evals
 
 

@@ -10,14 +10,13 @@ import pytest
 from pipeline.review import REVIEW_FRACTION_SQL, SALT, drawn
 from pipeline.sampling import stable_fraction
 from schemas.evaluation import Evaluation
-from schemas.evaluation_row import EvalRow
 from schemas.label import Label, LabelKind, LabelSource
 from schemas.settings import LabelsSettings, Settings
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import read_quality
-from streams.windows.aggregator import WindowStats
 from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.store import store_with_window
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 LATER = T0 + timedelta(days=1)
@@ -52,13 +51,7 @@ async def test_labels_meet_verdicts_and_the_rate_is_corrected(store: ClickHouseS
     labels = LabelStore(store)
     # 100 judged interactions: 30 flagged. People: of the flagged 24 hallucinated, of the rest 7.
     evals = [ev(f"f{i}", True) for i in range(30)] + [ev(f"n{i}", False) for i in range(70)]
-    await store.insert_evaluations(evals)
-    window = (
-        WindowStats()
-        .extend(EvalRow.from_evaluation(e) for e in evals)
-        .result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="a", model="m")
-    )
-    await store.insert_window(window, datetime.now(UTC))
+    await store_with_window(store, evals, T0, datetime.now(UTC))
     marks = [label(f"f{i}", 0 if i < 24 else 1) for i in range(30)]
     marks += [label(f"n{i}", 0 if i < 7 else 1) for i in range(70)]
     marks.append(label("f0", 0, reviewer="end-user", source=LabelSource.END_USER))  # kept apart
