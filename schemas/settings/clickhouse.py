@@ -19,18 +19,19 @@ class ClickHouseSettings(BaseModel):
     )
     ttl_days: int = Field(
         90,
-        ge=1,
+        ge=0,
         description=(
             "retention of the tables that hold texts or point at one interaction (evaluations, "
-            "evaluation_statements, dead_letters, labels), counted from when a row was written"
+            "evaluation_statements, dead_letters, labels), counted from when a row was written; 0: kept "
+            "until erased"
         ),
     )
     aggregate_ttl_days: int = Field(
         395,
-        ge=1,
+        ge=0,
         description=(
             "retention of the tables without texts (window_aggregates, alerts, alert_deliveries, erasures), "
-            "counted from when a row was written"
+            "counted from when a row was written; 0: kept until erased"
         ),
     )
     store_payload: bool = Field(

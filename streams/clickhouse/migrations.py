@@ -159,6 +159,18 @@ def _acquire_lock(client: Any, db: str, sleep: Callable[[float], None] = time.sl
         waited += LOCK_POLL_S
 
 
+def _ttl_statement(client: Any, db: str, table: str, column: str, days: int) -> str | None:
+    """The statement that sets a table's retention to ``days`` from ``column``; 0: the one that removes
+    its TTL, None when it has none."""
+    if days > 0:
+        return f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({days})"
+    engine = client.command(
+        "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {table:String}",
+        parameters={"db": db, "table": table},
+    )
+    return f"ALTER TABLE {db}.{table} REMOVE TTL" if " TTL " in str(engine) else None
+
+
 def apply_migrations(
     client: Any,
     database: str,
@@ -170,7 +182,8 @@ def apply_migrations(
     shared: bool = False,
 ) -> list[int]:
     """Create the database, apply new migrations in order, set the TTLs (``aggregate_ttl_days`` for
-    ``AGGREGATE_TABLES``; None: ``ttl_days`` for every table); return the versions applied.
+    ``AGGREGATE_TABLES``; None: ``ttl_days`` for every table; 0 days: no TTL, rows are kept until
+    erased); return the versions applied.
 
     With a ``cluster`` every statement is rendered for it (``streams.clickhouse.cluster``), and with
     ``distributed`` the ``<table>_all`` Distributed tables are created again after the migrations. On a
@@ -178,8 +191,8 @@ def apply_migrations(
     db = check_identifier(database)
     days = int(ttl_days)
     aggregate_days = int(aggregate_ttl_days if aggregate_ttl_days is not None else ttl_days)
-    if min(days, aggregate_days) < 1:
-        raise ValueError("ttl_days and aggregate_ttl_days must be >= 1")
+    if min(days, aggregate_days) < 0:
+        raise ValueError("ttl_days and aggregate_ttl_days must be >= 0 (0: no TTL)")
 
     def run(statement: str) -> None:
         client.command(render(statement, cluster))
@@ -201,8 +214,11 @@ def apply_migrations(
     else:
         applied = _apply(client, db, pending, cluster, run)
     for table, column in TTL_COLUMNS.items():
-        table_days = aggregate_days if table in AGGREGATE_TABLES else days
-        run(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime({column}) + toIntervalDay({table_days})")
+        statement = _ttl_statement(
+            client, db, table, column, aggregate_days if table in AGGREGATE_TABLES else days
+        )
+        if statement is not None:
+            run(statement)
     if distributed:
         if cluster is None:
             raise ValueError("distributed tables need a cluster")

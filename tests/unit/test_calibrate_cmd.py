@@ -12,10 +12,11 @@ import pytest
 from groundwatch.cli import main
 from schemas.evaluation import Evaluation
 from schemas.label import Label
-from schemas.settings import ClickHouseSettings, settings_from_env
+from schemas.settings import settings_from_env
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.store import store_settings
 from tests.integration.chdb import fresh_chdb_url
 
 NOW = datetime.now(UTC) - timedelta(days=1)
@@ -23,7 +24,7 @@ OTHERS = {"other": {"hallucination": 0.2}}
 
 
 def _store_labeled(url: str, judge: str) -> None:
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=url))
+    store = ClickHouseStore.open_sync(store_settings(url))
     try:
         scores = [i / 100 for i in range(20, 100, 2)]
         evaluations = [
@@ -44,7 +45,8 @@ def _store_labeled(url: str, judge: str) -> None:
         store.insert_evaluations_sync(evaluations)
         # people call it grounded from 0.6 up, but for two near the line
         labels = [
-            Label(labeled_at=EVALUATED_AT,
+            Label(
+                labeled_at=EVALUATED_AT,
                 interaction_id=f"i{i}",
                 kind="grounded",
                 value=int((s >= 0.6) != (i in (19, 21))),

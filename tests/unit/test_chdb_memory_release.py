@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import time
 
-from schemas.settings import ClickHouseSettings
 from streams.clickhouse.connection import CHDB_PURGE_INTERVAL_S
 from streams.clickhouse.store import ClickHouseStore
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 
 
 def test_the_embedded_engine_releases_freed_memory_at_most_every_interval() -> None:
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    store = ClickHouseStore.open_sync(store_settings())
     try:
         opened = time.monotonic()
         assert not store.release_memory_if_due(now=opened)  # just opened: not due

@@ -7,10 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas.evaluation import Evaluation
-from schemas.settings import ClickHouseSettings
 from streams.clickhouse.store import ClickHouseStore
 from tests.fixtures.messages import EVALUATED_AT
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "dashboards" / "groundwatch.sql"
 
@@ -21,7 +20,7 @@ def statements(sql: str) -> list[str]:
 
 
 def test_dashboard_queries_run() -> None:
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    store = ClickHouseStore.open_sync(store_settings())
     try:
         now = datetime.now(UTC)
         store.insert_evaluations_sync(

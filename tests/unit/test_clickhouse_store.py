@@ -18,7 +18,7 @@ from streams.clickhouse.migrations import apply_migrations, ddl_dir
 from streams.clickhouse.sink import EvaluationSink
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)  # event time; retention (TTL) counts from write time
 NOW = datetime.now(UTC)
@@ -45,7 +45,7 @@ def evaluation(iid: str, *, complete: bool = True, at: datetime = NOW, ctx: floa
 
 @pytest.fixture()
 def settings() -> ClickHouseSettings:
-    return ClickHouseSettings(url=fresh_chdb_url(), batch_rows=3, batch_seconds=0.2, ttl_days=7)
+    return store_settings(batch_rows=3, batch_seconds=0.2, ttl_days=7)
 
 
 @pytest.fixture()
@@ -62,6 +62,22 @@ def test_migrations_apply_once_and_set_ttl(store: ClickHouseStore) -> None:
     assert sorted(r["version"] for r in versions) == shipped and shipped[:3] == [1, 2, 3]
     ddl = store.client.command(f"SHOW CREATE TABLE {store.db}.evaluations")
     assert "TTL" in ddl and "toIntervalDay(30)" in ddl
+
+
+def test_retention_of_zero_days_removes_the_ttl_and_keeps_every_row(store: ClickHouseStore) -> None:
+    assert "TTL" in store.client.command(f"SHOW CREATE TABLE {store.db}.evaluations")  # 7 days at open
+    for _ in range(2):  # removed, then nothing to remove: no error either time
+        apply_migrations(store.client, store.db, ttl_days=0, aggregate_ttl_days=0)
+        for table in ("evaluations", "window_aggregates", "conversations"):
+            assert "TTL" not in store.client.command(f"SHOW CREATE TABLE {store.db}.{table}"), table
+    long_ago = evaluation("old", at=datetime(2001, 1, 1, tzinfo=UTC))
+    store.insert_evaluations_sync([long_ago])
+    store.client.command(f"OPTIMIZE TABLE {store.db}.evaluations FINAL")
+    assert store.query_sync(f"SELECT interaction_id FROM {store.db}.evaluations") == [
+        {"interaction_id": "old"}
+    ]
+    apply_migrations(store.client, store.db, ttl_days=7)  # and back
+    assert "toIntervalDay(7)" in store.client.command(f"SHOW CREATE TABLE {store.db}.evaluations")
 
 
 async def test_replayed_evaluations_count_once_and_complete_wins(store: ClickHouseStore) -> None:

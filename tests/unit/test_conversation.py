@@ -18,11 +18,11 @@ from pipeline.metrics.relevance import last_user_message
 from prompts import Prompts, PronounTurn
 from schemas.errors import InvalidMessage
 from schemas.interaction import ChatMessage, Interaction, recent_turns, split_conversation
-from schemas.settings import ClickHouseSettings, JudgeSettings, Limits
+from schemas.settings import JudgeSettings, Limits
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import decode, original_of
 from tests.fakes.openai_server import FakeOpenAIServer, Script
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
 from tests.unit.scripted_judge import ScriptedJudge
 
@@ -351,7 +351,7 @@ async def test_the_history_is_stored_with_the_evaluation() -> None:
     single = Interaction.model_validate(event(interaction_id="c9-1", question="How much is the Pro plan?"))
     rows = [await evaluator.evaluate(i) for i in (follow_up(), long, single)]
     rows[1] = rows[1].model_copy(update={"interaction_id": "c2-5"})
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))  # migrations 001-005
+    store = ClickHouseStore.open_sync(store_settings())  # migrations 001-005
     try:
         await store.insert_evaluations(rows)
         got = await store.query(

@@ -13,13 +13,13 @@ from pipeline.clock import ManualClock
 from schemas.compare import CompareQuery
 from schemas.evaluation import Evaluation
 from schemas.metrics import METRICS, Over, named
-from schemas.settings import ClickHouseSettings, DimensionSettings
+from schemas.settings import DimensionSettings
 from schemas.slices import BreakdownQuery
 from streams.clickhouse.slices import SliceReader, conversation_metric_sql
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.compare import read_compare
 from streams.slices import read_breakdown
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 from tests.unit.test_conversations import T0, closers, deliver, ev
 
 SPAN = {"start": T0, "end": T0 + timedelta(hours=1)}
@@ -27,9 +27,7 @@ SPAN = {"start": T0, "end": T0 + timedelta(hours=1)}
 
 @pytest.fixture()
 def store() -> Iterator[ClickHouseStore]:
-    s = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=fresh_chdb_url()), dimensions=DimensionSettings(paths=["tier"])
-    )
+    s = ClickHouseStore.open_sync(store_settings(), dimensions=DimensionSettings(paths=["tier"]))
     yield s
     s.close()
 

@@ -25,7 +25,6 @@ from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.metrics import METRICS_BY_NAME
 from schemas.settings import (
-    ClickHouseSettings,
     ConversationSettings,
     DashboardSettings,
     Settings,
@@ -38,7 +37,7 @@ from streams.dashboard.api import root_app
 from streams.windows.aggregator import aggregate
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser, ConversationStore
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 
 #: inside the evaluations' retention, on a window boundary
 T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
@@ -261,7 +260,8 @@ async def test_an_interaction_without_a_conversation_gets_a_row_of_one_turn(stor
     assert c.conversation_id == "c-end" and convs.singles_pending == 0
     singles = [r for r in rows.all_sync(singles=True) if r.interaction_id]
     assert [(r.interaction_id, r.conversation_id, r.turns, r.ended_unresolved) for r in singles] == [
-        ("s1", "", 1, False), ("s2", "", 1, True)
+        ("s1", "", 1, False),
+        ("s2", "", 1, True),
     ]
     assert rows.count_sync() == 1 and rows.count_sync(singles=True) == 3
     assert store.counts_sync()["conversations"] == 1  # what the demo waits for: conversations with an id
@@ -470,9 +470,7 @@ async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_or
 
 
 def test_the_table_is_kept_as_long_as_the_evaluations() -> None:
-    s = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=fresh_chdb_url(), ttl_days=9, aggregate_ttl_days=300)
-    )
+    s = ClickHouseStore.open_sync(store_settings(ttl_days=9, aggregate_ttl_days=300))
     try:
         ddl = s.client.command(f"SHOW CREATE TABLE {s.db}.conversations")
         assert "ReplacingMergeTree(version)" in ddl

@@ -26,7 +26,7 @@ from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction, Passage
 from schemas.metrics import MetricKind, alert_metric_names, catalogue, metric_named, pooled
 from schemas.results import CustomScore
-from schemas.settings import ClickHouseSettings, DashboardSettings, EvaluatorsSettings, JudgeSettings
+from schemas.settings import DashboardSettings, EvaluatorsSettings, JudgeSettings
 from streams.alerts.lifecycle import Slot, decide
 from streams.alerts.stats import observe
 from streams.clickhouse.store import ClickHouseStore
@@ -34,7 +34,7 @@ from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fixtures.messages import EVALUATED_AT
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
 from tests.unit import custom_functions
 from tests.unit.grafana_macros import QueryContext, expand
@@ -815,7 +815,7 @@ async def test_a_changed_evaluator_is_a_slice_of_its_own_by_its_version(tmp_path
     from streams.clickhouse.slices import SliceReader
 
     load_evaluators(write(tmp_path, PATTERNS))
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    s = ClickHouseStore.open_sync(store_settings())
     try:
         old = [
             evaluation(i, T0, {"competitor": CustomScore(score=float(i < 2), version="1")}) for i in range(10)

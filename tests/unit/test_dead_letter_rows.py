@@ -6,10 +6,9 @@ import json
 from datetime import UTC, datetime
 
 from schemas.deadletter import DeadLetter
-from schemas.settings import ClickHouseSettings
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS, dead_letter_row
 from streams.clickhouse.store import ClickHouseStore
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 
 RECEIVED = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the records' timestamp
 
@@ -46,7 +45,7 @@ def test_garbage_on_the_topic_is_still_a_row() -> None:
 
 
 async def test_a_redelivered_letter_counts_once() -> None:
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    store = ClickHouseStore.open_sync(store_settings())
     try:
         raw = letter("not json at all")
         await store.insert_dead_letter_rows([dead_letter_row(raw, RECEIVED)])

@@ -13,9 +13,10 @@ from pydantic import ValidationError
 from pipeline.dimensions import OTHER, CardinalityGuard, answer_length_bucket, extract, turn_bucket
 from schemas.evaluation import Evaluation
 from schemas.interaction import ChatMessage, Interaction
-from schemas.settings import ClickHouseSettings, DimensionSettings
+from schemas.settings import DimensionSettings
 from streams.clickhouse.store import ClickHouseStore
 from tests.fixtures import messages
+from tests.fixtures.store import store_settings
 from tests.integration.chdb import fresh_chdb_url
 
 DAY = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -131,11 +132,11 @@ def stored(store: ClickHouseStore) -> dict[str, str]:
 def test_the_guard_holds_across_a_restart_on_the_stored_rows() -> None:
     url = fresh_chdb_url()
     settings = DimensionSettings(paths=["prompt_version"], max_values_per_day=2)
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=url), dimensions=settings)
+    store = ClickHouseStore.open_sync(store_settings(url), dimensions=settings)
     store.insert_evaluations_sync([evaluation("1", "v1"), evaluation("2", "v2"), evaluation("3", "v3")])
     store.close()
     # a new store (a restarted worker) knows nothing but what is stored
-    again = ClickHouseStore.open_sync(ClickHouseSettings(url=url), dimensions=settings)
+    again = ClickHouseStore.open_sync(store_settings(url), dimensions=settings)
     next_day = DAY + timedelta(days=1)
     again.insert_evaluations_sync(
         [

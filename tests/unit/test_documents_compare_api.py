@@ -16,7 +16,6 @@ from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.metrics import METRICS, MetricKind, pooled
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
-from schemas.settings import ClickHouseSettings
 from schemas.slice_filter import COLUMNS, SliceFilter
 from streams.alerts.stats import Obs
 from streams.clickhouse.slices import carried
@@ -29,6 +28,7 @@ from streams.dashboard.compare import (
     two_sided_fisher,
 )
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.store import store_settings
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_dashboard_api import client_for
 
@@ -212,7 +212,7 @@ def test_report_documents_prints_the_ranking_worst_first(capsys: pytest.CaptureF
     from groundwatch import cli
 
     url = fresh_chdb_url()
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=url))
+    s = ClickHouseStore.open_sync(store_settings(url))
     now = datetime.now(UTC).replace(microsecond=0)
     evals = [
         evaluation(f"r{k}", "m1", k, "Why?", m1_statements(k)).model_copy(update={"timestamp": now})
@@ -236,7 +236,7 @@ async def test_compare_ranks_repeated_questions_by_how_far_the_slices_differ() -
     different first (context entailment breaking a tie), the ones answered alike are counted but not
     listed, even when their averages differ by rounding alone, and the counts hold however many rows
     are asked for."""
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    s = ClickHouseStore.open_sync(store_settings())
     # question: (A's hallucinations of 4, B's of 4, B's context entailment; A's is 0.9)
     plan = {"Q same": (1, 1, 0.9), "Q far": (0, 4, 0.9), "Q mid": (1, 3, 0.9), "Q near": (2, 3, 0.9),
             "Q tie low": (0, 1, 0.2), "Q back": (4, 1, 0.9)}  # fmt: skip

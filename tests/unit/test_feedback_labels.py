@@ -15,6 +15,7 @@ from schemas.interaction import Interaction
 from schemas.label import CONVERSATION_KINDS, LABEL_TARGETS, LabeledRow, LabelKind, LabelSource
 from schemas.settings import FeedbackRule, describe_settings_error, settings_from_env
 from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.store import store_settings
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 
@@ -129,12 +130,11 @@ def test_end_user_labels_count_in_agreement_only_when_asked() -> None:
 
 
 async def test_end_user_labels_leave_the_review_queue_and_progress_alone() -> None:
-    from schemas.settings import ClickHouseSettings, LabelsSettings
+    from schemas.settings import LabelsSettings
     from streams.clickhouse.labels import LabelStore
     from streams.clickhouse.store import ClickHouseStore
-    from tests.integration.chdb import fresh_chdb_url
 
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    store = ClickHouseStore.open_sync(store_settings())
     try:
         labels = LabelStore(store)
         now = datetime.now(UTC).replace(microsecond=0)

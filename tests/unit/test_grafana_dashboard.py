@@ -27,12 +27,11 @@ from schemas.evaluation_row import EvalRow, call_latencies
 from schemas.latency import histogram, quantile
 from schemas.metrics import METRICS, MetricKind
 from schemas.results import JudgeCall
-from schemas.settings import ClickHouseSettings
 from streams.clickhouse.dead_letter_rows import DEAD_LETTER_COLUMNS
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
 from tests.fixtures.messages import EVALUATED_AT
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 from tests.unit.grafana_macros import QueryContext, Variable, expand
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,7 +248,7 @@ def _build(store: ClickHouseStore) -> Data:
 
 @pytest.fixture(scope="module")
 def data() -> Iterator[Data]:
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    store = ClickHouseStore.open_sync(store_settings())
     try:
         yield _build(store)
     finally:

@@ -19,12 +19,12 @@ from pipeline.judges.lexical import LexicalJudge
 from pipeline.privacy.detect import PresidioDetector, Span
 from pipeline.privacy.mask import PSEUDONYM, Masker, PrivacyError, PrivacyGuard, restore_evaluation
 from schemas.interaction import Interaction
-from schemas.settings import ClickHouseSettings, Limits, PrivacySettings
+from schemas.settings import Limits, PrivacySettings
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import dead_letter, decode, encode, stage_of
 from streams.privacy import letter_payload
 from tests.fixtures.messages import EVALUATED_AT
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
 
 #: one value of every supported kind, each valid by its own checks (Luhn, IBAN checksum, SSN ranges)
@@ -260,7 +260,7 @@ def test_store_payload_false_keeps_scores_not_texts(detector: PresidioDetector) 
 
     settings = make_settings(judge={"kind": "lexical"})
     evaluation = asyncio.run(Evaluator(LexicalJudge(), settings).evaluate(planted_interaction()))
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url(), store_payload=False))
+    store = ClickHouseStore.open_sync(store_settings(store_payload=False))
     try:
         store.insert_evaluations_sync([evaluation])
         rows = store.query_sync(f"SELECT * FROM {store.db}.evaluations")
@@ -274,9 +274,7 @@ def test_store_payload_false_keeps_scores_not_texts(detector: PresidioDetector) 
 
 
 def test_text_tables_and_aggregates_have_their_own_retention() -> None:
-    store = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=fresh_chdb_url(), ttl_days=30, aggregate_ttl_days=400)
-    )
+    store = ClickHouseStore.open_sync(store_settings(ttl_days=30, aggregate_ttl_days=400))
     try:
         ddl = {
             table: store.query_sync(f"SHOW CREATE TABLE {store.db}.{table}")[0]["statement"]

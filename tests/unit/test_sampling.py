@@ -15,6 +15,7 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.sampling import SamplingRules
 from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.store import store_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -215,13 +216,11 @@ def test_unjudged_rows_and_window_counts_round_trip_through_chdb() -> None:
     import asyncio
     from datetime import UTC, datetime, timedelta
 
-    from schemas.settings import ClickHouseSettings
     from streams.clickhouse.store import ClickHouseStore
     from streams.windows.aggregator import aggregate
-    from tests.integration.chdb import fresh_chdb_url
 
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url(), ttl_days=7))
+    store = ClickHouseStore.open_sync(store_settings())
     try:
         judged = Evaluation(interaction_id="j", timestamp=t0, app="a", model="m", judge="lexical",
                             evaluated_at=EVALUATED_AT,

@@ -20,13 +20,14 @@ from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind, Over, pooled
-from schemas.settings import ClickHouseSettings, DashboardSettings
+from schemas.settings import DashboardSettings
 from schemas.slices import BreakdownQuery, SliceTotals
 from streams.clickhouse.slices import SliceReader, metric_sql
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
 from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.store import store_settings
 from tests.integration.chdb import fresh_chdb_url
 
 RATE = METRICS_BY_NAME["hallucination_rate"]
@@ -368,7 +369,7 @@ def test_report_by_a_dimension_and_what_changed(capsys: pytest.CaptureFixture[st
     from groundwatch import cli
 
     url = fresh_chdb_url()
-    s = ClickHouseStore.open_sync(ClickHouseSettings(url=url))
+    s = ClickHouseStore.open_sync(store_settings(url))
     s.insert_evaluations_sync(traffic())
     s.close()
     since = (T0 + DAY).isoformat()

@@ -52,15 +52,15 @@ def test_report_prints_the_url_without_its_password(env: None, capsys: pytest.Ca
 
 
 def test_report_is_read_only(capsys: pytest.CaptureFixture[str]) -> None:
-    from schemas.settings import ClickHouseSettings
     from streams.clickhouse.store import ClickHouseStore
+    from tests.fixtures.store import store_settings
     from tests.integration.chdb import fresh_chdb_url
 
     url = fresh_chdb_url()
     assert cli.main(["report", "--json", "--clickhouse", url]) == 2  # nothing to report: said so, no DDL
     captured = capsys.readouterr()
     assert "has a worker run on it?" in captured.err and captured.out == ""
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=url), migrate=False)
+    store = ClickHouseStore.open_sync(store_settings(url), migrate=False)
     try:
         db = store.db
         tables = store.query_sync("SELECT name FROM system.tables WHERE database = {db:String}", {"db": db})

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from schemas.interaction import Interaction
-from schemas.settings import ClickHouseSettings
 from streams.clickhouse.client import parse_url
 from streams.clickhouse.migrations import apply_migrations, ddl_dir, load_migrations
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import decode
 from streams.processors.base import record_time
+from tests.fixtures.store import store_settings
 from tests.integration.chdb import fresh_chdb_url
 from tests.unit.test_clickhouse_store import NOW, T0, evaluation
 
@@ -159,7 +159,7 @@ async def test_migration_011_copies_every_row_and_every_column_earlier_migration
     """Rows written before 011, in tables with a column another migration added, keep all their values."""
     url = fresh_chdb_url()
     before = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=url, migrations_dir=migrations_but(tmp_path, MIGRATION))
+        store_settings(url, migrations_dir=migrations_but(tmp_path, MIGRATION))
     )
     assert layout(before)["evaluations"] == ("", "interaction_id")
     # a column no migration of this checkout knows (a later one, or a user's own), added before 011 runs
@@ -200,9 +200,7 @@ async def test_migration_011_run_again_after_a_stop_midway_loses_nothing(tmp_pat
     """A worker stopped after the swap and before the drop: the rerun starts the copy again from the new
     table (the statements are in the order that allows it)."""
     url = fresh_chdb_url()
-    store = ClickHouseStore.open_sync(
-        ClickHouseSettings(url=url, migrations_dir=migrations_but(tmp_path, MIGRATION))
-    )
+    store = ClickHouseStore.open_sync(store_settings(url, migrations_dir=migrations_but(tmp_path, MIGRATION)))
     insert_as_then(store, [at(f"i{i}", i) for i in range(20)])
     migrations = load_migrations(migrations_up_to(tmp_path, MIGRATION), store.db)
     (mig,) = [m for m in migrations if m.version == MIGRATION]
@@ -249,5 +247,9 @@ def test_the_record_time_is_still_checked_against_the_workers_clock() -> None:
 
     raw = b'{"id": "q1", "question": "q?", "answer": "a."}'
     with pytest.raises(InvalidMessage, match="timestamp"):
-        decode(raw, Interaction, now=datetime(2026, 11, 21, tzinfo=UTC),
-               received_at=datetime(2001, 1, 1, tzinfo=UTC))
+        decode(
+            raw,
+            Interaction,
+            now=datetime(2026, 11, 21, tzinfo=UTC),
+            received_at=datetime(2001, 1, 1, tzinfo=UTC),
+        )

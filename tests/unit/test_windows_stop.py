@@ -23,6 +23,7 @@ from streams.context import new_context
 from streams.resources import Resources as WorkerResources
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
+from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
 from tests.unit.test_conversations import FailingTurns
 
@@ -261,13 +262,11 @@ async def test_a_timer_round_closing_one_by_one_ends_when_the_stop_begins() -> N
 async def test_a_window_left_by_the_stop_is_recomputed_at_the_next_start() -> None:
     """A row stored while the closer reads its window's rows (the sink flushes meanwhile) is newer than
     the aggregate: after a stop that leaves that window, the next start finds it (real chDB)."""
-    from schemas.settings import ClickHouseSettings
     from streams.clickhouse.store import ClickHouseStore
-    from tests.integration.chdb import fresh_chdb_url
     from tests.unit.test_windows_closer import T0 as W0
     from tests.unit.test_windows_closer import at
 
-    store = ClickHouseStore.open_sync(ClickHouseSettings(url=fresh_chdb_url()))
+    store = ClickHouseStore.open_sync(store_settings())
     settings = WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000)
     closer: WindowCloser
 
