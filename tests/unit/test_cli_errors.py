@@ -236,10 +236,10 @@ def test_demo_checks_the_settings_before_starting_anything(
 def test_report_with_an_invalid_setting(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GROUNDWATCH_CLICKHOUSE__TTL_DAYS", "0")
+    monkeypatch.setenv("GROUNDWATCH_CLICKHOUSE__TTL_DAYS", "-1")
     assert one_line(capsys, "report") == (
         "groundwatch report: invalid setting: GROUNDWATCH_CLICKHOUSE__TTL_DAYS: "
-        "Input should be greater than or equal to 1"
+        "Input should be greater than or equal to 0"
     )
 
 

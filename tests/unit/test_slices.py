@@ -370,9 +370,12 @@ def test_report_by_a_dimension_and_what_changed(capsys: pytest.CaptureFixture[st
 
     url = fresh_chdb_url()
     s = ClickHouseStore.open_sync(store_settings(url))
-    s.insert_evaluations_sync(traffic())
+    # the command's period ends at the wall clock's now: the traffic's second day moves to the day before
+    # yesterday (a day before now is then past all of it, whatever the time of day)
+    shift = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - 2 * DAY - (T0 + DAY)
+    s.insert_evaluations_sync([e.model_copy(update={"timestamp": e.timestamp + shift}) for e in traffic()])
     s.close()
-    since = (T0 + DAY).isoformat()
+    since = (T0 + DAY + shift).isoformat()
     # --since is a start; the period ends now, so the comparison is the same span shifted back a day
     assert cli.main(["report", "--clickhouse", url, "--by", "prompt_version", "--since", since]) == 0
     out = capsys.readouterr().out.splitlines()

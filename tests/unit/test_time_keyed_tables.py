@@ -85,9 +85,15 @@ def at(iid: str, seconds: float, *, complete: bool = True, evaluated: datetime =
     return e.model_copy(update={"timestamp": T0 + timedelta(seconds=seconds)})
 
 
-def test_the_tables_read_by_time_are_partitioned_by_month_and_keyed_by_app_model_time_then_id(
-    store: ClickHouseStore,
-) -> None:
+def test_the_tables_read_by_time_are_partitioned_by_month_and_keyed_by_app_model_time_then_id() -> None:
+    store = ClickHouseStore.open_sync(store_settings(ttl_days=90))
+    try:
+        _partitioned_and_keyed(store)
+    finally:
+        store.close()
+
+
+def _partitioned_and_keyed(store: ClickHouseStore) -> None:
     tables = layout(store)
     assert tables["evaluations"] == (
         "toYYYYMM(timestamp)",
