@@ -11,14 +11,14 @@ that gave up, an answer that is not a score) gives ``CustomScore(score=None, rea
 evaluator (``failures``). Kinds:
 
 - pattern: compiled once with the ``regex`` module (Python's ``re`` syntax); the first ``max_chars`` of
-  each field are searched (one that is absent, no ground truth, as empty text), on the event loop, each
-  search stopped at its share of the evaluator's ``timeout_s``: a pattern that backtracks without end
-  holds the loop that long at most and gives a missing score (reason timeout);
-- python: the function runs in a thread of the evaluator's own pool (``evaluators.python_threads``),
-  under its ``timeout_s`` (time queued for a thread included). A thread cannot be stopped: a call past
-  its timeout keeps its thread until it returns, and while every thread of an evaluator is held so, its
-  further calls are missing at once (reason busy) instead of queueing behind them; the other evaluators
-  have pools of their own;
+  each field are searched (one that is absent, no ground truth, as empty text) in a thread that releases
+  the GIL while it matches (``concurrent=True``), each search stopped at its share of the evaluator's
+  ``timeout_s``: a pattern that backtracks without end never holds the event loop, and gives a missing
+  score (reason timeout);
+- python: the function runs in a subprocess of the evaluator's own pool (``pipeline.evaluator_sandbox``,
+  ``evaluators.python_processes`` each) on a copy of the interaction, under its ``timeout_s``; a call past
+  it has its process killed, and an exception, ``SystemExit``, a crash or a result that is not a score
+  costs that call's score only, never another evaluator's (whose processes are its own);
 - rubric: rendered from prompts/rubric.md and sent through the judge's ``JudgeClient`` (retries, request
   slots, cost), its verdict cached by content with the evaluator's name and version in the key. Needs an
   LLM judge (openai, local, or a cascade's LLM); with the lexical judge its score is missing.
@@ -30,12 +30,10 @@ import asyncio
 import importlib
 import inspect
 import logging
-import math
 import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -43,6 +41,8 @@ import regex
 from pydantic import BaseModel, Field
 
 from pipeline.assemble import with_calls
+from pipeline.clock import SYSTEM_CLOCK, Clock
+from pipeline.evaluator_sandbox import EvaluatorSandbox
 from pipeline.judges.base import Judge
 from pipeline.llm.cache import cache_key
 from pipeline.metrics.agreement import Agreement, LabeledCase, agreement
@@ -70,6 +70,14 @@ log = logging.getLogger(__name__)
 
 PythonFunction = Callable[[Interaction], Any]
 REASON_CHARS = 400  # a reason longer than this is cut
+LOG_EVERY_S = 60.0  # an evaluator's failures are logged at most once a minute each
+
+
+def failure_kind(reason: str) -> str:
+    """The kind of a missing score's reason: its first word(s) before a colon (``timeout``, ``raised
+    ValueError`` -> ``raised``, ``bad result``, ``crashed``, ``error``, ``no LLM judge``...)."""
+    head = reason.split(":", 1)[0].strip()
+    return "raised" if head.startswith("raised") else head or "unknown"
 
 
 def install_from_settings(settings: EvaluatorsSettings) -> None:
@@ -111,7 +119,7 @@ def load_evaluators(path: Path, *, install: bool = True, functions: bool = True)
                 raise ConfigError(
                     f"{where}: evaluator {ev.name!r} (evaluators.{i}) function: {exc}"
                 ) from None
-    loaded = LoadedEvaluators(spec, imported)
+    loaded = LoadedEvaluators(spec, imported, folder)
     if install:
         install_spec(spec)
     return loaded
@@ -154,13 +162,13 @@ def import_function(spec: str) -> PythonFunction:
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that exits on import is a bad file, not a stop
         raise ConfigError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     fn = getattr(module, attr, None)
     if fn is None or not callable(fn):
         raise ConfigError(f"module {module_name!r} has no function {attr!r}")
     if inspect.iscoroutinefunction(fn):
-        raise ConfigError(f"{spec} is async: give a plain function (it runs in a thread)")
+        raise ConfigError(f"{spec} is async: give a plain function (it runs in a subprocess)")
     try:
         inspect.signature(fn).bind(None)
     except TypeError:
@@ -171,11 +179,15 @@ def import_function(spec: str) -> PythonFunction:
 
 
 class LoadedEvaluators:
-    """A validated evaluators file and its python evaluators' functions."""
+    """A validated evaluators file, its python evaluators' functions (imported once to check them; they
+    run in subprocesses) and its folder (on the subprocesses' import path)."""
 
-    def __init__(self, spec: EvaluatorsFile, functions: Mapping[str, PythonFunction]) -> None:
+    def __init__(
+        self, spec: EvaluatorsFile, functions: Mapping[str, PythonFunction], folder: str = "."
+    ) -> None:
         self.spec = spec
         self.functions = dict(functions)
+        self.folder = folder
 
     @property
     def evaluators(self) -> list[Evaluator]:
@@ -208,8 +220,8 @@ def field_text(interaction: Interaction, name: EvaluatorField) -> str:
 
 class _Pattern:
     """An evaluator's patterns and words, compiled once with the ``regex`` module: each search is given
-    its share of ``timeout_s`` (a catastrophic backtracking stops there instead of holding the event
-    loop) and reads the first ``max_chars`` of a field."""
+    its share of ``timeout_s`` (a catastrophic backtracking stops there), releases the GIL while it
+    matches, and reads the first ``max_chars`` of a field."""
 
     def __init__(self, ev: PatternEvaluator) -> None:
         self.ev = ev
@@ -225,7 +237,7 @@ class _Pattern:
         for name in self.ev.searched:
             text = field_text(interaction, name)[: self.ev.max_chars]
             for compiled in self.regexes:
-                m = compiled.search(text, timeout=self.timeout_s)
+                m = compiled.search(text, timeout=self.timeout_s, concurrent=True)
                 if m is not None:
                     found = f"{name}: {m.group(0)[:80]!r}"
                     flagged = self.ev.flag_when == "any"
@@ -236,27 +248,13 @@ class _Pattern:
         return CustomScore(score=float(flagged), reason="no match", version=self.ev.version)
 
 
-def read_result(value: Any, ev: PythonEvaluator) -> tuple[float, str]:
-    """A python evaluator's return value as (score, reason); ValueError saying what is wrong with it."""
-    reason = ""
-    if isinstance(value, Mapping):
-        if "score" not in value:
-            raise ValueError(f"returned a mapping without 'score': keys {sorted(map(str, value))[:5]}")
-        reason = str(value.get("reason") or "")
-        value = value["score"]
-    if isinstance(value, bool):
-        return float(value), reason
-    if ev.output == "pass_fail":
-        raise ValueError(f"output pass_fail: returned {type(value).__name__} {value!r:.40}, not a bool")
-    if isinstance(value, int | float) and not math.isnan(float(value)) and 0.0 <= float(value) <= 1.0:
-        return float(value), reason
-    raise ValueError(f"returned {type(value).__name__} {value!r:.40}, not a score in [0, 1]")
-
-
 class CustomEvaluators:
     """Runs the evaluators of a file on interactions; one instance serves many concurrent ``run`` calls.
     ``judge``: the core judge, whose LLM client and cache the rubrics use. ``failures``: evaluator ->
-    scores missing so far (what the dashboard and Prometheus count come from the stored rows)."""
+    scores missing so far, ``failures_by_kind``: (evaluator, kind) -> the same by the first word of the
+    reason (what the dashboard and Prometheus count come from the stored rows). A failure is logged in
+    one WARNING line naming the evaluator and its reason, at most once a ``LOG_EVERY_S`` per evaluator
+    (with the count of the others since)."""
 
     def __init__(
         self,
@@ -264,6 +262,7 @@ class CustomEvaluators:
         settings: EvaluatorsSettings,
         judge: Judge | None = None,
         prompts: Prompts | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.loaded = loaded
         self.settings = settings
@@ -272,13 +271,18 @@ class CustomEvaluators:
         rubrics = any(isinstance(e, RubricEvaluator) for e in loaded.evaluators)
         self.prompts = (prompts or Prompts()) if rubrics else None
         self._patterns = {e.name: _Pattern(e) for e in loaded.evaluators if isinstance(e, PatternEvaluator)}
-        self._pools = {
-            e.name: ThreadPoolExecutor(settings.python_threads, thread_name_prefix=f"evaluator-{e.name}")
+        # a pool of processes per python evaluator: one that spins or hangs holds its own processes only
+        self._sandboxes = {
+            e.name: EvaluatorSandbox(loaded.folder, settings.python_processes, settings.python_memory_mb)
             for e in loaded.evaluators
             if isinstance(e, PythonEvaluator)
         }
-        self._hung: Counter[str] = Counter()  # python calls still running past their timeout, by evaluator
+        for sandbox in self._sandboxes.values():
+            sandbox.start()
+        self.clock = clock
         self.failures: Counter[str] = Counter()
+        self.failures_by_kind: Counter[tuple[str, str]] = Counter()
+        self._logged: dict[str, tuple[float, int]] = {}  # evaluator -> (when last logged, failures since)
 
     def __bool__(self) -> bool:
         return bool(self.loaded.evaluators)
@@ -293,13 +297,7 @@ class CustomEvaluators:
             return {}, []
         scores: dict[str, CustomScore] = {}
         calls: list[JudgeCall] = []
-        # patterns at once (pure CPU, bounded by their timeout_s); python functions and rubrics as tasks
-        waiting = []
-        for ev in chosen:
-            if isinstance(ev, PatternEvaluator):
-                scores[ev.name] = self._pattern(ev, interaction)
-            else:
-                waiting.append(ev)
+        waiting = list(chosen)
         tasks = [asyncio.ensure_future(self._one(e, interaction)) for e in waiting]
         try:
             await asyncio.wait([core])
@@ -338,7 +336,18 @@ class CustomEvaluators:
         return scores, calls
 
     def missing(self, ev: Evaluator, reason: str) -> CustomScore:
+        """No score from ``ev``, for ``reason`` (its first word, before a colon, is the kind): counted,
+        and logged in one line per evaluator at most once a ``LOG_EVERY_S``."""
         self.failures[ev.name] += 1
+        self.failures_by_kind[(ev.name, failure_kind(reason))] += 1
+        now = self.clock.monotonic()
+        last, since = self._logged.get(ev.name, (None, 0))
+        if last is None or now - last >= LOG_EVERY_S:
+            more = f" ({since} more failures of it since the last line)" if since else ""
+            log.warning("custom evaluator %s gave no score: %s%s", ev.name, reason[:REASON_CHARS], more)
+            self._logged[ev.name] = (now, 0)
+        else:
+            self._logged[ev.name] = (last, since + 1)
         return CustomScore(score=None, reason=reason[:REASON_CHARS], version=ev.version)
 
     def _pattern(self, ev: PatternEvaluator, interaction: Interaction) -> CustomScore:
@@ -352,43 +361,21 @@ class CustomEvaluators:
     async def _one(self, ev: Evaluator, interaction: Interaction) -> tuple[CustomScore, JudgeCall | None]:
         try:
             if isinstance(ev, PatternEvaluator):
-                return self._pattern(ev, interaction), None
+                return await asyncio.to_thread(self._pattern, ev, interaction), None
             if isinstance(ev, PythonEvaluator):
                 return await self._python(ev, interaction), None
             return await self._rubric(ev, interaction)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # an evaluator never fails the interaction
-            log.warning("custom evaluator %s failed on %s: %r", ev.name, interaction.interaction_id, exc)
             return self.missing(ev, f"error: {type(exc).__name__}: {exc}"), None
 
     async def _python(self, ev: PythonEvaluator, interaction: Interaction) -> CustomScore:
-        if self._hung[ev.name] >= self.settings.python_threads:
-            return self.missing(ev, "busy: every thread still runs an earlier call past its timeout")
-        loop = asyncio.get_running_loop()
-        job = self._pools[ev.name].submit(self.loaded.functions[ev.name], interaction)
-        try:
-            value = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), ev.timeout_s)
-        except TimeoutError:
-            self._give_up(ev, job, loop)
-            return self.missing(ev, f"timeout: still running after {ev.timeout_s:g} s")
-        except asyncio.CancelledError:  # run_bounded's wait_after_core_s ran out
-            self._give_up(ev, job, loop)
-            raise
-        except Exception as exc:
-            return self.missing(ev, f"raised {type(exc).__name__}: {exc}")
-        try:
-            score, reason = read_result(value, ev)
-        except ValueError as exc:
-            return self.missing(ev, f"bad result: {exc}")
-        return CustomScore(score=score, reason=reason[:REASON_CHARS], version=ev.version)
-
-    def _give_up(self, ev: Evaluator, job: Future[Any], loop: asyncio.AbstractEventLoop) -> None:
-        """A call no longer awaited: dropped if still queued; if running, it holds its thread until it
-        returns and counts as hung until then (the busy guard of ``_python``)."""
-        if not job.cancel():
-            self._hung[ev.name] += 1
-            job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._hung.subtract, [ev.name]))
+        sandbox = self._sandboxes[ev.name]
+        result = await sandbox.score(ev.function, interaction, ev.output == "pass_fail", ev.timeout_s)
+        if result.score is None:
+            return self.missing(ev, result.reason)
+        return CustomScore(score=result.score, reason=result.reason[:REASON_CHARS], version=ev.version)
 
     async def _rubric(
         self, ev: RubricEvaluator, interaction: Interaction
@@ -415,9 +402,9 @@ class CustomEvaluators:
         return _rubric_score(ev, answer), call
 
     def close(self) -> None:
-        """Stop the python evaluators' threads (a call still running is left to finish on its own)."""
-        for pool in self._pools.values():
-            pool.shutdown(wait=False, cancel_futures=True)
+        """Kill the python evaluators' subprocesses (a call still running gets no score)."""
+        for sandbox in self._sandboxes.values():
+            sandbox.close()
 
 
 def _rubric_score(ev: RubricEvaluator, answer: Any) -> CustomScore:

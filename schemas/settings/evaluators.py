@@ -26,6 +26,16 @@ class EvaluatorsSettings(BaseModel):
         "running may take before they are given up (their scores missing, reason timeout): a slow "
         "evaluator never holds the core verdicts longer than this",
     )
-    python_threads: int = Field(
-        4, ge=1, le=64, description="threads running python evaluators, per evaluator (off the event loop)"
+    python_processes: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="subprocesses running each python evaluator (a pool of its own, so one that hangs "
+        "holds only its own); a call past its timeout_s has its process killed and replaced",
+    )
+    python_memory_mb: int = Field(
+        2048,
+        ge=0,
+        description="address-space limit of each python evaluator subprocess in MiB (an evaluator past it "
+        "gets a MemoryError or its process dies: that call's score is missing); 0: no limit",
     )

@@ -6,7 +6,8 @@ stored, windowed, pooled in SQL on chDB, alerted on, served by the dashboard API
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pydantic import SecretStr
 
+from pipeline.clock import ManualClock
 from pipeline.custom_evaluators import CustomEvaluators, install_from_settings, load_evaluators, open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
@@ -36,7 +38,6 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fixtures.messages import EVALUATED_AT
 from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
-from tests.unit import custom_functions
 from tests.unit.grafana_macros import QueryContext, expand
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -46,12 +47,18 @@ EXAMPLES = ROOT / "deploy" / "evaluators" / "evaluators.yaml"
 GENERATOR = ROOT / "deploy" / "grafana" / "generate.py"
 
 
-@pytest.fixture(autouse=True)
-def _release_hanging_evaluators() -> Iterator[None]:
-    """A hanging python evaluator's threads go at the end of each test (the catalogue is reset by
-    tests/conftest.py)."""
-    yield
-    custom_functions.RELEASE.set()
+@pytest.fixture()
+def opened() -> Iterator[Callable[..., CustomEvaluators]]:
+    """``opened(path, settings)``: the evaluators of a file, their subprocesses killed after the test."""
+    made: list[CustomEvaluators] = []
+
+    def make(path: Path, settings: EvaluatorsSettings | None = None) -> CustomEvaluators:
+        made.append(CustomEvaluators(load_evaluators(path), settings or EvaluatorsSettings()))
+        return made[-1]
+
+    yield make
+    for custom in made:
+        custom.close()
 
 
 def write(tmp_path: Path, text: str, name: str = "evaluators.yaml") -> Path:
@@ -211,7 +218,7 @@ async def test_a_backtracking_pattern_gives_up_at_its_timeout_and_the_core_verdi
     """Patterns that backtrack exponentially on a short answer (with Python's re each would hold the
     event loop for minutes): the first is searched without backtracking, the second stops at its
     timeout_s with its score missing; the core verdicts and the other evaluators are unaffected."""
-    settings = make_settings(evaluators={"wait_after_core_s": 0.0})
+    settings = make_settings(evaluators={"wait_after_core_s": 5.0})
     custom = CustomEvaluators(load_evaluators(write(tmp_path, BACKTRACKING)), settings.evaluators)
     evaluator = Evaluator(LexicalJudge(), settings, custom=custom)
     try:
@@ -225,6 +232,33 @@ async def test_a_backtracking_pattern_gives_up_at_its_timeout_and_the_core_verdi
         assert custom.failures == {"alternation": 2}
     finally:
         await evaluator.aclose()
+
+
+async def test_a_backtracking_pattern_searches_off_the_event_loop(tmp_path: Path) -> None:
+    """While a pattern backtracks for its whole timeout_s (0.5 s), the event loop goes on turning: the
+    search runs in a thread that releases the GIL."""
+    text = "evaluators:\n  - {name: alt, version: '1', kind: pattern, field: answer, patterns: ['(a|aa)+$'],"
+    custom = CustomEvaluators(
+        load_evaluators(write(tmp_path, text + " timeout_s: 0.5}\n")), EvaluatorsSettings()
+    )
+    turns = 0
+    done = False
+
+    async def turn() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.ensure_future(turn())
+    try:
+        scores, _ = await custom.run(interaction(answer="a" * 60 + "!"))
+    finally:
+        done = True
+        await ticker
+        custom.close()
+    assert scores["alt"].reason == "timeout: its patterns searched over 0.5 s"
+    assert turns > 100, f"the event loop turned {turns} times while the pattern searched for 0.5 s"
 
 
 async def test_a_pattern_searches_only_the_first_max_chars_of_a_field(tmp_path: Path) -> None:
@@ -269,19 +303,21 @@ def python_file(tmp_path: Path, function: str, output: str = "score", timeout_s:
     )
 
 
-async def test_python_evaluators_score_with_a_bool_a_float_or_a_mapping(tmp_path: Path) -> None:
-    custom = CustomEvaluators(
-        load_evaluators(python_file(tmp_path, "short_answer", "pass_fail")), EvaluatorsSettings()
-    )
+async def test_python_evaluators_score_with_a_bool_a_float_or_a_mapping(
+    tmp_path: Path, opened: Callable[..., CustomEvaluators]
+) -> None:
+    custom = opened(python_file(tmp_path, "short_answer", "pass_fail"))
     assert (await custom.run(interaction(answer="Yes.")))[0]["fn"] == CustomScore(score=1.0, version="1")
-    custom = CustomEvaluators(load_evaluators(python_file(tmp_path, "answer_length")), EvaluatorsSettings())
+    custom = opened(python_file(tmp_path, "answer_length"))
     scored = (await custom.run(interaction(answer="x" * 30)))[0]["fn"]
     assert scored.score == pytest.approx(0.3) and scored.reason == "30 chars"
     assert metric_named("custom.fn") is not None and metric_named("custom.fn").kind is MetricKind.MEAN  # type: ignore[union-attr]
 
 
-async def test_a_python_evaluator_that_raises_is_missing_with_its_error_and_counted(tmp_path: Path) -> None:
-    custom = CustomEvaluators(load_evaluators(python_file(tmp_path, "raises")), EvaluatorsSettings())
+async def test_a_python_evaluator_that_raises_is_missing_with_its_error_and_counted(
+    tmp_path: Path, opened: Callable[..., CustomEvaluators]
+) -> None:
+    custom = opened(python_file(tmp_path, "raises"))
     for i in range(3):
         score = (await custom.run(interaction(i)))[0]["fn"]
         assert score.score is None and score.reason == f"raised RuntimeError: cannot score i{i}"
@@ -299,64 +335,153 @@ async def test_a_python_evaluator_that_raises_is_missing_with_its_error_and_coun
     ],
 )
 async def test_a_python_evaluator_returning_garbage_is_missing_saying_what_it_returned(
-    tmp_path: Path, question: str, reason: str
+    tmp_path: Path, question: str, reason: str, opened: Callable[..., CustomEvaluators]
 ) -> None:
-    custom = CustomEvaluators(load_evaluators(python_file(tmp_path, "garbage")), EvaluatorsSettings())
+    custom = opened(python_file(tmp_path, "garbage"))
     score = (await custom.run(interaction(question=question)))[0]["fn"]
     assert score.score is None and score.reason.startswith(reason)
 
 
-async def test_a_hanging_python_evaluator_times_out_then_is_busy_without_holding_the_others(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("function", "reason"),
+    [
+        ("exits", "raised SystemExit: 1"),
+        ("interrupts", "raised KeyboardInterrupt"),
+        ("dies", "crashed: its process died (exit code 3)"),
+        ("segfaults", "crashed: its process died (signal SIGSEGV)"),
+        ("spins", "timeout: still running after 1 s"),
+        ("backtracks", "timeout: still running after 1 s"),
+        ("hangs", "timeout: still running after 1 s"),
+    ],
+)
+async def test_an_evaluator_that_exits_crashes_or_spins_costs_only_its_own_score(
+    tmp_path: Path, function: str, reason: str, opened: Callable[..., CustomEvaluators]
 ) -> None:
-    custom_functions.RELEASE.clear()
-    text = python_file(tmp_path, "hangs", timeout_s=0.05).read_text() + (
+    """Each adversary in its own subprocess: its score is missing with the reason, the pattern beside it
+    and the well-behaved python evaluator after it score, and its process is replaced for the next call."""
+    text = python_file(tmp_path, function, timeout_s=1.0).read_text() + (
         "  - {name: comp, version: '1', kind: pattern, field: answer, words: [store]}\n"
+        "  - {name: length, version: '1', kind: python, timeout_s: 60,\n"
+        "     function: 'tests.unit.custom_functions:answer_length'}\n"
     )
-    custom = CustomEvaluators(load_evaluators(write(tmp_path, text)), EvaluatorsSettings(python_threads=2))
-    try:
-        for i in range(2):  # each holds one of the evaluator's two threads past its timeout
-            scores, _ = await custom.run(interaction(i))
-            assert scores["fn"].score is None and scores["fn"].reason.startswith("timeout: still running")
-            assert scores["comp"].score == 1.0
-        scores, _ = await custom.run(interaction(3))
-        assert scores["fn"].reason.startswith("busy:") and scores["comp"].score == 1.0
-        assert custom.failures["fn"] == 3
-    finally:
-        custom_functions.RELEASE.set()
-        custom.close()
+    custom = opened(write(tmp_path, text), EvaluatorsSettings(python_processes=2))
+    for i in range(2):
+        scores, _ = await custom.run(interaction(i))
+        assert scores["fn"].score is None and scores["fn"].reason == reason
+        assert scores["comp"].score == 1.0 and scores["length"].score == pytest.approx(0.24)
+    assert custom.failures["fn"] == 2 and custom.failures["length"] == 0
+    assert custom.failures_by_kind[("fn", reason.split(":")[0].split()[0])] == 2
 
 
-async def test_a_call_cut_off_after_the_core_verdicts_counts_as_hung_so_later_calls_are_busy_not_queued(
-    tmp_path: Path,
+async def test_a_spinning_evaluator_never_starves_another_python_evaluator(
+    tmp_path: Path, opened: Callable[..., CustomEvaluators]
 ) -> None:
-    """timeout_s (30) over wait_after_core_s (0): run_bounded cancels the hanging call, which keeps its
-    thread; the next calls are missing at once (busy) instead of queueing behind it with their
-    interactions."""
-    custom_functions.RELEASE.clear()
+    """One process each: five concurrent calls of a function spinning for its 2 s would hold a shared
+    process 10 s, past the 6 s the core verdicts allow; the other evaluator's pool is its own."""
+    text = python_file(tmp_path, "spins", timeout_s=2.0).read_text() + (
+        "  - {name: length, version: '1', kind: python,\n"
+        "     function: 'tests.unit.custom_functions:answer_length'}\n"
+    )
+    custom = opened(write(tmp_path, text), EvaluatorsSettings(python_processes=1, wait_after_core_s=6.0))
+    core: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    core.set_result(None)
+    results = await asyncio.gather(*(custom.run_bounded(interaction(i), core) for i in range(5)))
+    assert [scores["length"].score for scores, _ in results] == [pytest.approx(0.24)] * 5
+    assert all(scores["fn"].score is None for scores, _ in results)
+
+
+async def test_an_evaluator_past_its_memory_limit_gets_no_score_and_the_next_call_runs(
+    tmp_path: Path, opened: Callable[..., CustomEvaluators]
+) -> None:
+    text = python_file(tmp_path, "hoards_memory").read_text() + (
+        "  - {name: length, version: '1', kind: python,\n"
+        "     function: 'tests.unit.custom_functions:answer_length'}\n"
+    )
+    custom = opened(write(tmp_path, text), EvaluatorsSettings(python_processes=1, python_memory_mb=512))
+    scores, _ = await custom.run(interaction())
+    assert scores["fn"].score is None and scores["fn"].reason.startswith(("raised MemoryError", "crashed"))
+    assert scores["length"].score == pytest.approx(0.24)
+
+
+async def test_an_evaluator_gets_a_copy_and_cannot_change_the_interaction_the_core_stages_use(
+    tmp_path: Path, opened: Callable[..., CustomEvaluators]
+) -> None:
+    custom = opened(python_file(tmp_path, "mutates"))
+    live = interaction()
+    scores, _ = await custom.run(live)
+    assert scores["fn"].score == 1.0
+    assert live.answer == "The store opens at 9 am." and [p.text for p in live.contexts] == [
+        "The store opens at 9 am."
+    ]
+
+
+async def test_a_call_cut_off_after_the_core_verdicts_kills_its_process_and_queues_nothing(
+    tmp_path: Path, opened: Callable[..., CustomEvaluators]
+) -> None:
+    """timeout_s (300) over wait_after_core_s (0): run_bounded cancels each spinning call, whose process
+    is killed; no call waits behind another, so a later well-behaved evaluator still scores."""
+    custom = opened(
+        python_file(tmp_path, "spins", timeout_s=300),
+        EvaluatorsSettings(python_processes=1, wait_after_core_s=0.0),
+    )
+    core: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    core.set_result(None)
+    for i in range(5):
+        scores, _ = await custom.run_bounded(interaction(i), core)
+        assert scores["fn"].reason == "timeout: not done 0 s after the core verdicts"
+    assert custom.failures["fn"] == 5
+    pool = custom._sandboxes["fn"]._pool
+    assert pool is not None and pool.active  # the pool serves on, with no cancelled call left in it
+    (tmp_path / "ok").mkdir()
+    ok = opened(python_file(tmp_path / "ok", "answer_length"), EvaluatorsSettings(python_processes=1))
+    assert (await ok.run(interaction()))[0]["fn"].score == pytest.approx(0.24)
+
+
+async def test_close_kills_a_running_evaluator_and_never_waits_on_it(
+    tmp_path: Path, opened: Callable[..., CustomEvaluators]
+) -> None:
+    custom = opened(python_file(tmp_path, "hangs", timeout_s=300), EvaluatorsSettings(python_processes=1))
+    call = asyncio.ensure_future(custom.run(interaction()))
+    await asyncio.sleep(0)
+    sandbox = custom._sandboxes["fn"]
+    pool = sandbox._pool
+    assert pool is not None
+    for _ in range(600):  # the call is handed to the pool, whose process starts (spawn: about a second)
+        if sandbox._running and any(w.is_alive() for w in pool._pool_manager.worker_manager.workers.values()):
+            break
+        await asyncio.sleep(0.05)
+    workers = list(pool._pool_manager.worker_manager.workers.values())
+    custom.close()
+    assert not any(w.is_alive() for w in workers)
+    scores, _ = await call
+    assert scores["fn"].score is None and scores["fn"].reason == "stopped: the evaluators were closed"
+    assert (await custom.run(interaction(2)))[0]["fn"].reason == "stopped: the evaluators were closed"
+
+
+async def test_an_evaluators_failures_are_logged_once_a_minute_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ManualClock()
     custom = CustomEvaluators(
-        load_evaluators(python_file(tmp_path, "hangs", timeout_s=30)),
-        EvaluatorsSettings(python_threads=1, wait_after_core_s=0.0),
+        load_evaluators(python_file(tmp_path, "raises")), EvaluatorsSettings(), clock=clock
     )
     try:
-        core: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        core.set_result(None)
-        reasons = []
-        for i in range(20):
-            scores, _ = await custom.run_bounded(interaction(i), core)
-            reasons.append(scores["fn"].reason)
-            await asyncio.sleep(0)
-        queued = custom._pools["fn"]._work_queue.qsize()
-        assert queued <= 1, f"{queued} cancelled calls (each holding its Interaction) wait in the queue"
-        assert any(r.startswith("busy") for r in reasons), reasons
-        assert custom.failures["fn"] == 20
+        with caplog.at_level(logging.WARNING, logger="pipeline.custom_evaluators"):
+            for i in range(3):
+                await custom.run(interaction(i))
+            clock.advance(61)
+            await custom.run(interaction(9))
     finally:
-        custom_functions.RELEASE.set()
         custom.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "pipeline.custom_evaluators"]
+    assert lines == [
+        "custom evaluator fn gave no score: raised RuntimeError: cannot score i0",
+        "custom evaluator fn gave no score: raised RuntimeError: cannot score i9 (2 more failures of it "
+        "since the last line)",
+    ]
 
 
 async def test_the_core_verdicts_never_wait_on_a_hanging_evaluator(tmp_path: Path) -> None:
-    custom_functions.RELEASE.clear()
     settings = make_settings(evaluators={"wait_after_core_s": 0.0})
     text = python_file(tmp_path, "hangs", timeout_s=300).read_text() + (
         "  - {name: comp, version: '1', kind: pattern, field: answer, words: [store]}\n"
@@ -368,9 +493,7 @@ async def test_the_core_verdicts_never_wait_on_a_hanging_evaluator(tmp_path: Pat
         assert evaluation.complete and evaluation.context_entailment is not None
         assert evaluation.custom["fn"].score is None
         assert evaluation.custom["fn"].reason.startswith("timeout: not done 0 s after the core verdicts")
-        assert evaluation.custom["comp"].score == 1.0  # done with the core: kept
     finally:
-        custom_functions.RELEASE.set()
         await evaluator.aclose()
 
 
