@@ -47,19 +47,26 @@ _LINK = re.compile(r"\[([^\[\]\n]{1,300})\]\((<?[^()\s]{1,2000}>?)(?:\s+\"[^\"\n
 _OPENAI = re.compile(r"【([^】\n]{0,300})】")
 _OPENAI_INNER = re.compile(r"^\s*(\d{1,6})(?::(\d{1,6}))?\s*(?:†(.*))?$", re.DOTALL)
 _FOOTNOTE = re.compile(r"\[\^([^\]\s]{1,40})\]")
-_NUMBERS = re.compile(r"(?<![\w\\])\[\s*(\d{1,4}(?:\s*(?:[,;–-]|and)\s*\d{1,4}){0,49})\s*\](?!\()")
+_NUMBERS = re.compile(r"(?<![\w\\])\[\s*(\d+(?:\s*(?:[,;–-]|and)\s*\d+){0,49})\s*\](?!\()")
 _NAMED_NUMBER = re.compile(
-    r"\[\s*(?:doc(?:ument)?|source|passage|ref(?:erence)?|context)[\s_#:-]*(\d{1,4})\s*\](?!\()",
+    r"\[\s*(?:doc(?:ument)?|source|passage|ref(?:erence)?|context)[\s_#:-]*(\d+)\s*\](?!\()",
     re.IGNORECASE,
 )
 _BRACKETED = re.compile(r"\[([^\[\]\n^]{1,200})\](?!\()")
 _REFERENCE_TEXT = re.compile(
-    r"^\s*\^?(?:(?:doc(?:ument)?|source|passage|ref(?:erence)?|context)[\s_#:-]*)?\d{0,4}\s*$",
+    r"^\s*\^?(?:(?:doc(?:ument)?|source|passage|ref(?:erence)?|context)[\s_#:-]*)?\d*\s*$",
     re.IGNORECASE,
 )
 _FOLLOWS_MARKER = re.compile(r"[\s.,;:!?)\]】]")
 _URL_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?", re.IGNORECASE)
 _RANGE_MAX = 50
+_NO_PASSAGE = 10**9  # a marker's number past any passage count: it cites nothing (dangling)
+
+
+def _number(digits: str) -> int:
+    """A marker's number, however many digits it has (one past any passage count stays dangling)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) < 10 else _NO_PASSAGE
 _LIST_SEPARATOR = re.compile(r"\s*(?:[,;]|and)\s*")
 _RANGE_SEPARATOR = re.compile(r"\s*[–-]\s*")
 
@@ -118,10 +125,10 @@ def _positions(text: str) -> list[int]:
     for part in _LIST_SEPARATOR.split(text.strip()):
         bounds = _RANGE_SEPARATOR.split(part)
         if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit():
-            lo, hi = int(bounds[0]), int(bounds[1])
+            lo, hi = _number(bounds[0]), _number(bounds[1])
             out.extend(range(lo, hi + 1) if 0 <= hi - lo <= _RANGE_MAX else (lo, hi))
         elif part.isdigit():
-            out.append(int(part))
+            out.append(_number(part))
     return out
 
 
@@ -133,7 +140,7 @@ def _footnotes(text: str, index: PassageIndex) -> tuple[dict[str, Ref], list[Mar
         label, body = match.group(1), match.group(2).strip()
         names = [body, *re.findall(r"\((\S+?)\)", body), *re.findall(r"https?://\S+", body)]
         named = tuple(n for n in names if index.named(n))
-        position = int(label) if label.isdigit() else None
+        position = _number(label) if label.isdecimal() else None
         refs[label] = Ref(position=position, names=named or (() if position else (body or label,)))
         end = match.end() + 1 if match.end() < len(text) and text[match.end()] == "\n" else match.end()
         markers.append(Marker(match.start(), end))
@@ -162,8 +169,8 @@ def find_markers(text: str, index: PassageIndex, max_markers: int) -> tuple[list
                     m.start(), m.end(), [Ref(names=(url, label), written=m.group(0))], "" if bare else label
                 )
             )
-        elif bare and any(ch.isdigit() for ch in label):
-            number = int(re.sub(r"\D", "", label))
+        elif bare and re.search(r"\d", label):
+            number = _number(re.sub(r"\D", "", label))
             add(Marker(m.start(), m.end(), [Ref(position=number, written=m.group(0))]))
     for m in _OPENAI.finditer(text):
         inner = _OPENAI_INNER.match(m.group(1))
@@ -176,11 +183,11 @@ def find_markers(text: str, index: PassageIndex, max_markers: int) -> tuple[list
     for m in _FOOTNOTE.finditer(text):
         label = m.group(1)
         ref = definitions.get(label) or Ref(
-            position=int(label) if label.isdigit() else None, names=() if label.isdigit() else (label,)
+            position=_number(label) if label.isdecimal() else None, names=() if label.isdecimal() else (label,)
         )
         add(Marker(m.start(), m.end(), [Ref(ref.position, ref.names, m.group(0))]))
     for m in _NAMED_NUMBER.finditer(text):
-        add(Marker(m.start(), m.end(), [Ref(position=int(m.group(1)), written=m.group(0))]))
+        add(Marker(m.start(), m.end(), [Ref(position=_number(m.group(1)), written=m.group(0))]))
     for m in _NUMBERS.finditer(text):
         written = m.group(0)
         add(Marker(m.start(), m.end(), [Ref(position=p, written=written) for p in _positions(m.group(1))]))

@@ -414,6 +414,11 @@ class Interaction(BaseModel):
             return None  # a blank ground truth is no ground truth
         return _check_len(value, _limits(info).max_ground_truth_chars, "ground_truth")
 
+    @field_validator("citations", mode="before")
+    @classmethod
+    def _no_citations(cls, value: Any) -> Any:
+        return [] if value is None else value  # "citations": null says there are none
+
     @field_validator("citations")
     @classmethod
     def _citations_count(cls, value: list[Citation], info: ValidationInfo) -> list[Citation]:

@@ -36,7 +36,7 @@ def test_the_shipped_evaluators_run_in_the_worker(tmp_path: Path, topology: str)
     assert sum(w.incomplete for w in windows) == 0
 
 
-ADVERSARIES = '''
+ADVERSARIES = """
 import sys
 
 
@@ -51,7 +51,7 @@ def spin(interaction):
 
 def short(interaction):
     return len(interaction.answer) < 200
-'''
+"""
 
 
 def test_evaluators_that_exit_or_spin_cost_only_their_scores_and_the_worker_stops_cleanly(

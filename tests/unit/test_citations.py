@@ -82,6 +82,24 @@ def test_a_marker_pointing_at_no_passage_is_dangling_never_an_error() -> None:
     assert none == [([], ["[1]"])]
 
 
+def test_markers_of_any_length_are_read_and_dangle_when_they_point_nowhere() -> None:
+    sentences, cited = read(
+        "The tower is from 1889 [10000]. The arena is from 80 AD [doc123456] [2, 99999999999]."
+    )
+    assert sentences == ["The tower is from 1889.", "The arena is from 80 AD."]
+    assert cited == [([], ["[10000]"]), ([1], ["[doc123456]", "[2, 99999999999]"])]
+    _, huge = read("The tower is from 1889 [" + "9" * 5000 + "].")  # past int()'s digit limit
+    assert huge == [([], ["[" + "9" * 5000 + "]"])]
+
+
+def test_citations_null_means_none() -> None:
+    none = Interaction.model_validate(
+        {"interaction_id": "c", "timestamp": T0, "app": "a", "model": "m", "question": "q?", "answer": "a.",
+         "citations": None}
+    )  # fmt: skip
+    assert none.citations == []
+
+
 def test_text_that_only_looks_like_a_marker_stays() -> None:
     sentences, cited = read("Read x[1] from the array. See [the guide](https://other.org) for more of it.")
     assert sentences == ["Read x[1] from the array.", "See [the guide](https://other.org) for more of it."]
