@@ -4,17 +4,24 @@ OpenTelemetry exporter can send to groundwatch without a Collector.
 A request body is protobuf (``application/x-protobuf``, what the SDKs' OTLP/HTTP exporters send) or JSON
 (``application/json``), plain or gzip (``Content-Encoding: gzip``). It is produced as OTLP/JSON (the
 Collector's ``otlp_json`` encoding: hex trace and span ids, enums as integers) to the otlp topic
-(traces) or the otlp_logs topic (logs), keyed by its first trace id so the pieces of a trace share a
-partition; the worker's OTLP reader (``kafka.otlp_input`` / ``kafka.otlp_logs_input``) reads them from
-there, on this worker or another. A body that cannot be read is answered 400 with the reason, one over
-``kafka.otlp_http_max_bytes`` (as sent or unpacked) 413, an unsupported type 415; when the broker does not
-take it, 503 (OTLP exporters retry that); traces (logs) when ``kafka.otlp_input`` (``otlp_logs_input``)
-is off, 404 saying so: nothing would read them. Who may send: the same rule as the dashboard, since
-these routes are on its server (loopback, or the dashboard's token / basic-auth credentials beyond it).
+(traces) or the otlp_logs topic (logs), split by trace: SDK exporters batch the spans of many traces into
+one request, so each trace's spans (with their resource and scope) are produced as a request of their own
+keyed by its trace id, and every span of a trace reaches the partition whose owner joins it. The worker's
+OTLP reader (``kafka.otlp_input`` / ``kafka.otlp_logs_input``) reads them from there, on this worker or
+another. Parsing, splitting and encoding run in a thread, off the event loop.
+
+A body that cannot be read is answered 400 with the reason, one over ``kafka.otlp_http_max_bytes`` (as
+sent or unpacked) 413, an unsupported type 415, each with one WARNING line (``streams.dashboard.edges``'
+pace) and the connection closed, so the rest of a refused body is never read or unpacked; when the broker
+does not take it, 503 (OTLP exporters retry that); traces (logs) when ``kafka.otlp_input``
+(``otlp_logs_input``) is off, 404 saying so: nothing would read them. Who may send: the same rule as the
+dashboard, since these routes are on its server (loopback, or the dashboard's token / basic-auth
+credentials beyond it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -29,6 +36,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from schemas.errors import GroundwatchError
 from streams.context import StreamContext
+from streams.dashboard.edges import RefusalLog
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +91,10 @@ def unpack(raw: bytes, encoding: str, limit: int) -> bytes:
     return body
 
 
-def otlp_json(body: bytes, content_type: str, kind: str) -> tuple[bytes | None, str | None]:
-    """(the export request as OTLP/JSON, its first trace id) from a protobuf or JSON body of ``kind``
-    (``traces`` or ``logs``); None for a request of nothing (an empty protobuf or ``{}``)."""
+def otlp_json(body: bytes, content_type: str, kind: str) -> list[tuple[bytes, str | None]]:
+    """The export request of a protobuf or JSON body of ``kind`` (``traces`` or ``logs``) as one OTLP/JSON
+    request per trace, each with its trace id (None for the items without one); [] for a request of
+    nothing (an empty protobuf or ``{}``)."""
     top = "resourceSpans" if kind == "traces" else "resourceLogs"
     if content_type == PROTOBUF:
         message: Message = ExportTraceServiceRequest() if kind == "traces" else ExportLogsServiceRequest()
@@ -109,19 +118,52 @@ def otlp_json(body: bytes, content_type: str, kind: str) -> tuple[bytes | None, 
     else:
         raise BadBody(415, f"Content-Type {content_type!r} is not supported: send {PROTOBUF} or {JSON}")
     if not request:
-        return None, None
-    return json.dumps(request, separators=(",", ":")).encode("utf-8"), _first_trace(request, top)
+        return []
+    return [
+        (json.dumps(part, separators=(",", ":")).encode("utf-8"), trace)
+        for trace, part in split_by_trace(request, top)
+    ]
 
 
-def _first_trace(request: dict[str, Any], top: str) -> str | None:
+def split_by_trace(request: dict[str, Any], top: str) -> list[tuple[str | None, dict[str, Any]]]:
+    """The export request as one request per trace id, in the order each trace first appears: each keeps
+    the resources and scopes of its own spans (log records), with their other fields. Items without a
+    trace id go together (None); a resource or scope that is not an object is left out (nothing in it
+    could be read)."""
     items = "scopeSpans" if top == "resourceSpans" else "scopeLogs"
     leaf = "spans" if top == "resourceSpans" else "logRecords"
+    parts: dict[str | None, list[dict[str, Any]]] = {}
     for resource in request.get(top) or []:
-        for scope in (resource.get(items) or []) if isinstance(resource, dict) else []:
-            for item in (scope.get(leaf) or []) if isinstance(scope, dict) else []:
-                if isinstance(item, dict) and item.get("traceId"):
-                    return str(item["traceId"])
-    return None
+        if not isinstance(resource, dict):
+            continue
+        in_resource: dict[str | None, list[dict[str, Any]]] = {}
+        for scope in resource.get(items) or []:
+            if not isinstance(scope, dict):
+                continue
+            in_scope: dict[str | None, list[Any]] = {}
+            for item in scope.get(leaf) or []:
+                trace = item.get("traceId") if isinstance(item, dict) else None
+                in_scope.setdefault(str(trace) if trace else None, []).append(item)
+            for trace, found in in_scope.items():
+                in_resource.setdefault(trace, []).append({**scope, leaf: found})
+        for trace, scopes in in_resource.items():
+            parts.setdefault(trace, []).append({**resource, items: scopes})
+    return [(trace, {top: resources}) for trace, resources in parts.items()]
+
+
+def read_request(
+    raw: bytes, encoding: str, content_type: str, kind: str, limit: int
+) -> list[tuple[bytes, str | None]]:
+    """A body as sent to the OTLP/JSON requests to produce, one per trace (``otlp_json``): unpacked,
+    parsed, split and encoded (CPU work, run in a thread); BadBody when it cannot be, or a request is
+    over ``limit`` bytes."""
+    parts = otlp_json(unpack(raw, encoding, limit), content_type, kind)
+    for value, _ in parts:
+        if len(value) > limit:
+            raise BadBody(
+                413, f"a trace's request as OTLP/JSON is over {limit} bytes (kafka.otlp_http_max_bytes)"
+            )
+    return parts
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
@@ -158,6 +200,7 @@ def _success(request: web.Request) -> web.StreamResponse:
 def add_otlp_routes(web_app: web.Application, ctx: StreamContext) -> None:
     """``POST /v1/traces`` and ``POST /v1/logs`` on the worker's web server."""
     limit = ctx.settings.kafka.otlp_http_max_bytes
+    refusals = RefusalLog(clock=ctx.clock)
 
     async def receive(request: web.Request, kind: str, topic: str) -> web.StreamResponse:
         setting = "otlp_input" if kind == "traces" else "otlp_logs_input"
@@ -166,19 +209,17 @@ def add_otlp_routes(web_app: web.Application, ctx: StreamContext) -> None:
             return web.json_response({"error": why}, status=404)
         try:
             raw = await read_body(request, limit)
-            body = unpack(raw, request.headers.get("Content-Encoding", ""), limit)
-            value, trace = otlp_json(body, request.content_type, kind)
-            if value is None:  # an empty request: nothing to produce
-                return _success(request)
-            if len(value) > limit:
-                raise BadBody(
-                    413, f"the request as OTLP/JSON is over {limit} bytes (kafka.otlp_http_max_bytes)"
-                )
+            encoding = request.headers.get("Content-Encoding", "")
+            parts = await asyncio.to_thread(read_request, raw, encoding, request.content_type, kind, limit)
         except BadBody as exc:
-            return web.json_response({"error": str(exc)}, status=exc.status)
+            refusals.refused_request(exc.status, request.remote, f"{request.path}: {exc}")
+            refused = web.json_response({"error": str(exc)}, status=exc.status)
+            refused.force_close()  # no keep-alive: the server closes instead of reading the rest
+            return refused
         try:
-            delivery = await ctx.topic(topic).send(key=trace.encode() if trace else None, value=value)
-            await delivery
+            sent = [await ctx.topic(topic).send(key=t.encode() if t else None, value=v) for v, t in parts]
+            for delivery in sent:
+                await delivery
         except Exception as exc:  # the broker did not take it: the exporter retries a 503
             log.warning("OTLP/HTTP: producing to %s failed: %s", topic, exc)
             return web.json_response({"error": f"the broker did not take it: {exc}"}, status=503)

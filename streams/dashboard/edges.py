@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 from aiohttp import web
-from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
+from aiohttp.http_exceptions import BadHttpMessage, ContentEncodingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_server import Server
@@ -73,9 +73,12 @@ TOO_MANY_HEADERS = "Too many headers received"
 
 def refusal_status(exc: BaseException) -> int:
     """414 for a request line over its limit, 431 for a header over its own or more headers than the
-    parser takes (the header fields too large as a whole, RFC 6585), 400 otherwise."""
+    parser takes (the header fields too large as a whole, RFC 6585), 415 for a Content-Encoding the
+    server cannot unpack, 400 otherwise."""
     if isinstance(exc, BadHttpMessage) and exc.message == TOO_MANY_HEADERS:
         return 431
+    if isinstance(exc, ContentEncodingError) and "Can not decode" in str(exc.message):
+        return 415
     if isinstance(exc, LineTooLong):
         in_request_line = getattr(exc, IN_REQUEST_LINE, None)
         if in_request_line is None:  # the compiled parser: by the limit it carries
@@ -118,6 +121,8 @@ class EdgeRequestHandler(RequestHandler):
         if request.writer.output_size > 0:  # (as aiohttp: a response already started cannot be replaced)
             raise ConnectionError("response already sent, cannot send the refusal")
         reason = {414: "URI Too Long", 431: "Request Header Fields Too Large"}.get(status, "Bad Request")
+        if status == 415:  # say which encodings are taken (the parser's message names the missing package)
+            reason = f"Unsupported Media Type: {exc.message.split('.')[0]}; send gzip, zstd or none"
         response = web.Response(status=status, text=f"{status} {reason}\n", content_type="text/plain")
         response.force_close()
         return response
@@ -134,11 +139,15 @@ class EdgeServer(Server):
 
 class EdgeRunner(web.AppRunner):
     """``web.AppRunner`` whose server refuses unparseable requests as ``EdgeRequestHandler`` does, with
-    the request line and header limits above; its WARNING lines are paced on ``clock`` (the worker's)."""
+    the request line and header limits above, and closes a connection whose request body its handler
+    left unread instead of reading the rest; its WARNING lines are paced on ``clock`` (the worker's)."""
 
     def __init__(self, app: web.Application, clock: Clock | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("max_line_size", MAX_REQUEST_LINE)
         kwargs.setdefault("max_field_size", MAX_FIELD)
+        # a body the handler left unread is never read after its answer (aiohttp reads and unpacks it
+        # for up to 10 s by default, a gzip bomb's CPU on the event loop): the connection is closed
+        kwargs.setdefault("lingering_time", 0)
         super().__init__(app, **kwargs)
         self.refusals = RefusalLog(clock=clock)
 
