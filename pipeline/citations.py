@@ -67,6 +67,8 @@ def _number(digits: str) -> int:
     """A marker's number, however many digits it has (one past any passage count stays dangling)."""
     digits = digits.lstrip("0") or "0"
     return int(digits) if len(digits) < 10 else _NO_PASSAGE
+
+
 _LIST_SEPARATOR = re.compile(r"\s*(?:[,;]|and)\s*")
 _RANGE_SEPARATOR = re.compile(r"\s*[–-]\s*")
 
@@ -182,8 +184,9 @@ def find_markers(text: str, index: PassageIndex, max_markers: int) -> tuple[list
         add(Marker(m.start(), m.end(), [Ref(position, (name,) if name else (), m.group(0))]))
     for m in _FOOTNOTE.finditer(text):
         label = m.group(1)
+        numbered = label.isdecimal()
         ref = definitions.get(label) or Ref(
-            position=_number(label) if label.isdecimal() else None, names=() if label.isdecimal() else (label,)
+            position=_number(label) if numbered else None, names=() if numbered else (label,)
         )
         add(Marker(m.start(), m.end(), [Ref(ref.position, ref.names, m.group(0))]))
     for m in _NAMED_NUMBER.finditer(text):

@@ -102,8 +102,11 @@ class ConversationJudge:
         questions = [t.question for t in turns]
         answers = [t.answer for t in turns]
         s = self.settings
-        reask = _Kind(reask_verdicts(questions, s.reask_similarity))
-        contra = _Kind(contradiction_verdicts(answers))
+        # every pair of turns: CPU work that grows with the square of a conversation's length, in a thread
+        reasked, contradicted = await asyncio.to_thread(
+            lambda: (reask_verdicts(questions, s.reask_similarity), contradiction_verdicts(answers))
+        )
+        reask, contra = _Kind(reasked), _Kind(contradicted)
         by_llm: tuple[str, ...] = ()
         if spent is not None:
             reask.failure = f"the app's judge budget is spent ({spent})"
@@ -112,8 +115,12 @@ class ConversationJudge:
         else:
             floor, cap = s.judge_candidate_similarity, s.judge_max_pairs
             lexical = (dict(reask.verdicts), dict(contra.verdicts))
-            asked = candidates(questions, floor, reask.verdicts, cap)
-            answered = candidates(answers, floor, contra.verdicts, cap)
+            asked, answered = await asyncio.to_thread(
+                lambda: (
+                    candidates(questions, floor, reask.verdicts, cap),
+                    candidates(answers, floor, contra.verdicts, cap),
+                )
+            )
             try:
                 async with asyncio.timeout(s.judge_timeout_s):
                     await asyncio.gather(
@@ -221,6 +228,7 @@ class ConversationJudge:
             kind.failure = f"{name}: {type(exc).__name__}: {exc}"[:REASON_CHARS]
             return
         kind.verdicts.update(found)  # the pairs not shown keep the lexical verdict (negative below the floor)
+
 
 async def judge_conversations(
     judge: ConversationJudge, evaluations: Sequence[Evaluation]

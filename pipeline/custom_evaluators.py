@@ -73,13 +73,6 @@ REASON_CHARS = 400  # a reason longer than this is cut
 LOG_EVERY_S = 60.0  # an evaluator's failures are logged at most once a minute each
 
 
-def failure_kind(reason: str) -> str:
-    """The kind of a missing score's reason: its first word(s) before a colon (``timeout``, ``raised
-    ValueError`` -> ``raised``, ``bad result``, ``crashed``, ``error``, ``no LLM judge``...)."""
-    head = reason.split(":", 1)[0].strip()
-    return "raised" if head.startswith("raised") else head or "unknown"
-
-
 def install_from_settings(settings: EvaluatorsSettings) -> None:
     """The evaluators file's metrics in the catalogue, for a command that reads them (report, dashboard,
     export) without running the evaluators (their functions are not imported); without a file, none is
@@ -338,8 +331,9 @@ class CustomEvaluators:
     def missing(self, ev: Evaluator, reason: str) -> CustomScore:
         """No score from ``ev``, for ``reason`` (its first word, before a colon, is the kind): counted,
         and logged in one line per evaluator at most once a ``LOG_EVERY_S``."""
+        missing = CustomScore(score=None, reason=reason[:REASON_CHARS], version=ev.version)
         self.failures[ev.name] += 1
-        self.failures_by_kind[(ev.name, failure_kind(reason))] += 1
+        self.failures_by_kind[(ev.name, missing.failure_kind or "")] += 1
         now = self.clock.monotonic()
         last, since = self._logged.get(ev.name, (None, 0))
         if last is None or now - last >= LOG_EVERY_S:
@@ -348,7 +342,7 @@ class CustomEvaluators:
             self._logged[ev.name] = (now, 0)
         else:
             self._logged[ev.name] = (last, since + 1)
-        return CustomScore(score=None, reason=reason[:REASON_CHARS], version=ev.version)
+        return missing
 
     def _pattern(self, ev: PatternEvaluator, interaction: Interaction) -> CustomScore:
         try:

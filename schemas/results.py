@@ -43,6 +43,16 @@ class CustomScore(BaseModel):
     reason: str = Field("", description="the judge's or function's reason; for a missing score, why")
     version: str = Field("", description="the evaluator's version when it scored")
 
+    @property
+    def failure_kind(self) -> str | None:
+        """For a missing score, the kind of its reason: the first word(s) before a colon (``timeout``,
+        ``raised`` for ``raised ValueError: ...``, ``crashed``, ``bad result``, ``stopped``, ``error``,
+        ``no LLM judge``); None for a score."""
+        if self.score is not None:
+            return None
+        head = self.reason.split(":", 1)[0].strip()
+        return "raised" if head.startswith("raised") else head or "unknown"
+
 
 class StatementVerdict(BaseModel):
     """One statement (a substring of a hypothesis) and whether the premise entails it."""

@@ -39,6 +39,7 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.sink import EvaluationSink, Located
 from streams.clickhouse.store import ClickHouseStore
 from streams.context import StreamContext
+from streams.loop_lag import watch_loop_lag
 from streams.status import WorkerStatus, write_status
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
@@ -116,6 +117,11 @@ class Resources(Service):
         return _opened(self._windows, "window closer")
 
     # ---- lifecycle ---------------------------------------------------------------------------------
+    @Service.task
+    async def _loop_lag(self) -> None:
+        """The event loop's lag on /metrics, from the start to the stop (``streams.loop_lag``)."""
+        await watch_loop_lag(self.clock, self.ctx.metrics.loop_lagged, running=lambda: not self.should_stop)
+
     async def on_start(self) -> None:
         settings = self.ctx.settings
         # the last flush, window close and alerts run while faust's producer is still up: the app sends

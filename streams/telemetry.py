@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -94,6 +94,7 @@ class Totals(Collector):
 class WorkerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._worst_loop_lag = 0.0
         r = self.registry
         self.events_in = Counter(
             "groundwatch_events_in", "messages taken by a processor", ["stage"], registry=r
@@ -113,6 +114,15 @@ class WorkerMetrics:
         self.dead_letter_rows = Counter(
             "groundwatch_dead_letter_rows", "dead letters written to ClickHouse", registry=r
         )
+        self.loop_lag = Histogram(
+            "groundwatch_event_loop_lag_seconds",
+            "how much later than asked the event loop woke a task due every 0.25 s (streams.loop_lag)",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0), registry=r,
+        )  # fmt: skip
+        self.loop_lag_max = Gauge(
+            "groundwatch_event_loop_lag_max_seconds", "the worst event-loop lag since the worker started",
+            registry=r,
+        )  # fmt: skip
 
     def _judge_metrics(self, r: CollectorRegistry) -> None:
         """The judge's calls, retries, cache hits, errors, tokens, cost and latency."""
@@ -215,6 +225,19 @@ class WorkerMetrics:
             "groundwatch_custom_missing", "interactions a custom evaluator failed to score, by reason",
             [*custom, "reason"], registry=r,
         )  # fmt: skip
+        self.custom_last_score = Gauge(
+            "groundwatch_custom_last_score_timestamp_seconds",
+            "when a custom evaluator last gave a score (Unix time of that evaluation): an evaluator that "
+            "stopped scoring shows as a time that no longer moves",
+            ["evaluator"], registry=r,
+        )  # fmt: skip
+
+    def loop_lagged(self, seconds: float) -> None:
+        """One measure of the event loop's lag (``streams.loop_lag``)."""
+        self.loop_lag.observe(seconds)
+        if seconds > self._worst_loop_lag:
+            self._worst_loop_lag = seconds
+            self.loop_lag_max.set(seconds)
 
     def watch_lag(self, source: LagSource) -> None:
         self.registry.register(ConsumerLag(source))
@@ -283,12 +306,12 @@ class WorkerMetrics:
     def _custom(self, evaluation: Evaluation) -> None:
         for name, c in evaluation.custom.items():
             labels = (name, c.version, evaluation.app, evaluation.model)
-            if c.score is None:  # the reason's kind: timeout, busy, raised ..., error, no LLM judge
-                kind = c.reason.partition(":")[0].split(" ")[0] or "unknown"
-                self.custom_missing.labels(*labels, kind[:32]).inc()
+            if c.score is None:  # the reason's kind: timeout, raised, crashed, bad result, error...
+                self.custom_missing.labels(*labels, (c.failure_kind or "")[:32]).inc()
                 continue
             self.custom_scored.labels(*labels).inc()
             self.custom_score.labels(*labels).inc(c.score)
+            self.custom_last_score.labels(name).set(evaluation.evaluated_at.timestamp())
 
     def _calls(self, evaluation: Evaluation) -> None:
         for call in evaluation.calls:

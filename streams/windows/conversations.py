@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -80,6 +80,18 @@ class WindowToucher(Protocol):
     """The window closer: a written conversation makes the window it counts in due again."""
 
     async def touch(self, evaluations: Sequence[Located]) -> None: ...
+
+
+def _rollups(
+    app: str,
+    model: str,
+    ids: Sequence[str],
+    turns: Mapping[str, Sequence[ConversationTurn]],
+    similarity: float,
+    judged: Sequence[PairVerdicts | None],
+) -> list[ConversationRollup]:
+    """The rollups of one series' conversations ``ids`` (run in a thread: CPU work)."""
+    return [rollup(app, model, cid, turns[cid], similarity, v) for cid, v in zip(ids, judged, strict=True)]
 
 
 def version_of(written_at: datetime) -> int:
@@ -341,8 +353,11 @@ class ConversationCloser:
             judged: list[PairVerdicts | None] = [None] * len(present)
             if self.judge is not None:
                 judged = list(await self._judged(self.judge, app, [in_order(turns[cid]) for cid in present]))
-            for cid, verdicts in zip(present, judged, strict=True):
-                c = rollup(app, model, cid, turns[cid], self.settings.reask_similarity, verdicts)
+            # a rollup compares every pair of a conversation's turns: in a thread, off the event loop
+            rolled = await asyncio.to_thread(
+                _rollups, app, model, present, turns, self.settings.reask_similarity, judged
+            )
+            for cid, c in zip(present, rolled, strict=True):
                 before = stored.get(cid)
                 at = max((t.stored_at for t in turns[cid] if t.stored_at is not None), default=None)
                 rows.append((c, max(floor, before[1] + 1) if before else floor, at))

@@ -145,3 +145,33 @@ def test_custom_evaluators_scores_and_failures_are_counted_per_evaluator_and_ver
     assert value(metrics, "groundwatch_custom_scored_total", **labels) == 2
     assert value(metrics, "groundwatch_custom_score_total", **labels) == 1.0
     assert value(metrics, "groundwatch_custom_missing_total", **labels, reason="timeout") == 1
+
+
+def test_each_evaluators_failures_by_kind_and_the_time_of_its_last_score() -> None:
+    from schemas.results import CustomScore
+    from tests.fixtures.messages import evaluation, interaction
+
+    metrics = WorkerMetrics()
+    scored = evaluation(interaction(interaction_id="a"), custom={
+        "tone": CustomScore(score=1.0, version="1"),
+        "leaver": CustomScore(score=None, reason="raised SystemExit: 1", version="1"),
+        "shape": CustomScore(score=None, reason="bad result: returned str 'x'", version="1"),
+    })  # fmt: skip
+    silent = evaluation(interaction(interaction_id="b"), custom={
+        "tone": CustomScore(score=None, reason="timeout: still running after 1 s", version="1"),
+    })  # fmt: skip
+    metrics.written([scored, silent], 0.01)
+    labels = {"version": "1", "app": "bot", "model": "m"}
+    assert (
+        value(metrics, "groundwatch_custom_missing_total", evaluator="leaver", reason="raised", **labels) == 1
+    )
+    assert (
+        value(metrics, "groundwatch_custom_missing_total", evaluator="shape", reason="bad result", **labels)
+        == 1
+    )
+    assert (
+        value(metrics, "groundwatch_custom_missing_total", evaluator="tone", reason="timeout", **labels) == 1
+    )
+    last = "groundwatch_custom_last_score_timestamp_seconds"
+    assert value(metrics, last, evaluator="tone") == EVALUATED_AT.timestamp()
+    assert metrics.registry.get_sample_value(last, {"evaluator": "leaver"}) is None  # never scored
