@@ -111,6 +111,12 @@ class GroundwatchClient:
                 line = interaction.model_dump_json()
             else:
                 line = json.dumps(interaction, default=_json_default)
+            limit = self.kafka.max_message_bytes
+            if len(line) > limit:  # characters: at least as many bytes; checked before it is parsed again
+                with self._lock:
+                    return self._drop(
+                        f"it is {len(line):,} characters as JSON, over kafka.max_message_bytes ({limit:,})"
+                    )
             key, value = prepare(line, ensure_id=True)
             with self._lock:
                 if (

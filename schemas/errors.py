@@ -53,6 +53,10 @@ class InvalidMessage(GroundwatchError):
         self.interaction_id = interaction_id
 
 
+class MessageTooLarge(GroundwatchError):
+    """An output message over the producer's ``kafka.max_message_bytes``: its input is dead-lettered."""
+
+
 class JudgeError(GroundwatchError):
     """The judge could not produce a verdict (after its retries); the message says why."""
 

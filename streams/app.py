@@ -151,6 +151,7 @@ def faust_app(settings: Settings, datadir: Path) -> faust.App:
         web_port=k.web_port,
         web_host=settings.dashboard.host,
         producer_acks=-1,
+        producer_max_request_size=k.max_message_bytes,
         producer_linger=k.producer_linger_s,
         # held events (the join, unflushed sink rows) are redelivered after a stop or rebalance by design:
         # do not wait for them to be acked before letting partitions go

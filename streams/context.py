@@ -9,13 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import faust
+from aiokafka.errors import MessageSizeTooLargeError
 from pydantic import BaseModel
 
 from pipeline.clock import Clock, SystemClock
 from pipeline.retry import Backoff, retry
 from schemas.deadletter import DeadLetter
+from schemas.errors import MessageTooLarge
 from schemas.results import Stage
 from schemas.settings import Settings
+from schemas.settings.common import variable_name
 from streams.codec import Origin, dead_letter, encode, fit_letter
 from streams.telemetry import WorkerMetrics
 from streams.topics import TopicNames, topic_names
@@ -57,8 +60,16 @@ class StreamContext:
         """Send and wait until the broker has it: ``Topic.send`` only buffers and returns the delivery
         future (faust's flush before a commit does not raise for a failed send), so a failed delivery
         raises here and the source event is not acked."""
-        delivery = await self.topic(name).send(key=key.encode("utf-8") if key else None, value=encode(value))
-        await delivery
+        encoded = encode(value)
+        try:
+            delivery = await self.topic(name).send(key=key.encode("utf-8") if key else None, value=encoded)
+            await delivery
+        except MessageSizeTooLargeError:
+            limit = self.settings.kafka.max_message_bytes
+            raise MessageTooLarge(
+                f"the {name} message is {len(encoded):,} bytes, over the producer's {limit:,} "
+                f"({variable_name('kafka', 'max_message_bytes')}) or the broker's message.max.bytes"
+            ) from None
 
     async def send_dead(self, letter: DeadLetter) -> None:
         """Send one dead letter (fitted to ``kafka.deadletter_max_bytes``) and count it; raises when the

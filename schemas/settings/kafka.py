@@ -79,6 +79,17 @@ class KafkaSettings(BaseModel):
             " interaction was emitted incomplete rebuilds and re-emits the complete Evaluation"
         ),
     )
+    max_message_bytes: int = Field(
+        1_048_576,
+        ge=65_536,
+        description=(
+            "largest message the worker produces (the producer's max_request_size); keep it at or under "
+            "the broker's message.max.bytes. A limit that lets one text alone (question, answer or ground "
+            "truth: each goes into the converted message twice, as written and cut into sentences) make a "
+            "larger message stops the worker at start; a message that is larger all the same is "
+            "dead-lettered saying so"
+        ),
+    )
     deadletter_max_bytes: int = Field(
         256_000,
         ge=1024,

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from schemas.settings.alerts import AlertSettings
 from schemas.settings.citations import CitationSettings
 from schemas.settings.clickhouse import ClickHouseSettings
-from schemas.settings.common import PREFIX
+from schemas.settings.common import PREFIX, variable_name
 from schemas.settings.conversations import ConversationSettings
 from schemas.settings.dashboard import DashboardSettings
 from schemas.settings.dimensions import DimensionSettings
@@ -36,6 +36,22 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
     )
+
+    @model_validator(mode="after")
+    def _texts_fit_a_message(self) -> Settings:
+        """Each text limit, at 2 bytes a character (the text and its sentences in the converted message;
+        4 for what is not ASCII), admits a message the producer can send."""
+        budget = self.kafka.max_message_bytes
+        for field in ("max_question_chars", "max_answer_chars", "max_ground_truth_chars"):
+            chars = getattr(self.limits, field)
+            if 2 * chars > budget:
+                raise ValueError(
+                    f"{variable_name('limits', field)} ({chars:,}) admits a text whose converted message "
+                    f"(the text and its sentences, {2 * chars:,} bytes or more) is over "
+                    f"{variable_name('kafka', 'max_message_bytes')} ({budget:,}): lower the one or raise the "
+                    "other (and the broker's message.max.bytes with it)"
+                )
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -126,4 +142,14 @@ class Settings(BaseSettings):
                 problems += [{**e, "loc": (name, *e["loc"])} for e in exc.errors()]
         if problems:
             raise ValidationError.from_exception_data(cls.__name__, problems)
-        return cls.model_construct(_fields_set=set(sections), **sections)
+        built = cls.model_construct(_fields_set=set(sections), **sections)
+        try:  # the checks across sections (model_construct runs none)
+            return built._texts_fit_a_message()
+        except ValueError as exc:
+            error = {
+                "type": "value_error",
+                "loc": ("limits",),
+                "input": data.get("limits"),
+                "ctx": {"error": exc},
+            }
+            raise ValidationError.from_exception_data(cls.__name__, [error]) from None

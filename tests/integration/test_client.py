@@ -8,6 +8,8 @@ import asyncio
 import uuid
 from datetime import UTC, datetime
 
+import pytest
+
 from groundwatch.client import GroundwatchClient
 from groundwatch.local.tansu import TansuBroker, free_port
 from schemas.interaction import Interaction
@@ -58,3 +60,17 @@ def test_an_unreachable_broker_never_blocks_send_and_the_bound_drops_and_counts(
     assert not client.send({"question": object()})  # not serialisable: dropped, not raised
     assert client.close(timeout_s=2) is False  # given up in time: what was buffered is dropped, counted
     assert client.stats.dropped == 4 + 5 and client.stats.sent == 0
+
+
+def test_an_interaction_over_the_message_size_is_dropped_before_it_is_parsed_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kafka = kafka_settings(f"127.0.0.1:{free_port()}", "x.").model_copy(update={"max_message_bytes": 100_000})
+    client = GroundwatchClient(kafka)
+    try:
+        assert client.send(interaction(1)) is True
+        assert client.send({**interaction(2), "answer": "x" * 200_000}) is False
+        assert client.stats.dropped == 1 and client.stats.taken == 1
+        assert any("over kafka.max_message_bytes (100,000)" in r.getMessage() for r in caplog.records)
+    finally:
+        client.close(timeout_s=1)

@@ -363,3 +363,20 @@ def test_python_dash_m_groundwatch_is_the_command() -> None:
         [sys.executable, "-m", "groundwatch", "schema", "Nope"], capture_output=True, text=True, timeout=120
     )
     assert ran.returncode == 2 and "invalid choice: 'Nope'" in ran.stderr
+
+
+def test_a_text_limit_the_producer_cannot_carry_stops_at_start_naming_both_settings(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GROUNDWATCH_LIMITS__MAX_ANSWER_CHARS", "1000000")
+    line = one_line(capsys, "report")
+    assert line.startswith(
+        "groundwatch report: invalid setting: GROUNDWATCH_LIMITS__MAX_ANSWER_CHARS (1,000,000)"
+    )
+    assert "GROUNDWATCH_KAFKA__MAX_MESSAGE_BYTES (1,048,576)" in line
+    monkeypatch.setenv("GROUNDWATCH_KAFKA__MAX_MESSAGE_BYTES", "4000000")  # raised with it: taken
+    import os
+
+    from schemas.settings import settings_from_env
+
+    assert settings_from_env(dict(os.environ)).limits.max_answer_chars == 1_000_000

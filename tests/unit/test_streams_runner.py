@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from streams.runner import run_bounded
 from streams.testing import Event, Message, Stream
@@ -95,3 +98,48 @@ async def test_without_on_error_a_failed_event_stays_unacked() -> None:
 
     await asyncio.wait_for(run_bounded(Stream(events), handler, limit=2), 5)
     assert offsets(acked) == [0]  # 1 and everything after it in the partition come back after a restart
+
+
+async def test_a_message_the_producer_cannot_send_is_dead_lettered_in_one_line_naming_the_setting(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A message over the producer's max_request_size: aiokafka refuses it; the event's dead letter says
+    how large it was and which setting bounds it, and the log has one WARNING line, no traceback."""
+    from aiokafka.errors import MessageSizeTooLargeError
+
+    from schemas.errors import MessageTooLarge
+    from schemas.interaction import Interaction
+    from streams.context import new_context
+    from tests.fixtures.messages import interaction
+    from tests.settings_factory import make_settings
+
+    class RefusingTopic:
+        async def send(self, *, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+            raise MessageSizeTooLargeError(f"The message is {len(value)} bytes when serialized")
+
+    ctx = new_context(
+        make_settings(
+            kafka={"max_message_bytes": 65_536},
+            limits={"max_answer_chars": 30_000, "max_ground_truth_chars": 30_000},
+        ),
+        app=None,
+    )  # type: ignore[arg-type]
+    ctx.topics[ctx.names.converted] = RefusingTopic()
+    big: Interaction = interaction(answer="x" * 30_000)
+    failures: list[Exception] = []
+
+    async def handler(event: Any) -> None:
+        await ctx.send(ctx.names.converted, big.interaction_id, big)
+
+    async def on_error(event: Any, exc: Exception) -> None:
+        failures.append(exc)
+
+    acked: list[tuple[str, int]] = []
+    with caplog.at_level(logging.DEBUG):
+        await run_bounded(Stream(numbered(1, acked)), handler, limit=1, on_error=on_error)
+    [failure] = failures
+    assert isinstance(failure, MessageTooLarge)
+    assert "GROUNDWATCH_KAFKA__MAX_MESSAGE_BYTES" in str(failure) and "65,536" in str(failure)
+    assert offsets(acked) == [0]  # dead-lettered, acked
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
