@@ -16,9 +16,10 @@ the worst turn. An interaction without a conversation_id is a conversation of on
 
 from __future__ import annotations
 
+import math
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,8 +49,67 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def reasks(questions: Sequence[str], similarity: float) -> list[bool]:
     """For each user turn (in order), whether it asks again what an earlier one asked: the Jaccard
-    similarity of their content words reaches ``similarity`` (``reask_verdicts``)."""
-    return flagged(len(questions), reask_verdicts(questions, similarity))
+    similarity of their content words reaches ``similarity`` (as ``reask_verdicts``, without comparing
+    every pair: ``SimilarEarlier``)."""
+    sets = [content_words(q) for q in questions]
+    earlier = SimilarEarlier(similarity, sets)
+    seen: set[frozenset[str]] = set()
+    out = []
+    for words in sets:
+        out.append(bool(words) and (words in seen or earlier.find(words) is not None))
+        if words and words not in seen:  # each distinct set indexed once
+            seen.add(words)
+            earlier.add(words, words)
+    return out
+
+
+class SimilarEarlier:
+    """Sets added one by one, and for a new set the first earlier one whose Jaccard similarity with it
+    reaches ``threshold`` (0 < threshold <= 1), without comparing it with every earlier set: prefix
+    filtering (Chaudhuri et al. 2006; Xiao et al.'s PPJoin, 2008). Two sets of Jaccard similarity >= t
+    share a token among the first ``|x| - ceil(t |x|) + 1`` tokens of each in one fixed order of tokens,
+    and their sizes are within a factor t; only those prefix tokens are indexed. A set's tokens are put
+    in order rarest first among ``every`` set (the conversation's), so the prefixes hold the rare tokens
+    and the lists of sets by token stay short. ``payload`` is what ``find`` hands back with a match; a
+    ``check`` given to ``find`` must also hold for it to count."""
+
+    def __init__(self, threshold: float, every: Iterable[frozenset[str]] = ()) -> None:
+        if not 0 < threshold <= 1:
+            raise ValueError(f"a Jaccard threshold is in (0, 1], not {threshold}")
+        self.threshold = threshold
+        self._count: Counter[str] = Counter(token for tokens in every for token in tokens)
+        self._by_token: dict[str, list[int]] = defaultdict(list)
+        self._sets: list[tuple[frozenset[str], Any]] = []
+
+    def _prefix(self, tokens: frozenset[str]) -> list[str]:
+        ordered = sorted(tokens, key=lambda t: (self._count[t], t))
+        keep = len(ordered) - math.ceil(self.threshold * len(ordered) - 1e-9) + 1
+        return ordered[:keep]
+
+    def add(self, tokens: frozenset[str], payload: Any) -> None:
+        if not tokens:
+            return
+        index = len(self._sets)
+        self._sets.append((tokens, payload))
+        for token in self._prefix(tokens):
+            self._by_token[token].append(index)
+
+    def find(self, tokens: frozenset[str], check: Callable[[Any], bool] | None = None) -> Any | None:
+        """The payload of the first earlier set similar to ``tokens`` (and passing ``check``), or None."""
+        if not tokens:
+            return None
+        t, size, seen = self.threshold, len(tokens), set()
+        for token in self._prefix(tokens):
+            for index in self._by_token.get(token, ()):
+                if index in seen:
+                    continue
+                seen.add(index)
+                other, payload = self._sets[index]
+                if not t * size <= len(other) * (1 + 1e-9) or not t * len(other) <= size * (1 + 1e-9):
+                    continue
+                if jaccard(tokens, other) >= t and (check is None or check(payload)):
+                    return payload
+        return None
 
 
 #: (earlier, later): indices of two turns of a conversation in its order
@@ -123,12 +183,9 @@ SAME_SUBJECT = 0.6
 def contradicts(answer: Sequence[Claim], earlier: Sequence[Claim]) -> bool:
     """Some sentence of ``answer`` gives, for a subject an earlier sentence spoke of, a value the earlier
     one did not and lacks one it gave (the value changed, not added to)."""
-    for a in answer:
-        for b in earlier:
-            changed = bool(a.values - b.values) and bool(b.values - a.values)
-            if changed and jaccard(a.subject, b.subject) >= SAME_SUBJECT:
-                return True
-    return False
+    return any(
+        changed(a, b) and jaccard(a.subject, b.subject) >= SAME_SUBJECT for a in answer for b in earlier
+    )
 
 
 def contradiction_verdicts(answers: Sequence[str]) -> dict[Pair, bool]:
@@ -138,9 +195,25 @@ def contradiction_verdicts(answers: Sequence[str]) -> dict[Pair, bool]:
 
 
 def contradictions(answers: Sequence[str]) -> list[bool]:
-    """For each answer (in order), whether it contradicts an earlier answer of the conversation
-    (``contradiction_verdicts``)."""
-    return flagged(len(answers), contradiction_verdicts(answers))
+    """For each answer (in order), whether it contradicts an earlier answer of the conversation (as
+    ``contradiction_verdicts``, without comparing every pair: the earlier claims about a similar subject
+    are found by ``SimilarEarlier``, each distinct claim indexed once)."""
+    found_in = [claims(a) for a in answers]
+    earlier = SimilarEarlier(SAME_SUBJECT, (c.subject for found in found_in for c in found))
+    indexed: set[Claim] = set()
+    out = []
+    for found in found_in:
+        out.append(any(earlier.find(a.subject, lambda b, a=a: changed(a, b)) is not None for a in found))
+        for claim in found:
+            if claim not in indexed:
+                indexed.add(claim)
+                earlier.add(claim.subject, claim)
+    return out
+
+
+def changed(a: Claim, b: Claim) -> bool:
+    """``a`` gives a value ``b`` did not and lacks one ``b`` gave (the value changed, not added to)."""
+    return bool(a.values - b.values) and bool(b.values - a.values)
 
 
 def _order(turn: ConversationTurn) -> tuple[datetime, str]:

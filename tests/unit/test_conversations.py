@@ -604,3 +604,51 @@ def test_a_conversation_sampled_out_is_not_counted_as_resolved() -> None:
     assert found.metrics["mean_turns_per_conversation"] == 12 / 11
     pooled = METRICS_BY_NAME["conversation_unresolved_rate"]
     assert pooled.denominator == "conversations_judged" and pooled.totals(w) == (1.0, 1)
+
+
+@pytest.mark.parametrize("similarity", [0.01, 0.35, 0.6, 1.0])
+def test_the_indexed_reasks_and_contradictions_equal_the_verdicts_of_every_pair(similarity: float) -> None:
+    from pipeline.conversations import contradiction_verdicts, contradictions, flagged, reask_verdicts, reasks
+
+    words = "warranty battery delivery screen refund order Paris London lasts years costs price euro".split()
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(0, 20)
+        questions = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 6))) + "?" for _ in range(n)]
+        answers = [
+            f"The {rng.choice(words)} {rng.choice(['costs', 'lasts'])} {rng.randint(1, 3)} "
+            f"{rng.choice(['years', 'euro'])} in {rng.choice(['Paris', 'London'])}."
+            for _ in range(n)
+        ]
+        assert reasks(questions, similarity) == flagged(n, reask_verdicts(questions, similarity)), questions
+        assert contradictions(answers) == flagged(n, contradiction_verdicts(answers)), answers
+
+
+def test_a_5000_turn_rollup_compares_a_few_pairs_per_turn_not_every_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every pair of 5,000 turns is 12.5 million comparisons (33 s holding the loop); the indexed rollup
+    compares a turn with the few earlier ones that share its rarest words."""
+    import pipeline.conversations as conversations
+
+    compared = 0
+    real = conversations.jaccard
+
+    def counting(a: frozenset[str], b: frozenset[str]) -> float:
+        nonlocal compared
+        compared += 1
+        return real(a, b)
+
+    monkeypatch.setattr(conversations, "jaccard", counting)
+    topics = ["the warranty", "the battery", "the delivery", "the screen", "the refund"]
+    turns = [
+        ConversationTurn(
+            interaction_id=f"t{i}", timestamp=T0 + timedelta(seconds=i),
+            question=f"How long does {topics[i % 5]} of order {i} last in Paris?",
+            answer=f"{topics[i % 5].capitalize()} of order {i % 97} lasts {i % 7 + 1} years in Paris.",
+        )
+        for i in range(5000)
+    ]  # fmt: skip
+    c = conversations.rollup("a", "m", "c", turns, 0.35)
+    assert c.turns == 5000 and c.reasked_turns > 0 and c.contradictions > 0
+    assert compared < 20 * 5000, f"{compared:,} comparisons"
