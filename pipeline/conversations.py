@@ -16,6 +16,7 @@ the worst turn. An interaction without a conversation_id is a conversation of on
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -203,7 +204,7 @@ def contradictions(answers: Sequence[str]) -> list[bool]:
     indexed: set[Claim] = set()
     out = []
     for found in found_in:
-        out.append(any(earlier.find(a.subject, lambda b, a=a: changed(a, b)) is not None for a in found))
+        out.append(any(earlier.find(a.subject, functools.partial(changed, a)) is not None for a in found))
         for claim in found:
             if claim not in indexed:
                 indexed.add(claim)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from schemas.settings.alerts import AlertSettings
@@ -38,6 +39,9 @@ class Settings(BaseSettings):
     )
 
     @model_validator(mode="after")
+    def _texts_fit(self) -> Settings:
+        return self._texts_fit_a_message()
+
     def _texts_fit_a_message(self) -> Settings:
         """Each text limit, at 2 bytes a character (the text and its sentences in the converted message;
         4 for what is not ASCII), admits a message the producer can send."""
@@ -146,10 +150,7 @@ class Settings(BaseSettings):
         try:  # the checks across sections (model_construct runs none)
             return built._texts_fit_a_message()
         except ValueError as exc:
-            error = {
-                "type": "value_error",
-                "loc": ("limits",),
-                "input": data.get("limits"),
-                "ctx": {"error": exc},
-            }
+            error = InitErrorDetails(
+                type="value_error", loc=("limits",), input=data.get("limits"), ctx={"error": exc}
+            )
             raise ValidationError.from_exception_data(cls.__name__, [error]) from None
