@@ -1,8 +1,10 @@
 """One connection to ClickHouse (a server, or the embedded chDB), async on top of the synchronous client.
 
-chDB has no async client and one engine per process: one connection (one client) per process, every
-call run in a worker thread under a lock. Only ``{name:Type}`` query parameters carry values; the
-database name is a checked identifier.
+Every call runs in a worker thread under a lock. chDB has no async client and one engine per process: one
+client and one lock for everything. A ClickHouse server gets two clients, each with its lock: one for the
+writes (inserts, commands) and one for the reads (the dashboard's, the closers', the alert rules'), so a
+slow dashboard query never holds up the sink's inserts, nor an insert a read. Only ``{name:Type}`` query
+parameters carry values; the database name is a checked identifier.
 
 Memory of the embedded engine: chDB allocates through its own jemalloc, which keeps pages that inserts,
 merges and queries freed ("dirty") in the process until it decides to return them. So after an insert,
@@ -31,14 +33,19 @@ CHDB_PURGE_INTERVAL_S = 60.0
 
 
 class Connection:
-    """A ClickHouse client and its database: queries, commands and inserts, one at a time."""
+    """A ClickHouse client and its database: inserts and commands one at a time on ``client``, queries
+    one at a time on ``reader`` (a second client of a server; chDB's one client and lock otherwise)."""
 
-    def __init__(self, client: Any, target: Target, clock: Clock | None = None) -> None:
+    def __init__(
+        self, client: Any, target: Target, clock: Clock | None = None, reader: Any | None = None
+    ) -> None:
         self.client = client
+        self.reader = reader if reader is not None else client
         self.clock: Clock = clock or SYSTEM_CLOCK  # when chDB's freed pages were last handed back
         self.target = target
         self.db = target.database
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock() if self.reader is not client else self._lock
         self._purged_at = self.clock.monotonic()
         self.purges = 0
 
@@ -48,6 +55,8 @@ class Connection:
     def close(self) -> None:
         if self.target.kind != "chdb":  # the embedded engine lives as long as the process
             self.client.close()
+            if self.reader is not self.client:
+                self.reader.close()
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -87,11 +96,12 @@ class Connection:
 
     def query_sync(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         def go() -> list[dict[str, Any]]:
-            result = self.client.query(sql, parameters=parameters or {})
+            with self._read_lock:
+                result = self.reader.query(sql, parameters=parameters or {})
             names = list(result.column_names)
             return [dict(zip(names, row, strict=True)) for row in result.result_rows]
 
-        return self._locked(go)
+        return go()
 
     async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.query_sync, sql, parameters)

@@ -37,8 +37,7 @@ class Claim:
 #: the ledger rows that hold a delivery: an outcome (delivered, failed) or a claim younger than the lease
 #: (a released claim, or one older than the lease, holds nothing); ``stale`` is the lease's start
 LIVE_OR_SETTLED = (
-    "(status IN ('delivered', 'failed') "
-    f"OR (status = 'claimed' AND claimed_at >= {{stale:{TS}}}))"
+    f"(status IN ('delivered', 'failed') OR (status = 'claimed' AND claimed_at >= {{stale:{TS}}}))"
 )
 
 DELIVERY_COLUMNS = [

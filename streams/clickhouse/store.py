@@ -54,8 +54,9 @@ class ClickHouseStore(Connection):
         dimensions: DimensionSettings | None = None,
         store_payload: bool = True,
         clock: Clock | None = None,
+        reader: Any | None = None,
     ) -> None:
-        super().__init__(client, target, clock)
+        super().__init__(client, target, clock, reader)
         #: clickhouse.store_payload: false writes evaluations without their texts (privacy.mask.without_texts)
         self.store_payload = store_payload
         # the dimensions written with each evaluation (their cardinality guard reads back this table)
@@ -79,7 +80,8 @@ class ClickHouseStore(Connection):
                 aggregate_ttl_days=settings.aggregate_ttl_days,
                 shared=target.kind != "chdb",
             )
-        return cls(client, target, dimensions, settings.store_payload)
+        reader = connect(target) if target.kind != "chdb" else None  # reads apart from writes on a server
+        return cls(client, target, dimensions, settings.store_payload, reader=reader)
 
     @classmethod
     async def open(

@@ -100,3 +100,35 @@ def test_a_large_insert_arrives_whole(server: str) -> None:
         assert (count, total) == (4000, sum(range(4000)))
     finally:
         store.close()
+
+
+def test_a_read_under_way_never_holds_up_the_writes_on_a_server(server: str) -> None:
+    """Over HTTP the reads have a client and a lock of their own: with a read holding its lock (a slow
+    dashboard query), the sink's insert goes through; chDB in one process has one of each."""
+    import threading
+
+    store = open_store(server)
+    try:
+        assert store.reader is not store.client and store._read_lock is not store._lock
+        inserted = threading.Event()
+        with store._read_lock:  # a read under way
+            writer = threading.Thread(
+                target=lambda: (
+                    asyncio.run(store.insert_window(window(3), datetime.now(UTC))),
+                    inserted.set(),
+                )
+            )
+            writer.start()
+            writer.join(timeout=60)
+            assert inserted.is_set()  # (with one lock for both it would wait for the read to end)
+        [stored] = store.windows_sync()
+        assert stored.hallucinations == 3
+    finally:
+        store.close()
+    from tests.fixtures.store import store_settings
+
+    embedded = ClickHouseStore.open_sync(store_settings())
+    try:
+        assert embedded.reader is embedded.client and embedded._read_lock is embedded._lock
+    finally:
+        embedded.close()
