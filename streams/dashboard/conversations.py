@@ -12,6 +12,8 @@ still open shows as it stands.
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -87,6 +89,14 @@ async def has_conversation(store: ClickHouseStore, conversation_id: str) -> bool
     return bool(rows)
 
 
+def _outcome(
+    key: ConversationKeyQuery, turns: list[ConversationTurn], similarity: float
+) -> tuple[ConversationRollup, list[bool], list[bool]]:
+    """The conversation's rollup and each turn's re-ask and contradiction flags (CPU work: in a thread)."""
+    rolled = rollup(key.app, key.model, key.id, turns, similarity)
+    return rolled, reasks([t.question for t in turns], similarity), contradictions([t.answer for t in turns])
+
+
 async def read_conversation(
     store: ClickHouseStore, key: ConversationKeyQuery, settings: ConversationSettings
 ) -> ConversationView | None:
@@ -99,9 +109,7 @@ async def read_conversation(
     if not rows:
         return None
     turns = [ConversationTurn.model_validate(r) for r in rows]
-    c = rollup(key.app, key.model, key.id, turns, settings.reask_similarity)
-    asked = reasks([t.question for t in turns], settings.reask_similarity)
-    contra = contradictions([t.answer for t in turns])
+    c, asked, contra = await asyncio.to_thread(_outcome, key, turns, settings.reask_similarity)
     kept = await store.query(
         f"SELECT {ROLLUP_COLUMNS} FROM {store.db}.conversations FINAL WHERE app = {{app:String}} "
         "AND model = {model:String} AND conversation_id = {id:String} AND interaction_id = ''",
