@@ -3,7 +3,8 @@
     GET /api/documents    per context document, worst first (start, end, slice*, limit)
     GET /api/compare      two slices side by side (start, end, a*, b*, questions)
 
-and the conversation routes of streams/dashboard/conversations.py.
+the conversation routes of streams/dashboard/conversations.py and your own evaluators' health
+(``GET /api/evaluators``, streams/dashboard/evaluator_health.py).
 
 ``slice``, ``a`` and ``b`` are each a slice filter: repeated ``key:value`` terms, ``app``, ``model`` or a
 dimension (``schemas.slice_filter.SliceFilter``).
@@ -34,5 +35,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/documents", documents)
     app.router.add_get("/api/compare", compare)
     from streams.dashboard.conversations import add_routes as conversation_routes
+    from streams.dashboard.evaluator_health import add_routes as evaluator_routes
 
     conversation_routes(app)
+    evaluator_routes(app)

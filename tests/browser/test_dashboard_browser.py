@@ -257,6 +257,9 @@ def test_labeling_three_interactions_updates_the_judge_quality_page(
     cells = row.find_elements(By.TAG_NAME, "td")
     assert cells[2].text == "3"  # labels
     assert "needed" in cells[-1].text  # three labels of one class: too few to correct the rate
+    # the evaluators' health table (this site runs none of its own: it says so)
+    health = browser.find_element(By.ID, "quality-evaluators")
+    assert "no evaluator of yours ran in this range" in health.text
     assert console_errors(browser) == []
 
 

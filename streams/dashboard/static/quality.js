@@ -74,6 +74,30 @@ export async function loadQuality() {
     ],
     rows: report.judges,
   });
+  const health = await api("evaluators", qualityQuery());
+  renderTable($("quality-evaluators"), {
+    columns: [
+      { label: "evaluator", cell: (h) => `custom.${h.evaluator}` },
+      { label: "versions", cell: (h) => h.versions.join(", ") || "–" },
+      { label: "ran on", num: true, cell: (h) => fmt(h.applied, "int") },
+      { label: "scored", num: true, cell: (h) => fmt(h.scored, "int") },
+      { label: "coverage", num: true, cellClass: () => "coverage", cell: (h) => fmt(h.coverage, "pct") },
+      {
+        label: "missing, by reason",
+        cell: (h) =>
+          Object.entries(h.missing_by_kind)
+            .map(([kind, n]) => `${kind} ${fmt(n, "int")}`)
+            .join(", ") || "–",
+      },
+      {
+        label: "last score (UTC)",
+        cell: (h) => (h.last_scored ? dateTime(h.last_scored, true) : "never in this range"),
+      },
+    ],
+    rows: health.evaluators,
+    rowAttrs: (h) => ({ "data-evaluator": h.evaluator }),
+    empty: "no evaluator of yours ran in this range (GROUNDWATCH_EVALUATORS__FILE: docs/evaluators.md)",
+  });
 }
 
 export async function loadReview() {

@@ -1,0 +1,34 @@
+"""Your own evaluators' health over a range (``GET /dashboard/api/evaluators``): which ran, how much of the
+traffic they applied to they scored, why the rest is missing, and when each last gave a score."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.dashboard import TimeRange
+
+
+class EvaluatorHealthQuery(TimeRange):
+    """The range whose evaluations are read (their event time)."""
+
+
+class EvaluatorHealth(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    evaluator: str = Field(description="the evaluator's name (metric custom.<name>)")
+    versions: list[str] = Field(description="its versions that ran in the range")
+    applied: int = Field(description="evaluations it ran on (scored or missing)")
+    scored: int = Field(description="of those, the ones it gave a score")
+    coverage: float | None = Field(description="scored / applied; None when it ran on nothing")
+    missing_by_kind: dict[str, int] = Field(
+        description="missing scores by the kind of their reason (timeout, raised, crashed, bad result...)"
+    )
+    last_scored: datetime | None = Field(description="the event time of its last score in the range")
+
+
+class EvaluatorHealthReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    evaluators: list[EvaluatorHealth] = Field(description="each evaluator that ran, lowest coverage first")

@@ -1,0 +1,47 @@
+"""Your own evaluators' health over a range (GET /dashboard/api/evaluators) from evaluations stored on chDB:
+coverage of what each ran on, missing scores by the kind of their reason, the time of the last score."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from schemas.results import CustomScore
+from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures.messages import T0, evaluation, interaction
+from tests.unit.test_dashboard_api import client_for
+
+
+async def test_each_evaluator_with_its_coverage_failures_by_kind_and_last_score(
+    store: ClickHouseStore,
+) -> None:
+    rows = []
+    for i in range(10):
+        custom = {"tone": CustomScore(score=1.0, version="2")}
+        if i < 6:  # the leaver scored the first four, then exits on every call
+            custom["leaver"] = (
+                CustomScore(score=0.0, version="1") if i < 4 else
+                CustomScore(score=None, reason="raised SystemExit: 1", version="1")
+            )  # fmt: skip
+        if i == 9:
+            custom["tone"] = CustomScore(score=None, reason="timeout: still running after 1 s", version="2")
+        at = T0 + timedelta(minutes=i)
+        rows.append(evaluation(interaction(interaction_id=f"i{i}", timestamp=at), custom=custom))
+    await store.insert_evaluations(rows)
+    client = await client_for(store)
+    try:
+        span = {"start": T0.isoformat(), "end": (T0 + timedelta(hours=1)).isoformat()}
+        body = await (await client.get("/dashboard/api/evaluators", params=span)).json()
+        later = {"start": (T0 + timedelta(hours=1)).isoformat(), "end": (T0 + timedelta(hours=2)).isoformat()}
+        empty = await (await client.get("/dashboard/api/evaluators", params=later)).json()
+        bad = await client.get("/dashboard/api/evaluators", params={"start": "yesterday"})
+    finally:
+        await client.close()
+    leaver, tone = body["evaluators"]  # lowest coverage first
+    assert (leaver["evaluator"], leaver["applied"], leaver["scored"]) == ("leaver", 6, 4)
+    assert leaver["coverage"] == 4 / 6 and leaver["missing_by_kind"] == {"raised": 2}
+    assert leaver["last_scored"].startswith((T0 + timedelta(minutes=3)).isoformat()[:19])
+    assert (tone["applied"], tone["scored"], tone["missing_by_kind"]) == (10, 9, {"timeout": 1})
+    assert tone["versions"] == ["2"] and tone["last_scored"].startswith(
+        (T0 + timedelta(minutes=8)).isoformat()[:19]
+    )
+    assert empty == {"evaluators": []} and bad.status == 400
