@@ -481,7 +481,13 @@ def figures(
     """The catalogue's conversation metrics over the conversations of these evaluations, as a window
     computes them (``streams.windows.aggregator``), the worst conversations, and what the LLM judge's
     re-ask and contradiction checks cost (``judged``: by conversation)."""
-    rollups = rollups_of(evaluations, reask_similarity, judged)
+    return figures_of(rollups_of(evaluations, reask_similarity, judged), judged)
+
+
+def figures_of(
+    rollups: Sequence[ConversationRollup], judged: Mapping[ConversationKey, PairVerdicts] | None = None
+) -> ConversationFigures:
+    """``figures`` of conversations already rolled up (``rollups_of``)."""
     values: dict[str, float | None] = {}
     for metric in CONVERSATION_SCORED:
         known = [float(getattr(c, str(metric.source))) for c in rollups if counts_in(metric, c)]

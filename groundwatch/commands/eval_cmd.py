@@ -4,11 +4,13 @@ Every valid line is evaluated by the full pipeline (``pipeline.evaluator.Evaluat
 ``--judge`` names; the per-interaction Evaluations go to a JSONL file beside the report (default
 ``<out stem>.evaluations.jsonl``): each is appended (and flushed) as soon as it is done, so a run that
 is stopped early leaves every finished Evaluation behind; when the run completes the file is rewritten
-in input order. The report (``pipeline.report.EvalReport``) holds
-counts, score distributions, calls, tokens, cost, time per stage and, for lines with ``labels``,
-ROC AUC and balanced accuracy per label, each with a 95 % percentile bootstrap interval
-(``--bootstrap`` resamples of the groups of cases sharing a question or a passage, 1000 by default,
-seed 0; 0 = none), printed and in the report.
+in input order. With conversations on (``conversations.enabled``), every conversation's outcome goes to
+``--conversations`` (default ``<out stem>.conversations.jsonl``), a line each as the stream's
+``conversations`` rows hold them (an interaction without a conversation_id is a conversation of one
+turn). The report (``pipeline.report.EvalReport``) holds counts, score distributions, calls, tokens,
+cost, time per stage and, for lines with ``labels``, ROC AUC and balanced accuracy per label, each with
+a 95 % percentile bootstrap interval (``--bootstrap`` resamples of the groups of cases sharing a
+question or a passage, 1000 by default, seed 0; 0 = none), printed and in the report.
 A bad line or a failed evaluation is listed in the report's
 ``errors`` with its line number and reason, never dropped silently. Other settings come from the
 ``GROUNDWATCH_*`` environment (``schemas.settings.Settings``).
@@ -39,7 +41,7 @@ from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.commands.files import input_file, output_file
 from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversation_judge import ConversationJudge, judge_conversations
-from pipeline.conversations import ConversationKey, PairVerdicts, figures
+from pipeline.conversations import figures_of, rollups_of
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise
 from pipeline.dataset import DatasetLine, LineError
 from pipeline.evaluator import Evaluator
@@ -90,6 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Evaluations JSONL (default: <out stem>.evaluations.jsonl)",
     )
     parser.add_argument(
+        "--conversations",
+        type=Path,
+        default=None,
+        help="every conversation's outcome, a JSON line each as the stream's conversations rows (default: "
+        "<out stem>.conversations.jsonl; with conversations on)",
+    )
+    parser.add_argument(
         "--concurrency",
         type=positive_int,
         default=None,
@@ -116,6 +125,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def conversations_path(out: Path, explicit: Path | None) -> Path:
+    """Where the conversations' outcomes go: ``--conversations`` or ``<out stem>.conversations.jsonl``."""
+    if explicit is not None:
+        return explicit
+    return out.with_name(f"{out.stem}.conversations.jsonl")
 
 
 def evaluations_path(out: Path, explicit: Path | None) -> Path:
@@ -229,27 +245,21 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
             every = [e for _, e in rows] + list(skipped)
             pair_judge = ConversationJudge(judge, settings.conversations, mask=privacy.text_for_judge)
             judged = await judge_conversations(pair_judge, every) if settings.conversations.enabled else {}
-    report = _with_conversations(estimate_cmd.with_sampling(report, args, skipped), settings, every, judged)
+    report = estimate_cmd.with_sampling(report, args, skipped)
+    if settings.conversations.enabled:
+        rolled = rollups_of(every, settings.conversations.reask_similarity, judged)
+        report = report.model_copy(update={"conversations": figures_of(rolled, judged)})
+        rolled.sort(key=lambda c: (c.app, c.model, c.conversation_id, c.interaction_id))
+        out_convs = conversations_path(args.out, getattr(args, "conversations", None))
+        out_convs.parent.mkdir(parents=True, exist_ok=True)
+        with out_convs.open("w", encoding="utf-8") as handle:
+            handle.writelines(c.model_dump_json() + "\n" for c in rolled)
     with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
         for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
             handle.write(evaluation.model_dump_json() + "\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return report
-
-
-def _with_conversations(
-    report: EvalReport,
-    settings: Settings,
-    every: Sequence[Evaluation],
-    judged: Mapping[ConversationKey, PairVerdicts],
-) -> EvalReport:
-    """The report with the file's conversation figures (when conversations are on); ``judged``: the LLM
-    judge's re-asks and contradictions by conversation (``conversations.judge`` llm)."""
-    if not settings.conversations.enabled:
-        return report
-    found = figures(every, settings.conversations.reask_similarity, judged)
-    return report.model_copy(update={"conversations": found})
 
 
 def _relevance_scorer(settings: Settings) -> RelevanceScorer | None:
@@ -386,11 +396,20 @@ def run(args: argparse.Namespace) -> int:
     input_file(args.input)
     output_file(args.out, "--out", args.input)
     output_file(evaluations_path(args.out, args.evaluations), "--evaluations", args.input)
+    output_file(conversations_path(args.out, args.conversations), "--conversations", args.input)
     report = asyncio.run(run_eval(args))
     print(summary(report), file=sys.stderr)
     print(
         json.dumps(
-            {"report": str(args.out), "evaluations": str(evaluations_path(args.out, args.evaluations))}
+            {
+                "report": str(args.out),
+                "evaluations": str(evaluations_path(args.out, args.evaluations)),
+                **(
+                    {"conversations": str(conversations_path(args.out, args.conversations))}
+                    if report.conversations is not None
+                    else {}
+                ),
+            }
         )
     )
     # no line could be evaluated (each bad input, or the judge failed on each): the errors are named above

@@ -11,6 +11,7 @@ import pytest
 
 from groundwatch import cli
 from groundwatch.commands import eval_cmd
+from schemas.conversation import ConversationRollup
 
 LINES = [
     # 1: grounded, short answer the context contains
@@ -285,6 +286,13 @@ def test_eval_reports_the_conversations_of_the_file(
     assert (worst["reasked_turns"], worst["contradictions"]) == (1, 1)
     printed = capsys.readouterr().err
     assert "3 conversations (2 with a conversation_id): " in printed and "worst c2 (turn c2-2)" in printed
+    # every conversation's outcome, a line each as the stream's conversations table holds them
+    lines = (tmp_path / "report.conversations.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [ConversationRollup.model_validate_json(line) for line in lines]
+    assert len(rows) == c["conversations"] == 3
+    by_id = {(r.conversation_id or r.interaction_id): r for r in rows}
+    assert (by_id["c2"].turns, by_id["c2"].reasked_turns, by_id["c2"].ended_unresolved) == (3, 1, True)
+    assert by_id["c2"] == ConversationRollup.model_validate(worst)
 
 
 def test_eval_decides_re_asks_and_contradictions_with_the_llm_judge_when_asked(
