@@ -11,7 +11,10 @@ from schemas.dashboard import TimeRange
 
 
 class EvaluatorHealthQuery(TimeRange):
-    """The range whose evaluations are read (their event time)."""
+    """The range whose evaluations are read (their event time), of one app and model when given."""
+
+    app: str | None = Field(None, description="only this app's evaluations")
+    model: str | None = Field(None, description="only this model's evaluations")
 
 
 class EvaluatorHealth(BaseModel):

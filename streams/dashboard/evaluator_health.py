@@ -25,9 +25,11 @@ async def read_evaluator_health(store: ClickHouseStore, q: EvaluatorHealthQuery)
         "FROM (SELECT custom_scores, custom_missing, custom_versions, timestamp, "
         "arrayJoin(arrayDistinct(arrayConcat(mapKeys(custom_scores), mapKeys(custom_missing)))) AS name "
         f"FROM {store.db}.evaluations FINAL "
-        f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}}) "
-        "GROUP BY name, version, scored, reason",
-        {"start": q.start, "end": q.end},
+        f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}}"
+        + (" AND app = {app:String}" if q.app is not None else "")
+        + (" AND model = {model:String}" if q.model is not None else "")
+        + ") GROUP BY name, version, scored, reason",
+        {"start": q.start, "end": q.end, "app": q.app or "", "model": q.model or ""},
     )
     versions: dict[str, set[str]] = defaultdict(set)
     scored: dict[str, int] = defaultdict(int)

@@ -34,6 +34,10 @@ async def test_each_evaluator_with_its_coverage_failures_by_kind_and_last_score(
         later = {"start": (T0 + timedelta(hours=1)).isoformat(), "end": (T0 + timedelta(hours=2)).isoformat()}
         empty = await (await client.get("/dashboard/api/evaluators", params=later)).json()
         bad = await client.get("/dashboard/api/evaluators", params={"start": "yesterday"})
+        mine = await (await client.get("/dashboard/api/evaluators", params={**span, "app": "bot"})).json()
+        other = await (
+            await client.get("/dashboard/api/evaluators", params={**span, "app": "bot", "model": "x"})
+        ).json()
     finally:
         await client.close()
     leaver, tone = body["evaluators"]  # lowest coverage first
@@ -45,3 +49,4 @@ async def test_each_evaluator_with_its_coverage_failures_by_kind_and_last_score(
         (T0 + timedelta(minutes=8)).isoformat()[:19]
     )
     assert empty == {"evaluators": []} and bad.status == 400
+    assert mine == body and other == {"evaluators": []}  # the page's app and model filter
