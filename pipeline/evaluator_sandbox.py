@@ -77,7 +77,9 @@ _FUNCTIONS: dict[str, Callable[[Interaction], Any]] = {}
 
 
 def _start_child(folder: str, memory_mb: int) -> None:
-    """A child's set-up: the evaluators file's folder importable, SIGINT ignored, its memory capped."""
+    """A child's set-up: killed with its parent (a worker killed with ``kill -9`` leaves no evaluator
+    spinning), the evaluators file's folder importable, SIGINT ignored, its memory capped."""
+    _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -86,6 +88,16 @@ def _start_child(folder: str, memory_mb: int) -> None:
 
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel sends this process SIGKILL when its parent dies (``PR_SET_PDEATHSIG``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _function(spec: str) -> Callable[[Interaction], Any]:

@@ -955,3 +955,51 @@ async def test_a_changed_evaluator_is_a_slice_of_its_own_by_its_version(tmp_path
         assert by == {"1": (2.0, 10, 10), "2": (6.0, 10, 10), "(none)": (0.0, 0, 3)}
     finally:
         s.close()
+
+
+def test_a_worker_killed_with_sigkill_leaves_no_evaluator_process_behind(tmp_path: Path) -> None:
+    """The evaluator processes die with their parent, even one spinning in a call."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    evaluators = python_file(tmp_path, "spins", timeout_s=300)
+    script = (
+        "import asyncio, sys\n"
+        "from pipeline.custom_evaluators import CustomEvaluators, load_evaluators\n"
+        "from schemas.settings import EvaluatorsSettings\n"
+        "from tests.unit.test_custom_evaluators import interaction\n"
+        f"custom = CustomEvaluators(load_evaluators(__import__('pathlib').Path({str(evaluators)!r})),\n"
+        "                          EvaluatorsSettings(python_processes=2))\n"
+        "async def main():\n"
+        "    call = asyncio.ensure_future(custom.run(interaction()))\n"
+        "    await asyncio.sleep(3)\n"
+        "    workers = custom._sandboxes['fn']._pool._pool_manager.worker_manager.workers\n"
+        "    print(' '.join(str(pid) for pid in workers), flush=True)\n"
+        "    await call\n"
+        "asyncio.run(main())\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert parent.stdout is not None
+        children = [int(p) for p in parent.stdout.readline().split()]
+        assert children and all(_alive(pid) for pid in children)
+    finally:
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+    for _ in range(100):  # the kernel kills them at once; poll up to 10 s for the reaping
+        if not any(_alive(pid) for pid in children):
+            break
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in children), children
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
