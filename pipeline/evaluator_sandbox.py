@@ -91,7 +91,10 @@ def _start_child(folder: str, memory_mb: int) -> None:
 
 
 def _die_with_parent() -> None:
-    """Linux: the kernel sends this process SIGKILL when its parent dies (``PR_SET_PDEATHSIG``)."""
+    """Linux: the kernel sends this process SIGKILL when its parent dies (``PR_SET_PDEATHSIG``). Strictly,
+    when the parent's thread that started it ends: the first children start in the thread that calls
+    ``EvaluatorSandbox.start`` (the worker's event loop, a command's main thread), their replacements
+    in the pool's own thread, both as long-lived as the pool."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
