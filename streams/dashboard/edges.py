@@ -122,7 +122,7 @@ class EdgeRequestHandler(RequestHandler):
             raise ConnectionError("response already sent, cannot send the refusal")
         reason = {414: "URI Too Long", 431: "Request Header Fields Too Large"}.get(status, "Bad Request")
         if status == 415:  # say which encodings are taken (the parser's message names the missing package)
-            reason = f"Unsupported Media Type: {exc.message.split('.')[0]}; send gzip, zstd or none"
+            reason = f"Unsupported Media Type: {exc.message.split('.')[0]}; send gzip or none"
         response = web.Response(status=status, text=f"{status} {reason}\n", content_type="text/plain")
         response.force_close()
         return response
