@@ -29,7 +29,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
@@ -41,7 +41,7 @@ from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.commands.files import input_file, output_file
 from groundwatch.figures import UNDEFINED, defined, fixed
 from pipeline.conversation_judge import ConversationJudge, judge_conversations
-from pipeline.conversations import figures_of, rollups_of
+from pipeline.conversations import ConversationKey, PairVerdicts, figures_of, rollups_of
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise
 from pipeline.dataset import DatasetLine, LineError
 from pipeline.evaluator import Evaluator
@@ -85,19 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=non_negative_int, default=None, help="evaluate only the first N non-blank lines"
     )
-    parser.add_argument(
-        "--evaluations",
-        type=Path,
-        default=None,
-        help="Evaluations JSONL (default: <out stem>.evaluations.jsonl)",
-    )
-    parser.add_argument(
-        "--conversations",
-        type=Path,
-        default=None,
-        help="every conversation's outcome, a JSON line each as the stream's conversations rows (default: "
-        "<out stem>.conversations.jsonl; with conversations on)",
-    )
+    _add_output_files(parser)
     parser.add_argument(
         "--concurrency",
         type=positive_int,
@@ -125,6 +113,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _add_output_files(parser: argparse.ArgumentParser) -> None:
+    """The files beside the report: the evaluations and the conversations."""
+    parser.add_argument(
+        "--evaluations",
+        type=Path,
+        default=None,
+        help="Evaluations JSONL (default: <out stem>.evaluations.jsonl)",
+    )
+    parser.add_argument(
+        "--conversations",
+        type=Path,
+        default=None,
+        help="every conversation's outcome, a JSON line each as the stream's conversations rows (default: "
+        "<out stem>.conversations.jsonl; with conversations on)",
+    )
 
 
 def conversations_path(out: Path, explicit: Path | None) -> Path:
@@ -247,19 +252,38 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
             judged = await judge_conversations(pair_judge, every) if settings.conversations.enabled else {}
     report = estimate_cmd.with_sampling(report, args, skipped)
     if settings.conversations.enabled:
-        rolled = rollups_of(every, settings.conversations.reask_similarity, judged)
-        report = report.model_copy(update={"conversations": figures_of(rolled, judged)})
-        rolled.sort(key=lambda c: (c.app, c.model, c.conversation_id, c.interaction_id))
-        out_convs = conversations_path(args.out, getattr(args, "conversations", None))
-        out_convs.parent.mkdir(parents=True, exist_ok=True)
-        with out_convs.open("w", encoding="utf-8") as handle:
-            handle.writelines(c.model_dump_json() + "\n" for c in rolled)
-    with out_evals.open("w", encoding="utf-8") as handle:  # complete: rewritten in input order
-        for evaluation in estimate_cmd.in_input_order(dataset.lines, rows, skipped):
-            handle.write(evaluation.model_dump_json() + "\n")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        where = conversations_path(args.out, getattr(args, "conversations", None))
+        report = _with_conversations(report, settings, every, judged, where)
+    _write_outputs(args.out, report, out_evals, estimate_cmd.in_input_order(dataset.lines, rows, skipped))
     return report
+
+
+def _write_outputs(
+    out: Path, report: EvalReport, evaluations_file: Path, evaluations: Iterable[Evaluation]
+) -> None:
+    """The complete run: the evaluations file rewritten in input order, then the report."""
+    with evaluations_file.open("w", encoding="utf-8") as handle:
+        handle.writelines(evaluation.model_dump_json() + "\n" for evaluation in evaluations)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def _with_conversations(
+    report: EvalReport,
+    settings: Settings,
+    every: Sequence[Evaluation],
+    judged: Mapping[ConversationKey, PairVerdicts],
+    path: Path,
+) -> EvalReport:
+    """The report with the file's conversation figures, and every conversation's outcome written to
+    ``path`` (a line each, in the order of the stream's table); ``judged``: the LLM judge's re-asks and
+    contradictions by conversation (``conversations.judge`` llm)."""
+    rolled = rollups_of(every, settings.conversations.reask_similarity, judged)
+    rolled.sort(key=lambda c: (c.app, c.model, c.conversation_id, c.interaction_id))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        handle.writelines(c.model_dump_json() + "\n" for c in rolled)
+    return report.model_copy(update={"conversations": figures_of(rolled, judged)})
 
 
 def _relevance_scorer(settings: Settings) -> RelevanceScorer | None:
