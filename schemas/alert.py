@@ -44,10 +44,14 @@ from schemas.metrics import (
 from schemas.slice_filter import check_dimension
 from schemas.utc import utc
 
+#: a rule on this metric watches every evaluator of the evaluators file: it becomes one rule per evaluator
+#: on ``custom.<name>.missing`` (named ``<rule>.<name>``) when the rules are read (``AlertRules``)
+EVERY_EVALUATOR_MISSING = "custom.*.missing"
+
 
 def _alertable(name: str) -> str:
     known = alert_metric_names()
-    if name in known:
+    if name in known or name == EVERY_EVALUATOR_MISSING:
         return name
     if name.startswith(CUSTOM_PREFIX):
         mine = [m.name for m in custom_metrics()]
@@ -70,11 +74,12 @@ AlertMetric = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "enum": list(ALERT_METRICS)},
+                {"type": "string", "enum": [*ALERT_METRICS, EVERY_EVALUATOR_MISSING]},
                 {"type": "string", "pattern": CUSTOM_METRIC_PATTERN},
             ],
             "description": "a metric of the catalogue or of the judge's agreement, or custom.<name> "
-            "(custom.<name>.missing) of an evaluator in GROUNDWATCH_EVALUATORS__FILE",
+            "(custom.<name>.missing) of an evaluator in GROUNDWATCH_EVALUATORS__FILE; custom.*.missing: "
+            "each evaluator's missing scores, one rule per evaluator",
         }
     ),
 ]
@@ -243,6 +248,26 @@ class AlertRules(BaseModel):
 
     rules: list[AnyRule]
     receivers: list[Receiver] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _every_evaluator(self) -> AlertRules:
+        """A rule on ``custom.*.missing``: one rule per evaluator of the loaded evaluators file (none
+        without one), named ``<rule>.<evaluator>``, so an evaluator that starts failing alerts on its own."""
+        if not any(r.metric == EVERY_EVALUATOR_MISSING for r in self.rules):
+            return self
+        missing = [m.name for m in custom_metrics() if m.name.endswith(".missing")]
+        expanded: list[AnyRule] = []
+        for rule in self.rules:
+            if rule.metric != EVERY_EVALUATOR_MISSING:
+                expanded.append(rule)
+                continue
+            for metric in missing:
+                evaluator = metric.removeprefix(CUSTOM_PREFIX).removesuffix(".missing")
+                expanded.append(
+                    rule.model_copy(update={"metric": metric, "name": f"{rule.name}.{evaluator}"})
+                )
+        self.rules = expanded
+        return self
 
     @model_validator(mode="after")
     def _unique(self) -> AlertRules:

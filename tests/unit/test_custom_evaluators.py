@@ -676,6 +676,36 @@ async def test_an_alert_rule_fires_on_a_custom_metric(store: ClickHouseStore) ->
     assert decide(high, "bot", "m", slots, None, None, T0) is None
 
 
+async def test_one_rule_on_every_evaluators_missing_scores_alerts_on_the_one_that_fails(
+    store: ClickHouseStore, tmp_path: Path
+) -> None:
+    """``custom.*.missing`` becomes a rule per evaluator of the file: the one missing 6 of its 30 scores
+    fires (over 3), the one that scores everything does not; without an evaluators file it watches
+    nothing."""
+    every = {"name": "failing", "metric": "custom.*.missing", "op": ">", "threshold": 3, "windows": 2,
+             "min_interactions": 20, "cooldown_seconds": 0}  # fmt: skip
+    rules = AlertRules.model_validate(
+        {"rules": [every, {**every, "name": "other", "metric": "custom.competitor"}]}
+    )
+    by_name = {r.name: r for r in rules.rules}
+    assert {n: r.metric for n, r in by_name.items()} == {
+        "failing.competitor": "custom.competitor.missing",
+        "failing.no_citation": "custom.no_citation.missing",
+        "other": "custom.competitor",
+    }
+    windows = store.windows_sync()
+    fired = {}
+    for name in ("failing.competitor", "failing.no_citation"):
+        rule = by_name[name]
+        slots = [Slot(w.window_start, w.window_end, observe(rule.metric, w)) for w in windows]
+        fired[name] = decide(rule, "bot", "m", slots, None, None, T0)
+    assert fired["failing.competitor"] is None
+    alert = fired["failing.no_citation"]
+    assert alert is not None and alert.value == 6 and alert.metric == "custom.no_citation.missing"
+    install_from_settings(EvaluatorsSettings())  # no evaluators file: the rule expands to nothing
+    assert AlertRules.model_validate({"rules": [every]}).rules == []
+
+
 async def test_the_dashboard_api_serves_custom_metrics_without_code_changes(store: ClickHouseStore) -> None:
     client = TestClient(TestServer(root_app(lambda: store, DashboardSettings(), None), host="127.0.0.1"))
     await client.start_server()
