@@ -1,6 +1,7 @@
 """How late the worker's event loop runs what is due: the loop-lag gauge of ``/metrics``.
 
-``watch_loop_lag`` asks to wake every ``every_s`` on the worker's clock and observes how much later than
+``watch_loop_lag`` asks to wake every ``every_s`` on the clock it is given (the worker passes the real one)
+and observes how much later than
 that it woke (``groundwatch_event_loop_lag_seconds``, a histogram, and the last and worst lag since the
 start as gauges). Anything that holds the loop (CPU work on it, a blocking call) shows here as the lag
 of the next wake-up: Kafka heartbeats, ``/healthz`` and every timer wait as long.

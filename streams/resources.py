@@ -17,7 +17,7 @@ from mode import Service
 from pydantic import BaseModel
 
 from pipeline.argument_judge import ArgumentJudge
-from pipeline.clock import Clock
+from pipeline.clock import SYSTEM_CLOCK, Clock
 from pipeline.conversation_judge import ConversationJudge
 from pipeline.custom_evaluators import CustomEvaluators, open_custom
 from pipeline.evaluator import Evaluator
@@ -119,8 +119,11 @@ class Resources(Service):
     # ---- lifecycle ---------------------------------------------------------------------------------
     @Service.task
     async def _loop_lag(self) -> None:
-        """The event loop's lag on /metrics, from the start to the stop (``streams.loop_lag``)."""
-        await watch_loop_lag(self.clock, self.ctx.metrics.loop_lagged, running=lambda: not self.should_stop)
+        """The event loop's lag on /metrics, from the start to the stop (``streams.loop_lag``), on the real
+        clock: the loop's lag is real time whatever clock the worker runs on (an injected one would neither
+        see it nor should be moved by it)."""
+        lagged, running = self.ctx.metrics.loop_lagged, lambda: not self.should_stop
+        await watch_loop_lag(SYSTEM_CLOCK, lagged, running=running)
 
     async def on_start(self) -> None:
         settings = self.ctx.settings

@@ -353,7 +353,7 @@ class ConversationCloser:
             judged: list[PairVerdicts | None] = [None] * len(present)
             if self.judge is not None:
                 judged = list(await self._judged(self.judge, app, [in_order(turns[cid]) for cid in present]))
-            # a rollup compares every pair of a conversation's turns: in a thread, off the event loop
+            # rollups are CPU work that grows with a conversation's turns: in a thread, off the event loop
             rolled = await asyncio.to_thread(
                 _rollups, app, model, present, turns, self.settings.reask_similarity, judged
             )
