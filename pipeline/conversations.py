@@ -416,6 +416,13 @@ class OpenConversations:
     def keys(self) -> list[ConversationKey]:
         return list(self._open)
 
+    def forget(self, keep: Callable[[ConversationKey], bool]) -> int:
+        """Drop the open conversations ``keep`` refuses; returns how many."""
+        gone = [key for key in self._open if not keep(key)]
+        for key in gone:
+            del self._open[key]
+        return len(gone)
+
 
 def turn_of(e: Evaluation) -> ConversationTurn:
     """An evaluation as a turn of its conversation (texts and end mark from the interaction it carries)."""

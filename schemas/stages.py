@@ -21,4 +21,5 @@ Stage = Literal[
     "custom",
     "arguments",
     "conversation",
+    "touches",
 ]

@@ -15,6 +15,7 @@ from schemas.interaction import Interaction
 from schemas.label import Label
 from schemas.otlp import OtlpLogs, OtlpTraces
 from schemas.results import Converted, JudgeResult
+from schemas.touch import Touch
 from schemas.window import WindowAggregate
 
 
@@ -31,6 +32,7 @@ class TopicMessages:
     otlp: type[OtlpTraces] = OtlpTraces
     otlp_logs: type[OtlpLogs] = OtlpLogs
     labels: type[Label] = Label
+    touches: type[Touch] = Touch  # internal: work keyed to the partition that owns it
 
     def by_topic(self) -> dict[str, type[BaseModel]]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

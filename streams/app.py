@@ -1,15 +1,16 @@
 """The faust app, built by a factory from Settings: ``create_app`` returns a fresh app and its resources
 service (no module-level app).
 
-Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id, same partition count;
-docs/architecture.md draws it with the processors' names):
+Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id but for ``touches``, same
+partition count; docs/architecture.md draws it with the processors' names):
 
     otlp, otlp_logs -> [otlp] -> interactions (kafka.otlp_input, kafka.otlp_logs_input)
     interactions -> [convert] -> converted -> [judge] -> judged -+-> [join] -> evaluations
                                           \\-------------------------/ (the Converted, for the join)
     interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
-    evaluations -> [sink] -> ClickHouse; windows (closed by the sink's timer) -> window_aggregates, alerts
-                                         conversations (closed on event time) -> conversations
+    evaluations -> [sink] -> ClickHouse, touches (keyed by (app, model) and (app, model, conversation_id))
+    touches -> [touches] -> the owner's closers (the sink's timer closes them, streams.ownership):
+                            windows -> window_aggregates, alerts; conversations -> conversations
     labels -> [labels] -> ClickHouse labels   (people's labels, schemas/label.py)
     deadletter -> [dead_letters] -> ClickHouse dead_letters
     any stage: invalid message / judge error -> deadletter
@@ -55,6 +56,7 @@ from streams.processors.judge import JudgeProcessor
 from streams.processors.labels import LabelsProcessor
 from streams.processors.otlp import OtlpProcessor
 from streams.processors.sink import SinkProcessor
+from streams.processors.touches import TouchesProcessor
 from streams.resources import Resources
 from streams.telemetry import faust_lag
 
@@ -201,6 +203,7 @@ def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
         *inputs,
         *staged,
         SinkProcessor(ctx, resources),
+        TouchesProcessor(ctx, resources),
         LabelsProcessor(ctx, resources),
         DeadLetterRecorder(ctx, resources),
     ]

@@ -32,6 +32,7 @@ from pipeline.sampling import Sampler
 from schemas.errors import GroundwatchError
 from schemas.evaluation import Evaluation
 from schemas.safe_text import safe_text
+from schemas.touch import Touch
 from streams.alerts.engine import AlertEngine
 from streams.clickhouse.batch import DeadLetterRows
 from streams.clickhouse.conversations import ConversationRows
@@ -40,9 +41,11 @@ from streams.clickhouse.sink import EvaluationSink, Located
 from streams.clickhouse.store import ClickHouseStore
 from streams.context import StreamContext
 from streams.loop_lag import watch_loop_lag
+from streams.ownership import Ownership, follow_assignment, topic_partitions
 from streams.status import WorkerStatus, write_status
+from streams.touches import TouchSender
 from streams.windows.closer import WindowCloser
-from streams.windows.conversations import ConversationCloser
+from streams.windows.conversations import At, ConversationCloser
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,11 @@ class Resources(Service):
         self._windows: WindowCloser | None = None
         self.conversations: ConversationCloser | None = None  # None: conversations.enabled false
         self._alerts: AlertEngine | None = None
+        # which windows and conversations are this worker's: the group's assignment of the touches topic
+        names, kafka = ctx.names, ctx.settings.kafka
+        self.ownership = Ownership(names.touches, topic_partitions(ctx.app, names.touches, kafka.partitions))
+        self._unreconciled: set[int] = set()  # partitions gained whose work is not looked for yet
+        self.touches = TouchSender(ctx)
 
     # ---- the opened resources (NotReady before on_start) -----------------------------------------
     @property
@@ -139,30 +147,24 @@ class Resources(Service):
         await alerts.redeliver_due()  # notifications an earlier worker stored and never recorded
         rollups = ConversationRows(store) if settings.conversations.enabled else None
         self._windows = WindowCloser(settings.window, store, alerts, clock=self.clock, conversations=rollups)
-        stale = await self._windows.reconcile(timedelta(hours=settings.window.reconcile_hours))
-        if stale:
-            log.info("%d windows left unclosed by an earlier worker will be recomputed", stale)
         if rollups is not None:
             mask = self.privacy.text_for_judge
             pair_judge = ConversationJudge(self._judge, settings.conversations, mask=mask)
             if pair_judge and pair_judge.llm is None:
                 log.warning("conversations.judge is llm but the judge has no LLM: re-asks and contradictions "
                             "stay lexical (each rollup's judge_failure says so)")  # fmt: skip
+            # a rollup written touches the windows it counts in: through their owner (streams.touches)
             self.conversations = ConversationCloser(
-                settings.conversations, settings.window, rollups, self._windows, clock=self.clock,
+                settings.conversations, settings.window, rollups, self.touches, clock=self.clock,
                 judge=pair_judge, budgets=self.sampler.budgets,
             )  # fmt: skip
-            unrolled, _ = await self.conversations.reconcile(timedelta(hours=settings.window.reconcile_hours))
-            if unrolled:
-                log.info("%d conversations left open by an earlier worker will be rolled up", unrolled)
         self._sink = EvaluationSink(
             settings.clickhouse,
             store,
-            on_flushed=self._after_flush,
             on_rejected=self._reject_row,
             on_written=self._written,
             clock=self.clock,
-            before_ack=self._end_user_labels,
+            before_ack=self._after_flush,
         )
         ch = settings.clickhouse
         self._dead_letter_rows = DeadLetterRows(
@@ -205,11 +207,61 @@ class Resources(Service):
         self.ctx.metrics.recorded(rows)
         await self.update_status()
 
-    async def _after_flush(self, rows: Sequence[Located]) -> None:
-        await self.windows.touch(rows)
+    async def _after_flush(self, rows: list[Evaluation], before: Sequence[Located]) -> None:
+        """Rows are written (their events not acked yet): end users' labels are written with them, their
+        windows and conversations are touched at their owners (where they counted before too); the rows
+        of one interaction are this worker's to write. A failure leaves the events unacked: written and
+        touched again."""
+        await self._end_user_labels(rows)
+        await self.touches.written([*before, *rows])
         if self.conversations is not None:
-            await self.conversations.touch(rows)
+            self.conversations.pend_singles(rows)
         await self.update_status()
+
+    # ---- ownership (streams.ownership) ------------------------------------------------------------
+    def follow_assignment(self) -> None:
+        """Follow the group's assignment of the touches topic: what this worker closes."""
+        follow_assignment(self.ctx.app, self.ownership, self._rebalanced)
+
+    async def _rebalanced(self, gained: frozenset[int], lost: frozenset[int]) -> None:
+        """Forget the windows and conversations of the partitions lost (their new owner finds them in
+        ClickHouse); those of the partitions gained are looked for at the next tick (``reconcile_owned``),
+        not in the rebalance."""
+        if lost:
+            forgot = self._windows.forget(self.ownership.owns) if self._windows else 0
+            if self.conversations is not None:
+                forgot += self.conversations.forget(self.ownership.owns)
+            log.info("ownership: partitions %s moved to another worker; %d pending windows and "
+                     "conversations left to it", sorted(lost), forgot)  # fmt: skip
+        self._unreconciled = (self._unreconciled - lost) | gained
+
+    async def reconcile_owned(self) -> None:
+        """Find in ClickHouse what the partitions this worker gained hold: windows left unclosed,
+        conversations left unrolled by the last owner or a crashed worker (as at a start). Retried at
+        the next tick when ClickHouse fails."""
+        parts = frozenset(self._unreconciled)
+        if not parts or not self.ready or self.ownership.suspended:
+            return
+        owns = self.ownership.within(parts)
+        lookback = timedelta(hours=self.ctx.settings.window.reconcile_hours)
+        try:
+            stale = await self.windows.reconcile(lookback, owns)
+            unrolled = (await self.conversations.reconcile(lookback, owns))[0] if self.conversations else 0
+        except Exception as exc:
+            log.warning("ownership: looking for the work of partitions %s failed (%s: %s); will retry",
+                        sorted(parts), type(exc).__name__, safe_text(str(exc), 300))  # fmt: skip
+            return
+        self._unreconciled -= parts
+        if stale or unrolled:
+            log.info("ownership: partitions %s: %d windows to recompute and %d conversations to roll up, "
+                     "left by their last owner", sorted(parts), stale, unrolled)  # fmt: skip
+
+    async def touched(self, touch: Touch) -> None:
+        """A touch of work this worker owns (``streams.processors.touches``)."""
+        if touch.conversation_id is None:
+            await self.windows.touch([At(touch.app, touch.model, at) for at in touch.at])
+        elif self.conversations is not None:
+            self.conversations.touched(touch)
 
     async def _end_user_labels(self, evaluations: list[Evaluation]) -> None:
         """End users' thumbs of a batch just stored, as labels (``labels.end_user_feedback``), written
@@ -306,6 +358,10 @@ class Resources(Service):
         # the due conversations, then the open windows (which count them), share a third of the stop's
         # time: the conversations first, the windows get what is left; what either leaves is logged and
         # done at the next start (``reconcile``)
+        if self.ownership.rebalancing:  # what this worker held is its next owner's
+            log.info("stopping during a rebalance: the pending windows and conversations are left to "
+                     "their next owner")  # fmt: skip
+            return
         budget = self.ctx.settings.kafka.shutdown_timeout_s / 3
         started = self.clock.monotonic()
         if self.conversations is not None:

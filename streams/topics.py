@@ -1,4 +1,5 @@
-"""Topic names under the configured prefix and their creation (co-partitioned, keyed by interaction_id)."""
+"""Topic names under the configured prefix and their creation (co-partitioned: the same partition count;
+keyed by interaction_id, but for ``touches``, keyed by the work it hands over)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class TopicNames:
     otlp: str  # OpenTelemetry traces (OTLP/JSON), read when kafka.otlp_input is on
     otlp_logs: str  # OpenTelemetry logs (OTLP/JSON), read when kafka.otlp_logs_input is on
     labels: str  # people's labels (schemas.label.Label), stored in ClickHouse labels
+    # internal: windows keyed by (app, model), conversations by (app, model, conversation_id), so one
+    # partition's owner closes each (schemas.touch.Touch, streams.ownership)
+    touches: str
 
     def all(self) -> list[str]:
         return [
@@ -41,6 +45,7 @@ class TopicNames:
             self.otlp,
             self.otlp_logs,
             self.labels,
+            self.touches,
         ]
 
 

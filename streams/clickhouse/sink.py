@@ -34,14 +34,12 @@ class Located(Protocol):
 #: dead-letters the row (stage "sink"); the row's callback (its ack) runs once this returned
 OnRejected = Callable[[Evaluation, Exception], Awaitable[None]]
 
-#: called after each written batch with the rows written and, for interactions that were already stored,
-#: where they counted before (a replay with a new timestamp moves a row to another window: both change)
-OnFlushed = Callable[[Sequence[Located]], Awaitable[None]]
-
-#: called with each written batch before its acks: rows derived from it that must be as durable as the
-#: batch (end users' feedback labels). If it raises, the batch goes back to the buffer unacked and is
-#: written again later (the rewrite is harmless), so a crash or an outage in between loses nothing
-BeforeAck = Callable[[list[Evaluation]], Awaitable[None]]
+#: called with each written batch, and where its rows counted before for interactions already stored (a
+#: replay with a new timestamp moves a row to another window: both change), before the batch's acks:
+#: what must follow from it as surely as the batch (the touches of its windows and conversations, end
+#: users' feedback labels). If it raises, the batch goes back to the buffer unacked and is written again
+#: later (the rewrite is harmless), so a crash or an outage in between loses nothing
+BeforeAck = Callable[[list[Evaluation], Sequence[Located]], Awaitable[None]]
 
 
 class EvaluationSink:
@@ -49,7 +47,6 @@ class EvaluationSink:
         self,
         settings: ClickHouseSettings,
         store: ClickHouseStore,
-        on_flushed: OnFlushed | None = None,
         on_rejected: OnRejected | None = None,
         on_written: Callable[[list[Evaluation], float], object] | None = None,
         clock: Clock | None = None,
@@ -58,7 +55,6 @@ class EvaluationSink:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()  # a batch's age (batch_seconds) is measured on it
         self.store = store
-        self.on_flushed = on_flushed
         self.on_rejected = on_rejected
         self.on_written = on_written  # (rows written, seconds the insert took): for metrics
         self.before_ack = before_ack
@@ -108,7 +104,7 @@ class EvaluationSink:
                     log.warning("sink: %d failed flushes in a row; splitting the batch", self.failures)
                     rows, done = await self._isolate(rows, done)
                 if self.before_ack is not None and rows:
-                    await self.before_ack(list(rows))
+                    await self.before_ack(list(rows), before)
             except Exception:
                 # put them back in front; they stay unacked until a later flush succeeds (but for rows
                 # an interrupted split already dead-lettered and acked: those are done)
@@ -121,8 +117,6 @@ class EvaluationSink:
             self.flushed_rows += len(rows)
             if self.on_written is not None:
                 self.on_written(list(rows), time.perf_counter() - started)
-        if self.on_flushed is not None:
-            await self.on_flushed([*before, *rows])
         return len(rows)
 
     async def _isolate(

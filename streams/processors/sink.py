@@ -1,7 +1,8 @@
 """evaluations -> ClickHouse: batched inserts; source events acked only once their batch is written.
 
 One timer flushes a batch once its oldest row waited ``clickhouse.batch_seconds`` (checked four times as
-often, so a row waits at most 1.25 x that); another closes due windows (which evaluates the alert rules).
+often, so a row waits at most 1.25 x that); another closes the due windows and conversations this worker
+owns (which evaluates the alert rules), which the ``touches`` topic marked (``streams.ownership``).
 """
 
 from __future__ import annotations
@@ -68,9 +69,13 @@ class SinkProcessor:
         self.flush_failures.succeeded()
 
     async def tick(self) -> None:
-        """Close the conversations that are due, then the windows that are due (and check their alerts)."""
+        """Close the conversations that are due, then the windows that are due (and check their alerts):
+        those this worker owns (``streams.ownership``), none while a rebalance is under way."""
         res = self.resources
         if not res.ready:
+            return
+        await res.reconcile_owned()
+        if res.ownership.suspended:
             return
         if res.conversations is not None:
             try:

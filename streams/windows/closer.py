@@ -91,6 +91,13 @@ class Located(Protocol):
     timestamp: datetime
 
 
+class Owns(Protocol):
+    """Whether this worker owns a series' windows (``app``, ``model``) or one of its conversations
+    (``streams.ownership.Ownership.owns``)."""
+
+    def __call__(self, app: str, model: str, conversation_id: str | None = None, /) -> bool: ...
+
+
 class WindowStore(Protocol):
     """What the closer needs from storage (streams.clickhouse.store.ClickHouseStore is one)."""
 
@@ -185,14 +192,28 @@ class WindowCloser:
             if current is None or mark > current:
                 self.watermarks[(e.app, e.model)] = mark
 
-    async def reconcile(self, lookback: timedelta) -> int:
-        """Mark the windows a crashed worker left unclosed (rows written after their aggregate): their
-        in-memory marks died with it; ClickHouse still knows. Returns how many were marked."""
+    async def reconcile(self, lookback: timedelta, owns: Owns | None = None) -> int:
+        """Mark the windows a crashed worker (or the last owner of their series) left unclosed: rows
+        written after their aggregate. Their in-memory marks died with it; ClickHouse still knows.
+        ``owns``: only the series it says this worker owns. Returns how many were marked."""
         since = self.clock.now() - lookback
         stale = await self.store.stale_windows(self.settings.size_seconds, since)
-        for key in stale:
+        mine = [key for key in stale if owns is None or owns(key[0], key[1])]
+        for key in mine:
             self._dirty.setdefault(key, float("-inf"))
-        return len(stale)
+        return len(mine)
+
+    def forget(self, owns: Owns) -> int:
+        """Drop the pending windows, watermarks and failure counts of the series ``owns`` no longer says
+        are this worker's (their new owner finds them in ClickHouse); returns how many windows."""
+        gone = [key for key in self._dirty if not owns(key[0], key[1])]
+        for key in gone:
+            del self._dirty[key]
+        for key in [k for k in self.failures if not owns(k[0], k[1])]:
+            del self.failures[key]
+        for series in [s for s in self.watermarks if not owns(*s)]:
+            del self.watermarks[series]
+        return len(gone)
 
     def pending(self) -> list[WindowKey]:
         return sorted(self._dirty, key=lambda k: (k[2], k[0], k[1]))

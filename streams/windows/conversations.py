@@ -47,10 +47,11 @@ from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.settings import ConversationSettings, WindowSettings
+from schemas.touch import Touch
 from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.conversations import Written
 from streams.clickhouse.rows import evaluation_version
-from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located, why_left
+from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located, Owns, why_left
 from streams.windows.tumbling import utc
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ def version_of(written_at: datetime) -> int:
 
 
 @dataclass
-class _At:
+class At:
     app: str
     model: str
     timestamp: datetime
@@ -165,23 +166,48 @@ class ConversationCloser:
             key, at, ends = found
             self.open.touch(key, at, ends, wall, now)
 
-    async def reconcile(self, lookback: timedelta) -> tuple[int, int]:
-        """Reopen the conversations an earlier worker left unrolled, queue the rows of one turn it left
-        unwritten, and touch the windows it wrote a rollup after; returns how many conversations and
-        windows. All are looked for ``lookback`` back from the last stored evaluation (or from now, if
-        that is earlier): a conversation open when the last worker stopped had a turn stored shortly
-        before, however long ago it stopped."""
+    def touched(self, touch: Touch) -> None:
+        """A conversation this worker owns got turns (``streams.ownership``): it is open (or open again)
+        and its series' event time moved to the touch's watermark."""
+        if touch.conversation_id is None:
+            return
+        wall, now = self.clock.now(), self.clock.monotonic()
+        self.open.advance(touch.app, touch.model, utc(touch.watermark), wall)
+        key = (touch.app, touch.model, touch.conversation_id)
+        self.open.touch(key, utc(touch.last), touch.ends, wall, now)
+
+    def pend_singles(self, rows: Sequence[Any]) -> None:
+        """The written rows without a conversation_id: this worker writes their rows at its next round
+        (each is one interaction's, keyed by its id: no other worker's rows meet it)."""
+        for row in rows:
+            if conversation_of(row) is None:
+                self._pend_single(row)
+
+    def forget(self, owns: Owns) -> int:
+        """Drop the open conversations ``owns`` no longer says are this worker's (their new owner
+        reopens them from ClickHouse); returns how many."""
+        return self.open.forget(lambda key: owns(*key))
+
+    async def reconcile(self, lookback: timedelta, owns: Owns | None = None) -> tuple[int, int]:
+        """Reopen the conversations an earlier worker (or their last owner) left unrolled, queue the
+        rows of one turn it left unwritten, and touch the windows it wrote a rollup after; returns how
+        many conversations and windows. ``owns``: only the conversations, and the series, it says this
+        worker owns. All are looked for ``lookback`` back from the last stored evaluation (or from
+        now, if that is earlier): a conversation open when the last worker stopped had a turn stored
+        shortly before, however long ago it stopped."""
         now = self.clock.now()
         last = await self.store.last_stored()
         since = min(now, last or now) - lookback
-        unrolled = await self.store.unrolled(since)
+        unrolled = [u for u in await self.store.unrolled(since) if owns is None or owns(u[0], u[1], u[2])]
         for app, model, cid, last, ends in unrolled:
             self.open.reopen((app, model, cid), last, ends)
-        for _, _, iid in await self.store.unrolled_singles(since):
-            self._singles.setdefault(iid, None)
+        for app, model, iid in await self.store.unrolled_singles(since):
+            if owns is None or owns(app, model):
+                self._singles.setdefault(iid, None)
         stale = await self.store.stale_windows(self.window.size_seconds, since)
+        stale = [w for w in stale if owns is None or owns(w[0], w[1])]
         if stale and self.windows is not None:
-            await self.windows.touch([_At(app, model, start) for app, model, start in stale])
+            await self.windows.touch([At(app, model, start) for app, model, start in stale])
         return len(unrolled), len(stale)
 
     async def close_due(self) -> list[ConversationRollup]:
@@ -345,7 +371,7 @@ class ConversationCloser:
         written_at = self.clock.now()
         floor = version_of(written_at)
         rows: list[Written] = []
-        moved: list[_At] = []
+        moved: list[At] = []
         for (app, model), ids in by_series.items():
             turns = await self.store.turns(app, model, ids)
             stored = await self.store.current(app, model, ids)
@@ -361,9 +387,9 @@ class ConversationCloser:
                 before = stored.get(cid)
                 at = max((t.stored_at for t in turns[cid] if t.stored_at is not None), default=None)
                 rows.append((c, max(floor, before[1] + 1) if before else floor, at))
-                moved.append(_At(app, model, c.last_turn_at))
+                moved.append(At(app, model, c.last_turn_at))
                 if before is not None and before[0] != utc(c.last_turn_at):
-                    moved.append(_At(app, model, before[0]))
+                    moved.append(At(app, model, before[0]))
         await self.store.insert(rows, written_at)
         self.written += len(rows)
         if self.windows is not None and moved:

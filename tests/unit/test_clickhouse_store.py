@@ -126,12 +126,12 @@ async def test_sink_batches_by_size_and_age_and_acks_after_write(store: ClickHou
     written: list[str] = []
     flushed: list[int] = []
 
-    async def on_flushed(rows: object) -> None:
-        flushed.append(len(rows))  # type: ignore[arg-type]
+    async def on_flushed(rows: list[Evaluation], before: object) -> None:
+        flushed.append(len(rows))
 
     clock = ManualClock()
     settings = ClickHouseSettings(batch_rows=3, batch_seconds=0.2)
-    sink = EvaluationSink(settings, store, on_flushed=on_flushed, clock=clock)
+    sink = EvaluationSink(settings, store, before_ack=on_flushed, clock=clock)
     for i in range(4):
         await sink.add(evaluation(f"e{i}"), functools.partial(written.append, f"e{i}"))
     assert written == ["e0", "e1", "e2"] and flushed == [3] and len(sink) == 1  # size flush
@@ -206,13 +206,14 @@ async def test_sink_dead_letters_the_row_clickhouse_keeps_rejecting(store: Click
 
 
 async def test_rows_derived_from_a_batch_are_written_before_its_acks(store: ClickHouseStore) -> None:
-    """The sink's before_ack (end users' feedback labels) runs before the acks; when it fails, the batch
-    stays buffered and unacked, and the next flush writes it again (harmlessly) with its derived rows."""
+    """The sink's before_ack (end users' feedback labels, the touches) runs before the acks; when it
+    fails, the batch stays buffered and unacked, and the next flush writes it again (harmlessly) with its
+    derived rows."""
     acked: list[str] = []
     derived: list[list[str]] = []
     down = True
 
-    async def before_ack(rows: list[Evaluation]) -> None:
+    async def before_ack(rows: list[Evaluation], before: object) -> None:
         assert acked == []  # nothing of this batch acked yet
         if down:
             raise ConnectionError("labels table unreachable")

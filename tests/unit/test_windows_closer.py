@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,10 @@ async def test_a_resend_later_that_day_moves_its_row_to_another_window_and_recom
     from streams.clickhouse.sink import EvaluationSink
 
     closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store)
-    sink = EvaluationSink(ClickHouseSettings(batch_rows=100), store, on_flushed=closer.touch)
+    async def touch(rows: list[Any], before: list[Any]) -> None:  # as the windows' owner is touched
+        await closer.touch([*before, *rows])
+
+    sink = EvaluationSink(ClickHouseSettings(batch_rows=100), store, before_ack=touch)
     await sink.add(at("x", 1, 0.9))  # type: ignore[arg-type]
     await sink.flush()
     assert [w.count for w in await closer.close_due(final=True)] == [1]
