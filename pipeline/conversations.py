@@ -17,6 +17,7 @@ the worst turn. An interaction without a conversation_id is a conversation of on
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 from collections import Counter, defaultdict
@@ -422,6 +423,13 @@ class OpenConversations:
         for key in gone:
             del self._open[key]
         return len(gone)
+
+
+def turns_digest(turns: Iterable[ConversationTurn]) -> str:
+    """Which stored turns (ids and evaluation versions) a rollup is computed from: the same digest, the
+    same rollup."""
+    listing = "\n".join(sorted(f"{t.interaction_id}\t{t.version}" for t in turns))
+    return hashlib.sha256(listing.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def turn_of(e: Evaluation) -> ConversationTurn:

@@ -40,6 +40,7 @@ class ConversationTurn(BaseModel):
     stored_at: datetime | None = Field(
         None, description="when its evaluation was stored (the ClickHouse server's clock); None off storage"
     )
+    version: int = Field(0, description="its stored evaluation's version (0 off storage)")
 
 
 class ConversationRollup(BaseModel):

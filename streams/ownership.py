@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: called with the partitions gained and lost at an assignment
 Rebalanced = Callable[[frozenset[int], frozenset[int]], Awaitable[None]]
+#: called when a rebalance takes the partitions (before the group assigns them again)
+Revoked = Callable[[], Awaitable[None]]
 
 
 def partition_of(key: str, partitions: int) -> int:
@@ -91,12 +93,14 @@ class Ownership:
         return gained, lost
 
 
-def follow_assignment(app: faust.App, ownership: Ownership, rebalanced: Rebalanced) -> None:
-    """Connect ``ownership`` to ``app``'s rebalance signals; ``rebalanced(gained, lost)`` runs at each
-    assignment (faust awaits it within the rebalance: keep it short)."""
+def follow_assignment(app: faust.App, ownership: Ownership, revoked: Revoked, rebalanced: Rebalanced) -> None:
+    """Connect ``ownership`` to ``app``'s rebalance signals: ``revoked()`` runs when a rebalance takes the
+    partitions, ``rebalanced(gained, lost)`` at each assignment (faust awaits both within the rebalance:
+    keep them short)."""
 
     async def on_revoked(sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
         ownership.revoke()
+        await revoked()
 
     async def on_assigned(sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
         assigned = set(args[0]) if args else set()

@@ -221,12 +221,25 @@ class Resources(Service):
     # ---- ownership (streams.ownership) ------------------------------------------------------------
     def follow_assignment(self) -> None:
         """Follow the group's assignment of the touches topic: what this worker closes."""
-        follow_assignment(self.ctx.app, self.ownership, self._rebalanced)
+        follow_assignment(self.ctx.app, self.ownership, self._revoked, self._rebalanced)
+
+    async def _revoked(self) -> None:
+        """A rebalance takes the partitions: the closing under way ends after its current batch (waited
+        for, a little), so the next owner does not judge and write the same conversations and windows."""
+        wait_s = min(10.0, self.ctx.settings.kafka.shutdown_timeout_s / 3)
+        closers = [c for c in (self._windows, self.conversations) if c is not None]
+        ended = await asyncio.gather(*(c.pause(wait_s) for c in closers))
+        if not all(ended):
+            log.warning("ownership: a close round still running %g s after the partitions were revoked; "
+                        "their next owner may repeat its last batch", wait_s)  # fmt: skip
 
     async def _rebalanced(self, gained: frozenset[int], lost: frozenset[int]) -> None:
         """Forget the windows and conversations of the partitions lost (their new owner finds them in
         ClickHouse); those of the partitions gained are looked for at the next tick (``reconcile_owned``),
-        not in the rebalance."""
+        not in the rebalance. Closing resumes."""
+        for closer in (self._windows, self.conversations):
+            if closer is not None:
+                closer.resume()
         if lost:
             forgot = self._windows.forget(self.ownership.owns) if self._windows else 0
             if self.conversations is not None:

@@ -12,12 +12,10 @@ background. A failed publish raises before the table row exists, so the window s
 (streams.windows.closer: a window is written once its rules were evaluated), and the transition is
 retried, by this worker or, after a stop, by the next start.
 
-Incidents, however many workers: the windows two workers read can differ for a while (one has not
-written its share of a window's rows yet), so they can find the same drift breaching in different
-windows, and so decide firings with different ids. Before it fires, a worker therefore claims the
-incident's opening in the ``alert_deliveries`` ledger, keyed by the rule's series and the transition the
-firing follows (``opening_id``): the earliest claim opens the incident; a worker that loses makes no
-transition, and resolves the winner's incident when its windows are back.
+Incidents: one worker evaluates a series' rules, the owner of its windows (``streams.ownership``: the
+partition of the touches topic its (app, model) keys to), so each drift is decided once, on the windows
+as stored. While ownership moves (a rebalance, a worker killed), the new owner reads the series' latest
+transition before it fires: an incident the last owner opened is carried on, not opened again.
 
 Notifications, however many workers: before sending, a worker claims the delivery (alert id + receiver)
 in the ``alert_deliveries`` ledger; only the earliest claim sends (``streams.clickhouse.leases``),
@@ -72,17 +70,6 @@ def _log_failure(task: asyncio.Task[bool]) -> None:
         log.error("alert delivery crashed", exc_info=task.exception())
 
 
-#: the ledger's receiver name for the claims of incident openings (``AlertEngine.opens``)
-OPENING_RECEIVER = "(incident opening)"
-
-
-def opening_id(firing: Alert, before: Alert | None) -> str:
-    """The ledger key of the incident a firing opens: its rule's series and the transition it follows
-    (the series' latest, a resolution, or none), the same for every worker about to open it."""
-    series = f"{firing.rule}|{firing.app}|{firing.model}|{firing.slice}"
-    return f"{series}|opens after {before.alert_id if before is not None else '-'}"
-
-
 def _order(alert: Alert) -> tuple[datetime, bool]:
     """How ``ClickHouseStore.latest_alert`` orders a rule's transitions (the greatest is the latest)."""
     return alert.window_end, alert.state == "resolved"
@@ -125,9 +112,6 @@ class AlertEngine:
         self._tasks: set[asyncio.Task[bool]] = set()
         self._last_redeliver: datetime | None = None
         self._sending: set[str] = set()  # delivery ids this engine is sending now (never two at once)
-        # incident openings this engine's claims won (``opens``) -> when claimed; kept while the claim is
-        # live in the ledger (``delivery_lease_s``), oldest first
-        self._opened: dict[str, datetime] = {}
         # firing alert id -> when Alertmanager last heard of it, oldest first, within the last refresh period
         self._refreshed: dict[str, datetime] = {}
         self._unsent: list[Claim] = []  # cancelled by the stop before an outcome: released by aclose
@@ -319,39 +303,13 @@ class AlertEngine:
 
     async def opens(self, alert: Alert) -> bool:
         """Whether this engine makes the transition ``alert``: a resolution, always (its id is its
-        incident's, the same whoever resolves it); a firing, when no incident of its series is open and
-        this engine's claim of the opening is the earliest (module docstring). A worker that stopped
-        between its claim and its firing holds the opening for ``alerts.delivery_lease_s``."""
+        incident's, the same whoever resolves it); a firing, when no incident of its series is open. One
+        worker owns a series' windows (``streams.ownership``), so this read only matters while ownership
+        moves: a firing the last owner stored after this window's evaluation read is carried on."""
         if alert.state != "firing":
             return True
         latest = await self.store.latest_alert(alert.rule, alert.app, alert.model, alert.slice)
-        if latest is not None and latest.state == "firing":
-            return False  # another worker's firing, stored since this window's evaluation read
-        key = opening_id(alert, latest)
-        now = self.clock.now()
-        stale_before = now - timedelta(seconds=self.settings.delivery_lease_s)
-        self._forget_openings(stale_before)
-        won = self._opened.get(key)
-        if won is not None and won >= stale_before:
-            return True  # this engine's live claim (a retry: its firing's publish or insert failed)
-        claim = Claim(key, alert.alert_id, OPENING_RECEIVER, now)
-        if await self.ledger.claim(claim, self.claimant, stale_before):
-            self._opened.pop(key, None)  # claimed anew: its place is the newest
-            self._opened[key] = now
-            return True
-        log.info("alert %s: the incident %s is another worker's", alert.alert_id, key)
-        return False
-
-    def _forget_openings(self, stale_before: datetime) -> None:
-        """Drop the won openings claimed before ``stale_before``: their claims are dead in the ledger
-        (another worker may take the opening), so a retry claims anew there. What is kept is bounded by
-        the openings won within one lease; an opening whose firing was stored is never asked for again
-        (the series' latest transition has changed) and goes with its lease."""
-        while self._opened:
-            key, claimed_at = next(iter(self._opened.items()))
-            if claimed_at >= stale_before:
-                return
-            del self._opened[key]
+        return latest is None or latest.state != "firing"
 
     async def refresh_firing(self, rule: Rule, window: WindowAggregate) -> bool:
         """Post a still-firing alert to the Alertmanager receivers again, every quarter of their

@@ -18,14 +18,20 @@ from streams.clickhouse.rows import utc
 from streams.clickhouse.sql import TS as _TS
 from streams.clickhouse.store import ClickHouseStore
 
-CONVERSATION_COLUMNS = [*ConversationRollup.model_fields, "written_at", "version", "turns_stored_at"]
+CONVERSATION_COLUMNS = [
+    *ConversationRollup.model_fields,
+    "written_at",
+    "version",
+    "turns_stored_at",
+    "turns_digest",
+]
 ROLLUP_COLUMNS = ", ".join(ConversationRollup.model_fields)
 _EVAL_ROW = ", ".join(EvalRow.model_fields)
 
 #: a stored turn: the columns of ConversationTurn, the texts and the end mark from the payload's interaction
 TURN_COLUMNS = (
     "interaction_id, timestamp, conversation_id, judged, hallucination, answer_refusal, input_tokens, "
-    "output_tokens, cost_usd, inserted_at AS stored_at, "
+    "output_tokens, cost_usd, inserted_at AS stored_at, version, "
     "JSONExtractString(payload, 'interaction', 'question') AS question, "
     "JSONExtractString(payload, 'interaction', 'answer') AS answer, "
     "lower(JSONExtractRaw(payload, 'interaction', 'metadata', 'conversation_end')) IN ('true', '\"true\"') "
@@ -33,16 +39,19 @@ TURN_COLUMNS = (
 )
 
 
-#: a rollup to write: the rollup, its version, and when the latest turn it was computed from was stored
-Written = tuple[ConversationRollup, int, datetime | None]
+#: a rollup to write: the rollup, its version, when the latest turn it was computed from was stored, and
+#: which turns those were (``pipeline.conversations.turns_digest``; '' for an interaction of one turn)
+Written = tuple[ConversationRollup, int, datetime | None, str]
+#: a stored rollup: its last turn's time, its version and its turns digest
+Current = tuple[datetime, int, str]
 
 
 def conversation_row(
-    c: ConversationRollup, written_at: datetime, version: int, stored: datetime | None
+    c: ConversationRollup, written_at: datetime, version: int, stored: datetime | None, digest: str
 ) -> list[Any]:
     values = c.model_dump()
     values["first_turn_at"], values["last_turn_at"] = utc(c.first_turn_at), utc(c.last_turn_at)
-    extra = [utc(written_at), version, utc(stored) if stored is not None else None]
+    extra = [utc(written_at), version, utc(stored) if stored is not None else None, digest]
     return [values[f] for f in ConversationRollup.model_fields] + extra
 
 
@@ -70,25 +79,28 @@ class ConversationRows:
     async def turns(self, app: str, model: str, ids: Sequence[str]) -> dict[str, list[ConversationTurn]]:
         return await asyncio.to_thread(self.turns_sync, app, model, list(ids))
 
-    def current_sync(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]:
-        """(last turn time, version) of the stored rollups of these conversations, by id."""
+    def current_sync(self, app: str, model: str, ids: Sequence[str]) -> dict[str, Current]:
+        """(last turn time, version, turns digest) of the stored rollups of these conversations, by id."""
         if not ids:
             return {}
         rows = self.store.query_sync(
-            f"SELECT conversation_id, last_turn_at, version FROM {self.db}.conversations FINAL "
+            f"SELECT conversation_id, last_turn_at, version, turns_digest FROM {self.db}.conversations FINAL "
             "WHERE app = {app:String} AND model = {model:String} AND conversation_id IN {ids:Array(String)} "
             "AND interaction_id = ''",
             {"app": app, "model": model, "ids": list(dict.fromkeys(ids))},
         )
-        return {str(r["conversation_id"]): (utc(r["last_turn_at"]), int(r["version"])) for r in rows}
+        return {
+            str(r["conversation_id"]): (utc(r["last_turn_at"]), int(r["version"]), str(r["turns_digest"]))
+            for r in rows
+        }
 
-    async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]:
+    async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, Current]:
         return await asyncio.to_thread(self.current_sync, app, model, list(ids))
 
     def insert_sync(self, rows: Sequence[Written], written_at: datetime) -> None:
         """Rollups with their versions, in one insert (a higher version replaces a conversation's row)."""
         if rows:
-            data = [conversation_row(c, written_at, v, stored) for c, v, stored in rows]
+            data = [conversation_row(c, written_at, v, stored, digest) for c, v, stored, digest in rows]
             self.store.insert_rows_sync("conversations", data, CONVERSATION_COLUMNS)
 
     async def insert(self, rows: Sequence[Written], written_at: datetime) -> None:

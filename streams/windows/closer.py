@@ -8,7 +8,9 @@ close every window) has passed its end plus the grace period, or when no row has
 last window written, and a window still running is not closed early). Its aggregate is then
 recomputed from the ``evaluations`` table with FINAL, so
 redelivered or replayed rows never count twice, and written to ``window_aggregates`` (a rewrite
-replaces). Rows that arrive after a window closed touch it again and it is recomputed.
+replaces). Rows that arrive after a window closed touch it again and it is recomputed; a window closed
+again whose aggregate comes out as the one this closer last wrote (the touch of rows it had already
+counted) is neither evaluated by the alert rules nor written again.
 
 Windows close in batches of ``close_batch`` (oldest first): the rows of a batch's windows are read in
 one query per app and model, the windows handed to the listener (the alert rules) in order, then their
@@ -59,7 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -81,6 +83,9 @@ WindowKey = tuple[str, str, datetime]  # app, model, window start
 
 #: windows whose failure a round logs one by one; the rest are counted in one line at the round's end
 LOG_FAILURES_PER_ROUND = 5
+
+#: the aggregates a closer remembers (the latest written), to tell a close that changes nothing
+REMEMBERED_WINDOWS = 4096
 
 
 class Located(Protocol):
@@ -173,8 +178,13 @@ class WindowCloser:
         self.failed = 0  # failed closes in all
         self.dropped = 0  # windows given up after max_close_attempts
         self.left = 0  # windows the stop's round left for the next start
+        self.unchanged = 0  # windows closed again with the aggregate last written: not written again
+        # the aggregates last written, by window (the latest REMEMBERED_WINDOWS): a close that computes
+        # the same is not written or evaluated again
+        self._last: OrderedDict[WindowKey, WindowAggregate] = OrderedDict()
         self._lock = asyncio.Lock()  # one round at a time
         self._stopping = False  # finish() began: a round under way ends after its current batch
+        self.paused = False  # ``pause``: a rebalance took the partitions; rounds wait for ``resume``
         self._finished = False  # finish() ended: nothing more is closed
         self._unlogged = 0  # failures this round did not log one by one
         self._logged = 0  # failures this round logged one by one
@@ -202,6 +212,21 @@ class WindowCloser:
         for key in mine:
             self._dirty.setdefault(key, float("-inf"))
         return len(mine)
+
+    async def pause(self, wait_s: float) -> bool:
+        """A rebalance is taking this worker's partitions: a round under way ends after its current
+        window and no round begins until ``resume``. Waits up to ``wait_s`` seconds for the round under way
+        to end, so the next owner does not close what this one is closing; returns whether it ended."""
+        self.paused = True
+        try:
+            await asyncio.wait_for(self._lock.acquire(), wait_s)
+        except TimeoutError:
+            return False
+        self._lock.release()
+        return True
+
+    def resume(self) -> None:
+        self.paused = False
 
     def forget(self, owns: Owns) -> int:
         """Drop the pending windows, watermarks and failure counts of the series ``owns`` no longer says
@@ -262,10 +287,10 @@ class WindowCloser:
         counted and retried at the next call (``max_close_attempts`` in all, then given up with an ERROR
         log: its aggregate written without its rules when only they failed); the others close. Closes
         nothing once ``finish`` began."""
-        if self._stopping:
+        if self._stopping or self.paused:
             return []
         async with self._lock:
-            if self._stopping:
+            if self._stopping or self.paused:
                 return []
             closed, _ = await self._round(self.due(final=final), budget_s=None)
             return closed
@@ -304,7 +329,9 @@ class WindowCloser:
     def _over(self, deadline: float | None) -> bool:
         """The round must begin nothing more: the stop's budget is spent (``deadline``, on the monotonic
         clock) or, for a timer round (no deadline), a stop began."""
-        return self._stopping if deadline is None else self.clock.monotonic() > deadline
+        if deadline is None:
+            return self._stopping or self.paused
+        return self.clock.monotonic() > deadline
 
     async def _round(
         self, keys: list[WindowKey], budget_s: float | None, started: float | None = None
@@ -324,7 +351,7 @@ class WindowCloser:
         try:
             for i in range(0, len(keys), size):
                 now = self.clock.monotonic()
-                if budget_s is None and self._stopping:
+                if budget_s is None and (self._stopping or self.paused):
                     return out, keys[i:]
                 if budget_s is not None and now - begun + last_batch > budget_s:
                     return out, keys[i:]
@@ -360,6 +387,9 @@ class WindowCloser:
             windows = await self.compute(keys)
         except Exception as exc:
             return await self._split(keys, exc, deadline)
+        keys = self._changed(keys, windows, touched)
+        if not keys:
+            return [], True
         if self.listener is not None:
             try:
                 await self.listener.on_windows([windows[k] for k in keys])
@@ -466,6 +496,21 @@ class WindowCloser:
             return [], True
         return self._closed([key], windows, touched), True
 
+    def _changed(
+        self, keys: Sequence[WindowKey], windows: dict[WindowKey, WindowAggregate],
+        touched: dict[WindowKey, float | None],
+    ) -> list[WindowKey]:  # fmt: skip
+        """The windows whose aggregate differs from the one this closer last wrote for them; the others
+        (touched again by rows they already counted: a touch that came after the read, a redelivery)
+        are done, neither evaluated by the rules nor written again."""
+        same = [k for k in keys if self._last.get(k) == windows[k]]
+        for key in same:
+            self.unchanged += 1
+            self.failures.pop(key, None)
+            if self._dirty.get(key) == touched[key]:
+                self._dirty.pop(key, None)
+        return [k for k in keys if k not in same] if same else list(keys)
+
     def _closed(
         self, keys: Sequence[WindowKey], windows: dict[WindowKey, WindowAggregate],
         touched: dict[WindowKey, float | None],
@@ -481,6 +526,10 @@ class WindowCloser:
             self.failures.pop(key, None)
             if self._dirty.get(key) == touched[key]:  # not touched again meanwhile
                 self._dirty.pop(key, None)
+            self._last.pop(key, None)
+            self._last[key] = windows[key]
+            if len(self._last) > REMEMBERED_WINDOWS:
+                self._last.popitem(last=False)
         return [windows[k] for k in keys]
 
     def _unavailable(self, keys: Sequence[WindowKey], exc: Exception) -> None:

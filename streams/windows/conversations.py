@@ -41,7 +41,15 @@ from typing import Any, Protocol
 
 from pipeline.clock import Clock, SystemClock
 from pipeline.conversation_judge import ConversationJudge
-from pipeline.conversations import ConversationKey, OpenConversations, PairVerdicts, in_order, rollup, single
+from pipeline.conversations import (
+    ConversationKey,
+    OpenConversations,
+    PairVerdicts,
+    in_order,
+    rollup,
+    single,
+    turns_digest,
+)
 from pipeline.sampling import JudgeBudgets
 from schemas.conversation import ConversationRollup, ConversationTurn, marks_end
 from schemas.evaluation import Evaluation
@@ -49,7 +57,7 @@ from schemas.evaluation_row import EvalRow
 from schemas.settings import ConversationSettings, WindowSettings
 from schemas.touch import Touch
 from streams.clickhouse.client import is_unavailable
-from streams.clickhouse.conversations import Written
+from streams.clickhouse.conversations import Current, Written
 from streams.clickhouse.rows import evaluation_version
 from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located, Owns, why_left
 from streams.windows.tumbling import utc
@@ -62,7 +70,7 @@ class ConversationStore(Protocol):
 
     async def turns(self, app: str, model: str, ids: Sequence[str]) -> dict[str, list[ConversationTurn]]: ...
 
-    async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, tuple[datetime, int]]: ...
+    async def current(self, app: str, model: str, ids: Sequence[str]) -> dict[str, Current]: ...
 
     async def insert(self, rows: Sequence[Written], written_at: datetime) -> None: ...
 
@@ -148,6 +156,7 @@ class ConversationCloser:
         self.failed = 0  # batches that failed
         self._lock = asyncio.Lock()
         self._stopping = False  # ``finish`` began: a round under way ends after its batch
+        self.paused = False  # ``pause``: a rebalance took the partitions; rounds wait for ``resume``
         self._finished = False
         self._outage: str | None = None  # why the last round ended early: ClickHouse unavailable
         self._out_of_time = False  # ... or the stop's budget ran out
@@ -183,6 +192,21 @@ class ConversationCloser:
             if conversation_of(row) is None:
                 self._pend_single(row)
 
+    async def pause(self, wait_s: float) -> bool:
+        """A rebalance is taking this worker's partitions: a round under way ends after its current
+        batch and no round begins until ``resume``. Waits up to ``wait_s`` seconds for the round under way
+        to end, so the next owner does not close what this one is closing; returns whether it ended."""
+        self.paused = True
+        try:
+            await asyncio.wait_for(self._lock.acquire(), wait_s)
+        except TimeoutError:
+            return False
+        self._lock.release()
+        return True
+
+    def resume(self) -> None:
+        self.paused = False
+
     def forget(self, owns: Owns) -> int:
         """Drop the open conversations ``owns`` no longer says are this worker's (their new owner
         reopens them from ClickHouse); returns how many."""
@@ -213,10 +237,10 @@ class ConversationCloser:
     async def close_due(self) -> list[ConversationRollup]:
         """Close every due conversation (one round at a time), in batches; returns the rollups written.
         Closes nothing once ``finish`` began; a round under way ends after its current batch."""
-        if self._stopping:
+        if self._stopping or self.paused:
             return []
         async with self._lock:
-            if self._stopping:
+            if self._stopping or self.paused:
                 return []
             closed, _ = await self._round(self.open.due(self.clock.now(), self.clock.monotonic()), None)
             await self._write_singles()
@@ -271,7 +295,7 @@ class ConversationCloser:
         try:
             for i in range(0, len(keys), size):
                 now = self.clock.monotonic()
-                if budget_s is None and self._stopping:
+                if budget_s is None and (self._stopping or self.paused):
                     return out, left + keys[i:]
                 if budget_s is not None and now - begun + last_batch > budget_s:
                     self._out_of_time = True
@@ -319,7 +343,7 @@ class ConversationCloser:
         if not isinstance(row, Evaluation):
             self._singles[iid] = None
             return
-        mine: Written = (single(EvalRow.from_evaluation(row)), evaluation_version(row), None)
+        mine: Written = (single(EvalRow.from_evaluation(row)), evaluation_version(row), None, "")
         pending = self._singles.get(iid)
         if iid not in self._singles or (pending is not None and pending[1] <= mine[1]):
             self._singles[iid] = mine
@@ -337,7 +361,7 @@ class ConversationCloser:
                 unread = [iid for iid, pending in batch.items() if pending is None]
                 found = await self.store.singles(unread) if unread else []
                 rows = [w for w in batch.values() if w is not None]
-                rows += [(single(row), version, stored) for row, version, stored in found]
+                rows += [(single(row), version, stored, "") for row, version, stored in found]
                 await self.store.insert(rows, self.clock.now())
             except Exception as exc:
                 self.failed += 1
@@ -375,7 +399,10 @@ class ConversationCloser:
         for (app, model), ids in by_series.items():
             turns = await self.store.turns(app, model, ids)
             stored = await self.store.current(app, model, ids)
-            present = [cid for cid in ids if turns.get(cid)]  # one whose turns were erased has nothing
+            digests = {cid: turns_digest(turns[cid]) for cid in ids if turns.get(cid)}
+            # one whose turns were erased has nothing; one whose stored rollup has these very turns is
+            # done (a repeated touch, a new owner's reconcile): neither judged nor written again
+            present = [cid for cid, d in digests.items() if cid not in stored or stored[cid][2] != d]
             judged: list[PairVerdicts | None] = [None] * len(present)
             if self.judge is not None:
                 judged = list(await self._judged(self.judge, app, [in_order(turns[cid]) for cid in present]))
@@ -386,7 +413,7 @@ class ConversationCloser:
             for cid, c in zip(present, rolled, strict=True):
                 before = stored.get(cid)
                 at = max((t.stored_at for t in turns[cid] if t.stored_at is not None), default=None)
-                rows.append((c, max(floor, before[1] + 1) if before else floor, at))
+                rows.append((c, max(floor, before[1] + 1) if before else floor, at, digests[cid]))
                 moved.append(At(app, model, c.last_turn_at))
                 if before is not None and before[0] != utc(c.last_turn_at):
                     moved.append(At(app, model, before[0]))
@@ -396,9 +423,9 @@ class ConversationCloser:
             await self.windows.touch(moved)
         for key in keys:
             self.open.closed(key, generations[key])
-        for c, _, _ in rows:
+        for c, *_ in rows:
             log.debug(
                 "conversation %s %s/%s closed: %d turns, unresolved %s", c.conversation_id, c.app, c.model,
                 c.turns, c.ended_unresolved,
             )  # fmt: skip
-        return [c for c, _, _ in rows]
+        return [c for c, *_ in rows]

@@ -234,6 +234,30 @@ async def test_a_conversation_closes_is_reopened_by_a_late_turn_and_counts_once(
     assert (w.conversations, w.conversations_unresolved, w.conversation_unresolved_rate) == (1, 1, 1.0)
 
 
+async def test_a_conversation_closed_again_with_the_same_turns_is_neither_judged_nor_written(
+    store: ClickHouseStore,
+) -> None:
+    """A touch repeated after the close (a redelivery rewrote a turn, a new owner reconciled it) finds
+    the very turns its stored rollup was computed from: nothing is judged or written; a turn whose
+    evaluation changed (a new version) rolls it up again."""
+    clock = ManualClock(T0 + timedelta(seconds=10))
+    convs, windows = closers(store, clock)
+    turns = [ev("t1", "c1", 1, end=False), ev("t2", "c1", 5, end=True)]
+    await deliver(store, convs, windows, turns)
+    [c] = await convs.close_due()
+    written = convs.written
+    await deliver(store, convs, windows, turns)  # the same evaluations written again
+    assert (
+        await convs.close_due() == []
+        and convs.written == written
+        and "c1" not in {k[2] for k in convs.open.keys()}
+    )
+    redone = turns[1].model_copy(update={"evaluated_at": T0 + timedelta(seconds=60), "hallucination": True})
+    await deliver(store, convs, windows, [redone])
+    [again] = await convs.close_due()
+    assert (again.turns, again.hallucinated_turns, convs.written) == (2, 1, written + 1)
+
+
 async def test_an_end_mark_closes_at_once_and_one_turn_interactions_count(store: ClickHouseStore) -> None:
     clock = ManualClock(T0 + timedelta(seconds=10))
     convs, windows = closers(store, clock)
@@ -452,7 +476,7 @@ async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_or
         kept = next(c for c in rows.all_sync() if c.conversation_id == "bad")
         judged = kept.model_copy(update={"reasked_turns": 0, "reasked": False, "pair_judge": "llm"})
         version = (await rows.current("a", "m", ["bad"]))["bad"][1] + 1
-        await rows.insert([(judged, version, None)], clock.now())
+        await rows.insert([(judged, version, None, "")], clock.now())
         view = await (
             await client.get("/dashboard/api/conversation", params={"app": "a", "model": "m", "id": "bad"})
         ).json()
@@ -494,7 +518,7 @@ class FailingTurns:
             self.clock.advance(self.seconds)
         raise self.error
 
-    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int]]:
+    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int, str]]:
         return {}
 
     async def insert(self, rows: object, written_at: datetime) -> None:

@@ -103,7 +103,7 @@ def fill(store: ClickHouseStore) -> None:
         )
         for cid, turns, worst in (("c-erase", 2, "e-1"), ("c-keep", 1, ""))
     ]  # fmt: skip
-    ConversationRows(store).insert_sync([(c, 1, None) for c in rollups], T0)
+    ConversationRows(store).insert_sync([(c, 1, None, "") for c in rollups], T0)
 
 
 def rows_of(store: ClickHouseStore, ids: list[str]) -> dict[str, int]:

@@ -4,9 +4,11 @@ owner; a rebalance forgets what moved and the new owner finds it in ClickHouse."
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from aiokafka.partitioner import DefaultPartitioner
@@ -23,7 +25,6 @@ from streams.testing import Event, Message, fake_context
 from streams.touches import TouchSender, touches_of
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import TumblingWindows
-from tests.fixtures.store import store  # noqa: F401  (the fixture)
 from tests.settings_factory import make_settings
 from tests.unit.test_clickhouse_store import evaluation
 
@@ -155,3 +156,45 @@ async def test_a_touch_from_a_partition_given_away_is_dropped(store: ClickHouseS
     resources.ownership.assign([mine])
     await processor.handle(Event(touch.model_dump_json().encode(), message=Message("t", mine, 1)))
     assert resources.windows.pending() == [("a", "m", HOUR.start_of(NOW))]
+
+
+class HeldStore:
+    """A window store whose reads wait for ``release``; it records the windows written."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.reads = 0
+        self.written: list[datetime] = []
+
+    async def rows_of_windows(self, app: str, model: str, starts: object, size_seconds: int) -> list[object]:
+        self.reads += 1
+        await self.release.wait()
+        return []
+
+    async def insert_windows(self, windows: list[Any], computed_at: datetime) -> None:
+        self.written += [w.window_start for w in windows]
+
+    async def stale_windows(self, size_seconds: int, since: datetime) -> list[object]:
+        return []
+
+
+async def test_a_revocation_lets_the_batch_under_way_end_and_begins_no_other() -> None:
+    """While a rebalance moves the partitions, the round under way ends after its batch (the revoke
+    waits for it) and no round begins until the next assignment."""
+    held = HeldStore()
+    clock = ManualClock(NOW)
+    closer = WindowCloser(WindowSettings(size_seconds=60, close_batch=1), held, clock=clock)  # type: ignore[arg-type]
+    await closer.touch([row("a", NOW - timedelta(hours=2)), row("a", NOW - timedelta(hours=1))])
+    round_ = asyncio.create_task(closer.close_due(final=True))
+    for _ in range(10):  # to the batch's read
+        await asyncio.sleep(0)
+    assert held.reads == 1
+    pausing = asyncio.create_task(closer.pause(wait_s=5))
+    await asyncio.sleep(0)
+    assert not pausing.done()  # waits for the batch under way
+    held.release.set()
+    assert await pausing is True
+    assert len(await round_) == 1 and len(held.written) == 1  # the second batch was not begun
+    assert await closer.close_due(final=True) == []  # paused: no round
+    closer.resume()
+    assert len(await closer.close_due(final=True)) == 1

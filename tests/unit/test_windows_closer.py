@@ -48,6 +48,28 @@ async def test_windows_close_by_watermark_and_count_replays_once(store: ClickHou
     assert [w.count for w in await closer.close_due(final=True)] == [2]
 
 
+async def test_a_window_touched_again_by_rows_it_counted_is_not_written_again(store: ClickHouseStore) -> None:
+    """The touch of rows a close already read (it came after the read, or a redelivery sent it again)
+    closes nothing: the aggregate is the one last written, so the rules and the insert are skipped; a
+    new row in it closes it again."""
+    closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store)
+    rows = [at("a", 1, 0.9), at("b", 5, 0.2), at("c", 11, 0.9)]
+    await store.insert_evaluations(rows)  # type: ignore[arg-type]
+    await closer.touch(rows)  # type: ignore[arg-type]
+    [w] = await closer.close_due()
+    await closer.touch(rows[:2])  # type: ignore[arg-type]
+    assert (
+        await closer.close_due() == []
+        and closer.unchanged == 1
+        and closer.pending() == [("a", "m", T0 + timedelta(seconds=10))]
+    )
+    late = at("d", 7, 0.9)
+    await store.insert_evaluations([late])  # type: ignore[list-item]
+    await closer.touch([late])  # type: ignore[list-item]
+    [again] = await closer.close_due()
+    assert (w.count, again.count, closer.written) == (2, 3, 2)
+
+
 @pytest.mark.parametrize(
     ("now", "before", "after"),
     [
@@ -105,6 +127,7 @@ async def test_a_resend_later_that_day_moves_its_row_to_another_window_and_recom
     from streams.clickhouse.sink import EvaluationSink
 
     closer = WindowCloser(WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000), store)
+
     async def touch(rows: list[Any], before: list[Any]) -> None:  # as the windows' owner is touched
         await closer.touch([*before, *rows])
 
