@@ -103,7 +103,7 @@ def run(
     workdir.mkdir(parents=True, exist_ok=True)
     with ChdbHttpServer(workdir / "chdb") as ch, FakeOpenAIServer() as judge:
         dep = env_for(broker.url, ch + "/groundwatch", judge.base_url, workdir, tree)
-        group = scenario.Group(dep, workdir)
+        group = scenario.Group(dep, workdir, tree)
         names = [f"w{i}" for i in range(workers)]
         for name in names:
             group.start(name)
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                             text=True).stdout.strip()  # fmt: skip
     print(f"baseline {base} (commit {commit})", flush=True)
     out: list[dict[str, Any]] = []
+    OUT.mkdir(parents=True, exist_ok=True)
     with TansuBroker(log_path=OUT / "tansu.log") as broker:
         for workers in args.workers:
             for tree in (base, REPO):

@@ -336,6 +336,9 @@ class Resources(Service):
             "windows_closed": self._windows.written if self._windows else 0,
             "window_close_failures": self._windows.failed if self._windows else 0,
             "windows_dropped": self._windows.dropped if self._windows else 0,  # given up after retries
+            # closed again with nothing new (the touch of rows already counted): not written again
+            "windows_unchanged": self._windows.unchanged if self._windows else 0,
+            "touches_sent": self.touches.sent,  # work handed to its owner (streams.touches)
             "conversations_closed": self.conversations.written if self.conversations else 0,
             "alert_transitions": self._alerts.fired if self._alerts else 0,  # firing and resolved
             "alert_delivery_failures": self._alerts.delivery_failures if self._alerts else 0,

@@ -161,8 +161,8 @@ def count(clickhouse: str, query: str) -> int:
 class Group:
     """The workers of one deployment, each with its own status file, web port and log."""
 
-    def __init__(self, dep: LocalStack, workdir: Path) -> None:
-        self.dep, self.workdir = dep, workdir
+    def __init__(self, dep: LocalStack, workdir: Path, tree: Path | None = None) -> None:
+        self.dep, self.workdir, self.tree = dep, workdir, tree  # tree: the checkout the workers run from
         self.workers: dict[str, WorkerProcess] = {}
         self.ports: dict[str, int] = {}
 
@@ -171,7 +171,7 @@ class Group:
         port = free_port(0)
         env = self.dep.env() | {"GROUNDWATCH_CLICKHOUSE__STATUS_FILE": str(status),
                                 "GROUNDWATCH_KAFKA__WEB_PORT": str(port)}  # fmt: skip
-        self.workers[name] = spawn_worker(env, self.workdir / f"{name}.log", status)
+        self.workers[name] = spawn_worker(env, self.workdir / f"{name}.log", status, cwd=self.tree)
         self.ports[name] = port
         return self.workers[name]
 
@@ -283,17 +283,22 @@ def test_three_workers_share_the_work_and_do_each_piece_once(hook: WebhookReceiv
         assert set(calls) == {f"conv{c:03d}" for c in range(CONVERSATIONS)}
         twice = [c for c, n in calls.items() if n > 1]
         assert max(calls.values()) <= 2 and len(twice) <= 20, (len(twice), twice[:10])
-        # each window closed by its owner: about once, not once per worker
-        closes: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        # each window closed by its owner: by one worker (two when its series moved at the kill or at a
+        # join), not by every worker; written again only for rows that came after (the dead worker's,
+        # redelivered once the group gave its partitions away)
+        closes: dict[tuple[str, ...], list[str]] = defaultdict(list)
         for name, text in logs.items():
             for m in CLOSED.finditer(text):
                 closes[m.groups()].append(name)
         plain_windows = [k for k in closes if k[1] in APPS]
         assert len(plain_windows) == len(APPS) * WINDOWS
+        closers = Counter(len(set(closes[k])) for k in plain_windows)
         per_window = sum(len(closes[k]) for k in plain_windows) / len(plain_windows)
-        assert per_window < 1.5, per_window  # three workers each closing every window: 3
+        print(f"closers per window {dict(closers)}; writes per window {per_window:.2f}; judged twice "
+              f"{len(twice)}; the work moved and done {moved_s:.0f} s after the kill; stop during a "
+              f"rebalance {stop_s:.1f} s")  # fmt: skip
+        assert max(closers) <= 2 and closers[1] >= 0.8 * len(plain_windows), closers
+        assert per_window < 2.0, per_window  # three workers each closing every window: 3 or more
         # the drift fired once
         firings = [b for b in hook.bodies if b["alert"]["state"] == "firing"]
         assert len(firings) == 1 and firings[0]["alert"]["app"] == "wiki-qa", hook.bodies
-        print(f"closes per window {per_window:.2f}; judged twice {len(twice)}; ownership moved and the work "
-              f"done {moved_s:.0f} s after the kill; stop during a rebalance {stop_s:.1f} s")  # fmt: skip
