@@ -46,6 +46,7 @@ from pipeline.evaluator_sandbox import EvaluatorSandbox
 from pipeline.judges.base import Judge
 from pipeline.llm.cache import cache_key
 from pipeline.metrics.agreement import Agreement, LabeledCase, agreement
+from pipeline.paced_log import PacedLog
 from pipeline.rules_file import read_rules_file
 from pipeline.sampling import conditions_hold, stable_fraction
 from prompts import Prompts, PronounTurn, RubricInput, RubricPassFailAnswer, RubricScoreAnswer
@@ -275,7 +276,7 @@ class CustomEvaluators:
         self.clock = clock
         self.failures: Counter[str] = Counter()
         self.failures_by_kind: Counter[tuple[str, str]] = Counter()
-        self._logged: dict[str, tuple[float, int]] = {}  # evaluator -> (when last logged, failures since)
+        self._paced = PacedLog(LOG_EVERY_S, clock)  # one line per evaluator at most once a LOG_EVERY_S
 
     def __bool__(self) -> bool:
         return bool(self.loaded.evaluators)
@@ -334,14 +335,10 @@ class CustomEvaluators:
         missing = CustomScore(score=None, reason=reason[:REASON_CHARS], version=ev.version)
         self.failures[ev.name] += 1
         self.failures_by_kind[(ev.name, missing.failure_kind or "")] += 1
-        now = self.clock.monotonic()
-        last, since = self._logged.get(ev.name, (None, 0))
-        if last is None or now - last >= LOG_EVERY_S:
-            more = f" ({since} more failures of it since the last line)" if since else ""
+        held = self._paced.due(ev.name)
+        if held is not None:
+            more = f" ({held} more failures of it since the last line)" if held else ""
             log.warning("custom evaluator %s gave no score: %s%s", ev.name, reason[:REASON_CHARS], more)
-            self._logged[ev.name] = (now, 0)
-        else:
-            self._logged[ev.name] = (last, since + 1)
         return missing
 
     def _pattern(self, ev: PatternEvaluator, interaction: Interaction) -> CustomScore:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from pipeline.clock import Clock, SystemClock
+from pipeline.paced_log import PacedLog
 from pipeline.retry import Backoff, retry
 from schemas.safe_text import safe_text
 
@@ -49,28 +50,25 @@ class FlushFailures:
         self, what: str, clock: Clock, logger: logging.Logger, every_s: float = FAILURE_LOG_EVERY_S
     ) -> None:
         self.what = what
-        self.clock = clock
         self.log = logger
-        self.every_s = every_s
         self.in_a_row = 0
-        self._logged = 0.0  # clock.monotonic() of the last line
+        self._paced = PacedLog(every_s, clock)
 
     def failed(self, exc: BaseException) -> None:
         self.in_a_row += 1
-        now = self.clock.monotonic()
+        if self._paced.due() is None:
+            return
         if self.in_a_row == 1:
             self.log.error("%s: timed flush failed; will retry", self.what, exc_info=exc)
-        elif now - self._logged >= self.every_s:
+        else:
             self.log.warning("%s: %d timed flushes failed in a row (last: %s); will retry", self.what,
                              self.in_a_row, safe_text(f"{type(exc).__name__}: {exc}")[:300])  # fmt: skip
-        else:
-            return
-        self._logged = now
 
     def succeeded(self) -> None:
         if self.in_a_row:
             self.log.warning("%s: ClickHouse writes again after %d failed flushes", self.what, self.in_a_row)
             self.in_a_row = 0
+            self._paced.reset()
 
 
 def _noop() -> None:

@@ -24,6 +24,7 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_server import Server
 
 from pipeline.clock import Clock, SystemClock
+from pipeline.paced_log import PacedLog
 from schemas.safe_text import safe_text
 
 log = logging.getLogger(__name__)
@@ -39,28 +40,29 @@ LOG_EVERY_S = 60.0
 
 class RefusalLog:
     """One WARNING line for the first refused request, then at most one every ``every_s`` with the count
-    refused since the last line (measured on ``clock``)."""
+    refused since the last line (measured on ``clock``: ``pipeline.paced_log``)."""
 
     def __init__(self, every_s: float = LOG_EVERY_S, clock: Clock | None = None) -> None:
         self.every_s = every_s
         self.clock: Clock = clock or SystemClock()
-        self.unlogged = 0  # refused since the last line
+        self._paced = PacedLog(every_s, self.clock)
         self.refused = 0  # refused in all
-        self._last: float | None = None
+
+    @property
+    def unlogged(self) -> int:
+        """Refused since the last line."""
+        return self._paced.held()
 
     def refused_request(self, status: int, remote: str | None, why: str) -> None:
         self.refused += 1
-        self.unlogged += 1
-        now = self.clock.monotonic()
-        if self._last is not None and now - self._last < self.every_s:
+        held = self._paced.due()
+        if held is None:
             return
         log.warning(
             "web: refused %d request(s) that do not parse since the last line (last: %d from %s: %s); "
             "at most one line every %g s",
-            self.unlogged, status, remote or "?", safe_text(why, 200), self.every_s,
+            held + 1, status, remote or "?", safe_text(why, 200), self.every_s,
         )  # fmt: skip
-        self.unlogged = 0
-        self._last = now
 
 
 #: set on a ``LineTooLong`` when the parser said which line it was reading: True for the request line
