@@ -44,14 +44,15 @@ from schemas.metrics import (
 from schemas.slice_filter import check_dimension
 from schemas.utc import utc
 
-#: a rule on this metric watches every evaluator of the evaluators file: it becomes one rule per evaluator
-#: on ``custom.<name>.missing`` (named ``<rule>.<name>``) when the rules are read (``AlertRules``)
-EVERY_EVALUATOR_MISSING = "custom.*.missing"
+#: a rule on one of these metrics watches every evaluator of the evaluators file: it becomes one rule per
+#: evaluator on ``custom.<name>.missing`` (``.coverage``), named ``<rule>.<name>``, when the rules are read
+#: (``AlertRules``)
+EVERY_EVALUATOR = {"custom.*.missing": ".missing", "custom.*.coverage": ".coverage"}
 
 
 def _alertable(name: str) -> str:
     known = alert_metric_names()
-    if name in known or name == EVERY_EVALUATOR_MISSING:
+    if name in known or name in EVERY_EVALUATOR:
         return name
     if name.startswith(CUSTOM_PREFIX):
         mine = [m.name for m in custom_metrics()]
@@ -62,8 +63,9 @@ def _alertable(name: str) -> str:
     raise ValueError(f"unknown metric {name!r}: one of {', '.join(known)}")
 
 
-#: a custom evaluator's metric name: custom.<name> or custom.<name>.missing (schemas.evaluators)
-CUSTOM_METRIC_PATTERN = r"^custom\.[a-z][a-z0-9_]{0,47}(\.missing)?$"
+#: a custom evaluator's metric name: custom.<name>, custom.<name>.missing or custom.<name>.coverage
+#: (schemas.evaluators)
+CUSTOM_METRIC_PATTERN = r"^custom\.[a-z][a-z0-9_]{0,47}(\.missing|\.coverage)?$"
 
 #: a metric of the catalogue (schemas.metrics) or of the judge's agreement with people's labels; a custom
 #: evaluator's (custom.<name>, custom.<name>.missing) once the evaluators file is loaded: the JSON schema
@@ -74,12 +76,13 @@ AlertMetric = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "enum": [*ALERT_METRICS, EVERY_EVALUATOR_MISSING]},
+                {"type": "string", "enum": [*ALERT_METRICS, *EVERY_EVALUATOR]},
                 {"type": "string", "pattern": CUSTOM_METRIC_PATTERN},
             ],
             "description": "a metric of the catalogue or of the judge's agreement, or custom.<name> "
-            "(custom.<name>.missing) of an evaluator in GROUNDWATCH_EVALUATORS__FILE; custom.*.missing: "
-            "each evaluator's missing scores, one rule per evaluator",
+            "(custom.<name>.missing, custom.<name>.coverage) of an evaluator in "
+            "GROUNDWATCH_EVALUATORS__FILE; custom.*.missing, custom.*.coverage: each evaluator's missing "
+            "scores or coverage, one rule per evaluator",
         }
     ),
 ]
@@ -251,18 +254,19 @@ class AlertRules(BaseModel):
 
     @model_validator(mode="after")
     def _every_evaluator(self) -> AlertRules:
-        """A rule on ``custom.*.missing``: one rule per evaluator of the loaded evaluators file (none
-        without one), named ``<rule>.<evaluator>``, so an evaluator that starts failing alerts on its own."""
-        if not any(r.metric == EVERY_EVALUATOR_MISSING for r in self.rules):
+        """A rule on ``custom.*.missing`` or ``custom.*.coverage``: one rule per evaluator of the loaded
+        evaluators file (none without one), named ``<rule>.<evaluator>``, so an evaluator that starts
+        failing, or goes silent, alerts on its own."""
+        if not any(r.metric in EVERY_EVALUATOR for r in self.rules):
             return self
-        missing = [m.name for m in custom_metrics() if m.name.endswith(".missing")]
         expanded: list[AnyRule] = []
         for rule in self.rules:
-            if rule.metric != EVERY_EVALUATOR_MISSING:
+            suffix = EVERY_EVALUATOR.get(rule.metric)
+            if suffix is None:
                 expanded.append(rule)
                 continue
-            for metric in missing:
-                evaluator = metric.removeprefix(CUSTOM_PREFIX).removesuffix(".missing")
+            for metric in (m.name for m in custom_metrics() if m.name.endswith(suffix)):
+                evaluator = metric.removeprefix(CUSTOM_PREFIX).removesuffix(suffix)
                 expanded.append(
                     rule.model_copy(update={"metric": metric, "name": f"{rule.name}.{evaluator}"})
                 )

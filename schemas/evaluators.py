@@ -97,6 +97,11 @@ class _Evaluator(_Strict):
         """``custom.<name>.missing``: the interactions it failed to score (a total)."""
         return custom_missing_metric(self.name, self.label or self.name)
 
+    def coverage_metric(self) -> Metric:
+        """``custom.<name>.coverage``: the share of the judged interactions it scored (falls when it fails
+        or goes silent)."""
+        return custom_coverage_metric(self.name, self.label or self.name)
+
 
 class PatternEvaluator(_Evaluator):
     """Flags an interaction when any (or none) of its patterns matches the chosen fields."""
@@ -226,8 +231,10 @@ class EvaluatorsFile(_Strict):
         return self
 
     def metrics(self) -> tuple[Metric, ...]:
-        """Each evaluator's two catalogue entries: its score and its missing scores."""
-        return tuple(m for e in self.evaluators for m in (e.metric(), e.missing_metric()))
+        """Each evaluator's three catalogue entries: its score, its missing scores and its coverage."""
+        return tuple(
+            m for e in self.evaluators for m in (e.metric(), e.missing_metric(), e.coverage_metric())
+        )
 
     def label_targets(self) -> tuple[LabelTarget, ...]:
         """The label kind ``custom.<name>`` of each pattern and pass/fail evaluator (a score evaluator has
@@ -255,6 +262,23 @@ def custom_metric(name: str, kind: MetricKind, label: str, lower_is_better: bool
         count_column=f"custom_scored['{name}']",
         custom_key=name,
         lower_is_better=lower_is_better,
+    )
+
+
+def custom_coverage_metric(name: str, label: str) -> Metric:
+    """A custom evaluator's coverage per window: the share of the judged interactions it scored (its count
+    in ``custom_scored`` over the window's ``judged``); it falls when the evaluator fails or goes silent."""
+    return Metric(
+        name=f"{CUSTOM_PREFIX}{name}.coverage",
+        label=f"{label}: coverage",
+        short=f"{name[:6]}%",
+        kind=MetricKind.RATE,
+        source="custom_scores",
+        count_column="judged",
+        events_column=f"custom_scored['{name}']",
+        custom_key=name,
+        coverage=True,
+        lower_is_better=False,
     )
 
 

@@ -106,8 +106,16 @@ class Metric(BaseModel):
         "count in the Map columns custom_values and custom_scored (a sum: of its count in custom_missing)",
     )
 
+    coverage: bool = Field(
+        False,
+        description="a custom evaluator's coverage (custom_key): the share of the judged interactions it "
+        "scored; its count is custom_scored, its denominator the window's judged interactions",
+    )
+
     @model_validator(mode="after")
     def _complete(self) -> Metric:
+        if self.coverage and (self.custom_key is None or self.kind is not MetricKind.RATE):
+            raise ValueError(f"{self.name}: a coverage is a custom evaluator's rate")
         if self.kind is MetricKind.SUM:
             if not self.sum_columns or self.source or self.count_column:
                 raise ValueError(f"{self.name}: a sum names sum_columns only")
@@ -141,6 +149,8 @@ class Metric(BaseModel):
         """(numerator, denominator) of one window, as the SQL above computes them; (sum, 0) for a sum."""
         if self.kind is MetricKind.SUM and self.custom_key is not None:
             return float(window.custom_missing.get(self.custom_key, 0)), 0
+        if self.coverage and self.custom_key is not None:
+            return float(window.custom_scored.get(self.custom_key, 0)), window.judged
         if self.kind is MetricKind.SUM:
             return float(sum(getattr(window, c) for c in self.sum_columns)), 0
         if self.custom_key is not None:

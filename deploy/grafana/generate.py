@@ -265,19 +265,27 @@ def per_window_sql(db: str) -> str:
 def pooled_sql(db: str) -> str:
     """Every metric pooled over the selected range per app/model: a rate or mean as the sum of its
     numerators over the sum of its denominators (so a mean is weighted by the interactions it scored,
-    not by every interaction), a total summed."""
-    values = []
-    for m in (*METRICS, *custom_metrics()):
+    not by every interaction), a total summed. Pooled under positional names and named outside, so no
+    metric's name (``judged``, a total) stands for its column inside another metric's sums."""
+    inner, outer = [], []
+    for i, m in enumerate((*METRICS, *custom_metrics())):
         den = f" / nullIf(sum({m.denominator}), 0)" if m.denominator is not None else ""
-        values.append(f"    sum({m.numerator}){den} AS {alias(m.name)}")
+        inner.append(f"        sum({m.numerator}){den} AS pooled_{i}")
+        outer.append(f"    pooled_{i} AS {alias(m.name)}")
     return (
         "SELECT\n"
         "    app,\n"
-        "    model,\n" + ",\n".join(values) + ",\n"
-        "    max(judge_latency_p95_ms) AS worst_window_p95_ms\n"
-        f"FROM {db}.window_aggregates FINAL\n"
-        "WHERE $__timeFilter(window_start)\n"
-        "GROUP BY app, model\n"
+        "    model,\n" + ",\n".join(outer) + ",\n"
+        "    worst_window_p95_ms\n"
+        "FROM (\n"
+        "    SELECT\n"
+        "        app,\n"
+        "        model,\n" + ",\n".join(inner) + ",\n"
+        "        max(judge_latency_p95_ms) AS worst_window_p95_ms\n"
+        f"    FROM {db}.window_aggregates FINAL\n"
+        "    WHERE $__timeFilter(window_start)\n"
+        "    GROUP BY app, model\n"
+        ")\n"
         "ORDER BY hallucination_rate DESC;"
     )
 

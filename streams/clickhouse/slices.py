@@ -60,6 +60,9 @@ def carried(metric: Metric, within: str = "1") -> tuple[str, str]:
     """(value, condition) of a rate or mean over interactions: its per-row value as Float64 (its
     ``source``, or a custom evaluator's score) and the condition of the ``evaluations`` rows ``within``
     holds that carry it (judged, the value known). Compare's per-question figures read it too."""
+    if metric.coverage:  # a custom evaluator's coverage: whether it scored each judged interaction
+        key = f"'{metric.custom_key}'"  # a checked name (schemas.evaluators.NAME_PATTERN)
+        return f"toFloat64(mapContains(custom_scores, {key}))", f"({within}) AND judged = 1"
     if metric.custom_key is not None:  # a custom evaluator: its score in the custom_scores map
         key = f"'{metric.custom_key}'"  # a checked name (schemas.evaluators.NAME_PATTERN)
         return f"custom_scores[{key}]", f"({within}) AND judged = 1 AND mapContains(custom_scores, {key})"

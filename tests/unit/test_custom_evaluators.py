@@ -706,6 +706,44 @@ async def test_one_rule_on_every_evaluators_missing_scores_alerts_on_the_one_tha
     assert AlertRules.model_validate({"rules": [every]}).rules == []
 
 
+async def test_coverage_falls_for_the_evaluator_that_fails_and_one_rule_watches_every_evaluator(
+    store: ClickHouseStore,
+) -> None:
+    """``custom.<name>.coverage``: the share of the judged interactions an evaluator scored, pooled from
+    the windows as per interaction; ``custom.*.coverage`` below 0.9 fires for the one that scored 24 of
+    30 (it failed on 6), not for the one that scored them all. An evaluator gone silent scores none: 0."""
+    windows = store.windows_sync()
+    covered = metric_named("custom.no_citation.coverage")
+    full = metric_named("custom.competitor.coverage")
+    assert covered is not None and full is not None and not covered.lower_is_better
+    assert [w.judged for w in windows] == [10, 20]
+    assert pooled(covered, windows) == pytest.approx(24 / 30) and pooled(full, windows) == 1.0
+    silent = windows[0].model_copy(update={"custom_scored": {}, "custom_values": {}})
+    assert full.totals(silent) == (0.0, 10)
+    sql = f"sum({covered.numerator}) AS num, sum({covered.denominator}) AS den"
+    (row,) = store.query_sync(f"SELECT {sql} FROM {store.db}.window_aggregates FINAL")
+    assert (row["num"], row["den"]) == (24, 30)
+    from streams.clickhouse.slices import metric_sql
+
+    num, den = metric_sql(covered)
+    (row,) = store.query_sync(f"SELECT {num} AS num, {den} AS den FROM {store.db}.evaluations FINAL")
+    assert (row["num"], row["den"]) == (24, 30)
+    every = {"name": "coverage", "metric": "custom.*.coverage", "op": "<", "threshold": 0.9, "windows": 2,
+             "min_interactions": 20, "cooldown_seconds": 0}  # fmt: skip
+    rules = {r.name: r for r in AlertRules.model_validate({"rules": [every]}).rules}
+    assert {n: r.metric for n, r in rules.items()} == {
+        "coverage.competitor": "custom.competitor.coverage",
+        "coverage.no_citation": "custom.no_citation.coverage",
+    }
+    fired = {}
+    for name, rule in rules.items():
+        slots = [Slot(w.window_start, w.window_end, observe(rule.metric, w)) for w in windows]
+        fired[name] = decide(rule, "bot", "m", slots, None, None, T0)
+    assert fired["coverage.competitor"] is None
+    alert = fired["coverage.no_citation"]
+    assert alert is not None and alert.value == pytest.approx(0.8)
+
+
 async def test_the_dashboard_api_serves_custom_metrics_without_code_changes(store: ClickHouseStore) -> None:
     client = TestClient(TestServer(root_app(lambda: store, DashboardSettings(), None), host="127.0.0.1"))
     await client.start_server()
