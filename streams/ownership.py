@@ -5,8 +5,8 @@ a conversation to the owner of ``touch_key(app, model, conversation_id)`` (``sch
 partition is the producer's own choice (murmur2, as Kafka's default partitioner), so what the sink sends
 and what a new owner looks for in ClickHouse agree. The group decides, the worker follows:
 
-* a revocation (the start of a rebalance) suspends the worker's closing: it owns nothing until the next
-  assignment;
+* a revocation (the start of a rebalance) suspends the worker's closing: the close round under way ends
+  after its batch (the revocation waits for it, a little), and no round begins until the next assignment;
 * an assignment says which partitions it now owns: the work of partitions it lost is forgotten, that of
   partitions it gained is looked for in ClickHouse (``reconcile``), as a start does.
 
