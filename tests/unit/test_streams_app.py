@@ -24,7 +24,7 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     assert conf.consumer_auto_offset_reset == "earliest"
     agents = set(stream_app.app.agents)
     assert agents == {
-        f"groundwatch.{n}" for n in ("convert", "judge", "join", "sink", "labels", "dead_letters")
+        f"groundwatch.{n}" for n in ("convert", "judge", "join", "sink", "touches", "labels", "dead_letters")
     }
     # the judge's agreement gauges are on the registry /metrics serves, and refreshed by a timer
     from prometheus_client import generate_latest
@@ -39,6 +39,7 @@ def test_fused_topology_has_one_processor_and_the_sink(tmp_path) -> None:
     assert set(create_app(settings).app.agents) == {
         "groundwatch.evaluate",
         "groundwatch.sink",
+        "groundwatch.touches",
         "groundwatch.labels",
         "groundwatch.dead_letters",
     }
