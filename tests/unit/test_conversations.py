@@ -244,7 +244,7 @@ async def test_a_conversation_closed_again_with_the_same_turns_is_neither_judged
     convs, windows = closers(store, clock)
     turns = [ev("t1", "c1", 1, end=False), ev("t2", "c1", 5, end=True)]
     await deliver(store, convs, windows, turns)
-    [c] = await convs.close_due()
+    [first] = await convs.close_due()
     written = convs.written
     await deliver(store, convs, windows, turns)  # the same evaluations written again
     assert (
@@ -255,7 +255,8 @@ async def test_a_conversation_closed_again_with_the_same_turns_is_neither_judged
     redone = turns[1].model_copy(update={"evaluated_at": T0 + timedelta(seconds=60), "hallucination": True})
     await deliver(store, convs, windows, [redone])
     [again] = await convs.close_due()
-    assert (again.turns, again.hallucinated_turns, convs.written) == (2, 1, written + 1)
+    assert (first.hallucinated_turns, again.turns, again.hallucinated_turns) == (0, 2, 1)
+    assert convs.written == written + 1
 
 
 async def test_an_end_mark_closes_at_once_and_one_turn_interactions_count(store: ClickHouseStore) -> None:
