@@ -229,8 +229,9 @@ class WindowCloser:
         self.paused = False
 
     def forget(self, owns: Owns) -> int:
-        """Drop the pending windows, watermarks and failure counts of the series ``owns`` no longer says
-        are this worker's (their new owner finds them in ClickHouse); returns how many windows."""
+        """Drop the pending windows, watermarks, failure counts and last aggregates of the series ``owns``
+        no longer says are this worker's (their new owner finds them in ClickHouse); returns how many
+        windows."""
         gone = [key for key in self._dirty if not owns(key[0], key[1])]
         for key in gone:
             del self._dirty[key]
@@ -238,6 +239,8 @@ class WindowCloser:
             del self.failures[key]
         for series in [s for s in self.watermarks if not owns(*s)]:
             del self.watermarks[series]
+        for key in [k for k in self._last if not owns(k[0], k[1])]:  # another owner may write it meanwhile
+            del self._last[key]
         return len(gone)
 
     def pending(self) -> list[WindowKey]:
