@@ -380,7 +380,8 @@ class WindowCloser:
         fails holds the later windows of its app and model until the next round (the rules see each
         series' windows in order). Returns the windows closed and whether the round may go on (False
         once the round must end or ClickHouse is unavailable; the windows not closed stay pending)."""
-        keys = [k for k in keys if (k[0], k[1]) not in self._held]
+        # not held by a failed window of its series; still pending (a rebalance may have forgotten it)
+        keys = [k for k in keys if (k[0], k[1]) not in self._held and k in self._dirty]
         if not keys:
             return [], True
         touched = {key: self._dirty.get(key) for key in keys}

@@ -388,6 +388,9 @@ class ConversationCloser:
         return list(verdicts)
 
     async def _close_batch(self, keys: Sequence[ConversationKey]) -> list[ConversationRollup]:
+        keys = [k for k in keys if k in self.open]  # a rebalance may have forgotten some meanwhile
+        if not keys:
+            return []
         generations = {k: self.open.generation(k) for k in keys}
         by_series: dict[tuple[str, str], list[str]] = defaultdict(list)
         for app, model, cid in keys:
