@@ -135,6 +135,29 @@ class WindowListener(Protocol):
         ...
 
 
+class Pausable:
+    """A closer whose rounds a rebalance pauses (``streams.ownership``): ``pause`` lets the round under way
+    end after its current batch, and none begins until ``resume``. The closer holds ``_lock`` (one round
+    at a time) and ``paused``, which its rounds check between batches."""
+
+    _lock: asyncio.Lock
+    paused: bool
+
+    async def pause(self, wait_s: float) -> bool:
+        """Pause; wait up to ``wait_s`` seconds for the round under way to end, so the next owner does not
+        close what this one is closing. Returns whether it ended."""
+        self.paused = True
+        try:
+            await asyncio.wait_for(self._lock.acquire(), wait_s)
+        except TimeoutError:
+            return False
+        self._lock.release()
+        return True
+
+    def resume(self) -> None:
+        self.paused = False
+
+
 @dataclass(frozen=True)
 class FinalRound:
     """What the stop's round did: windows closed, windows left for the next start (the failed ones among
@@ -153,7 +176,7 @@ def why_left(outage: str | None, out_of_time: bool, budget_s: float) -> str:
     return f"the stop's budget of {budget_s:g} s ran out" if out_of_time else "their close failed"
 
 
-class WindowCloser:
+class WindowCloser(Pausable):
     """The one place windows close: marks windows as rows land (``touch``), finds the due ones and
     writes their aggregates (``close_due``), handing each to the listener (the alert engine)."""
 
@@ -212,21 +235,6 @@ class WindowCloser:
         for key in mine:
             self._dirty.setdefault(key, float("-inf"))
         return len(mine)
-
-    async def pause(self, wait_s: float) -> bool:
-        """A rebalance is taking this worker's partitions: a round under way ends after its current
-        window and no round begins until ``resume``. Waits up to ``wait_s`` seconds for the round under way
-        to end, so the next owner does not close what this one is closing; returns whether it ended."""
-        self.paused = True
-        try:
-            await asyncio.wait_for(self._lock.acquire(), wait_s)
-        except TimeoutError:
-            return False
-        self._lock.release()
-        return True
-
-    def resume(self) -> None:
-        self.paused = False
 
     def forget(self, owns: Owns) -> int:
         """Drop the pending windows, watermarks, failure counts and last aggregates of the series ``owns``

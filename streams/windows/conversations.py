@@ -59,7 +59,7 @@ from schemas.touch import Touch
 from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.conversations import Current, Written
 from streams.clickhouse.rows import evaluation_version
-from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located, Owns, why_left
+from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located, Owns, Pausable, why_left
 from streams.windows.tumbling import utc
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ def conversation_of(row: Any) -> tuple[ConversationKey, datetime, bool] | None:
     return (row.app, row.model, cid), utc(row.timestamp), ends
 
 
-class ConversationCloser:
+class ConversationCloser(Pausable):
     def __init__(
         self,
         settings: ConversationSettings,
@@ -191,21 +191,6 @@ class ConversationCloser:
         for row in rows:
             if conversation_of(row) is None:
                 self._pend_single(row)
-
-    async def pause(self, wait_s: float) -> bool:
-        """A rebalance is taking this worker's partitions: a round under way ends after its current
-        batch and no round begins until ``resume``. Waits up to ``wait_s`` seconds for the round under way
-        to end, so the next owner does not close what this one is closing; returns whether it ended."""
-        self.paused = True
-        try:
-            await asyncio.wait_for(self._lock.acquire(), wait_s)
-        except TimeoutError:
-            return False
-        self._lock.release()
-        return True
-
-    def resume(self) -> None:
-        self.paused = False
 
     def forget(self, owns: Owns) -> int:
         """Drop the open conversations ``owns`` no longer says are this worker's (their new owner
