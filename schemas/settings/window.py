@@ -25,7 +25,10 @@ class WindowSettings(BaseModel):
     )
     tick_seconds: float = Field(1.0, gt=0, description="how often due windows are looked for")
     reconcile_hours: float = Field(
-        24.0, gt=0, description="at start, recompute windows left unclosed this far back"
+        24.0,
+        gt=0,
+        description="when the group assigns a worker partitions (at start, at a rebalance), recompute the "
+        "windows and conversations of theirs left unclosed this far back",
     )
     max_skew_seconds: float = Field(
         300.0,
