@@ -83,6 +83,33 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def children(pid: int) -> list[int]:
+    """The live descendants of a process (its worker processes, pools), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
+        found.extend(kids)
+        frontier.extend(kids)
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU time of a process and every live descendant (and the children they reaped): what a worker
+    costs when it runs processes of its own."""
+    own = cpu_seconds(pid)
+    if own is None:
+        return None
+    return own + sum(cpu_seconds(p) or 0.0 for p in children(pid))
+
+
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import Machine, write_json  # noqa: E402
+from benchmarks.machine import REPO, Machine, write_json  # noqa: E402
 from benchmarks.streamkit import DEFAULT_DATA, RunConfig, figures, run  # noqa: E402
 
 
@@ -55,7 +55,8 @@ def report(fig: dict[str, Any], cfg: RunConfig) -> list[str]:
             f"latency produce -> row in ClickHouse: p50 {lat['p50']:.2f}s, p99 {lat['p99']:.2f}s, "
             f"max {lat['max']:.2f}s (produce -> Evaluation assembled: p50 {jl['p50']:.2f}s, "
             f"p99 {jl['p99']:.2f}s)",
-            f"latency p50 by tenth of the run (s): {fig['latency_p50_by_tenth_s']}",
+            f"latency p50 by tenth of the run (s): {fig['latency_p50_by_tenth_s']}; the first tenth of the "
+            f"rows in ClickHouse {fig['first_tenth_in_s']:.2f}s after the first produce",
             f"judge calls per interaction {fig['judge_calls_per_interaction']:.2f}, input tokens "
             f"{fig['input_tokens_per_interaction']:.0f}; incomplete rows {fig['incomplete']}",
         ]
@@ -72,6 +73,9 @@ def report(fig: dict[str, Any], cfg: RunConfig) -> list[str]:
                 f"steady {achieved:.1f}/s = {100 * fig['fraction_of_bound']:.1f}% of it, end to end "
                 f"{100 * fig['fraction_of_bound_end_to_end']:.1f}%"
             )
+    if "cpu_ms_per_interaction" in fig:
+        cpu = fig["cpu_ms_per_interaction"]
+        lines.append(f"workers' CPU an interaction (all their processes): {cpu:.2f} ms")
     for i, w in enumerate(fig["workers"]):
         slope = w["slope_mb_per_min"]
         lines.append(
@@ -112,6 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         "--stage-times", action="store_true", help="when each topic's messages were written (after the run)"
     )
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument(
+        "--tree", type=Path, default=REPO, help="the checkout the worker runs from (a baseline worktree)"
+    )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="the worker's judging processes (kafka.processes); 0: every core",
+    )
     args = ap.parse_args(argv)
 
     machine = Machine.start()
@@ -132,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         profile=args.profile,
         profile_seconds=args.profile_seconds,
         stage_times=args.stage_times,
+        tree=args.tree.resolve(),
+        processes=args.processes or None,
     )
     result = run(cfg, machine, log=lambda s: print(s, flush=True))
     machine.finish()

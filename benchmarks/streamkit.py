@@ -25,12 +25,13 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from benchmarks.machine import REPO, Machine, cpu_seconds, rss_mb
+from benchmarks.machine import REPO, Machine, rss_mb, tree_cpu_seconds
 from groundwatch.local.supervise import WorkerProcess, spawn_worker, wait_for
 from groundwatch.local.tansu import TansuBroker, worker_env
 from pipeline.dataset import read_dataset
 from pipeline.net import free_port
 from schemas.settings import Settings
+from streams.cores import usable_cores
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
 
 DEFAULT_DATA = REPO.parent / "shared" / "data"
@@ -73,6 +74,8 @@ class RunConfig:
     profile_seconds: float = 30.0
     stage_times: bool = False  # read every topic's message timestamps: when each stage wrote its outputs
     conversation_turns: int = 0  # > 0: consecutive records are turns of conversations this long
+    tree: Path = REPO  # the checkout the workers run from (a baseline worktree, for a comparison)
+    processes: int | None = 1  # each worker's judging processes (kafka.processes); None: every core
 
 
 @dataclass
@@ -126,7 +129,7 @@ class Stack:
         env.update(worker_env(self.broker.url))
         env.update(
             {
-                "PYTHONPATH": str(REPO),
+                "PYTHONPATH": str(cfg.tree),
                 "GROUNDWATCH_KAFKA__TOPIC_PREFIX": self.prefix,
                 "GROUNDWATCH_KAFKA__CONSUMER_GROUP": f"{self.prefix}group",
                 "GROUNDWATCH_KAFKA__PARTITIONS": str(cfg.partitions),
@@ -148,6 +151,8 @@ class Stack:
                     "GROUNDWATCH_JUDGE__MODEL": "fake",
                 }
             )
+        if cfg.processes is not None:
+            env["GROUNDWATCH_KAFKA__PROCESSES"] = str(cfg.processes)
         env.update(cfg.extra_env)
         return env
 
@@ -189,8 +194,13 @@ class Stack:
             self.workers.append(spawn_worker(env, wd / "worker.log", wd / "status.json", cwd=wd))
         for w in self.workers:
             w.wait_ready(180)
+        others = cfg.processes - 1 if cfg.processes is not None else usable_cores() - 1
+        if others > 0:  # each worker's judging processes have joined the group too
+            for w in self.workers:
+                wait_for(lambda w=w: w.log.read_text().count("judging process ready") >= others, 180,
+                         "the judging processes")  # fmt: skip
         # every member has its partitions (a second member joining makes the first rebalance)
-        time.sleep(2.0 if cfg.workers == 1 else 8.0)
+        time.sleep(2.0 if cfg.workers == 1 and others <= 0 else 8.0)
 
     def judge_requests(self) -> int | None:
         try:
@@ -338,7 +348,7 @@ class Sampler(threading.Thread):
                 Sample(
                     t=time.time(),
                     rss_mb=[rss_mb(p) for p in pids],
-                    cpu_s=[cpu_seconds(p) for p in pids],
+                    cpu_s=[tree_cpu_seconds(p) for p in pids],  # with the worker's own processes
                     evaluations=self.stack.evaluations(),
                     load1=os.getloadavg()[0],
                     judge_requests=self.stack.judge_requests(),
@@ -495,6 +505,8 @@ def figures(res: RunResult) -> dict[str, Any]:
         out["insert_rate_middle80"] = (i90 - i10) / span if span > 0 else None
         out["throughput_overall"] = n / max(1e-3, (ins[-1] / 1000.0 - res.first_produce))
         out["first_to_last_insert_s"] = (ins[-1] - ins[0]) / 1000.0
+        # how soon rows land under a backlog: the first tenth of them in ClickHouse, after the first produce
+        out["first_tenth_in_s"] = ins[max(0, n // 10 - 1)] / 1000.0 - res.first_produce
         lat = [(r[3] - r[1]) / 1000.0 for r in first.values()]
         join_lat = [(r[2] - r[1]) / 1000.0 for r in first.values()]
         out["latency_s"] = {"p50": pct(lat, 0.5), "p99": pct(lat, 0.99), "max": max(lat)}
@@ -555,8 +567,11 @@ def figures(res: RunResult) -> dict[str, Any]:
         }
         if len(cpu) >= 2 and cpu[-1][0] > cpu[0][0]:
             entry["cpu_cores_used"] = (cpu[-1][1] - cpu[0][1]) / (cpu[-1][0] - cpu[0][0])
+            entry["cpu_seconds"] = cpu[-1][1] - cpu[0][1]
         mem.append(entry)
     out["workers"] = mem
+    if n and all("cpu_seconds" in w for w in mem):  # every process of every worker, over the whole run
+        out["cpu_ms_per_interaction"] = 1000.0 * sum(w["cpu_seconds"] for w in mem) / n
     if res.stage_times:
         out["stage_times_s"] = res.stage_times
     if res.fake_stats:
