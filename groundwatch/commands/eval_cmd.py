@@ -56,6 +56,7 @@ from schemas.evaluation import Evaluation
 from schemas.metrics import CONVERSATION_SCORED, named
 from schemas.safe_text import safe_text
 from schemas.settings import JudgeKind, Settings
+from streams.heap import settle_heap
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -226,6 +227,7 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 skipped = [masked_unjudged(privacy, evaluation) for evaluation in skipped]
                 for evaluation in skipped:
                     write_one(evaluation)
+                settle_heap()  # the worker's collector policy once set up (streams.heap): same cost a line
                 rows, failures = await evaluate_all(to_judge, evaluator, concurrency, bar, write_one, privacy)
             finally:
                 bar.close()
