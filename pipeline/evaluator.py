@@ -1,10 +1,11 @@
 """All stages for one interaction: convert, then NLI and refusal (and relevance) concurrently, assemble.
 
-The stream runs the stages as separate processors; this class is the same pipeline in one call, for
-the batch CLI, benchmarks and tests. One ``Evaluator`` serves many concurrent ``evaluate`` calls
-(their refusal texts, and batched NLI cases, share prompts); create it inside the event loop that
-uses it.
-A stage failure is raised as ``StageError`` (a ``JudgeError``) naming the stage; relevance is the
+The stream's default (fused) topology runs it in one processor; the staged topology runs the stages as
+separate processors. The batch CLI, benchmarks and tests call it too. One ``Evaluator`` serves many
+concurrent ``evaluate`` calls (their refusal texts, and batched NLI cases, share prompts); create it
+inside the event loop that uses it.
+A stage failure is raised as ``StageError`` (a ``JudgeError``) naming the stage, or with
+``evaluate_apart`` returned beside an Evaluation that names it missing; relevance is the
 exception (``pipeline.metrics.relevance.score_relevance``): its failure leaves it out, named in
 ``missing``, as in the stream.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from pipeline.argument_judge import ArgumentJudge
 from pipeline.assemble import assemble
@@ -29,6 +31,14 @@ from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import Converted, NliResult, RefusalResult
 from schemas.settings import Settings
+
+
+@dataclass(frozen=True)
+class Judged:
+    """An interaction's Evaluation and the stages that failed apart (named in its ``missing``)."""
+
+    evaluation: Evaluation
+    failures: list[StageError] = field(default_factory=list)
 
 
 class Evaluator:
@@ -83,39 +93,76 @@ class Evaluator:
     ) -> Evaluation:
         """``originals``: the values behind a masked interaction's placeholders (``privacy.mode``
         judge), put back in the Evaluation. The custom evaluators start with the core stages and never
-        fail them; once the core is done they get ``evaluators.wait_after_core_s`` more."""
+        fail them; once the core is done they get ``evaluators.wait_after_core_s`` more. The first stage
+        that fails raises its ``StageError`` (the others are cancelled)."""
+        return (await self._judge(interaction, originals, apart=False)).evaluation
+
+    async def evaluate_apart(
+        self, interaction: Interaction, originals: Mapping[str, str] | None = None
+    ) -> Judged:
+        """As ``evaluate``, but NLI and refusal fail apart, as in the staged stream: a stage that fails
+        is named in the Evaluation's ``missing`` and returned in ``failures``; the Evaluation is still
+        made. Only a failed conversion raises (nothing can be judged without it)."""
+        return await self._judge(interaction, originals, apart=True)
+
+    async def _judge(
+        self, interaction: Interaction, originals: Mapping[str, str] | None, *, apart: bool
+    ) -> Judged:
         if self.custom is None:
-            return await self._core(interaction, originals)
-        core = asyncio.ensure_future(self._core(interaction, originals))
+            return await self._core(interaction, originals, apart)
+        core = asyncio.ensure_future(self._core(interaction, originals, apart))
         custom = asyncio.ensure_future(self.custom.run_bounded(interaction, core))
         try:
-            evaluation = await core
+            judged = await core
         except BaseException:
             custom.cancel()
             raise
         scores, calls = await custom
-        return with_custom(evaluation, scores, calls)
+        return Judged(with_custom(judged.evaluation, scores, calls), judged.failures)
 
-    async def _core(self, interaction: Interaction, originals: Mapping[str, str] | None) -> Evaluation:
-        converted = await self._convert(interaction, originals)
+    async def _stages(
+        self, converted: Converted, interaction: Interaction, apart: bool
+    ) -> tuple[NliResult | StageError, RefusalResult | StageError | None, RelevanceScore | None]:
+        """NLI, refusal and relevance side by side. Not ``apart``: a TaskGroup, so when one stage fails
+        the others are cancelled instead of spending judge calls, and the failure is raised."""
+        if apart:
+            nli, refusal, relevance = await asyncio.gather(
+                self._nli(converted), self._refusal(converted), self._relevance(interaction),
+                return_exceptions=True,
+            )  # fmt: skip
+            for result in (nli, refusal, relevance):
+                if isinstance(result, BaseException) and not isinstance(result, StageError):
+                    raise result  # a bug or a cancellation, not a stage that failed
+            return nli, refusal, relevance  # type: ignore[return-value]
         try:
-            # a TaskGroup: when one stage fails, the others are cancelled instead of spending judge calls
             async with asyncio.TaskGroup() as group:
                 nli_task = group.create_task(self._nli(converted))
                 refusal_task = group.create_task(self._refusal(converted))
                 relevance_task = group.create_task(self._relevance(interaction))
         except BaseExceptionGroup as group_error:
             raise group_error.exceptions[0] from None  # the first failing stage's StageError
-        nli, refusal, relevance = nli_task.result(), refusal_task.result(), relevance_task.result()
+        return nli_task.result(), refusal_task.result(), relevance_task.result()
+
+    async def _core(
+        self, interaction: Interaction, originals: Mapping[str, str] | None, apart: bool
+    ) -> Judged:
+        converted = await self._convert(interaction, originals)
+        nli, refusal, relevance = await self._stages(converted, interaction, apart)
+        failures = [r for r in (nli, refusal) if isinstance(r, StageError)]
+        nli_ok = nli if isinstance(nli, NliResult) else None
+        refusal_ok = refusal if isinstance(refusal, RefusalResult) else None
+        missing = [f.stage for f in failures]
         if relevance is None:
-            evaluation = assemble(converted, nli, refusal, self.settings, evaluated_at=self.clock.now())
+            evaluation = assemble(
+                converted, nli_ok, refusal_ok, self.settings, evaluated_at=self.clock.now(), missing=missing
+            )
         else:
             evaluation = assemble(
-                converted, nli, refusal, self.settings, evaluated_at=self.clock.now(),
-                relevance=relevance.value, missing=["relevance"] if relevance.failed else [],
+                converted, nli_ok, refusal_ok, self.settings, evaluated_at=self.clock.now(),
+                relevance=relevance.value, missing=[*missing, "relevance"] if relevance.failed else missing,
                 extra_seconds={"relevance": relevance.seconds},
             )  # fmt: skip
-        return await self.arguments.review(evaluation, converted.interaction)
+        return Judged(await self.arguments.review(evaluation, converted.interaction), failures)
 
     async def aclose(self, *, cancel: bool = False) -> None:
         """Finish the refusal batches and NLI groups still in flight, or with ``cancel`` drop them (the

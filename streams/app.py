@@ -5,9 +5,10 @@ Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id but f
 partition count; docs/architecture.md draws it with the processors' names):
 
     otlp, otlp_logs -> [otlp] -> interactions (kafka.otlp_input, kafka.otlp_logs_input)
-    interactions -> [convert] -> converted -> [judge] -> judged -+-> [join] -> evaluations
+    interactions -> [evaluate] -> evaluations     (kafka.topology "fused", the default: every stage in one,
+                                                   in kafka.processes processes: streams.processes)
+    interactions -> [convert] -> converted -> [judge] -> judged -+-> [join] -> evaluations ("staged")
                                           \\-------------------------/ (the Converted, for the join)
-    interactions -> [evaluate] -> evaluations           (kafka.topology "fused": every stage in one)
     evaluations -> [sink] -> ClickHouse, touches (keyed by (app, model) and (app, model, conversation_id))
     touches -> [touches] -> the owner's closers (the sink's timer closes them, streams.ownership):
                             windows -> window_aggregates, alerts; conversations -> conversations
@@ -120,7 +121,8 @@ class GroundwatchWorker(faust.Worker):
         if self.deadline is not None:
             self.deadline.arm()
         resources = self.stream_app.resources
-        if resources.ready:  # first, in case the stop cannot end (the final flush comes after faust's commit)
+        # first, in case the stop cannot end (the final flush comes after faust's commit)
+        if resources.ready and not resources.judging_only:
             try:
                 await asyncio.wait_for(resources.sink.flush(), timeout=10.0)
             except Exception as exc:  # the rows stay unacked: read again at the next start
@@ -186,7 +188,10 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
 
 
 def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
-    """The processors of the configured topology, in data-flow order."""
+    """The processors of the configured topology, in data-flow order; a judging process
+    (``streams.processes``) runs the evaluate processor alone."""
+    if resources.judging_only:
+        return [EvaluateProcessor(ctx, resources)]
     staged: list[Registrable]
     if ctx.settings.kafka.topology == "fused":
         staged = [EvaluateProcessor(ctx, resources)]
@@ -209,13 +214,17 @@ def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
     ]
 
 
-def create_app(settings: Settings) -> StreamApp:
+def create_app(settings: Settings, *, judging_only: bool = False) -> StreamApp:
+    """The worker's app; ``judging_only``: one of its judging processes (``streams.processes``), which
+    reads the interactions topic alone and opens neither ClickHouse nor a web server."""
+    if judging_only:
+        settings = settings.with_changes(kafka={"web_enabled": False, "datadir": None})
     temporary = settings.kafka.datadir is None
     datadir = settings.kafka.datadir or Path(tempfile.mkdtemp(prefix="groundwatch-faust-"))
     app = faust_app(settings, datadir)
     use_fetch_wait(app, settings.kafka.fetch_max_wait_s)
     ctx = new_context(settings, app)
-    resources = Resources(ctx)
+    resources = Resources(ctx, judging_only=judging_only)
     for processor in processors(ctx, resources):
         processor.register()
     if settings.kafka.web_enabled:

@@ -20,6 +20,7 @@ from schemas.results import Stage
 from schemas.settings import Settings
 from schemas.settings.common import variable_name
 from streams.codec import Origin, dead_letter, encode, fit_letter
+from streams.handoff import Place
 from streams.telemetry import WorkerMetrics
 from streams.topics import TopicNames, topic_names
 
@@ -56,14 +57,15 @@ class StreamContext:
             )
         return self.topics[name]
 
-    async def send(self, name: str, key: str | None, value: BaseModel) -> None:
+    async def send(self, name: str, key: str | None, value: BaseModel) -> Place:
         """Send and wait until the broker has it: ``Topic.send`` only buffers and returns the delivery
         future (faust's flush before a commit does not raise for a failed send), so a failed delivery
-        raises here and the source event is not acked."""
+        raises here and the source event is not acked. Returns where the message was written."""
         encoded = encode(value)
         try:
             delivery = await self.topic(name).send(key=key.encode("utf-8") if key else None, value=encoded)
-            await delivery
+            written = await delivery
+            return (str(written.topic), int(written.partition), int(written.offset))
         except MessageSizeTooLargeError:
             limit = self.settings.kafka.max_message_bytes
             raise MessageTooLarge(

@@ -40,6 +40,7 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.sink import EvaluationSink, Located
 from streams.clickhouse.store import ClickHouseStore
 from streams.context import StreamContext
+from streams.handoff import Handoff
 from streams.loop_lag import watch_loop_lag
 from streams.ownership import Ownership, follow_assignment, topic_partitions
 from streams.status import WorkerStatus, write_status
@@ -48,6 +49,10 @@ from streams.windows.closer import WindowCloser
 from streams.windows.conversations import At, ConversationCloser
 
 log = logging.getLogger(__name__)
+
+#: Evaluations held for the sink while their messages come back (small flags, not the Evaluations: those
+#: wait in the sink's batch); past it the oldest are decoded and written again when they come back
+HANDOFF_HELD = 50_000
 
 
 class NotReady(GroundwatchError, RuntimeError):
@@ -58,9 +63,14 @@ class Resources(Service):
     """Opens the judge, the refusal classifier, the NLI grouper, the ClickHouse store and sink, the
     window closer and the alert engine on worker start; closes them on stop."""
 
-    def __init__(self, ctx: StreamContext, clock: Clock | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, ctx: StreamContext, clock: Clock | None = None, *, judging_only: bool = False, **kwargs: Any
+    ) -> None:
+        """``judging_only``: a judging process's (``streams.processes``): the judge and the evaluator,
+        no ClickHouse, windows or alerts."""
         super().__init__(**kwargs)
         self.ctx = ctx
+        self.judging_only = judging_only
         # the worker's one clock: windows, alerts, the sink, the join, retries and the judge read time from it
         self.clock: Clock = clock or ctx.clock
         ctx.clock = self.clock
@@ -71,6 +81,8 @@ class Resources(Service):
         self._ready = asyncio.Event()
         self._finished = False
         self._status_failing = False  # the last status-file write failed (logged once)
+        self._status_due = False  # a write since the status file was last written
+        self._status_at: float | None = None  # when it was (clock.monotonic)
         self._judge: Judge | None = None
         self._refusals: RefusalClassifier | None = None
         self._nli_judge: EntailJudge | NliGrouper | None = None
@@ -90,6 +102,8 @@ class Resources(Service):
         self.ownership = Ownership(names.touches, topic_partitions(ctx.app, names.touches, kafka.partitions))
         self._unreconciled: set[int] = set()  # partitions gained whose work is not looked for yet
         self.touches = TouchSender(ctx)
+        # the Evaluations the fused processor made, handed to the sink without a decode (streams.handoff)
+        self.handoff = Handoff(HANDOFF_HELD)
 
     # ---- the opened resources (NotReady before on_start) -----------------------------------------
     @property
@@ -138,6 +152,11 @@ class Resources(Service):
         # the last flush, window close and alerts run while faust's producer is still up: the app sends
         # on_before_shutdown after its consumer stopped and before its producer stops
         self.ctx.app.on_before_shutdown.connect(self._on_app_shutdown)
+        if self.judging_only:
+            await self._open_judging()
+            self._ready.set()
+            log.info("groundwatch judging process ready (judge=%s)", self.judge.name)
+            return
         store = self.store = await ClickHouseStore.open(settings.clickhouse, dimensions=settings.dimensions)
         await self._open_judging()
         alerts = self._alerts = AlertEngine.from_settings(
@@ -169,7 +188,7 @@ class Resources(Service):
         ch = settings.clickhouse
         self._dead_letter_rows = DeadLetterRows(
             store.insert_dead_letter_rows, ch.dead_letter_batch_rows, ch.dead_letter_batch_seconds,
-            clock=self.clock, on_written=self._dead_letters_written,
+            clock=self.clock, on_written=self._dead_letters_written, insert_share=ch.insert_share,
         )  # fmt: skip
         self._ready.set()
         await self.write_status()
@@ -311,9 +330,20 @@ class Resources(Service):
         await asyncio.to_thread(write_status, path, status)
 
     async def update_status(self) -> None:
-        """``write_status`` after a write that succeeded (rows inserted and acked, windows closed): a
-        status file that cannot be written is logged here, as what failed, once until it is written
-        again, and never raised into the write before it (which would be taken for a failed insert)."""
+        """After a write that succeeded (rows inserted and acked, windows closed): the status file is due,
+        written now when ``clickhouse.status_every_s`` has passed since the last, else by ``status_if_due``
+        (the sink's flush timer) once it has."""
+        self._status_due = True
+        await self.status_if_due()
+
+    async def status_if_due(self) -> None:
+        """``write_status`` when a write made it due and the pace allows: a status file that cannot be
+        written is logged here, as what failed, once until it is written again, and never raised into
+        the write before it (which would be taken for a failed insert)."""
+        now, every = self.clock.monotonic(), self.ctx.settings.clickhouse.status_every_s
+        if not self._status_due or (self._status_at is not None and now - self._status_at < every):
+            return
+        self._status_due, self._status_at = False, now
         try:
             await self.write_status()
         except Exception as exc:

@@ -20,14 +20,16 @@ from pipeline.clock import ManualClock
 from schemas.settings import Settings
 from streams.context import StreamContext, new_context
 
-__all__ = ["Event", "ManualClock", "Message", "Stream", "Topic", "fake_context"]
+__all__ = ["Event", "ManualClock", "Message", "RecordMetadata", "Stream", "Topic", "fake_context"]
 
 
 class Topic:
-    """A faust topic: ``send`` records the value and hands back its delivery, which fails (the broker
-    refused it) while ``fail`` is set; ``tried`` counts every send."""
+    """A faust topic: ``send`` records the value and hands back its delivery (the record's metadata: this
+    topic's ``name``, partition 0, the next offset), which fails (the broker refused it) while ``fail`` is
+    set; ``tried`` counts every send."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "t") -> None:
+        self.name = name
         self.fail = False
         self.tried = 0
         self.sent: list[bytes] = []
@@ -41,8 +43,17 @@ class Topic:
         else:
             self.sent.append(value)
             self.keys.append(key)
-            delivery.set_result("ok")
+            delivery.set_result(RecordMetadata(self.name, 0, len(self.sent) - 1))
         return delivery
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    """Where the broker wrote a record (the fields of aiokafka's ``RecordMetadata`` a sender reads)."""
+
+    topic: str
+    partition: int
+    offset: int
 
 
 @dataclass
@@ -102,6 +113,6 @@ def fake_context(settings: Settings, clock: ManualClock | None = None) -> Stream
     """A ``StreamContext`` whose every topic is a ``Topic`` and whose clock is a ``ManualClock``."""
     ctx = new_context(settings, app=None)  # type: ignore[arg-type]
     for name in ctx.names.all():
-        ctx.topics[name] = Topic()
+        ctx.topics[name] = Topic(name)
     ctx.clock = clock or ManualClock()
     return ctx

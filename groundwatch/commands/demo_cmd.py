@@ -272,7 +272,8 @@ def run(args: argparse.Namespace) -> int:
         args.workdir or Path.cwd() / ".groundwatch" / f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     ).resolve()
     tansu_binary()  # the `broker` extra: DependencyMissing saying how to install it
-    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds)
+    # every core judges (kafka.processes), as a worker does by default
+    stack = LocalStack(workdir, env=_stack_env(args), window_seconds=args.window_seconds, processes=None)
     # the worker's settings (the caller's GROUNDWATCH_* included), checked before it starts; the evaluators
     # file's custom.<name> metrics in this process's catalogue too, for the report printed at the end
     install_from_settings(stack.settings().evaluators)

@@ -7,12 +7,16 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from groundwatch.commands.arg_types import port_number
 from schemas.errors import ConfigError
 from schemas.settings import KafkaSettings, Settings, variable_name
+
+if TYPE_CHECKING:
+    from streams.processes import JudgingProcesses
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "of GROUNDWATCH_DASHBOARD__HOST (127.0.0.1 by default): GROUNDWATCH_KAFKA__WEB_ENABLED=true and "
         "__WEB_PORT",
     )
+    # a judging process of a worker (streams.processes), started by that worker: not for people
+    parser.add_argument("--judging-for", type=int, metavar="PID", help=argparse.SUPPRESS)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -152,18 +158,53 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.loglevel != "debug":  # httpx logs every judge request at INFO: ~4% of the worker's CPU
         logging.getLogger("httpx").setLevel(logging.WARNING)
-    preflight(settings)
-    stream_app = create_app(settings)  # settings checked while building it: still nothing on the broker
+    judging_only = args.judging_for is not None
+    if judging_only:
+        read_files(settings)  # neither ClickHouse nor the web server: the worker that started it has them
+    else:
+        preflight(settings)
+    # settings checked while building it: still nothing on the broker
+    stream_app = create_app(settings, judging_only=judging_only)
+    judging = None
     try:
-        reach_broker(settings)
+        if judging_only:
+            from streams.processes import watch_parent
+
+            watch_parent(args.judging_for)  # the broker and its topics are the worker's to prepare
+        else:
+            reach_broker(settings)
+            judging = start_judging_processes(settings, args.loglevel)
         worker = GroundwatchWorker(stream_app, loglevel=args.loglevel)
         # returns when the worker stops (SIGINT/SIGTERM); a broker that lost the topics, or a stop that
         # overruns kafka.shutdown_timeout_s, ends the process with one line and exit code 2
         # (streams.lifecycle)
         worker.execute_from_commandline()
     finally:
+        if judging is not None:
+            judging.stop()
         stream_app.cleanup()
     return 0
+
+
+def start_judging_processes(settings: Settings, loglevel: str) -> JudgingProcesses | None:
+    """The worker's other judging processes (``kafka.processes``, streams.processes), None when it
+    judges alone."""
+    from streams.cores import judging_processes
+    from streams.processes import JudgingProcesses
+
+    count = judging_processes(settings.kafka) - 1
+    if count <= 0:
+        return None
+    if settings.sampling.rules_file is not None:
+        logging.getLogger(__name__).warning(
+            "judge budgets (%s) are kept per judging process: with %d processes an app may spend up to "
+            "%d times its budget; set %s=1 to keep it exactly",
+            variable_name("sampling", "rules_file"), count + 1, count + 1,
+            variable_name("kafka", "processes"),
+        )  # fmt: skip
+    processes = JudgingProcesses(count, loglevel, stop_timeout_s=settings.kafka.shutdown_timeout_s)
+    processes.start()
+    return processes
 
 
 if __name__ == "__main__":  # `python -m groundwatch.commands.worker_cmd`: this command alone

@@ -50,8 +50,13 @@ class LocalStack:
         broker_url: str | None = None,
         clickhouse_url: str | None = None,
         inherit_settings: bool = True,
+        processes: int | None = 1,
     ) -> None:
+        """``processes``: the worker's judging processes (``kafka.processes``); 1 by default here, where
+        tests and scripts start workers side by side on one machine; None: the setting's own (every
+        core), as the demo runs. A ``GROUNDWATCH_KAFKA__PROCESSES`` in ``env`` wins."""
         self.workdir = workdir
+        self.processes = processes
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.extra_env = dict(env or {})
         self.partitions = partitions
@@ -92,6 +97,8 @@ class LocalStack:
                 "GROUNDWATCH_WINDOW__IDLE_CLOSE_SECONDS": "2",
             }
         )
+        if self.processes is not None:
+            env["GROUNDWATCH_KAFKA__PROCESSES"] = str(self.processes)
         env.update(self.extra_env)
         env.update(worker_env(self.broker_url))
         env.update(

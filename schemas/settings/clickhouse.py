@@ -50,15 +50,35 @@ class ClickHouseSettings(BaseModel):
             "load batches fill to batch_rows first"
         ),
     )
+    insert_share: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description=(
+            "the share of the time inserts may take: after a flush that took d seconds, a batch that is not "
+            "full waits d x (1 - share) / share more (at most 5 s) on top of batch_seconds, so under load "
+            "batches grow until their inserts take this share (ClickHouse, chDB above all, pays a fixed "
+            "cost an insert); 1: batch_seconds alone"
+        ),
+    )
     database: str = Field(
         "groundwatch", description="used when the URL names none (chdb:///path, http://host:8123)"
     )
     status_file: Path | None = Field(
         None,
         description=(
-            "the worker writes its table counts here after each flush (JSON): how a demo or a test follows "
-            "an "
-            "embedded chDB that only the worker's process may open"
+            "the worker writes its table counts here after its writes (JSON), at most every status_every_s: "
+            "how a demo or a test follows an embedded chDB that only the worker's process may open"
+        ),
+    )
+    status_every_s: float = Field(
+        1.0,
+        gt=0,
+        le=60,
+        description=(
+            "the status file is rewritten at most this often (its counts are deduplicated counts of every "
+            "table, which cost more as the tables grow); a write that comes sooner waits for this much time "
+            "to pass, and the last one is always made"
         ),
     )
     migrations_dir: Path | None = Field(

@@ -203,17 +203,38 @@ class KafkaSettings(BaseModel):
         ),
     )
     topology: Literal["staged", "fused"] = Field(
-        "staged",
+        "fused",
         description=(
-            '"staged": convert -> judge (NLI and refusal) -> join, one topic a hop (stages scale and fail '
-            'apart); "fused": one processor runs every stage of an interaction (interactions -> '
-            "evaluations), fewer Kafka hops; a stage failure dead-letters the interaction instead of an "
-            "incomplete Evaluation"
+            '"fused": one processor runs every stage of an interaction (interactions -> evaluations), two '
+            'Kafka messages an interaction; "staged": convert -> judge (NLI and refusal) -> join, one topic '
+            "a hop, eight messages an interaction (the stages scale apart). Stages fail apart in both: a "
+            "failed NLI or refusal stage is dead-lettered and the Evaluation stored incomplete"
+        ),
+    )
+    processes: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description=(
+            "processes of a worker that judge interactions, this one included (fused topology; the staged "
+            "topology judges in one): the others are members of the consumer group that read the "
+            "interactions topic alone, while this process also writes ClickHouse, closes windows and serves "
+            "the web server. None: one per CPU core this process may use (its CPU affinity and cgroup "
+            "quota); each process holds its own judge client and memory"
         ),
     )
     datadir: Path | None = Field(
         None, description="faust's data directory; None: a temporary directory per worker"
     )
+
+    @model_validator(mode="after")
+    def _processes_judge_fused(self) -> KafkaSettings:
+        if self.processes is not None and self.processes > 1 and self.topology != "fused":
+            raise ValueError(
+                f"{variable_name('kafka', 'processes')}={self.processes} needs "
+                f"{variable_name('kafka', 'topology')}=fused (the staged topology judges in one process)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _heartbeat_within_session(self) -> KafkaSettings:

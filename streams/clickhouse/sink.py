@@ -60,7 +60,9 @@ class EvaluationSink:
         self.before_ack = before_ack
         self.failures = 0  # failed flushes in a row
         self.rejected = 0
-        self._batch: RowBatch[Evaluation] = RowBatch(settings.batch_rows, settings.batch_seconds, self.clock)
+        self._batch: RowBatch[Evaluation] = RowBatch(
+            settings.batch_rows, settings.batch_seconds, self.clock, settings.insert_share
+        )
         self._rejected_now: set[int] = set()  # rows the split under way dead-lettered (by identity)
         self.flushed_rows = 0
 
@@ -92,6 +94,7 @@ class EvaluationSink:
             if not rows:
                 return 0
             self._rejected_now.clear()
+            paced_from = self.clock.monotonic()
             try:
                 before = await self.store.current_rows([e.interaction_id for e in rows])
                 started = time.perf_counter()
@@ -112,6 +115,7 @@ class EvaluationSink:
                 self._batch.put_back([r for r, _ in kept], [d for _, d in kept])
                 raise
             self.failures = 0
+            self._batch.wrote(self.clock.monotonic() - paced_from)
             for callback in done:
                 callback()
             self.flushed_rows += len(rows)

@@ -1,4 +1,6 @@
-"""evaluations -> ClickHouse: batched inserts; source events acked only once their batch is written.
+"""evaluations -> ClickHouse: batched inserts; source events acked only once their batch is written. An
+Evaluation this worker's fused processor made is already in the batch when its message comes back
+(``streams.handoff``): the message is then only acked, once its row is written.
 
 One timer flushes a batch once its oldest row waited ``clickhouse.batch_seconds`` (checked four times as
 often, so a row waits at most 1.25 x that); another closes the due windows and conversations this worker
@@ -39,6 +41,11 @@ class SinkProcessor:
         async for event in stream.noack().events():
             ticket = self.acks.track(event)
             self.ctx.metrics.events_in.labels("sink").inc()
+            msg = event.message
+            if res.handoff.claim(
+                (msg.topic, msg.partition, msg.offset), functools.partial(self.acks.done, ticket)
+            ):
+                continue  # made by this worker and handed over at once (streams.handoff): acked once written
             try:
                 evaluation = decode(
                     event.value,
@@ -57,7 +64,8 @@ class SinkProcessor:
                 await write_until_written(res.sink.flush, f"sink: insert of {len(res.sink)} rows", self.clock)
 
     async def flush_tick(self) -> None:
-        """Flush a batch that is old enough (``clickhouse.batch_seconds``)."""
+        """Flush a batch that is old enough (``clickhouse.batch_seconds``); write the status file when
+        it is due."""
         res = self.resources
         if not res.ready:
             return
@@ -67,6 +75,7 @@ class SinkProcessor:
             self.flush_failures.failed(exc)
             return
         self.flush_failures.succeeded()
+        await res.status_if_due()  # a status file held back by its pace (clickhouse.status_every_s)
 
     async def tick(self) -> None:
         """Close the conversations that are due, then the windows that are due (and check their alerts):
@@ -92,7 +101,7 @@ class SinkProcessor:
 
     def register(self) -> Any:
         settings = self.ctx.settings
-        forget_on_revoke(self.ctx.app, self.name, self.acks.forget)
+        forget_on_revoke(self.ctx.app, self.name, self.acks.forget, self.resources.handoff.forget)
         # a row waits at most batch_seconds + a quarter of it; windows are looked at on their own cadence
         flush_every = max(0.02, settings.clickhouse.batch_seconds / 4)
         self.ctx.app.timer(flush_every, name="groundwatch.sink.flush")(self.flush_tick)

@@ -33,7 +33,7 @@ from tests.integration.helpers import REPO, deployment, topic_of
 SAMPLE = REPO / "groundwatch" / "data" / "sample_interactions.jsonl"
 N = 200
 
-#: configuration name -> the worker's environment on top of ``helpers.deployment``'s (lexical judge, staged)
+#: configuration name -> the worker's environment on top of ``helpers.deployment``'s (lexical judge)
 CONFIGS: dict[str, dict[str, str]] = {
     "lexical": {},
     "openai-fake": {"GROUNDWATCH_JUDGE__KIND": "openai", "GROUNDWATCH_JUDGE__API_KEY": "x"},

@@ -24,6 +24,7 @@ TEST_ENV = {
     "GROUNDWATCH_CLICKHOUSE__BATCH_SECONDS": "0.5",
     "GROUNDWATCH_JUDGE__KIND": "lexical",
     "GROUNDWATCH_WINDOW__TICK_SECONDS": "0.5",
+    "GROUNDWATCH_KAFKA__PROCESSES": "1",  # a test that wants more says so
     "PYTHONPATH": str(REPO),
 }
 

@@ -1,5 +1,6 @@
-"""Answerability through a real worker (Tansu, staged topology, embedded chDB, lexical judge): the windows'
-reject/answerable recall and precision equal ``groundwatch eval``'s Trust-Eval figures on the same lines."""
+"""Answerability through a real worker (Tansu, the default topology, embedded chDB, lexical judge): the
+windows' reject/answerable recall and precision equal ``groundwatch eval``'s Trust-Eval figures on the same
+lines."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A bad message on the input topic of every processor ends in the dead-letter topic, each with the topic
 it came from, its reason and the original bytes; none is dropped and good traffic still gets through
-(real Tansu broker, worker subprocess on the staged topology, chDB)."""
+(real Tansu broker, worker subprocess on the staged topology, which reads every internal topic, chDB)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,11 @@ async def produce(dep: LocalStack) -> None:
 
 
 def test_a_bad_message_on_every_input_topic_is_dead_lettered(broker: TansuBroker, tmp_path: Path) -> None:
-    dep = deployment(broker.url, tmp_path, extra_env={"GROUNDWATCH_KAFKA__OTLP_INPUT": "true"})
+    dep = deployment(
+        broker.url,
+        tmp_path,
+        extra_env={"GROUNDWATCH_KAFKA__OTLP_INPUT": "true", "GROUNDWATCH_KAFKA__TOPOLOGY": "staged"},
+    )
     worker = dep.start_worker()
     try:
         worker.wait_ready()

@@ -1,8 +1,8 @@
 """The worker's verdicts do not move when its plumbing changes: 200 bundled interactions through the
-staged topology on a real Tansu broker and chDB, with the lexical judge and with the fake
-OpenAI-compatible judge, give the same Evaluations (scores, flags, statements, verdicts, completeness)
-as ``tests/fixtures/golden_verdicts.json``, captured with ``tests/integration/golden.py`` from the
-code before the stream was batched and its messages slimmed."""
+fused (default) and the staged topology on a real Tansu broker and chDB, with the lexical judge and
+with the fake OpenAI-compatible judge, give the same Evaluations (scores, flags, statements, verdicts,
+completeness) as ``tests/fixtures/golden_verdicts.json``, captured with ``tests/integration/golden.py``
+from the code before the stream was batched and its messages slimmed."""
 
 from __future__ import annotations
 
@@ -62,13 +62,15 @@ def as_captured(value: Any) -> Any:
     return value
 
 
+@pytest.mark.parametrize("topology", ["fused", "staged"])
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_the_verdicts_of_200_interactions_match_the_golden_file(
-    config: str, broker: TansuBroker, tmp_path: Path
+    config: str, topology: str, broker: TansuBroker, tmp_path: Path
 ) -> None:
     golden = as_captured(json.loads(GOLDEN.read_text())[config])
+    env = {**CONFIGS[config], "GROUNDWATCH_KAFKA__TOPOLOGY": topology}
     with FakeOpenAIServer() as fake:
-        got = as_captured(run_config(broker.url, tmp_path, CONFIGS[config], fake.base_url))
+        got = as_captured(run_config(broker.url, tmp_path, env, fake.base_url))
     assert len(golden) == N and sorted(got) == sorted(golden)
     assert all(len(v) == 1 for v in got.values()), "one Evaluation per interaction"
     differ = [iid for iid in golden if got[iid] != golden[iid]]

@@ -1,7 +1,7 @@
 """privacy.mode all on a real worker (Tansu broker, chDB, the openai judge over HTTP to the fake OpenAI
 server): no request to the judge, no row of any ClickHouse table, no dead letter and no line of the
 worker's log holds a planted value, in the staged and the fused topology; one interaction whose NLI
-keeps failing is dead-lettered, masked."""
+keeps failing is dead-lettered, masked, and stored incomplete."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_mode_all_leaves_no_planted_value_anywhere(
     try:
         worker.wait_ready()
         asyncio.run(replay(dep.settings(), jsonl([*good, bad])))
-        expected = 4 if topology == "staged" else 3  # staged: the join emits it incomplete
+        expected = 4  # the interaction whose NLI fails is stored incomplete, in either topology
         wait_for(lambda: dep.evaluations() >= expected, 120, "evaluations in ClickHouse")
         wait_for(lambda: (dep.status().counts.get("dead_letters", 0) if dep.status() else 0) >= 1, 60,
                  "the dead letter in ClickHouse")  # fmt: skip

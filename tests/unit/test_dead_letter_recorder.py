@@ -184,3 +184,35 @@ async def test_a_status_file_that_cannot_be_written_is_no_failed_write(
     await rec.flush_tick()
     assert "written again" in caplog.records[-1].getMessage()
     assert (blocker / "status.json").exists()
+
+
+async def test_the_status_file_is_written_at_most_every_status_every_s_and_the_last_write_is_never_lost(
+    tmp_path: Path,
+) -> None:
+    """Its counts are deduplicated counts of every table: written after a write, but at most once every
+    ``clickhouse.status_every_s``; a write that came sooner is made by the flush timer once it may be."""
+    path = tmp_path / "status.json"
+    settings = make_settings(clickhouse={"status_file": str(path), "status_every_s": 1.0})
+    ctx = new_context(settings, app=None)  # type: ignore[arg-type]
+    clock = ManualClock()
+    resources = WorkerResources(ctx, clock=clock)
+    counted: list[int] = []
+
+    class Counts:
+        async def counts(self) -> dict[str, int]:
+            counted.append(len(counted) + 1)
+            return {"evaluations": len(counted)}
+
+    resources.store = Counts()  # type: ignore[assignment]
+    await resources.update_status()  # the first write: at once
+    await resources.update_status()
+    clock.advance(0.5)
+    await resources.update_status()
+    await resources.status_if_due()
+    assert counted == [1]  # three writes within the second: held back
+    clock.advance(0.5)
+    await resources.status_if_due()  # the flush timer: the held-back write, now
+    assert counted == [1, 2] and '"evaluations":2' in path.read_text().replace(" ", "")
+    clock.advance(5)
+    await resources.status_if_due()
+    assert counted == [1, 2]  # nothing written since: nothing to rewrite

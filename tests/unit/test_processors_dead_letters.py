@@ -9,16 +9,19 @@ from typing import Any
 
 import pytest
 
+from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.privacy.mask import Masker, PrivacyGuard
 from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
-from schemas.errors import JudgeError, StageError
+from schemas.errors import JudgeError
+from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import Converted, JudgeResult
 from schemas.settings import PrivacySettings
 from streams.context import StreamContext, new_context
+from streams.handoff import Handoff
 from streams.processors.base import Processor
 from streams.processors.convert import ConvertProcessor
 from streams.processors.evaluate import EvaluateProcessor
@@ -53,13 +56,28 @@ class Failing:
 
     def __getattr__(self, name: str) -> Any:
         async def fail(*args: Any, **kwargs: Any) -> Any:
-            raise (
-                StageError("refusal", "gave up after 5 attempts")
-                if name == "evaluate"
-                else JudgeError("gave up")
-            )
+            raise JudgeError("gave up")
 
         return fail
+
+
+class RefusalFailing(LexicalJudge):
+    """The lexical judge but for refusal, which gives up."""
+
+    async def classify_refusals(self, texts: Any) -> Any:
+        raise JudgeError("refusal: gave up after 5 attempts")
+
+
+class RecordingSink:
+    """The ClickHouse sink's batch: rows it was handed, each written (its callback run) at once."""
+
+    def __init__(self) -> None:
+        self.rows: list[Evaluation] = []
+
+    async def add(self, evaluation: Evaluation, written: Any = None) -> None:
+        self.rows.append(evaluation)
+        if written is not None:
+            written()
 
 
 def resources() -> Any:
@@ -68,8 +86,12 @@ def resources() -> Any:
 
     failing = Failing()
     refusals = SimpleNamespace(classify=failing.classify)
-    evaluator = SimpleNamespace(evaluate=failing.evaluate)
+    # the fused processor's real Evaluator: NLI works, refusal gives up
+    settings = make_settings(pipeline={"pronoun_replacement": True, "refusal_prefilter": False})
+    evaluator = Evaluator(RefusalFailing(), settings)
     return SimpleNamespace(
+        sink=RecordingSink(),
+        handoff=Handoff(100),
         wait_ready=ready,
         judge=failing,
         nli_judge=failing,
@@ -86,7 +108,7 @@ def context() -> tuple[StreamContext, Topic]:
     ctx = new_context(make_settings(pipeline={"pronoun_replacement": True}), app=None)  # type: ignore[arg-type]
     dead = ctx.topics[ctx.names.deadletter] = Topic()
     for name in ctx.names.all():
-        ctx.topics.setdefault(name, Topic())
+        ctx.topics.setdefault(name, Topic(name))
     return ctx, dead
 
 
@@ -199,6 +221,26 @@ async def test_the_judge_processor_sends_the_stage_that_worked_and_dead_letters_
         assert judged.refusal is None and judged.nli is not None
         assert {p.pair for p in judged.nli.pairs} >= {"context_answer"}
     assert event.acked
+
+
+async def test_the_fused_processor_stores_the_interaction_incomplete_when_a_stage_fails_apart() -> None:
+    """As the staged topology does: the failed stage is dead-lettered under its name with the interaction
+    to replay, the Evaluation is still sent (``missing`` names the stage) and handed to this worker's sink
+    at once; when its message comes back the sink only acks it."""
+    ctx, dead = context()
+    res = resources()
+    event = keyed(INTERACTION.model_dump_json().encode())
+    await run(EvaluateProcessor(ctx, res), [event])
+    letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
+    assert [(d.stage, d.interaction_id, d.error_type) for d in letters] == [("refusal", "i1", "StageError")]
+    assert letters[0].original is not None and event.acked
+    [raw] = ctx.topics[ctx.names.evaluations].sent
+    sent = Evaluation.model_validate_json(raw)
+    assert sent.missing == ["refusal"] and sent.answer_refusal is None and sent.context_entailment is not None
+    assert [e.interaction_id for e in res.sink.rows] == ["i1"] and res.sink.rows[0] == sent
+    acked: list[str] = []
+    assert res.handoff.claim((ctx.names.evaluations, 0, 0), lambda: acked.append("i1"))
+    assert acked == ["i1"]  # its row is written: acked at once, not decoded or written again
 
 
 async def test_a_judge_result_that_cannot_be_sent_dead_letters_the_message_once_per_stage() -> None:

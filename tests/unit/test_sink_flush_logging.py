@@ -26,9 +26,13 @@ class FlakySink:
             raise OSError("Cannot write: read-only file system")
 
 
+async def no_status() -> None:
+    """No status file here (clickhouse.status_file unset)."""
+
+
 async def test_an_outage_logs_one_traceback_then_the_recovery(caplog: pytest.LogCaptureFixture) -> None:
     sink = FlakySink(failures=6)
-    resources: Any = SimpleNamespace(ready=True, sink=sink, clock=ManualClock())
+    resources: Any = SimpleNamespace(ready=True, sink=sink, clock=ManualClock(), status_if_due=no_status)
     processor = SinkProcessor(new_context(make_settings(), app=None), resources)  # type: ignore[arg-type]
     caplog.set_level(logging.WARNING, logger="streams.processors.sink")
     for _ in range(7):
@@ -43,7 +47,9 @@ async def test_an_outage_that_lasts_gets_a_line_every_while_of_clock_time(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = ManualClock()
-    resources: Any = SimpleNamespace(ready=True, sink=FlakySink(failures=100), clock=clock)
+    resources: Any = SimpleNamespace(
+        ready=True, sink=FlakySink(failures=100), clock=clock, status_if_due=no_status
+    )
     processor = SinkProcessor(new_context(make_settings(), app=None), resources)  # type: ignore[arg-type]
     caplog.set_level(logging.WARNING, logger="streams.processors.sink")
     for _ in range(10):  # the first failure and nine more within the same second

@@ -23,9 +23,8 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     # to the input topics alone, streams.offsets)
     assert conf.consumer_auto_offset_reset == "earliest"
     agents = set(stream_app.app.agents)
-    assert agents == {
-        f"groundwatch.{n}" for n in ("convert", "judge", "join", "sink", "touches", "labels", "dead_letters")
-    }
+    # the fused topology by default: one processor judges, the sink writes
+    assert agents == {f"groundwatch.{n}" for n in ("evaluate", "sink", "touches", "labels", "dead_letters")}
     # the judge's agreement gauges are on the registry /metrics serves, and refreshed by a timer
     from prometheus_client import generate_latest
 
@@ -34,12 +33,8 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     assert "groundwatch_judge_corrected_rate" in exposed
 
 
-def test_fused_topology_has_one_processor_and_the_sink(tmp_path) -> None:
-    settings = make_settings(kafka=KafkaSettings(datadir=tmp_path, topology="fused"))
+def test_staged_topology_has_a_processor_a_stage(tmp_path) -> None:
+    settings = make_settings(kafka=KafkaSettings(datadir=tmp_path, topology="staged"))
     assert set(create_app(settings).app.agents) == {
-        "groundwatch.evaluate",
-        "groundwatch.sink",
-        "groundwatch.touches",
-        "groundwatch.labels",
-        "groundwatch.dead_letters",
+        f"groundwatch.{n}" for n in ("convert", "judge", "join", "sink", "touches", "labels", "dead_letters")
     }

@@ -20,6 +20,7 @@ from schemas.settings import KafkaSettings
 from streams.codec import Origin, dead_letter, encode, fit_letter, original_of, stage_of
 from streams.context import StreamContext, new_context
 from streams.resources import Resources
+from streams.testing import RecordMetadata
 from tests.fixtures import messages
 from tests.settings_factory import make_settings
 
@@ -98,7 +99,7 @@ class FailedDelivery:
         if self.fail:
             fut.set_exception(RuntimeError("MessageSizeTooLargeError"))
         else:
-            fut.set_result("metadata")
+            fut.set_result(RecordMetadata("deadletter", 0, len(self.sent) - 1))
         return fut
 
 
