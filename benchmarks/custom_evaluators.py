@@ -119,9 +119,7 @@ def local_demo(events: int, folder: Path) -> None:
     # a CPU model answers in tens of seconds under load: the call's timeout (60 s by default) and the wait
     # after the core verdicts (5 s; here the lexical core is done at once) raised
     (folder / "rubric-local.yaml").write_text(RUBRIC + "    timeout_s: 300\n", encoding="utf-8")
-    rubric = plain.with_changes(
-        evaluators={"file": folder / "rubric-local.yaml", "wait_after_core_s": 300.0}
-    )
+    rubric = plain.with_changes(evaluators={"file": folder / "rubric-local.yaml", "wait_after_core_s": 300.0})
     items = [line.interaction for line in read_dataset(path, plain.limits).lines]
     n = len(items)
     print(f"3. a rubric (pass_fail) with the local judge on the demo's {n} interactions (--events {events})")

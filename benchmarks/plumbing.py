@@ -59,7 +59,7 @@ def eval_run(
         [sys.executable, "-m", "groundwatch", "eval", str(records), "--judge", judge,
          "--out", str(workdir / f"{records.stem}.json"), "--quiet"],
         cwd=tree, env={**env, "PYTHONPATH": str(tree), "GROUNDWATCH_JUDGE__CACHE_ENABLED": "false"},
-        check=True, stdout=subprocess.DEVNULL,
+        check=True, capture_output=True,
     )  # fmt: skip
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -79,6 +79,7 @@ def one_round(
         data=args.data,
         extra_env=dict(e.split("=", 1) for e in args.env),
         tree=tree,
+        processes=None,  # each tree's default worker (this one: every core judges)
     )
     machine = Machine.start()
     fig = figures(run(cfg, machine, log=lambda s: None))

@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         "--processes",
         type=int,
         default=1,
-        help="the worker's judging processes (kafka.processes); 0: every core",
+        help="the worker's judging processes (kafka.processes); 0: the setting left to its default (every "
+        "core; a baseline checkout without the setting)",
     )
     args = ap.parse_args(argv)
 

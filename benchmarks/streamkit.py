@@ -31,7 +31,6 @@ from groundwatch.local.tansu import TansuBroker, worker_env
 from pipeline.dataset import read_dataset
 from pipeline.net import free_port
 from schemas.settings import Settings
-from streams.cores import usable_cores
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
 
 DEFAULT_DATA = REPO.parent / "shared" / "data"
@@ -194,8 +193,9 @@ class Stack:
             self.workers.append(spawn_worker(env, wd / "worker.log", wd / "status.json", cwd=wd))
         for w in self.workers:
             w.wait_ready(180)
-        others = cfg.processes - 1 if cfg.processes is not None else usable_cores() - 1
-        if others > 0:  # each worker's judging processes have joined the group too
+        # each worker's judging processes (logged as started before it is ready) have joined the group too
+        others = max(w.log.read_text().count(" started (pid ") for w in self.workers)
+        if others > 0:
             for w in self.workers:
                 wait_for(lambda w=w: w.log.read_text().count("judging process ready") >= others, 180,
                          "the judging processes")  # fmt: skip

@@ -5,8 +5,8 @@ Topology (all topics under ``kafka.topic_prefix``, keyed by interaction_id but f
 partition count; docs/architecture.md draws it with the processors' names):
 
     otlp, otlp_logs -> [otlp] -> interactions (kafka.otlp_input, kafka.otlp_logs_input)
-    interactions -> [evaluate] -> evaluations     (kafka.topology "fused", the default: every stage in one,
-                                                   in kafka.processes processes: streams.processes)
+    interactions -> [evaluate] -> evaluations     (kafka.topology "fused", the default: every stage in one;
+                                                   in judging processes of their own, streams.processes)
     interactions -> [convert] -> converted -> [judge] -> judged -+-> [join] -> evaluations ("staged")
                                           \\-------------------------/ (the Converted, for the join)
     evaluations -> [sink] -> ClickHouse, touches (keyed by (app, model) and (app, model, conversation_id))
@@ -40,6 +40,7 @@ import faust
 from schemas.errors import BrokerUnavailable
 from schemas.settings import Settings
 from streams.context import StreamContext, new_context
+from streams.cores import judging_processes
 from streams.dashboard.api import dashboard_app
 from streams.dashboard.auth import auth_middleware, is_loopback, require_credentials
 from streams.dashboard.edges import EdgeRunner
@@ -188,13 +189,14 @@ def mount_dashboard(app: faust.App, resources: Resources, settings: Settings) ->
 
 
 def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
-    """The processors of the configured topology, in data-flow order; a judging process
-    (``streams.processes``) runs the evaluate processor alone."""
+    """The processors of the configured topology, in data-flow order. With judging processes
+    (``kafka.processes`` over 1, ``streams.processes``) they run the evaluate processor, alone, and this
+    process everything else."""
     if resources.judging_only:
         return [EvaluateProcessor(ctx, resources)]
     staged: list[Registrable]
     if ctx.settings.kafka.topology == "fused":
-        staged = [EvaluateProcessor(ctx, resources)]
+        staged = [EvaluateProcessor(ctx, resources)] if judging_processes(ctx.settings.kafka) == 1 else []
     else:
         staged = [
             ConvertProcessor(ctx, resources),

@@ -192,19 +192,19 @@ def start_judging_processes(settings: Settings, loglevel: str) -> JudgingProcess
     from streams.cores import judging_processes
     from streams.processes import JudgingProcesses
 
-    count = judging_processes(settings.kafka) - 1
-    if count <= 0:
+    processes = judging_processes(settings.kafka)
+    if processes <= 1:
         return None
-    if settings.sampling.rules_file is not None:
+    count = processes - 1  # this process writes ClickHouse, closes windows and serves the web server
+    if settings.sampling.rules_file is not None and count > 1:
         logging.getLogger(__name__).warning(
-            "judge budgets (%s) are kept per judging process: with %d processes an app may spend up to "
-            "%d times its budget; set %s=1 to keep it exactly",
-            variable_name("sampling", "rules_file"), count + 1, count + 1,
-            variable_name("kafka", "processes"),
+            "judge budgets (%s) are kept per judging process: with %d an app may spend up to %d times its "
+            "budget; set %s=2 to keep it exactly",
+            variable_name("sampling", "rules_file"), count, count, variable_name("kafka", "processes"),
         )  # fmt: skip
-    processes = JudgingProcesses(count, loglevel, stop_timeout_s=settings.kafka.shutdown_timeout_s)
-    processes.start()
-    return processes
+    judging = JudgingProcesses(count, loglevel, stop_timeout_s=settings.kafka.shutdown_timeout_s)
+    judging.start()
+    return judging
 
 
 if __name__ == "__main__":  # `python -m groundwatch.commands.worker_cmd`: this command alone

@@ -216,11 +216,11 @@ class KafkaSettings(BaseModel):
         ge=1,
         le=64,
         description=(
-            "processes of a worker that judge interactions, this one included (fused topology; the staged "
-            "topology judges in one): the others are members of the consumer group that read the "
-            "interactions topic alone, while this process also writes ClickHouse, closes windows and serves "
-            "the web server. None: one per CPU core this process may use (its CPU affinity and cgroup "
-            "quota); each process holds its own judge client and memory"
+            "processes of a worker (fused topology; the staged topology runs in one): with one, it judges "
+            "and writes; with more, this one writes ClickHouse, closes windows and serves the web server and "
+            "the others judge, members of the consumer group that read the interactions topic alone. None: "
+            "one per CPU core this process may use (its CPU affinity and cgroup quota); each process holds "
+            "its own judge client and memory"
         ),
     )
     datadir: Path | None = Field(

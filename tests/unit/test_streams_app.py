@@ -9,7 +9,7 @@ from tests.settings_factory import make_settings
 
 def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     settings = make_settings(
-        kafka=KafkaSettings(topic_prefix="x.", partitions=3, datadir=tmp_path, web_port=6070)
+        kafka=KafkaSettings(topic_prefix="x.", partitions=3, datadir=tmp_path, web_port=6070, processes=1)
     )
     stream_app = create_app(settings)
     conf = stream_app.app.conf
@@ -31,6 +31,16 @@ def test_create_app_wires_processors_and_safe_defaults(tmp_path) -> None:
     exposed = generate_latest(stream_app.ctx.metrics.registry).decode()
     assert "# TYPE groundwatch_judge_balanced_accuracy gauge" in exposed
     assert "groundwatch_judge_corrected_rate" in exposed
+
+
+def test_with_judging_processes_this_one_writes_and_they_judge(tmp_path) -> None:
+    settings = make_settings(kafka=KafkaSettings(datadir=tmp_path, processes=2))
+    assert set(create_app(settings).app.agents) == {
+        f"groundwatch.{n}" for n in ("sink", "touches", "labels", "dead_letters")
+    }
+    judging = create_app(settings, judging_only=True)
+    assert set(judging.app.agents) == {"groundwatch.evaluate"}
+    assert not judging.app.conf.web_enabled
 
 
 def test_staged_topology_has_a_processor_a_stage(tmp_path) -> None:
