@@ -51,7 +51,7 @@ class ClickHouseSettings(BaseModel):
         ),
     )
     insert_share: float = Field(
-        0.1,
+        0.25,
         gt=0,
         le=1,
         description=(
