@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from pipeline.privacy.mask import Masked
+from schemas.errors import StageError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.results import Stage
@@ -25,6 +26,12 @@ from streams.processors.base import StageFailures
 from streams.processors.entry import EntryProcessor
 
 log = logging.getLogger(__name__)
+
+
+def cause_of(failure: StageError) -> Exception:
+    """What made a stage fail (the judge's error), else the StageError itself."""
+    cause = failure.__cause__
+    return cause if isinstance(cause, Exception) else failure
 
 
 class EvaluateProcessor(EntryProcessor):
@@ -36,7 +43,8 @@ class EvaluateProcessor(EntryProcessor):
 
     async def judge(self, message: Interaction, judged: Masked) -> None:
         outcome = await self.resources.evaluator.evaluate_apart(judged.interaction, judged.originals)
-        failures: list[tuple[Stage, Exception]] = [(f.stage, f) for f in outcome.failures]
+        # each under its stage with the judge's own error, as the staged judge processor files them
+        failures: list[tuple[Stage, Exception]] = [(f.stage, cause_of(f)) for f in outcome.failures]
         try:
             place = await self.ctx.send(
                 self.ctx.names.evaluations, message.interaction_id, outcome.evaluation

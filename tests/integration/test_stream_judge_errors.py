@@ -1,6 +1,7 @@
-"""A judge that keeps failing (after its retries) sends the message to deadletter with stage and error;
-the join emits the interaction incomplete. The OpenAI path runs over real HTTP to
-the fake OpenAI-compatible server (tests/fakes), whose NLI answers fail for one interaction."""
+"""A judge that keeps failing (after its retries) sends the message to deadletter with stage and error,
+and the interaction is stored incomplete, in the fused and the staged topology. The OpenAI path runs over
+real HTTP to the fake OpenAI-compatible server (tests/fakes), whose NLI answers fail for one
+interaction."""
 
 from __future__ import annotations
 
@@ -27,11 +28,16 @@ def fake() -> Iterator[FakeOpenAIServer]:
     yield from failing_nli(POISON)
 
 
-def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
-    broker: TansuBroker, fake: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory
+@pytest.mark.parametrize("topology", ["fused", "staged"])
+def test_judge_errors_go_to_deadletter_and_the_interaction_is_stored_incomplete(
+    topology: str, broker: TansuBroker, fake: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    env = {**fake_judge(fake.base_url, quick_retries=True), "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4"}
-    dep = deployment(broker.url, tmp_path_factory.mktemp("judge-errors"), extra_env=env)
+    env = {
+        **fake_judge(fake.base_url, quick_retries=True),
+        "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
+        "GROUNDWATCH_KAFKA__TOPOLOGY": topology,
+    }
+    dep = deployment(broker.url, tmp_path_factory.mktemp(f"judge-errors-{topology}"), extra_env=env)
     records = [
         {"interaction_id": "ok-1", "question": "When does the library open?", "contexts": [CONTEXT],
          "answer": "The library opens at 9 am."},
@@ -49,7 +55,8 @@ def test_judge_errors_go_to_deadletter_and_the_join_emits_incomplete(
     letters = [DeadLetter.model_validate(d) for d in topic_of(dep, "deadletter", expect=1)]
     assert [(d.stage, d.interaction_id) for d in letters] == [("nli", "bad-1")]
     assert letters[0].error_type == "JudgeError" and letters[0].error
-    assert '"interaction"' in letters[0].payload  # the Converted that could not be judged
+    # the message that could not be judged: the interaction (fused), the Converted (staged)
+    assert ('"interaction"' in letters[0].payload) == (topology == "staged") and POISON in letters[0].payload
     assert letters[0].original is not None  # the interaction itself, to replay onto interactions
     assert Interaction.model_validate_json(letters[0].original).interaction_id == "bad-1"
 

@@ -52,7 +52,7 @@ def test_prometheus_counters_agree_with_clickhouse(tmp_path: Path, prometheus_fa
         rows = prometheus.wait_for("sum(groundwatch_sink_rows_total)", GOOD)
         dead = prometheus.wait_for("sum(groundwatch_dead_letters_total)", len(BAD))
         validate = prometheus.query('sum(groundwatch_dead_letters_total{stage="validate"})')
-        taken = prometheus.query('sum(groundwatch_events_in_total{stage="convert"})')
+        taken = prometheus.query('sum(groundwatch_events_in_total{stage="evaluate"})')  # the fused processor
         lag = prometheus.query("count(groundwatch_consumer_lag)")
         assert stack.worker is not None
         counts: dict[str, int] = {}

@@ -92,6 +92,7 @@ def resources() -> Any:
     return SimpleNamespace(
         sink=RecordingSink(),
         handoff=Handoff(100),
+        judging_only=False,  # the worker's first process: it writes what it judges
         wait_ready=ready,
         judge=failing,
         nli_judge=failing,
@@ -232,7 +233,7 @@ async def test_the_fused_processor_stores_the_interaction_incomplete_when_a_stag
     event = keyed(INTERACTION.model_dump_json().encode())
     await run(EvaluateProcessor(ctx, res), [event])
     letters = [DeadLetter.model_validate_json(raw) for raw in dead.sent]
-    assert [(d.stage, d.interaction_id, d.error_type) for d in letters] == [("refusal", "i1", "StageError")]
+    assert [(d.stage, d.interaction_id, d.error_type) for d in letters] == [("refusal", "i1", "JudgeError")]
     assert letters[0].original is not None and event.acked
     [raw] = ctx.topics[ctx.names.evaluations].sent
     sent = Evaluation.model_validate_json(raw)
