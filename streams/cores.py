@@ -1,4 +1,4 @@
-"""How many CPU cores this process may use, and so how many processes judge (``kafka.processes``).
+"""How many CPU cores this process may use, and so how many processes a worker runs (``kafka.processes``).
 
 ``os.cpu_count()`` is the machine's: in a container it says 64 where the pod may use 2. The cores a
 process may use are its CPU affinity (``os.sched_getaffinity``: cpusets) bounded by its cgroup's CPU
@@ -41,8 +41,9 @@ def usable_cores(cgroup: Path = CGROUP) -> int:
 
 
 def judging_processes(kafka: KafkaSettings) -> int:
-    """Processes of a worker that judge: ``kafka.processes``, else one per usable core; one for the
-    staged topology, whose stages are separate agents of one process."""
+    """Processes of a worker: ``kafka.processes``, else one per usable core; one for the staged topology,
+    whose stages are separate agents of one process. With more than one, all but the first judge
+    (``streams.processes``)."""
     if kafka.topology != "fused":
         return 1
     return kafka.processes if kafka.processes is not None else usable_cores()

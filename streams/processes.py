@@ -1,17 +1,18 @@
-"""A worker's judging processes (``kafka.processes``): the other cores judge too.
+"""A worker's judging processes (``kafka.processes``): the other cores judge.
 
-A worker is one event loop, so it uses one core. With the fused topology, ``JudgingProcesses`` starts
-``kafka.processes - 1`` more processes (``groundwatch worker --judging-for PID``): each is a member of
-the worker's consumer group that reads the interactions topic alone and sends their Evaluations, as this
-process's evaluate processor does. Kafka spreads the interactions' partitions over every member (faust's
-assignor groups the topics by the members that read them); the evaluations, touches, labels and
-dead letters are read by this process alone, which writes ClickHouse, closes the windows and
-conversations, and serves the web server. Nothing is shared but the broker: an Evaluation a judging
-process made reaches ClickHouse through the evaluations topic, acked as any other.
+A worker's process is one event loop, so it uses one core. With the fused topology and
+``kafka.processes`` over 1, ``JudgingProcesses`` starts ``kafka.processes - 1`` processes
+(``groundwatch worker --judging-for PID``): each is a member of the worker's consumer group that reads
+the interactions topic alone, judges and sends the Evaluations. The worker's own process then does not
+judge: it reads the evaluations, touches, labels and dead letters, writes ClickHouse, closes the windows
+and conversations and serves the web server. Kafka spreads the interactions' partitions over the judging
+processes (faust's assignor groups the topics by the members that read them). Nothing is shared but the
+broker: an Evaluation reaches ClickHouse through the evaluations topic, acked once written.
 
 - A judging process that ends while the worker runs (a crash, the OOM killer) is named in one line with
   its exit code and started again, after 1 s, doubling to 30 s while it keeps ending within a minute;
-  its partitions go to the other members meanwhile (the group's session timeout).
+  its partitions go to the other judging processes meanwhile (the group's session timeout); with a
+  single one, the interactions wait for it.
 - They run in their own session (a Ctrl-C reaches the worker alone) and stop when the worker stops
   (SIGTERM, then SIGKILL after ``kafka.shutdown_timeout_s``); each also watches its parent and stops
   when the worker is gone (a SIGKILL of the worker leaves nothing behind).
