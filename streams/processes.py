@@ -43,8 +43,8 @@ class JudgingProcesses:
         ``env`` over it)."""
         self.count = count
         self.loglevel = loglevel
-        self.env = {**os.environ, **(env or {}), "GROUNDWATCH_KAFKA__WEB_ENABLED": "false"}
-        self.env.pop("GROUNDWATCH_KAFKA__DATADIR", None)  # faust's data directory is per process
+        # the web server and faust's data directory stay this process's: create_app(judging_only=True)
+        self.env = {**os.environ, **(env or {})}
         self.stop_timeout_s = stop_timeout_s
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * count
         self.restarts = 0

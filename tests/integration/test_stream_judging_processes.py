@@ -9,7 +9,8 @@ import os
 import signal
 from pathlib import Path
 
-from groundwatch.local.supervise import wait_for
+from groundwatch.local.stack import LocalStack
+from groundwatch.local.supervise import WorkerProcess, wait_for
 from groundwatch.local.tansu import TansuBroker
 from tests.integration.helpers import deployment
 
@@ -36,23 +37,34 @@ def judging_children(worker_pid: int) -> list[int]:
     return found
 
 
-def test_two_judging_processes_store_each_interaction_once_and_survive_a_kill(
+def start_with_a_judging_process(
     broker: TansuBroker, tmp_path: Path
-) -> None:
-    lines = [line for line in SAMPLE.read_text().splitlines() if line.strip()][:60]
+) -> tuple[LocalStack, WorkerProcess, int]:
+    """A deployment whose worker runs two processes, started and ready: its writer, and the pid of its
+    one judging process."""
     dep = deployment(broker.url, tmp_path, extra_env={"GROUNDWATCH_KAFKA__PROCESSES": "2"})
     worker = dep.start_worker()
     try:
         worker.wait_ready()
         wait_for(lambda: len(judging_children(worker.pid)) == 1, 60, "the judging process")
-        [first] = judging_children(worker.pid)
+    except BaseException:
+        worker.kill()
+        raise
+    return dep, worker, judging_children(worker.pid)[0]
+
+
+def test_two_judging_processes_store_each_interaction_once_and_survive_a_kill(
+    broker: TansuBroker, tmp_path: Path
+) -> None:
+    lines = [line for line in SAMPLE.read_text().splitlines() if line.strip()][:60]
+    dep, worker, first = start_with_a_judging_process(broker, tmp_path)
+    try:
         wait_for(lambda: "judging process ready" in worker.log.read_text(), 120, "the judging process ready")
         dep.replay(lines[:30])
         wait_for(lambda: dep.evaluations() >= 30, 120, "the first 30 stored")
 
-        os.kill(
-            first, signal.SIGKILL
-        )  # a judging process dies: started again, its partitions meanwhile elsewhere
+        # a judging process dies: it is started again, and the interactions wait for it
+        os.kill(first, signal.SIGKILL)
         wait_for(lambda: judging_children(worker.pid) not in ([], [first]), 60, "a new judging process")
         dep.replay(lines[30:])
         wait_for(lambda: dep.evaluations() >= 60, 180, "all 60 stored")
@@ -67,14 +79,8 @@ def test_two_judging_processes_store_each_interaction_once_and_survive_a_kill(
 
 
 def test_a_worker_killed_leaves_no_judging_process_behind(broker: TansuBroker, tmp_path: Path) -> None:
-    dep = deployment(broker.url, tmp_path, extra_env={"GROUNDWATCH_KAFKA__PROCESSES": "2"})
-    worker = dep.start_worker()
-    try:
-        worker.wait_ready()
-        wait_for(lambda: len(judging_children(worker.pid)) == 1, 60, "the judging process")
-        [child] = judging_children(worker.pid)
-    finally:
-        worker.kill()  # SIGKILL: no stop of its own, nothing to stop its judging process but the process
+    _, worker, child = start_with_a_judging_process(broker, tmp_path)
+    worker.kill()  # SIGKILL: no stop of its own, nothing to stop its judging process but the process
     wait_for(lambda: not Path(f"/proc/{child}/cmdline").exists() or _zombie(child), 60, "the orphan gone")
 
 
