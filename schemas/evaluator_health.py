@@ -1,9 +1,11 @@
-"""Your own evaluators' health over a range (``GET /dashboard/api/evaluators``): which ran, how much of the
-traffic they applied to they scored, why the rest is missing, and when each last gave a score."""
+"""The evaluators' health over a range (``GET /dashboard/api/evaluators``): the judge's own stages and your
+evaluators, which ran, how much of the traffic they applied to they scored, why the rest is missing, and
+when each last gave a score."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +22,14 @@ class EvaluatorHealthQuery(TimeRange):
 class EvaluatorHealth(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    evaluator: str = Field(description="the evaluator's name (metric custom.<name>)")
+    evaluator: str = Field(
+        description="the evaluator's name: a stage of the judge (nli, refusal, relevance) or your evaluator's "
+        "(metric custom.<name>)"
+    )
+    kind: Literal["built-in", "custom"] = Field(
+        description="built-in: a stage of the judge, missing where it failed or its result never came "
+        "(the Evaluation's missing); custom: yours"
+    )
     versions: list[str] = Field(description="its versions that ran in the range")
     applied: int = Field(description="evaluations it ran on (scored or missing)")
     scored: int = Field(description="of those, the ones it gave a score")
@@ -34,4 +43,7 @@ class EvaluatorHealth(BaseModel):
 class EvaluatorHealthReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    evaluators: list[EvaluatorHealth] = Field(description="each evaluator that ran, lowest coverage first")
+    evaluators: list[EvaluatorHealth] = Field(
+        description="the judge's stages that ran, then each evaluator of yours that ran; lowest coverage "
+        "first within each"
+    )

@@ -2,8 +2,8 @@
 
     GET /api/conversations    closed conversations whose last turn is in [start, end), worst first
                               (start, end, slice*, limit): a slice keeps the conversations with a turn in it
-    GET /api/conversation     one conversation: its turns in order with their verdicts (app, model, id),
-                              and the reviewers' ``resolved`` labels on it
+    GET /api/conversation     one conversation: a page of its turns in order with their verdicts (app,
+                              model, id, offset, limit), and the reviewers' ``resolved`` labels on it
 
 The list reads ``conversations FINAL`` (the latest rollup of each); the view reads the turns from
 ``evaluations FINAL`` and recomputes the rollup from them (pipeline.conversations), so a conversation
@@ -48,11 +48,18 @@ class ConversationKeyQuery(BaseModel):
     app: str = Field(min_length=1, max_length=200)
     model: str = Field(min_length=1, max_length=200)
     id: str = Field(min_length=1, max_length=1000, description="the conversation_id")
+    offset: int = Field(0, ge=0, description="the first turn of the page (0: the first turn)")
+    limit: int = Field(50, ge=1, le=500, description="at most this many turns from offset")
 
 
 class ConversationPage(ConversationView):
-    """What the conversation view shows: the conversation and the reviewers' labels on it."""
+    """What the conversation view shows: the conversation (its rollup over every turn), a page of its turns
+    (``turns``: from ``offset``, at most ``limit``, of ``total``) and the reviewers' labels on it."""
 
+    turns: list[TurnView] = Field(description="the page's turns, in event-time order")
+    total: int = Field(description="how many turns are stored")
+    offset: int = Field(description="the index of the page's first turn")
+    limit: int = Field(description="the most turns a page holds")
     labels: list[Label] = Field(description="the current labels of a conversation kind on its id")
 
 
@@ -100,11 +107,12 @@ def _outcome(
 async def read_conversation(
     store: ClickHouseStore, key: ConversationKeyQuery, settings: ConversationSettings
 ) -> ConversationView | None:
+    where = {"app": key.app, "model": key.model, "id": key.id}
     rows = await store.query(
         f"SELECT {TURN_COLUMNS}, context_entailment FROM {store.db}.evaluations FINAL "
         "WHERE app = {app:String} AND model = {model:String} AND conversation_id = {id:String} "
         "ORDER BY timestamp, interaction_id",
-        {"app": key.app, "model": key.model, "id": key.id},
+        where,
     )
     if not rows:
         return None
@@ -113,7 +121,7 @@ async def read_conversation(
     kept = await store.query(
         f"SELECT {ROLLUP_COLUMNS} FROM {store.db}.conversations FINAL WHERE app = {{app:String}} "
         "AND model = {model:String} AND conversation_id = {id:String} AND interaction_id = ''",
-        {"app": key.app, "model": key.model, "id": key.id},
+        where,
     )
     stored = bool(kept)
     if kept and (kept_rollup := ConversationRollup.model_validate(kept[0])).turns == c.turns:
@@ -142,7 +150,11 @@ async def conversation(request: web.Request) -> web.Response:
     if view is None:
         raise web.HTTPNotFound(text='{"error": "no such conversation"}', content_type="application/json")
     labels = [lb for lb in await LabelStore(store).of_interaction(key.id) if lb.kind in CONVERSATION_KINDS]
-    return json_response(ConversationPage.model_validate({**dict(view), "labels": labels}))
+    page = ConversationPage(
+        rollup=view.rollup, stored=view.stored, turns=view.turns[key.offset : key.offset + key.limit],
+        total=len(view.turns), offset=key.offset, limit=key.limit, labels=labels,
+    )  # fmt: skip
+    return json_response(page)
 
 
 def add_routes(app: web.Application) -> None:

@@ -1,6 +1,9 @@
-"""``GET /api/evaluators``: your own evaluators' health over a range, from the stored evaluations (their
-``custom_scores``, ``custom_missing`` and ``custom_versions`` maps). The kind of a missing score's reason
-is ``CustomScore.failure_kind``'s, the same as the worker's counters on /metrics."""
+"""``GET /api/evaluators``: the evaluators' health over a range, from the stored evaluations.
+
+The judge's own stages (NLI, refusal, relevance when on) from each judged row's ``missing``: a stage that
+failed, or whose result never came, is named there (its dead letter says why). Yours from the
+``custom_scores``, ``custom_missing`` and ``custom_versions`` maps; the kind of a missing score's reason is
+``CustomScore.failure_kind``'s, the same as the worker's counters on /metrics."""
 
 from __future__ import annotations
 
@@ -17,19 +20,64 @@ from streams.dashboard.http import json_response, parse_query, queries_of
 
 _TS = "DateTime64(3, 'UTC')"
 
+#: the judge's stages that fail apart, as an Evaluation's ``missing`` names them; relevance applies where it
+#: is on (a score, or named missing). A row whose conversion never came (a staged join's timeout) lacks all
+STAGES_SQL = (
+    "arrayJoin(if(relevance IS NOT NULL OR has(missing, 'relevance'), ['nli', 'refusal', 'relevance'], "
+    "['nli', 'refusal'])) AS stage"
+)
+#: what a missing stage's row counts under (the stage's dead letter has the reason)
+STAGE_MISSING = "failed or timed out"
+
+
+def _range_sql(q: EvaluatorHealthQuery) -> str:
+    return (
+        f"timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}}"
+        + (" AND app = {app:String}" if q.app is not None else "")
+        + (" AND model = {model:String}" if q.model is not None else "")
+    )
+
+
+def _params(q: EvaluatorHealthQuery) -> dict[str, object]:
+    return {"start": q.start, "end": q.end, "app": q.app or "", "model": q.model or ""}
+
+
+async def read_stage_health(store: ClickHouseStore, q: EvaluatorHealthQuery) -> list[EvaluatorHealth]:
+    """The judge's stages over the judged rows of the range, lowest coverage first."""
+    rows = await store.query(
+        "SELECT stage, count() AS applied, countIf(NOT lost) AS scored, maxIf(timestamp, NOT lost) AS last "
+        f"FROM (SELECT timestamp, {STAGES_SQL}, has(missing, stage) OR has(missing, 'converted') AS lost "
+        f"FROM {store.db}.evaluations FINAL WHERE judged = 1 AND {_range_sql(q)}) GROUP BY stage",
+        _params(q),
+    )
+    out = [
+        EvaluatorHealth(
+            evaluator=str(r["stage"]), kind="built-in", versions=[], applied=int(r["applied"]),
+            scored=int(r["scored"]), coverage=int(r["scored"]) / int(r["applied"]),
+            missing_by_kind={STAGE_MISSING: lost} if (lost := int(r["applied"]) - int(r["scored"])) else {},
+            last_scored=utc(r["last"]) if int(r["scored"]) else None,
+        )
+        for r in rows
+    ]  # fmt: skip
+    return sorted(out, key=lambda h: (h.coverage or 0.0, h.evaluator))
+
 
 async def read_evaluator_health(store: ClickHouseStore, q: EvaluatorHealthQuery) -> EvaluatorHealthReport:
+    """The judge's stages, then your evaluators."""
+    return EvaluatorHealthReport(
+        evaluators=[*await read_stage_health(store, q), *await read_custom_health(store, q)]
+    )
+
+
+async def read_custom_health(store: ClickHouseStore, q: EvaluatorHealthQuery) -> list[EvaluatorHealth]:
+    """Your evaluators over the range, lowest coverage first."""
     rows = await store.query(
         "SELECT name, custom_versions[name] AS version, mapContains(custom_scores, name) AS scored, "
         "custom_missing[name] AS reason, count() AS n, max(timestamp) AS last "
         "FROM (SELECT custom_scores, custom_missing, custom_versions, timestamp, "
         "arrayJoin(arrayDistinct(arrayConcat(mapKeys(custom_scores), mapKeys(custom_missing)))) AS name "
-        f"FROM {store.db}.evaluations FINAL "
-        f"WHERE timestamp >= {{start:{_TS}}} AND timestamp < {{end:{_TS}}}"
-        + (" AND app = {app:String}" if q.app is not None else "")
-        + (" AND model = {model:String}" if q.model is not None else "")
-        + ") GROUP BY name, version, scored, reason",
-        {"start": q.start, "end": q.end, "app": q.app or "", "model": q.model or ""},
+        f"FROM {store.db}.evaluations FINAL WHERE {_range_sql(q)}) GROUP BY name, version, scored, reason",
+        _params(q),
     )
     versions: dict[str, set[str]] = defaultdict(set)
     scored: dict[str, int] = defaultdict(int)
@@ -51,6 +99,7 @@ async def read_evaluator_health(store: ClickHouseStore, q: EvaluatorHealthQuery)
     out = [
         EvaluatorHealth(
             evaluator=name,
+            kind="custom",
             versions=sorted(versions[name]),
             applied=applied[name],
             scored=scored[name],
@@ -61,7 +110,7 @@ async def read_evaluator_health(store: ClickHouseStore, q: EvaluatorHealthQuery)
         for name in applied
     ]
     out.sort(key=lambda h: (h.coverage if h.coverage is not None else -1.0, h.evaluator))
-    return EvaluatorHealthReport(evaluators=out)
+    return out
 
 
 async def evaluators(request: web.Request) -> web.Response:

@@ -257,9 +257,10 @@ def test_labeling_three_interactions_updates_the_judge_quality_page(
     cells = row.find_elements(By.TAG_NAME, "td")
     assert cells[2].text == "3"  # labels
     assert "needed" in cells[-1].text  # three labels of one class: too few to correct the rate
-    # the evaluators' health table (this site runs none of its own: it says so)
+    # the checks' health table: this site runs none of its own, so the judge's stages only
     health = browser.find_element(By.ID, "quality-evaluators")
-    assert "no evaluator of yours ran in this range" in health.text
+    kinds = {r.get_attribute("data-kind") for r in health.find_elements(By.CSS_SELECTOR, "tbody tr")}
+    assert kinds == {"built-in"} and "nli (the judge's stage)" in health.text
     assert console_errors(browser) == []
 
 

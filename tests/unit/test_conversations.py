@@ -471,6 +471,22 @@ async def test_the_dashboard_lists_conversations_worst_first_and_shows_one_in_or
             ("b2", True, True),
         ]
         assert (view["rollup"]["reasked_turns"], view["rollup"]["pair_judge"]) == (1, "lexical")
+        # a page of turns: the rollup is over all of them, the page holds from offset at most limit
+        key = {"app": "a", "model": "m", "id": "bad"}
+        second = await (
+            await client.get("/dashboard/api/conversation", params={**key, "offset": "1", "limit": "1"})
+        ).json()
+        assert [t["interaction_id"] for t in second["turns"]] == ["b2"]
+        assert (second["total"], second["offset"], second["limit"], second["rollup"]) == (
+            2,
+            1,
+            1,
+            view["rollup"],
+        )
+        past = await (await client.get("/dashboard/api/conversation", params={**key, "offset": "9"})).json()
+        assert (past["turns"], past["total"]) == ([], 2)
+        for bad_page in ({"limit": "0"}, {"limit": "501"}, {"offset": "-1"}):
+            assert (await client.get("/dashboard/api/conversation", params={**key, **bad_page})).status == 400
         # the LLM judge decided otherwise when it closed: the view shows the stored rollup, not a lexical
         # recomputation contradicting it
         rows = ConversationRows(store)

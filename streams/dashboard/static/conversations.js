@@ -1,6 +1,7 @@
 /* Conversations page (api/conversations): the closed conversations whose last turn is in the range, worst
    first, for the page's app / model filters and slice filter (the same slice the Documents page sends);
-   and the conversation view (api/conversation): every turn in order with its verdicts, its tool steps and
+   and the conversation view (api/conversation): its turns in order, a page at a time (URL parameter turn:
+   the page's first, from 0), with their verdicts, tool steps and
    its statements (the interaction page's renderers, from api/interactions/{id}), the turn that left it
    unresolved highlighted, and the reviewer's resolved label on the conversation (api/labels). */
 import { documentsSlice } from "./documents.js";
@@ -21,7 +22,7 @@ export function conversationLink(app, model, id, text) {
       class: "conversation-link",
       onclick: (e) => {
         e.preventDefault();
-        go({ view: "conversation", app_c: app, model_c: model, cid: id });
+        go({ view: "conversation", app_c: app, model_c: model, cid: id, turn: null });
       },
     },
     text || id,
@@ -161,10 +162,44 @@ function resolvedPanel(id, labels, kind) {
   );
 }
 
+/* "Turns 51-100 of 5,000" with links to the page before and after (none when one page holds them all). */
+function pager(offset, limit, total, shown) {
+  if (total <= limit) return "";
+  const link = (text, to, enabled) =>
+    enabled
+      ? el(
+          "a",
+          {
+            href: "#",
+            class: "turn-page",
+            "data-turn": String(to),
+            onclick: (e) => {
+              e.preventDefault();
+              go({ turn: to ? String(to) : null });
+            },
+          },
+          text,
+        )
+      : el("span", { class: "meta" }, text);
+  return el(
+    "p",
+    { class: "pager" },
+    link("← earlier turns", Math.max(0, offset - limit), offset > 0),
+    ` · turns ${fmt(offset + 1, "int")}–${fmt(offset + shown, "int")} of ${fmt(total, "int")} · `,
+    link("later turns →", offset + limit, offset + limit < total),
+  );
+}
+
 export async function loadConversation() {
   const p = params();
-  const q = new URLSearchParams({ app: p.get("app_c") || "", model: p.get("model_c") || "", id: p.get("cid") || "" });
-  const [{ rollup: c, stored, turns, labels }, kind] = await Promise.all([api("conversation", q), resolvedKind()]);
+  const q = new URLSearchParams({
+    app: p.get("app_c") || "",
+    model: p.get("model_c") || "",
+    id: p.get("cid") || "",
+    offset: p.get("turn") || "0",
+  });
+  const [page, kind] = await Promise.all([api("conversation", q), resolvedKind()]);
+  const { rollup: c, stored, turns, labels, offset, limit, total } = page;
   // each turn's evaluation (its statements and tool steps), read alongside
   const details = await Promise.all(
     turns.map((t) => api(`interactions/${encodeURIComponent(t.interaction_id)}`).catch(() => null)),
@@ -186,6 +221,8 @@ export async function loadConversation() {
   $("conversation-body").replaceChildren(
     summary,
     resolvedPanel(c.conversation_id, labels || [], kind),
-    ...turns.map((t, n) => turnPanel(t, n, details[n])),
+    pager(offset, limit, total, turns.length),
+    ...turns.map((t, n) => turnPanel(t, offset + n, details[n])),
+    pager(offset, limit, total, turns.length),
   );
 }

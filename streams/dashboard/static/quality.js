@@ -77,7 +77,10 @@ export async function loadQuality() {
   const health = await api("evaluators", qualityQuery());
   renderTable($("quality-evaluators"), {
     columns: [
-      { label: "evaluator", cell: (h) => `custom.${h.evaluator}` },
+      {
+        label: "evaluator",
+        cell: (h) => (h.kind === "custom" ? `custom.${h.evaluator}` : `${h.evaluator} (the judge's stage)`),
+      },
       { label: "versions", cell: (h) => h.versions.join(", ") || "–" },
       { label: "ran on", num: true, cell: (h) => fmt(h.applied, "int") },
       { label: "scored", num: true, cell: (h) => fmt(h.scored, "int") },
@@ -95,8 +98,8 @@ export async function loadQuality() {
       },
     ],
     rows: health.evaluators,
-    rowAttrs: (h) => ({ "data-evaluator": h.evaluator }),
-    empty: "no evaluator of yours ran in this range (GROUNDWATCH_EVALUATORS__FILE: docs/evaluators.md)",
+    rowAttrs: (h) => ({ "data-evaluator": h.evaluator, "data-kind": h.kind }),
+    empty: "nothing was judged in this range",
   });
 }
 
