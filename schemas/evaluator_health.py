@@ -10,6 +10,25 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.dashboard import TimeRange
+from schemas.evaluation import Evaluation
+
+#: the judge's stages that fail apart, as an Evaluation's ``missing`` names them; relevance applies only where
+#: it is on (a score, or named missing). A row whose conversion never came (a staged join's timeout) lacks all
+JUDGE_STAGES: tuple[str, ...] = ("nli", "refusal", "relevance")
+#: the kind a missing stage counts under (its dead letter has the reason)
+STAGE_MISSING = "failed or timed out"
+
+
+def stage_outcomes(evaluation: Evaluation) -> dict[str, bool]:
+    """Each judge stage that applied to a judged Evaluation, and whether it gave its result (the rule the
+    dashboard's health table applies in SQL, streams.dashboard.evaluator_health)."""
+    if not evaluation.judged:
+        return {}
+    lost = set(evaluation.missing)
+    out = {stage: stage not in lost and "converted" not in lost for stage in JUDGE_STAGES[:2]}
+    if evaluation.relevance is not None or "relevance" in lost:
+        out["relevance"] = "relevance" not in lost
+    return out
 
 
 class EvaluatorHealthQuery(TimeRange):
@@ -23,8 +42,8 @@ class EvaluatorHealth(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     evaluator: str = Field(
-        description="the evaluator's name: a stage of the judge (nli, refusal, relevance) or your evaluator's "
-        "(metric custom.<name>)"
+        description="the evaluator's name: a stage of the judge (nli, refusal, relevance) or your "
+        "evaluator's (metric custom.<name>)"
     )
     kind: Literal["built-in", "custom"] = Field(
         description="built-in: a stage of the judge, missing where it failed or its result never came "

@@ -23,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from schemas.evaluation import Evaluation
+from schemas.evaluator_health import stage_outcomes
 
 #: seconds; judge calls take milliseconds (cache) to minutes (a local model under load)
 LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -210,7 +211,7 @@ class WorkerMetrics:
         )  # fmt: skip
 
     def _custom_metrics(self, r: CollectorRegistry) -> None:
-        """Your own evaluators' scores and failures."""
+        """The checks' results: the judge's stages, and your own evaluators' scores and failures."""
         # your own evaluators (schemas.evaluators): a rate or mean is score / scored; the version is a label,
         # so a changed evaluator is a new series
         custom = ["evaluator", "version", "app", "model"]
@@ -224,6 +225,17 @@ class WorkerMetrics:
         self.custom_missing = Counter(
             "groundwatch_custom_missing", "interactions a custom evaluator failed to score, by reason",
             [*custom, "reason"], registry=r,
+        )  # fmt: skip
+        self.stage_results = Counter(
+            "groundwatch_stage_results",
+            "judged interactions a stage of the judge applied to, by whether it gave its result (scored) or "
+            "failed or timed out (missing; its dead letter says why)",
+            ["stage", "app", "outcome"], registry=r,
+        )  # fmt: skip
+        self.stage_last_result = Gauge(
+            "groundwatch_stage_last_result_timestamp_seconds",
+            "when a stage of the judge last gave its result (Unix time of that evaluation)",
+            ["stage"], registry=r,
         )  # fmt: skip
         self.custom_last_score = Gauge(
             "groundwatch_custom_last_score_timestamp_seconds",
@@ -277,6 +289,7 @@ class WorkerMetrics:
             self._citations(evaluation)
             self._answerability(evaluation)
             self._custom(evaluation)
+            self._stages(evaluation)
 
     def _tools(self, evaluation: Evaluation) -> None:
         steps = evaluation.interaction.steps if evaluation.interaction is not None else []
@@ -302,6 +315,12 @@ class WorkerMetrics:
         answerable, refused = str(evaluation.answerable).lower(), str(evaluation.answer_refusal).lower()
         source = evaluation.answerable_source
         self.answerability_cases.labels(evaluation.app, answerable, refused, source).inc()
+
+    def _stages(self, evaluation: Evaluation) -> None:
+        for stage, scored in stage_outcomes(evaluation).items():
+            self.stage_results.labels(stage, evaluation.app, "scored" if scored else "missing").inc()
+            if scored:
+                self.stage_last_result.labels(stage).set(evaluation.evaluated_at.timestamp())
 
     def _custom(self, evaluation: Evaluation) -> None:
         for name, c in evaluation.custom.items():

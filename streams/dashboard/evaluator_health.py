@@ -12,7 +12,12 @@ from datetime import datetime
 
 from aiohttp import web
 
-from schemas.evaluator_health import EvaluatorHealth, EvaluatorHealthQuery, EvaluatorHealthReport
+from schemas.evaluator_health import (
+    STAGE_MISSING,
+    EvaluatorHealth,
+    EvaluatorHealthQuery,
+    EvaluatorHealthReport,
+)
 from schemas.results import CustomScore
 from schemas.utc import utc
 from streams.clickhouse.store import ClickHouseStore
@@ -20,14 +25,11 @@ from streams.dashboard.http import json_response, parse_query, queries_of
 
 _TS = "DateTime64(3, 'UTC')"
 
-#: the judge's stages that fail apart, as an Evaluation's ``missing`` names them; relevance applies where it
-#: is on (a score, or named missing). A row whose conversion never came (a staged join's timeout) lacks all
+#: the rule of schemas.evaluator_health.stage_outcomes, over a row of the evaluations table
 STAGES_SQL = (
     "arrayJoin(if(relevance IS NOT NULL OR has(missing, 'relevance'), ['nli', 'refusal', 'relevance'], "
     "['nli', 'refusal'])) AS stage"
 )
-#: what a missing stage's row counts under (the stage's dead letter has the reason)
-STAGE_MISSING = "failed or timed out"
 
 
 def _range_sql(q: EvaluatorHealthQuery) -> str:

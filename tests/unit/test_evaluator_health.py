@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from schemas.evaluator_health import stage_outcomes
 from schemas.results import CustomScore
 from streams.clickhouse.store import ClickHouseStore
 from tests.fixtures.messages import T0, evaluation, interaction
@@ -90,3 +91,10 @@ async def test_the_judges_stages_count_where_they_failed_and_relevance_only_wher
     assert (refusal["applied"], refusal["scored"]) == (8, 7)  # the row whose conversion never came
     assert (relevance["applied"], relevance["scored"], relevance["coverage"]) == (4, 3, 0.75)
     assert all(e["kind"] == "built-in" and e["versions"] == [] for e in body["evaluators"])
+    # the worker's counters (/metrics) apply the same rule to each Evaluation
+    counted: dict[str, list[int]] = {}
+    for row in [*rows, skipped]:
+        for stage, scored in stage_outcomes(row).items():
+            counted.setdefault(stage, [0, 0])[0] += 1
+            counted[stage][1] += scored
+    assert counted == {e["evaluator"]: [e["applied"], e["scored"]] for e in body["evaluators"]}

@@ -175,3 +175,21 @@ def test_each_evaluators_failures_by_kind_and_the_time_of_its_last_score() -> No
     last = "groundwatch_custom_last_score_timestamp_seconds"
     assert value(metrics, last, evaluator="tone") == EVALUATED_AT.timestamp()
     assert metrics.registry.get_sample_value(last, {"evaluator": "leaver"}) is None  # never scored
+
+
+def test_each_judge_stage_counts_its_results_and_the_time_of_its_last_one() -> None:
+    from tests.fixtures.messages import evaluation, interaction
+
+    metrics = WorkerMetrics()
+    whole = evaluation(interaction(interaction_id="a"), relevance=0.8)
+    nli_failed = evaluation(interaction(interaction_id="b"), missing=["nli"], complete=False)
+    skipped = evaluation(interaction(interaction_id="c"), judged=False)
+    metrics.written([whole, nli_failed, skipped], 0.01)
+    results = "groundwatch_stage_results_total"
+    assert value(metrics, results, stage="nli", app="bot", outcome="scored") == 1
+    assert value(metrics, results, stage="nli", app="bot", outcome="missing") == 1
+    assert value(metrics, results, stage="refusal", app="bot", outcome="scored") == 2
+    assert value(metrics, results, stage="relevance", app="bot", outcome="scored") == 1  # where it was on
+    assert value(metrics, results, stage="relevance", app="bot", outcome="missing") == 0
+    last = "groundwatch_stage_last_result_timestamp_seconds"
+    assert value(metrics, last, stage="nli") == EVALUATED_AT.timestamp()
