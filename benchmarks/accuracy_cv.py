@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from groundwatch.commands.eval_cmd import evaluate_all
+from groundwatch.judging import evaluate_all
 from pipeline.dataset import DatasetLine, read_dataset
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import SWITCHES, LexicalJudge, LexicalOptions

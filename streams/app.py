@@ -196,7 +196,7 @@ def processors(ctx: StreamContext, resources: Resources) -> list[Registrable]:
         return [EvaluateProcessor(ctx, resources)]
     staged: list[Registrable]
     if ctx.settings.kafka.topology == "fused":
-        staged = [EvaluateProcessor(ctx, resources)] if judging_processes(ctx.settings.kafka) == 1 else []
+        staged = [EvaluateProcessor(ctx, resources)] if judging_processes(ctx.settings) == 1 else []
     else:
         staged = [
             ConvertProcessor(ctx, resources),

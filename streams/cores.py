@@ -1,4 +1,5 @@
-"""How many CPU cores this process may use, and so how many processes a worker runs (``kafka.processes``).
+"""How many CPU cores this process may use, and so how many processes a worker, or ``groundwatch eval``,
+runs (``kafka.processes``).
 
 ``os.cpu_count()`` is the machine's: in a container it says 64 where the pod may use 2. The cores a
 process may use are its CPU affinity (``os.sched_getaffinity``: cpusets) bounded by its cgroup's CPU
@@ -12,7 +13,7 @@ import math
 import os
 from pathlib import Path
 
-from schemas.settings import KafkaSettings
+from schemas.settings import Settings
 
 CGROUP = Path("/sys/fs/cgroup")
 
@@ -40,10 +41,21 @@ def usable_cores(cgroup: Path = CGROUP) -> int:
     return max(1, cores)
 
 
-def judging_processes(kafka: KafkaSettings) -> int:
-    """Processes of a worker: ``kafka.processes``, else one per usable core; one for the staged topology,
-    whose stages are separate agents of one process. With more than one, all but the first judge
-    (``streams.processes``)."""
-    if kafka.topology != "fused":
-        return 1
-    return kafka.processes if kafka.processes is not None else usable_cores()
+def local_model(settings: Settings) -> bool:
+    """Whether the judge (or a cascade's LLM) is the local model, whose server each process would start."""
+    js = settings.judge
+    return js.kind == "local" or (js.kind == "cascade" and js.cascade_llm == "local")
+
+
+def processes(settings: Settings) -> int:
+    """``kafka.processes``, else one per usable core; one with the local model as the judge: its server
+    already uses the cores, and each process would start one of its own."""
+    if settings.kafka.processes is not None:
+        return settings.kafka.processes
+    return 1 if local_model(settings) else usable_cores()
+
+
+def judging_processes(settings: Settings) -> int:
+    """Processes of a worker (``processes``); one for the staged topology, whose stages are separate agents
+    of one process. With more than one, all but the first judge (``streams.processes``)."""
+    return 1 if settings.kafka.topology != "fused" else processes(settings)

@@ -27,9 +27,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
@@ -40,22 +42,33 @@ from groundwatch import estimate as estimate_cmd
 from groundwatch.commands.arg_types import non_negative_int, positive_int
 from groundwatch.commands.files import input_file, output_file
 from groundwatch.figures import UNDEFINED, defined, fixed
+from groundwatch.judging import (
+    CHUNK_LINES,
+    Here,
+    Judged,
+    JudgingPool,
+    OnDone,
+    Workers,
+    evaluate_all,
+    processes_for,
+    relevance_scorer,
+)
 from pipeline.conversation_judge import ConversationJudge, judge_conversations
 from pipeline.conversations import ConversationKey, PairVerdicts, figures_of, rollups_of
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise
-from pipeline.dataset import DatasetLine, LineError
+from pipeline.dataset import DatasetLine
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
-from pipeline.metrics.relevance import RelevanceScorer
-from pipeline.privacy.mask import Masked, PrivacyGuard
+from pipeline.privacy.mask import PrivacyGuard
 from pipeline.report import EvalReport, build_report
 from schemas.conversation import ConversationFigures
-from schemas.errors import ConfigError, StageError
+from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.metrics import CONVERSATION_SCORED, named
 from schemas.safe_text import safe_text
 from schemas.settings import JudgeKind, Settings
+from streams import cores
 from streams.heap import settle_heap
 
 
@@ -91,7 +104,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         type=positive_int,
         default=None,
-        help="interactions in flight (default: GROUNDWATCH_KAFKA__STAGE_CONCURRENCY, 128)",
+        help="interactions in flight, shared by the judging processes (default: "
+        "GROUNDWATCH_KAFKA__STAGE_CONCURRENCY, 128)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=positive_int,
+        default=None,
+        help="judging processes (default: GROUNDWATCH_KAFKA__PROCESSES, else one per CPU core this process "
+        f"may use, one with the local judge); at most one per {CHUNK_LINES} lines to judge",
     )
     parser.add_argument(
         "--relevance",
@@ -146,49 +167,31 @@ def evaluations_path(out: Path, explicit: Path | None) -> Path:
     return out.with_name(f"{out.stem}.evaluations.jsonl")
 
 
-async def evaluate_all(
-    lines: list[DatasetLine],
-    evaluator: Evaluator,
-    concurrency: int,
-    progress: tqdm | None = None,
-    on_done: Callable[[Evaluation], None] | None = None,
-    privacy: PrivacyGuard | None = None,
-) -> tuple[list[tuple[DatasetLine, Evaluation]], list[LineError]]:
-    """Evaluate every line with at most ``concurrency`` in flight; failures become LineErrors.
-    ``privacy`` masks each interaction first (``privacy.mode``; a detector failure: stage privacy).
+async def _judge_lines(
+    workers: Workers | None, lines: list[DatasetLine], here: Here, progress: tqdm, on_done: OnDone
+) -> Judged:
+    """The lines judged in this process (``here``), and by the judging processes when there are some."""
+    if workers is None:
+        return await evaluate_all(lines, here.evaluator, here.concurrency, progress, on_done, here.privacy)
+    if not progress.disable:
+        progress.set_postfix_str(f"{workers.count + 1} processes")
+    return await JudgingPool(workers, here).judge(lines, progress, on_done)
 
-    ``on_done`` is called with each Evaluation as soon as it is finished (completion order).
-    """
-    semaphore = asyncio.Semaphore(concurrency)
-    results: list[tuple[DatasetLine, Evaluation] | LineError | None] = [None] * len(lines)
 
-    async def one(index: int, line: DatasetLine) -> None:
-        async with semaphore:
-            try:
-                stored = privacy.for_storage(line.interaction) if privacy else line.interaction
-                judged = privacy.for_judge(stored) if privacy else Masked(stored)
-                evaluation = await evaluator.evaluate(judged.interaction, judged.originals)
-                if line.interaction.labels is not None and evaluation.labels is None:
-                    evaluation = evaluation.model_copy(update={"labels": line.interaction.labels})
-                results[index] = (line, evaluation)
-                if on_done is not None:
-                    on_done(evaluation)
-            except Exception as exc:  # every failure is reported with its line, nothing is lost
-                stage = exc.stage if isinstance(exc, StageError) else "evaluate"
-                results[index] = LineError(
-                    line=line.line,
-                    interaction_id=line.interaction.interaction_id,
-                    stage=stage,
-                    reason=f"{type(exc).__name__}: {exc}",
-                )
-            finally:
-                if progress is not None:
-                    progress.update(1)
+def start_workers(args: argparse.Namespace, settings: Settings) -> Workers | None:
+    """The judging processes beside this one (``--processes``; none for a small file), started before
+    anything else so that they open their judges while this process reads the input."""
+    with args.input.open("rb") as handle:
+        lines = sum(1 for _ in handle)
+    processes = processes_for(min(lines, args.limit or lines), args.processes or cores.processes(settings))
+    if processes == 1:
+        return None
+    return Workers(settings, processes - 1, per_process(args, settings, processes))
 
-    await asyncio.gather(*(one(i, line) for i, line in enumerate(lines)))
-    done = [r for r in results if isinstance(r, tuple)]
-    failed = [r for r in results if isinstance(r, LineError)]
-    return done, failed
+
+def per_process(args: argparse.Namespace, settings: Settings, processes: int) -> int:
+    """Each process's share of the interactions in flight (``--concurrency``)."""
+    return max(1, math.ceil((args.concurrency or settings.kafka.stage_concurrency) / processes))
 
 
 def masked_unjudged(privacy: PrivacyGuard, evaluation: Evaluation) -> Evaluation:
@@ -198,12 +201,16 @@ def masked_unjudged(privacy: PrivacyGuard, evaluation: Evaluation) -> Evaluation
     return evaluation.model_copy(update={"interaction": privacy.for_storage(evaluation.interaction)})
 
 
-async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -> EvalReport:
+async def run_eval(
+    args: argparse.Namespace, settings: Settings | None = None, workers: Workers | None = None
+) -> EvalReport:
+    """The run; ``workers``: judging processes beside this one (``start_workers``), started with
+    ``settings`` as given here."""
     settings = estimate_cmd.settings_for(args, settings or Settings())
-    concurrency = args.concurrency or settings.kafka.stage_concurrency
     dataset = estimate_cmd.read_input(args.input, settings, args.limit)
     to_judge, skipped = estimate_cmd.sampled_lines(dataset.lines, getattr(args, "sampling", None), settings)
-    scorer = _relevance_scorer(settings)
+    here_share = per_process(args, settings, 1 + (workers.count if workers is not None else 0))
+    scorer = relevance_scorer(settings)
     out_evals = evaluations_path(args.out, args.evaluations)
     out_evals.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -228,7 +235,8 @@ async def run_eval(args: argparse.Namespace, settings: Settings | None = None) -
                 for evaluation in skipped:
                     write_one(evaluation)
                 settle_heap()  # the worker's collector policy once set up (streams.heap): same cost a line
-                rows, failures = await evaluate_all(to_judge, evaluator, concurrency, bar, write_one, privacy)
+                here = Here(evaluator, privacy, here_share)
+                rows, failures = await _judge_lines(workers, to_judge, here, bar, write_one)
             finally:
                 bar.close()
                 await evaluator.aclose()
@@ -286,15 +294,6 @@ def _with_conversations(
     with path.open("w", encoding="utf-8") as handle:
         handle.writelines(c.model_dump_json() + "\n" for c in rolled)
     return report.model_copy(update={"conversations": figures_of(rolled, judged)})
-
-
-def _relevance_scorer(settings: Settings) -> RelevanceScorer | None:
-    """The relevance scorer when ``pipeline.relevance`` is on (its extra checked before any judging)."""
-    if not settings.pipeline.relevance:
-        return None
-    scorer = RelevanceScorer()
-    scorer.require()  # a missing extra: one line before any judging
-    return scorer
 
 
 def _with_custom_summary(
@@ -423,7 +422,10 @@ def run(args: argparse.Namespace) -> int:
     output_file(args.out, "--out", args.input)
     output_file(evaluations_path(args.out, args.evaluations), "--evaluations", args.input)
     output_file(conversations_path(args.out, args.conversations), "--conversations", args.input)
-    report = asyncio.run(run_eval(args))
+    settings = estimate_cmd.settings_for(args, Settings())
+    workers = start_workers(args, settings)
+    with workers or nullcontext():
+        report = asyncio.run(run_eval(args, settings, workers))
     print(summary(report), file=sys.stderr)
     print(
         json.dumps(

@@ -192,7 +192,7 @@ def start_judging_processes(settings: Settings, loglevel: str) -> JudgingProcess
     from streams.cores import judging_processes
     from streams.processes import JudgingProcesses
 
-    processes = judging_processes(settings.kafka)
+    processes = judging_processes(settings)
     if processes <= 1:
         return None
     count = processes - 1  # this process writes ClickHouse, closes windows and serves the web server

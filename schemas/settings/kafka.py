@@ -219,8 +219,9 @@ class KafkaSettings(BaseModel):
             "processes of a worker (fused topology; the staged topology runs in one): with one, it judges "
             "and writes; with more, this one writes ClickHouse, closes windows and serves the web server and "
             "the others judge, members of the consumer group that read the interactions topic alone. None: "
-            "one per CPU core this process may use (its CPU affinity and cgroup quota); each process holds "
-            "its own judge client and memory"
+            "one per CPU core this process may use (its CPU affinity and cgroup quota), one with the local "
+            "model as the judge (its server uses the cores); each process holds its own judge client and "
+            "memory. groundwatch eval judges on as many (--processes)"
         ),
     )
     datadir: Path | None = Field(

@@ -50,6 +50,10 @@ def test_conversations_worst_first_then_one_in_order_and_back_from_a_turn(
     browser.find_element(By.CSS_SELECTOR, "#interaction-body a.conversation-link").click()
     wait_loaded(browser, "conversation")
     assert first in browser.find_element(By.ID, "conversation-title").text
+    # a page from the second turn on (the view reads its turns a page at a time: URL parameter turn)
+    open_view(browser, browser.current_url + "&turn=1", view="conversation")
+    later = browser.find_elements(By.CSS_SELECTOR, "#conversation-body .turn-pair")
+    assert [t.get_attribute("data-turn") for t in later] == [str(n + 2) for n in range(len(turns) - 1)]
     assert console_errors(browser) == []
 
 

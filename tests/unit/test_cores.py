@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from schemas.settings import KafkaSettings
+from schemas.settings import KafkaSettings, Settings
 from streams.cores import judging_processes, usable_cores
 
 AFFINITY = len(os.sched_getaffinity(0))
@@ -35,8 +35,15 @@ def test_a_cgroup_v1_quota_bounds_the_cores_and_garbage_is_no_quota(tmp_path: Pa
 
 
 def test_the_setting_wins_and_the_staged_topology_judges_in_one_process() -> None:
-    assert judging_processes(KafkaSettings(processes=3)) == 3
-    assert judging_processes(KafkaSettings(topology="staged")) == 1
-    assert judging_processes(KafkaSettings()) == usable_cores() >= 1
+    def of(**sections: dict[str, object]) -> Settings:
+        return Settings.from_values(sections)
+
+    assert judging_processes(of(kafka={"processes": 3})) == 3
+    assert judging_processes(of(kafka={"topology": "staged"})) == 1
+    assert judging_processes(of()) == usable_cores() >= 1
+    # the local model's server uses the cores already; each process would start its own
+    assert judging_processes(of(judge={"kind": "local"})) == 1
+    assert judging_processes(of(judge={"kind": "cascade", "cascade_llm": "local"})) == 1
+    assert judging_processes(of(judge={"kind": "local"}, kafka={"processes": 2})) == 2
     with pytest.raises(ValidationError, match="GROUNDWATCH_KAFKA__TOPOLOGY=fused"):
         KafkaSettings(processes=3, topology="staged")
