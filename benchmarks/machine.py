@@ -110,6 +110,15 @@ def tree_cpu_seconds(pid: int) -> float | None:
     return own + sum(cpu_seconds(p) or 0.0 for p in children(pid))
 
 
+def tree_rss_mb(pid: int) -> float | None:
+    """Resident set size of a process and every live descendant, summed (pages they share count in each):
+    what a worker holds when it runs processes of its own; None when the process is gone."""
+    own = rss_mb(pid)
+    if own is None:
+        return None
+    return own + sum(rss_mb(p) or 0.0 for p in children(pid))
+
+
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)

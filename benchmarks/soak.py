@@ -9,7 +9,8 @@ memory probes) with its own embedded chDB path, produces dev interactions at ``-
 ``--duration`` seconds (fresh ids, ``timestamp`` = the moment each is sent), waits until every one is a
 row in ClickHouse, stops the worker and reads the rows back (each interaction must be there once).
 
-Figures: the worker's RSS every second and its least-squares slope (MB/min) over the samples after
+Figures: the worker's RSS every second (summed over its processes: ``--processes``, one per core by default)
+and its least-squares slope (MB/min) over the samples after
 ``--warmup`` seconds until the last produce (the drain is left out), the same slope for what the
 process's parts hold (probes every 10 s: chDB's own ``MemoryTracking``, glibc malloc's bytes in use,
 the Python heap when ``--tracemalloc`` is on, the count of Python objects the GC tracks), and, with
@@ -158,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge", choices=["openai", "lexical"], default="openai")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument(
+        "--processes", type=int, default=0,
+        help="the worker's processes (kafka.processes); 0: its default, one per core (RSS: all of them)",
+    )  # fmt: skip
+    ap.add_argument(
         "--tracemalloc",
         type=int,
         default=0,
@@ -175,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir=args.workdir or REPO / "build" / "bench" / f"soak-{time.strftime('%H%M%S')}",
         judge=args.judge, partitions=args.partitions, rate=args.rate, duration_s=args.duration,
         drain_timeout_s=600.0, data=args.data, extra_env=dict(e.split("=", 1) for e in args.env),
+        processes=args.processes or None,
     )  # fmt: skip
     records, source = traffic(cfg.data)
     print(f"traffic: {source}; {args.rate}/s for {args.duration:.0f}s; judge {args.judge}", flush=True)

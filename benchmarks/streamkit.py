@@ -25,7 +25,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from benchmarks.machine import REPO, Machine, rss_mb, tree_cpu_seconds
+from benchmarks.machine import REPO, Machine, tree_cpu_seconds, tree_rss_mb
 from groundwatch.local.supervise import WorkerProcess, spawn_worker, wait_for
 from groundwatch.local.tansu import TansuBroker, worker_env
 from pipeline.dataset import read_dataset
@@ -347,7 +347,7 @@ class Sampler(threading.Thread):
             self.samples.append(
                 Sample(
                     t=time.time(),
-                    rss_mb=[rss_mb(p) for p in pids],
+                    rss_mb=[tree_rss_mb(p) for p in pids],  # with the worker's own processes
                     cpu_s=[tree_cpu_seconds(p) for p in pids],  # with the worker's own processes
                     evaluations=self.stack.evaluations(),
                     load1=os.getloadavg()[0],

@@ -49,7 +49,8 @@ CHUNK_LINES = 64
 log = logging.getLogger(__name__)
 
 Judged = tuple[list[tuple[DatasetLine, Evaluation]], list[LineError]]
-OnDone = Callable[[Evaluation], None]
+#: called with each Evaluation as it is done, and its JSON (made where it was judged)
+OnDone = Callable[[Evaluation, str], None]
 
 
 async def evaluate_all(
@@ -63,7 +64,7 @@ async def evaluate_all(
     """Evaluate every line with at most ``concurrency`` in flight; failures become LineErrors.
     ``privacy`` masks each interaction first (``privacy.mode``; a detector failure: stage privacy).
 
-    ``on_done`` is called with each Evaluation as soon as it is finished (completion order).
+    ``on_done`` is called with each Evaluation and its JSON as soon as it is finished (completion order).
     """
     semaphore = asyncio.Semaphore(concurrency)
     results: list[tuple[DatasetLine, Evaluation] | LineError | None] = [None] * len(lines)
@@ -78,7 +79,7 @@ async def evaluate_all(
                     evaluation = evaluation.model_copy(update={"labels": line.interaction.labels})
                 results[index] = (line, evaluation)
                 if on_done is not None:
-                    on_done(evaluation)
+                    on_done(evaluation, evaluation.model_dump_json())
             except Exception as exc:  # every failure is reported with its line, nothing is lost
                 stage = exc.stage if isinstance(exc, StageError) else "evaluate"
                 results[index] = LineError(
@@ -152,14 +153,18 @@ def _close() -> None:
         _judging.loop.close()
 
 
-def _judge_chunk(lines: list[DatasetLine]) -> list[Evaluation | LineError]:
-    """One chunk, judged in a judging process: each line's Evaluation or LineError, in the chunk's order."""
+Result = tuple[Evaluation, str] | LineError  # a line's Evaluation and its JSON, or why it has none
+
+
+def _judge_chunk(lines: list[DatasetLine]) -> list[Result]:
+    """One chunk, judged in a judging process: each line's Evaluation with its JSON (made here, beside the
+    judging, not in the process that collects them), or its LineError, in the chunk's order."""
     assert _judging is not None, "the pool's initializer opens the judging"
     j = _judging
     done, failed = j.loop.run_until_complete(
         evaluate_all(lines, j.evaluator, j.concurrency, privacy=j.privacy)
     )
-    by_line: dict[int, Evaluation | LineError] = {line.line: e for line, e in done}
+    by_line: dict[int, Result] = {line.line: (e, e.model_dump_json()) for line, e in done}
     by_line.update((e.line, e) for e in failed)
     return [by_line[line.line] for line in lines]
 
@@ -233,7 +238,7 @@ class Here:
     concurrency: int
 
 
-Take = Callable[[list[DatasetLine], list[Evaluation | LineError]], None]
+Take = Callable[[list[DatasetLine], list[Result]], None]
 
 
 class JudgingPool:
@@ -258,14 +263,14 @@ class JudgingPool:
         rows: list[tuple[DatasetLine, Evaluation]] = []
         errors: list[LineError] = []
 
-        def take(chunk: list[DatasetLine], results: list[Evaluation | LineError]) -> None:
+        def take(chunk: list[DatasetLine], results: list[Result]) -> None:
             for line, result in zip(chunk, results, strict=True):
                 if isinstance(result, LineError):
                     errors.append(result)
                 else:
-                    rows.append((line, result))
+                    rows.append((line, result[0]))
                     if on_done is not None:
-                        on_done(result)
+                        on_done(*result)
             if progress is not None:
                 progress.update(len(chunk))
 
@@ -279,7 +284,7 @@ class JudgingPool:
         while queue:
             chunk = queue.popleft()
             done, failed = await evaluate_all(chunk, h.evaluator, h.concurrency, privacy=h.privacy)
-            by_line: dict[int, Evaluation | LineError] = {line.line: e for line, e in done}
+            by_line: dict[int, Result] = {line.line: (e, e.model_dump_json()) for line, e in done}
             by_line.update((e.line, e) for e in failed)
             take(chunk, [by_line[line.line] for line in chunk])
         self._drained.set()
@@ -306,7 +311,7 @@ class JudgingPool:
             return False
         if isinstance(ready.exception(), BrokenProcessPool):
             return True  # a judging process could not start
-        running: dict[asyncio.Future[list[Evaluation | LineError]], list[DatasetLine]] = {}
+        running: dict[asyncio.Future[list[Result]], list[DatasetLine]] = {}
         broken = False
         while (queue or running) and not broken:
             while queue and len(running) < self.workers.count and not broken:
@@ -330,7 +335,7 @@ class JudgingPool:
     def _settle(
         self,
         chunk: list[DatasetLine],
-        future: asyncio.Future[list[Evaluation | LineError]],
+        future: asyncio.Future[list[Result]],
         queue: deque[list[DatasetLine]],
         take: Take,
     ) -> bool:

@@ -215,9 +215,13 @@ async def run_eval(
     out_evals.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with out_evals.open("w", encoding="utf-8") as partial:
+        texts: dict[
+            str, str
+        ] = {}  # each Evaluation's JSON, made once: the file is written in order at the end
 
-        def write_one(evaluation: Evaluation) -> None:
-            partial.write(evaluation.model_dump_json() + "\n")
+        def write_one(evaluation: Evaluation, text: str) -> None:
+            texts[evaluation.interaction_id] = text
+            partial.write(text + "\n")
             partial.flush()
 
         privacy = PrivacyGuard(settings.privacy)
@@ -233,7 +237,7 @@ async def run_eval(
             try:
                 skipped = [masked_unjudged(privacy, evaluation) for evaluation in skipped]
                 for evaluation in skipped:
-                    write_one(evaluation)
+                    write_one(evaluation, evaluation.model_dump_json())
                 settle_heap()  # the worker's collector policy once set up (streams.heap): same cost a line
                 here = Here(evaluator, privacy, here_share)
                 rows, failures = await _judge_lines(workers, to_judge, here, bar, write_one)
@@ -264,16 +268,16 @@ async def run_eval(
     if settings.conversations.enabled:
         where = conversations_path(args.out, getattr(args, "conversations", None))
         report = _with_conversations(report, settings, every, judged, where)
-    _write_outputs(args.out, report, out_evals, estimate_cmd.in_input_order(dataset.lines, rows, skipped))
+    ordered = estimate_cmd.in_input_order(dataset.lines, rows, skipped)
+    _write_outputs(args.out, report, out_evals, (texts[e.interaction_id] for e in ordered))
     return report
 
 
-def _write_outputs(
-    out: Path, report: EvalReport, evaluations_file: Path, evaluations: Iterable[Evaluation]
-) -> None:
-    """The complete run: the evaluations file rewritten in input order, then the report."""
+def _write_outputs(out: Path, report: EvalReport, evaluations_file: Path, evaluations: Iterable[str]) -> None:
+    """The complete run: the evaluations file rewritten in input order (each Evaluation's JSON), then the
+    report."""
     with evaluations_file.open("w", encoding="utf-8") as handle:
-        handle.writelines(evaluation.model_dump_json() + "\n" for evaluation in evaluations)
+        handle.writelines(text + "\n" for text in evaluations)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
