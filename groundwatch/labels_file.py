@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.review import drawn
+from schemas.json_input import read_json
 from schemas.label import CONVERSATION_KINDS, Label, LabelKind, LabelSource
 from schemas.validation import describe_validation_error
 
@@ -96,9 +97,12 @@ def _line_object(number: int, raw: bytes, out: LabelsFile) -> dict[str, Any] | N
         return None
     out.lines += 1
     try:
-        data = json.loads(text)
+        data = read_json(text)
     except json.JSONDecodeError as exc:
         out.errors.append(f"line {number}: not valid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    except ValueError as exc:  # too deep, NaN, a lone surrogate
+        out.errors.append(f"line {number}: not valid JSON: {exc}")
         return None
     if not isinstance(data, dict):
         out.errors.append(f"line {number}: a line must be a JSON object")

@@ -15,8 +15,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from schemas.json_input import read_json
 from schemas.settings import Settings
-from streams.codec import parse_json
 from streams.kafka_auth import aiokafka_auth
 from streams.topics import bootstrap_servers, ensure_topics, topic_names
 
@@ -53,7 +53,7 @@ def prepare(
     object is passed through untouched: validation happens in the worker, which dead-letters it with the
     reason."""
     try:
-        data: Any = parse_json(line, MAX_REPLAY_DEPTH)
+        data: Any = read_json(line, MAX_REPLAY_DEPTH)
     except ValueError:  # not JSON, or nested too deep to parse safely: the worker says why
         return None, line.encode("utf-8")
     if not isinstance(data, dict):

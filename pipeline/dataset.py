@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from schemas.interaction import Interaction
+from schemas.json_input import read_json
 from schemas.settings import Limits
 from schemas.validation import describe_validation_error
 
@@ -45,9 +46,11 @@ class Dataset:
 
 def parse_line(text: str, line: int, limits: Limits) -> DatasetLine | LineError:
     try:
-        data: Any = json.loads(text)
+        data: Any = read_json(text, limits.max_json_depth)
     except json.JSONDecodeError as exc:
         return LineError(line=line, reason=f"not valid JSON: {exc.msg} at column {exc.colno}")
+    except ValueError as exc:  # too deep, NaN, a lone surrogate
+        return LineError(line=line, reason=f"not valid JSON: {exc}")
     if not isinstance(data, dict):
         return LineError(line=line, reason=f"a line must be a JSON object, not {type(data).__name__}")
     raw_id = data.get("interaction_id", data.get("id"))

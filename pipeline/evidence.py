@@ -21,14 +21,15 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from schemas.document_names import document_name
 from schemas.interaction import Interaction, Passage
+from schemas.json_input import json_value
 from schemas.settings import ToolSettings
-from schemas.tools import ToolStep, parse_json
+from schemas.tools import ToolStep
 
 #: keys of a JSON object under which tools commonly return their list of documents
 DOCUMENT_LIST_KEYS = ("documents", "results", "data", "items", "hits", "matches")
 _TEXT_KEYS = ("content", "text", "page_content", "snippet")
-_NAME_KEYS = ("id", "source", "document_id", "doc_id", "url", "title")
 
 
 def counts_as_evidence(step: ToolStep, tools: ToolSettings) -> bool:
@@ -49,17 +50,6 @@ def _document_text(item: Any) -> str | None:
         value = item.get(key)
         if isinstance(value, str):
             return value
-    return None
-
-
-def _document_name(item: dict[str, Any]) -> str | None:
-    for key in _NAME_KEYS:
-        value = item.get(key)
-        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
-            return str(value)
-    metadata = item.get("metadata")
-    if isinstance(metadata, dict):
-        return _document_name({k: v for k, v in metadata.items() if k != "metadata"})
     return None
 
 
@@ -113,7 +103,7 @@ def split_result(result: str, max_passages: int) -> list[tuple[str, str | None]]
     last holding the rest of the documents."""
     if not result.strip():
         return []
-    ok, value = parse_json(result) if result.lstrip()[:1] in "[{" else (False, None)
+    ok, value = json_value(result) if result.lstrip()[:1] in "[{" else (False, None)
     if not ok:
         return [(result, None)]
     documents = _documents(value)
@@ -127,7 +117,7 @@ def split_result(result: str, max_passages: int) -> list[tuple[str, str | None]]
     for item in documents:
         text = _document_text(item) or ""
         if text.strip():
-            out.append((text, _document_name(item)))
+            out.append((text, document_name(item)))
     if len(out) > max_passages:
         rest = "\n\n".join(t for t, _ in out[max_passages - 1 :])
         out = [*out[: max_passages - 1], (rest, None)]

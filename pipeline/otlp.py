@@ -72,7 +72,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from schemas.document_names import document_name
 from schemas.interaction import Interaction
+from schemas.json_input import json_value
 from schemas.settings import Limits
 from schemas.tools import FLAG_RESULT_NOT_TEXT, FLAG_RESULT_WITHOUT_CALL, json_text
 from schemas.validation import describe_validation_error
@@ -326,13 +328,10 @@ def _json_list(text: str) -> list[Any] | None:
     stripped = text.strip()
     if not (stripped.startswith("[") and stripped.endswith("]")):
         return None
-    try:
-        parsed = json.loads(stripped)
-    except ValueError:
+    ok, parsed = json_value(stripped)
+    if not ok or not isinstance(parsed, list) or not parsed:
         return None
-    if isinstance(parsed, list) and parsed and all(isinstance(p, dict) and "type" in p for p in parsed):
-        return parsed
-    return None
+    return parsed if all(isinstance(p, dict) and "type" in p for p in parsed) else None
 
 
 def content(value: Any) -> tuple[str, tuple[str, ...]]:
@@ -445,9 +444,8 @@ def _message(role: Any, value: Any, fields: dict[str, Any] | None = None) -> Mes
 def _structured(raw: Any) -> list[Any]:
     """A ``gen_ai.*.messages`` value: a JSON string or a structured (non-string) value."""
     if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
+        ok, raw = json_value(raw)
+        if not ok:
             return []
     if isinstance(raw, dict):
         return [raw]
@@ -577,9 +575,8 @@ def documents(attrs: dict[str, Any]) -> list[Passage]:
         for item in _structured(attrs.get("gen_ai.retrieval.documents")):
             if isinstance(item, dict) and item.get("content"):
                 text, _ = content(item["content"])
-                doc = item.get("id")
                 if text:
-                    out.append(Passage(text, str(doc) if doc is not None else None))
+                    out.append(Passage(text, document_name(item)))
     return out
 
 
@@ -740,10 +737,8 @@ STATUS_ERROR = (2, "STATUS_CODE_ERROR", "2")
 def _loads(value: Any) -> Any:
     """A JSON string's value (anything else, or a string that is not JSON, as it is)."""
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
+        ok, parsed = json_value(value)
+        return parsed if ok else value
     return value
 
 

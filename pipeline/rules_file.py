@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from schemas.errors import ConfigError
+from schemas.json_input import read_json
 from schemas.validation import describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
@@ -29,9 +30,11 @@ def read_rules_file(path: Path, model: type[M], what: str, *, key: str = "rules"
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where} cannot be read: {exc}") from None
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        data = read_json(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # too deep, NaN, a lone surrogate
+        raise ConfigError(f"{where} is not JSON: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""

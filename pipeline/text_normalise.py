@@ -217,7 +217,6 @@ def tokens_of(text: str) -> list[Token]:
     return out
 
 
-
 def _number_start(
     text: str, raw: list[re.Match[str]], i: int
 ) -> tuple[Decimal | None, str, re.Match[str] | None, str, int]:

@@ -34,6 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schemas.document_names import document_names
+
 CitationSource = Literal["marker", "span", "file_citation", "url_citation", "anthropic"]
 
 #: the Anthropic citation types (content-block citations)
@@ -68,8 +70,7 @@ class Citation(BaseModel):
             return data
         kind = data.get("type")
         rest = {k: v for k, v in data.items() if v is not None}
-        names = [rest.get(k) for k in ("file_id", "filename", "url", "title", "document_title")]
-        documents = [str(n) for n in names if isinstance(n, str | int) and str(n).strip()]
+        documents = document_names(rest)
         if kind in OPENAI_TYPES:
             start = rest.get("start_index", rest.get("index"))
             end = rest.get("end_index")

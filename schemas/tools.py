@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from schemas.json_depth import json_depth_exceeds, value_depth_exceeds
+from schemas.json_input import json_value
 from schemas.settings import Limits
 from schemas.validation import problems
 
@@ -69,14 +70,6 @@ def drop_nulls(data: Any) -> Any:
     return data
 
 
-def parse_json(text: str) -> tuple[bool, Any]:
-    """(True, value) when ``text`` is JSON, else (False, None)."""
-    try:
-        return True, json.loads(text)
-    except (ValueError, RecursionError):
-        return False, None
-
-
 #: keys of a JSON object result that mark it as an error when their value is true-ish
 _ERROR_KEYS = ("error", "errors", "exception")
 _ERROR_FLAGS = ("is_error", "isError")
@@ -91,7 +84,7 @@ def is_error_result(result: str | None) -> bool:
         return False
     text = result.strip()
     if text.startswith("{"):
-        ok, value = parse_json(text)
+        ok, value = json_value(text)
         if ok and isinstance(value, dict):
             if any(value.get(k) is True for k in _ERROR_FLAGS):
                 return True
@@ -163,7 +156,7 @@ class ToolStep(BaseModel):
             if not arguments.strip():
                 data.pop("arguments")
             elif not json_depth_exceeds(arguments, max_depth):
-                ok, value = parse_json(arguments)
+                ok, value = json_value(arguments, max_depth)
                 if ok and isinstance(value, dict):
                     data["arguments"] = value
         elif isinstance(arguments, dict) and value_depth_exceeds(arguments, max_depth):
@@ -190,11 +183,12 @@ class ToolStep(BaseModel):
         return self.arguments if isinstance(self.arguments, str) else json_text(self.arguments)
 
 
-def arguments_are_json(step: ToolStep) -> bool:
-    """False for arguments kept as a string that is not JSON (flagged arguments_not_json)."""
+def arguments_are_json(step: ToolStep, max_depth: int) -> bool:
+    """False for arguments kept as a string that is not JSON (flagged arguments_not_json) within
+    ``max_depth`` (``limits.max_json_depth``)."""
     if not isinstance(step.arguments, str):
         return True
-    return parse_json(step.arguments)[0]
+    return json_value(step.arguments, max_depth)[0]
 
 
 def limit_steps(
@@ -246,7 +240,7 @@ def step_flags(steps: Sequence[ToolStep], flags: Sequence[str] = (), max_depth: 
                 f"{FLAG_ARGUMENTS_TOO_DEEP}: steps[{i}] ({s.name}) nested deeper than {max_depth} levels "
                 f"(max_json_depth)"
             )
-        elif not arguments_are_json(s) and f"steps[{i}]" not in cut:
+        elif not arguments_are_json(s, max_depth) and f"steps[{i}]" not in cut:
             out.append(f"{FLAG_ARGUMENTS_NOT_JSON}: steps[{i}] ({s.name})")
     return out
 

@@ -82,9 +82,7 @@ class Problem(NamedTuple):
         return ".".join(str(p) for p in self.loc)
 
 
-def _location(
-    loc: Iterable[int | str], values: bool, names: frozenset[str] | None
-) -> tuple[int | str, ...]:
+def _location(loc: Iterable[int | str], values: bool, names: frozenset[str] | None) -> tuple[int | str, ...]:
     parts: list[int | str] = []
     for part in loc:
         if values or isinstance(part, int):

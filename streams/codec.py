@@ -13,48 +13,12 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.deadletter import DeadLetter
 from schemas.errors import InvalidMessage, StageError
-from schemas.json_depth import json_depth_exceeds
+from schemas.json_input import read_json
 from schemas.results import Stage
 from schemas.settings import Limits
 from schemas.validation import describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _text_of(raw: bytes | str) -> str:
-    """The message as text (UTF-8, or UTF-16/32 with its BOM as json.loads reads them); ValueError when
-    the bytes are not valid in that encoding."""
-    if isinstance(raw, str):
-        return raw
-    encoding = json.detect_encoding(raw)
-    try:
-        text = raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not valid {encoding.upper()}: {exc.reason} at byte {exc.start}") from None
-    return text[1:] if text.startswith("\ufeff") else text
-
-
-def parse_json(raw: bytes | str, max_depth: int) -> Any:
-    """``json.loads`` made safe for untrusted input: the nesting depth is checked first (without
-    recursion), NaN and Infinity are refused; any failure is a ValueError saying why."""
-    text = _text_of(raw)
-    if json_depth_exceeds(text, max_depth):
-        raise ValueError(f"nested deeper than {max_depth} levels (limit max_json_depth)")
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-        if "\\u" in text:  # an escaped lone surrogate parses, but no later stage could encode it
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("a string holds a lone UTF-16 surrogate (\\ud800-\\udfff unpaired)") from None
-    except ValueError:
-        raise
-    except Exception as exc:  # RecursionError, MemoryError: never escape as themselves
-        raise ValueError(f"{type(exc).__name__}: {exc}") from None
-    return data
 
 
 def payload_text(raw: bytes | str | None) -> str:
@@ -89,7 +53,7 @@ def _guess_id(data: Any, max_chars: int = 256) -> str | None:
 
 def _may_hold_constant(raw: bytes | str) -> bool:
     """``NaN`` or ``Infinity`` somewhere in the message: pydantic's parser reads them as numbers, which
-    ``parse_json`` refuses (a text that only mentions them takes the checked path, to the same end)."""
+    ``read_json`` refuses (a text that only mentions them takes the checked path, to the same end)."""
     if isinstance(raw, str):
         return "NaN" in raw or "Infinity" in raw
     return b"NaN" in raw or b"Infinity" in raw
@@ -117,9 +81,9 @@ def decode(
 
     ``between_stages``: a message on a topic between the worker's stages (a Converted, a JudgeResult,
     an Evaluation), written by a worker's ``encode``. It is validated in full all the same, in one pass
-    of pydantic's own JSON parser instead of ``parse_json`` and then the model (the interaction it
+    of pydantic's own JSON parser instead of ``read_json`` and then the model (the interaction it
     carries was checked at entry; it cost the worker a decode at every hop); one that fails there, or
-    may hold what only ``parse_json`` refuses (``_may_hold_constant``), goes through the checks above,
+    may hold what only ``read_json`` refuses (``_may_hold_constant``), goes through the checks above,
     so its InvalidMessage says why as for any message."""
     if raw is None:
         raise InvalidMessage("empty message (no value)")
@@ -138,7 +102,7 @@ def decode(
         except Exception:  # not what a stage writes: the checked parse below says why
             pass
     try:
-        data = parse_json(raw, limits.max_json_depth)
+        data = read_json(raw, limits.max_json_depth)
     except ValueError as exc:
         raise InvalidMessage(f"not valid JSON: {exc}") from None
     try:
@@ -168,7 +132,7 @@ def original_of(raw: bytes | str | None) -> str | None:
     if raw is None:
         return None
     try:  # the message may be what failed to decode: parse it safely, and give up quietly
-        data = parse_json(raw, Limits().max_json_depth)
+        data = read_json(raw, Limits().max_json_depth)
         if not isinstance(data, dict):
             return None
         inner = data.get("interaction")

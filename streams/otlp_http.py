@@ -35,6 +35,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from schemas.errors import GroundwatchError
+from schemas.json_input import DEFAULT_MAX_DEPTH, read_json
 from streams.context import StreamContext
 from streams.dashboard.edges import RefusalLog
 
@@ -91,7 +92,9 @@ def unpack(raw: bytes, encoding: str, limit: int) -> bytes:
     return body
 
 
-def otlp_json(body: bytes, content_type: str, kind: str) -> list[tuple[bytes, str | None]]:
+def otlp_json(
+    body: bytes, content_type: str, kind: str, max_depth: int = DEFAULT_MAX_DEPTH
+) -> list[tuple[bytes, str | None]]:
     """The export request of a protobuf or JSON body of ``kind`` (``traces`` or ``logs``) as one OTLP/JSON
     request per trace, each with its trace id (None for the items without one); [] for a request of
     nothing (an empty protobuf or ``{}``)."""
@@ -105,8 +108,8 @@ def otlp_json(body: bytes, content_type: str, kind: str) -> list[tuple[bytes, st
         request = hex_ids(MessageToDict(message, use_integers_for_enums=True))
     elif content_type == JSON:
         try:
-            request = json.loads(body)
-        except (ValueError, RecursionError) as exc:
+            request = read_json(body, max_depth)
+        except ValueError as exc:
             raise BadBody(400, f"the body is not JSON: {exc}") from None
         if not isinstance(request, dict):
             raise BadBody(400, f"the body is a JSON {type(request).__name__}, not an export request object")
@@ -152,12 +155,12 @@ def split_by_trace(request: dict[str, Any], top: str) -> list[tuple[str | None, 
 
 
 def read_request(
-    raw: bytes, encoding: str, content_type: str, kind: str, limit: int
+    raw: bytes, encoding: str, content_type: str, kind: str, limit: int, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> list[tuple[bytes, str | None]]:
     """A body as sent to the OTLP/JSON requests to produce, one per trace (``otlp_json``): unpacked,
-    parsed, split and encoded (CPU work, run in a thread); BadBody when it cannot be, or a request is
-    over ``limit`` bytes."""
-    parts = otlp_json(unpack(raw, encoding, limit), content_type, kind)
+    parsed (JSON nested at most ``max_depth``: ``limits.max_json_depth``), split and encoded (CPU work,
+    run in a thread); BadBody when it cannot be, or a request is over ``limit`` bytes."""
+    parts = otlp_json(unpack(raw, encoding, limit), content_type, kind, max_depth)
     for value, _ in parts:
         if len(value) > limit:
             raise BadBody(
@@ -210,7 +213,15 @@ def add_otlp_routes(web_app: web.Application, ctx: StreamContext) -> None:
         try:
             raw = await read_body(request, limit)
             encoding = request.headers.get("Content-Encoding", "")
-            parts = await asyncio.to_thread(read_request, raw, encoding, request.content_type, kind, limit)
+            parts = await asyncio.to_thread(
+                read_request,
+                raw,
+                encoding,
+                request.content_type,
+                kind,
+                limit,
+                ctx.settings.limits.max_json_depth,
+            )
         except BadBody as exc:
             refusals.refused_request(exc.status, request.remote, f"{request.path}: {exc}")
             refused = web.json_response({"error": str(exc)}, status=exc.status)

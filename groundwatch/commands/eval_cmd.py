@@ -30,11 +30,11 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import get_args
+from typing import TextIO, get_args
 
 from tqdm import tqdm
 
@@ -100,20 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--limit", type=non_negative_int, default=None, help="evaluate only the first N non-blank lines"
     )
     _add_output_files(parser)
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=None,
-        help="interactions in flight, shared by the judging processes (default: "
-        "GROUNDWATCH_KAFKA__STAGE_CONCURRENCY, 128)",
-    )
-    parser.add_argument(
-        "--processes",
-        type=positive_int,
-        default=None,
-        help="judging processes (default: GROUNDWATCH_KAFKA__PROCESSES, else one per CPU core this process "
-        f"may use, one with the local judge); at most one per {CHUNK_LINES} lines to judge",
-    )
+    _add_judging(parser)
     parser.add_argument(
         "--relevance",
         action="store_true",
@@ -135,6 +122,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _add_judging(parser: argparse.ArgumentParser) -> None:
+    """How many interactions are judged at once, on how many processes."""
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        help="interactions in flight, shared by the judging processes (default: "
+        "GROUNDWATCH_KAFKA__STAGE_CONCURRENCY, 128)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=positive_int,
+        default=None,
+        help="judging processes (default: GROUNDWATCH_KAFKA__PROCESSES, else one per CPU core this process "
+        f"may use, one with the local judge); at most one per {CHUNK_LINES} lines to judge",
+    )
 
 
 def _add_output_files(parser: argparse.ArgumentParser) -> None:
@@ -167,15 +172,45 @@ def evaluations_path(out: Path, explicit: Path | None) -> Path:
     return out.with_name(f"{out.stem}.evaluations.jsonl")
 
 
+class EvaluationsFile:
+    """The evaluations file as the run goes: each Evaluation's JSON appended (and flushed) as soon as it
+    is done, and kept, so that the file is written again in input order at the end without making it
+    again."""
+
+    def __init__(self, handle: TextIO) -> None:
+        self.handle = handle
+        self.texts: dict[str, str] = {}
+
+    def write(self, evaluation: Evaluation, text: str) -> None:
+        self.texts[evaluation.interaction_id] = text
+        self.handle.write(text + "\n")
+        self.handle.flush()
+
+    def in_order(self, evaluations: Iterable[Evaluation]) -> Iterator[str]:
+        return (self.texts[e.interaction_id] for e in evaluations)
+
+
 async def _judge_lines(
-    workers: Workers | None, lines: list[DatasetLine], here: Here, progress: tqdm, on_done: OnDone
+    args: argparse.Namespace,
+    judge_name: str,
+    workers: Workers | None,
+    lines: list[DatasetLine],
+    here: Here,
+    on_done: OnDone,
 ) -> Judged:
-    """The lines judged in this process (``here``), and by the judging processes when there are some."""
-    if workers is None:
-        return await evaluate_all(lines, here.evaluator, here.concurrency, progress, on_done, here.privacy)
-    if not progress.disable:
-        progress.set_postfix_str(f"{workers.count + 1} processes")
-    return await JudgingPool(workers, here).judge(lines, progress, on_done)
+    """The lines judged in this process (``here``), and by the judging processes when there are some,
+    with a progress bar; the Evaluator is closed after."""
+    bar = tqdm(total=len(lines), desc=f"eval {args.input.name} ({judge_name})", unit="it", disable=args.quiet)
+    try:
+        settle_heap()  # the worker's collector policy once set up (streams.heap): same cost a line
+        if workers is None:
+            return await evaluate_all(lines, here.evaluator, here.concurrency, bar, on_done, here.privacy)
+        if not bar.disable:
+            bar.set_postfix_str(f"{workers.count + 1} processes")
+        return await JudgingPool(workers, here).judge(lines, bar, on_done)
+    finally:
+        bar.close()
+        await here.evaluator.aclose()
 
 
 def start_workers(args: argparse.Namespace, settings: Settings) -> Workers | None:
@@ -214,36 +249,17 @@ async def run_eval(
     out_evals = evaluations_path(args.out, args.evaluations)
     out_evals.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with out_evals.open("w", encoding="utf-8") as partial:
-        texts: dict[
-            str, str
-        ] = {}  # each Evaluation's JSON, made once: the file is written in order at the end
-
-        def write_one(evaluation: Evaluation, text: str) -> None:
-            texts[evaluation.interaction_id] = text
-            partial.write(text + "\n")
-            partial.flush()
-
+    with out_evals.open("w", encoding="utf-8") as handle:
+        written = EvaluationsFile(handle)
         privacy = PrivacyGuard(settings.privacy)
         async with open_judge(settings) as judge:
             custom = open_custom(settings.evaluators, judge)
             evaluator = Evaluator(judge, settings, relevance_scorer=scorer, custom=custom)
-            bar = tqdm(
-                total=len(to_judge),
-                desc=f"eval {args.input.name} ({judge.name})",
-                unit="it",
-                disable=args.quiet,
-            )
-            try:
-                skipped = [masked_unjudged(privacy, evaluation) for evaluation in skipped]
-                for evaluation in skipped:
-                    write_one(evaluation, evaluation.model_dump_json())
-                settle_heap()  # the worker's collector policy once set up (streams.heap): same cost a line
-                here = Here(evaluator, privacy, here_share)
-                rows, failures = await _judge_lines(workers, to_judge, here, bar, write_one)
-            finally:
-                bar.close()
-                await evaluator.aclose()
+            skipped = [masked_unjudged(privacy, evaluation) for evaluation in skipped]
+            for evaluation in skipped:
+                written.write(evaluation, evaluation.model_dump_json())
+            here = Here(evaluator, privacy, here_share)
+            rows, failures = await _judge_lines(args, f"{judge.name}", workers, to_judge, here, written.write)
             wall = time.perf_counter() - started
             report = await build_report(
                 generated_at=datetime.now(UTC),
@@ -269,7 +285,7 @@ async def run_eval(
         where = conversations_path(args.out, getattr(args, "conversations", None))
         report = _with_conversations(report, settings, every, judged, where)
     ordered = estimate_cmd.in_input_order(dataset.lines, rows, skipped)
-    _write_outputs(args.out, report, out_evals, (texts[e.interaction_id] for e in ordered))
+    _write_outputs(args.out, report, out_evals, written.in_order(ordered))
     return report
 
 

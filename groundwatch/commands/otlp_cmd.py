@@ -10,7 +10,6 @@ interaction, are an error (exit 2): the reasons say why."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from groundwatch.commands.files import input_file
 from pipeline.otlp import CallError, convert_trace, read_batch
 from pipeline.otlp_join import OtlpBuffer
 from schemas.errors import ConfigError
+from schemas.json_input import read_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +40,7 @@ def requests(path: Path) -> Iterator[dict[str, Any]]:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8: {exc}") from None
     try:
-        whole = json.loads(text)
+        whole = read_json(text)
     except ValueError:
         whole = None
     if isinstance(whole, dict):
@@ -54,7 +54,7 @@ def requests(path: Path) -> Iterator[dict[str, Any]]:
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                request = json.loads(line)
+                request = read_json(line)
             except ValueError as exc:
                 raise ConfigError(f"{path} line {n} is not JSON: {exc}") from None
             if not isinstance(request, dict):

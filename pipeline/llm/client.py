@@ -22,7 +22,6 @@ in an error (server error texts are scrubbed of it and of anything key-like befo
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
@@ -40,6 +39,7 @@ from pipeline.llm.verdict_probs import TokenLogprob, parse_logprobs
 from pipeline.retry import Backoff, retry
 from prompts import RenderedPrompt
 from schemas.errors import GroundwatchError, JudgeError
+from schemas.json_input import first_object, read_json
 from schemas.results import JudgeCall, Stage
 from schemas.settings import JudgeSettings
 from schemas.validation import describe_validation_error
@@ -76,19 +76,12 @@ class _Timing:
 
 
 def extract_json_object(text: str) -> Any:
-    """The first JSON object in ``text`` (tolerates prose and ``` fences around it)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    raise ParseFailure(f"no JSON object in the output ({len(text)} chars): {text[:120]!r}")
+    """The first JSON object in ``text`` (tolerates prose and ``` fences around it; nested past
+    ``DEFAULT_MAX_DEPTH``: none); ParseFailure when there is none."""
+    found = first_object(text)
+    if found is None:
+        raise ParseFailure(f"no JSON object in the output ({len(text)} chars): {text[:120]!r}")
+    return found
 
 
 def price(settings: JudgeSettings, model: str, input_tokens: int, output_tokens: int) -> float:
@@ -401,8 +394,8 @@ def _answer(prompt: RenderedPrompt[OutT], resp: dict[str, Any], usage: Usage) ->
     if choice.get("finish_reason") == "length":
         raise ParseFailure(f"output truncated (finish_reason=length) after {len(text)} chars")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = read_json(text)
+    except ValueError:
         data = extract_json_object(text)  # prose or ``` around the object; ParseFailure if none
     try:
         return prompt.output_model.model_validate(data)

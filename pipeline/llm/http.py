@@ -18,6 +18,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from schemas.errors import GroundwatchError
+from schemas.json_input import json_value
 
 
 class HttpStatusError(GroundwatchError):
@@ -40,9 +41,8 @@ class HttpConnectionError(GroundwatchError):
 
 def error_message(status: int, raw: bytes) -> str:
     """The server's error text: ``error.message`` of a JSON body, else the body's start."""
-    try:
-        body = json.loads(raw)
-    except ValueError:
+    ok, body = json_value(raw.decode("utf-8", "replace"))
+    if not ok:
         return raw[:300].decode("utf-8", "replace") or f"status {status}"
     if isinstance(body, dict):
         err = body.get("error", body)

@@ -10,13 +10,13 @@ id, or not a DeadLetter at all) is keyed by the sha256 of its bytes.
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from schemas.deadletter import DeadLetter
+from schemas.json_input import json_value
 from schemas.utc import utc
 from schemas.validation import describe_validation_error
 
@@ -43,9 +43,8 @@ def _app_model(letter: DeadLetter) -> tuple[str, str]:
     for text in (letter.original, letter.payload):
         if not text:
             continue
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
+        ok, data = json_value(text)
+        if not ok:
             continue
         if isinstance(data, dict) and "interaction" in data and isinstance(data["interaction"], dict):
             data = data["interaction"]  # a Converted message carries its interaction

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from schemas.json_input import read_json
 from schemas.settings import Settings
 from schemas.validation import problems
-from streams.codec import parse_json
 from streams.dashboard.queries import DashboardQueries
 
 Q = TypeVar("Q", bound=BaseModel)
@@ -36,7 +36,7 @@ def bad_request(error: str, details: list[dict[str, str]] | None = None) -> web.
 
 
 async def json_body(request: web.Request, max_depth: int) -> Any:
-    """The request's JSON body, read as untrusted input (``streams.codec.parse_json``: nesting checked
+    """The request's JSON body, read as untrusted input (``schemas.json_input.read_json``: nesting checked
     without recursion); a charset Python does not know, bytes that are not in it, or text that is not
     JSON is a 400 saying which."""
     charset = request.charset or "utf-8"
@@ -51,7 +51,7 @@ async def json_body(request: web.Request, max_depth: int) -> Any:
     except UnicodeDecodeError:
         raise bad_request("invalid label", [{"field": "body", "reason": f"not {charset} text"}]) from None
     try:
-        return parse_json(text, max_depth)
+        return read_json(text, max_depth)
     except ValueError as exc:
         raise bad_request("invalid label", [{"field": "body", "reason": f"not valid JSON: {exc}"}]) from None
 

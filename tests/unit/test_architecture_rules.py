@@ -300,3 +300,60 @@ def test_the_length_rule_counts_a_long_function_and_a_long_method() -> None:
     assert [(name, length) for _, name, length in long_functions(code)] == [
         ("f", MAX_FUNCTION_LINES + 1), ("m", MAX_FUNCTION_LINES + 1)
     ]
+
+
+#: the one reader of JSON from outside (size, depth, NaN, encoding): schemas.json_input
+JSON_READER = "schemas/json_input.py"
+#: where JSON is parsed otherwise, each with why it is not outside input
+TRUSTED_JSON = {
+    "streams/status.py": "the worker's own status file",
+    "streams/clickhouse/labels.py": "a labels row's statements, written by this code",
+    "pipeline/judges/llm_judge.py": "the judge cache's entries, written by this code",
+    "pipeline/conversation_judge.py": "the judge cache's entries, written by this code",
+    "pipeline/llm/http.py": "judge responses through orjson (speed; it refuses NaN and deep nesting itself)",
+    "prompts/__init__.py": "a pydantic model's own JSON schema",
+    "schemas/settings/source.py": "a setting's value, checked to be JSON before pydantic reads it",
+    "groundwatch/demo_history.py": "the bundled sample",
+    "groundwatch/commands/demo_cmd.py": "the bundled sample",
+}
+
+
+def json_parses(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) of each JSON parse: ``json.loads``/``json.load`` and their aliases, ``orjson.loads``,
+    a ``JSONDecoder``."""
+    aliases = {"json": "json", "orjson": "orjson"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in ("json", "orjson"):
+                    aliases[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.module in ("json", "orjson"):
+            for a in node.names:
+                if a.name in ("loads", "load", "JSONDecoder"):
+                    yield node.lineno, f"from {node.module} import {a.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module = aliases.get(node.value.id)
+            if module is not None and node.attr in ("loads", "load", "JSONDecoder"):
+                yield node.lineno, f"{module}.{node.attr}"
+
+
+def test_json_from_outside_is_read_by_one_reader() -> None:
+    found = [
+        f"{rel}:{line}: {what}"
+        for rel, tree in sources(*LAYERS)
+        if rel != JSON_READER and rel not in TRUSTED_JSON
+        for line, what in json_parses(tree)
+    ]
+    assert found == []
+    assert any(True for rel, tree in sources("schemas") if rel == JSON_READER for _ in json_parses(tree))
+
+
+def test_the_json_rule_sees_aliases_attribute_calls_and_decoders() -> None:
+    code = ast.parse(
+        "import json as j\nimport orjson\nfrom json import loads as parse\n"
+        "a = j.loads(x)\nb = orjson.loads(x)\nc = json.JSONDecoder()\nd = json.dumps(x)\n"
+    )
+    assert sorted(w for _, w in json_parses(code)) == [
+        "from json import loads", "json.JSONDecoder", "json.loads", "orjson.loads"
+    ]

@@ -16,9 +16,10 @@ from schemas.deadletter import DeadLetter
 from schemas.errors import InvalidMessage
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
+from schemas.json_depth import json_depth_exceeds
 from schemas.results import Converted
 from schemas.settings import Limits
-from streams.codec import dead_letter, decode, encode, fit_letter, json_depth_exceeds, original_of
+from streams.codec import dead_letter, decode, encode, fit_letter, original_of
 
 FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
 
