@@ -98,7 +98,7 @@ class SoakStack(Stack):
         worker = WorkerProcess(proc, log, wd / "status.json")
         self.workers.append(worker)
         worker.wait_ready(180)
-        time.sleep(2.0)
+        time.sleep(2.0 if self.wait_for_judging_processes() <= 0 else 8.0)
 
     def request_snapshot(self, name: str) -> None:
         """Ask the worker to start tracing (``start``) or for a snapshot (its next probe, within 10 s)."""

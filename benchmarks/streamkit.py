@@ -193,14 +193,19 @@ class Stack:
             self.workers.append(spawn_worker(env, wd / "worker.log", wd / "status.json", cwd=wd))
         for w in self.workers:
             w.wait_ready(180)
-        # each worker's judging processes (logged as started before it is ready) have joined the group too
-        others = max(w.log.read_text().count(" started (pid ") for w in self.workers)
+        others = self.wait_for_judging_processes()
+        # every member has its partitions (a second member joining makes the first rebalance)
+        time.sleep(2.0 if cfg.workers == 1 and others <= 0 else 8.0)
+
+    def wait_for_judging_processes(self) -> int:
+        """Each worker's judging processes (logged as started before it is ready) have joined the group
+        too; how many each has."""
+        others = max((w.log.read_text().count(" started (pid ") for w in self.workers), default=0)
         if others > 0:
             for w in self.workers:
                 wait_for(lambda w=w: w.log.read_text().count("judging process ready") >= others, 180,
                          "the judging processes")  # fmt: skip
-        # every member has its partitions (a second member joining makes the first rebalance)
-        time.sleep(2.0 if cfg.workers == 1 and others <= 0 else 8.0)
+        return others
 
     def judge_requests(self) -> int | None:
         try:

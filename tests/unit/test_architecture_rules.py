@@ -184,7 +184,10 @@ def test_the_time_rule_sees_each_way_of_reading_time() -> None:
         "a = datetime.now()\nb = time.monotonic()\nsleep = asyncio.sleep\nretry(f, what='x')\n"
     )
     assert sorted(w for _, w in time_reads(code)) == [
-        "asyncio.sleep", "datetime.now", "from time import monotonic", "time.monotonic"
+        "asyncio.sleep",
+        "datetime.now",
+        "from time import monotonic",
+        "time.monotonic",
     ]
     assert [w for _, w in retries_without_a_clock(code)] == ["retry(...) without sleep="]
 
@@ -266,9 +269,7 @@ def test_every_error_raised_on_purpose_derives_from_groundwatch_error() -> None:
     from schemas.errors import GroundwatchError
 
     outside = [
-        f"{rel}: {name}"
-        for rel, name, cls in exception_classes()
-        if not issubclass(cls, GroundwatchError)
+        f"{rel}: {name}" for rel, name, cls in exception_classes() if not issubclass(cls, GroundwatchError)
     ]
     assert outside == []
 
@@ -298,7 +299,8 @@ def test_the_length_rule_counts_a_long_function_and_a_long_method() -> None:
     short = "def g():\n" + "".join(f"    {line}\n" for line in lines[1:])
     code = ast.parse(function + method + short)
     assert [(name, length) for _, name, length in long_functions(code)] == [
-        ("f", MAX_FUNCTION_LINES + 1), ("m", MAX_FUNCTION_LINES + 1)
+        ("f", MAX_FUNCTION_LINES + 1),
+        ("m", MAX_FUNCTION_LINES + 1),
     ]
 
 
@@ -355,5 +357,8 @@ def test_the_json_rule_sees_aliases_attribute_calls_and_decoders() -> None:
         "a = j.loads(x)\nb = orjson.loads(x)\nc = json.JSONDecoder()\nd = json.dumps(x)\n"
     )
     assert sorted(w for _, w in json_parses(code)) == [
-        "from json import loads", "json.JSONDecoder", "json.loads", "orjson.loads"
+        "from json import loads",
+        "json.JSONDecoder",
+        "json.loads",
+        "orjson.loads",
     ]

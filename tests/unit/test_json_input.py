@@ -47,6 +47,6 @@ def test_json_inside_a_message_that_nests_too_deep_is_text_not_a_crash() -> None
     assert split_result(DEEP, 8) == [(DEEP, None)]  # a tool result
     assert is_error_result("{" * 100_000 + "}" * 100_000) is False
     with pytest.raises(GroundwatchError, match="no JSON object"):
-        extract_json_object("Sure: " + "{\"a\": " * 5000 + "1" + "}" * 5000)
+        extract_json_object("Sure: " + '{"a": ' * 5000 + "1" + "}" * 5000)
     assert first_object('prose {"verdict": "entailed"} more') == {"verdict": "entailed"}
     assert first_object('{"x": NaN} then {"y": 1}') == {"y": 1}
