@@ -63,9 +63,20 @@ def test_the_overview_charts_every_metric_the_api_serves(site: DashboardSite, br
     ids = browser.execute_script(
         "return [...document.querySelectorAll('#charts .chart')].map((c) => c.id.slice('chart-'.length))"
     )
-    assert ids == [*served, "latency", "dead_letters"]
-    titles = {m.name: browser.find_element(By.CSS_SELECTOR, f"#chart-{m.name} h3").text for m in METRICS}
+    assert sorted(ids) == sorted([*served, "latency", "dead_letters"])
+    titles = {
+        m.name: browser.find_element(By.CSS_SELECTOR, f"#chart-{m.name} h3").get_attribute("textContent")
+        for m in METRICS
+    }
     assert all(m.label in titles[m.name] for m in METRICS), titles
+    # what this selection has no data for is folded under the charts drawn, each saying why
+    folded = browser.execute_script(
+        "return [...document.querySelectorAll('#charts-empty .chart')].map((c) => c.id.slice(6))"
+    )
+    drawn = browser.execute_script("return Object.keys(window.groundwatch.charts)")
+    assert folded and not set(folded) & set(drawn) and set(folded) | set(drawn) == set(ids)
+    assert ids[: len(drawn)] == [i for i in ids if i in drawn]  # the drawn ones first
+    assert browser.find_element(By.ID, "charts-empty").get_attribute("open") is None
 
 
 def console_errors(driver: Any) -> list[dict[str, Any]]:

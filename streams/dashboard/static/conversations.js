@@ -7,27 +7,13 @@
 import { documentsSlice } from "./documents.js";
 import { $, el } from "./dom.js";
 import { dateRange, dateTime, fmt, iso, plural } from "./format.js";
-import { evidenceOf, pairPanel, passageNamer, sendLabel, stepsPanel } from "./interaction.js";
+import { evidenceOf, pairPanel, passageNamer, stepsPanel } from "./interaction.js";
+import { labelKinds, labelRow, sendLabel } from "./labels.js";
+import { conversationLink } from "./links.js";
 import { go } from "./router.js";
 import { filterText } from "./slices.js";
 import { api, currentRange, params } from "./state.js";
 import { renderTable } from "./table.js";
-
-/* A link to one conversation's view (also the interaction page's link to its conversation). */
-export function conversationLink(app, model, id, text) {
-  return el(
-    "a",
-    {
-      href: "#",
-      class: "conversation-link",
-      onclick: (e) => {
-        e.preventDefault();
-        go({ view: "conversation", app_c: app, model_c: model, cid: id, turn: null });
-      },
-    },
-    text || id,
-  );
-}
 
 const yesNo = (v) => (v ? "yes" : "no");
 
@@ -125,40 +111,15 @@ async function postResolved(id, value) {
   if (await sendLabel(id, "resolved", value)) await loadConversation();
 }
 
-// the conversation's label kinds as schemas/label_kinds.py declares them (api/label-kinds?on=conversation)
-let conversationKinds = null;
 async function resolvedKind() {
-  conversationKinds ??= await api("label-kinds", new URLSearchParams({ on: "conversation" }));
-  return conversationKinds.find((k) => k.kind === "resolved");
+  return (await labelKinds("conversation")).find((k) => k.kind === "resolved");
 }
 
 function resolvedPanel(id, labels, kind) {
-  const given = labels.length
-    ? labels.map((l) => `${l.reviewer}: ${l.value ? kind.yes_text : kind.no_text}`).join(", ")
-    : "not labeled";
-  const button = (cls, value, text) =>
-    el(
-      "button",
-      {
-        type: "button",
-        class: cls,
-        "data-kind": kind.kind,
-        "data-value": String(value),
-        onclick: () => postResolved(id, value),
-      },
-      text,
-    );
   return el(
     "div",
     { class: "panel", id: "conversation-label" },
-    el(
-      "p",
-      { class: "label-row" },
-      el("span", { class: "label-title" }, `${kind.question} `),
-      button("label-yes", 1, kind.yes_text),
-      button("label-no", 0, kind.no_text),
-      el("span", { class: "label-given" }, ` ${given}`),
-    ),
+    labelRow(kind, labels, (_, v) => postResolved(id, v)),
   );
 }
 

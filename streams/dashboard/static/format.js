@@ -19,7 +19,8 @@ const SIGNED = {
 const USD_AXIS = number({ style: "currency", currency: "USD", maximumSignificantDigits: 2 });
 const P_VALUE = number({ minimumFractionDigits: 3, maximumFractionDigits: 3 });
 
-const missing = (v) => v === null || v === undefined || Number.isNaN(v);
+/* No value: null, undefined or NaN. */
+export const missing = (v) => v === null || v === undefined || Number.isNaN(v);
 
 /* A value in a unit: "pct" (a share: 12.3%), "usd" ($0.0012), "int" (1,234), "" (a score: 0.875). */
 export function fmt(v, unit = "") {

@@ -1,15 +1,14 @@
 /* The drill-down (one bucket's interactions, worst first: api/bucket) and one interaction (its
    statements, verdicts, evidence and costs: api/interactions/{id}, a link to its conversation) with the
    reviewer's label panel. */
-import { conversationLink } from "./conversations.js";
-import { $, el, status } from "./dom.js";
-import { dateRange, dateTime, fmt, plural } from "./format.js";
+import { $, el } from "./dom.js";
+import { dateRange, dateTime, fmt, missing, plural } from "./format.js";
+import { labelKinds, labelRow, sendLabel } from "./labels.js";
+import { conversationLink } from "./links.js";
 import { go } from "./router.js";
 import { filterText, sliceTerms } from "./slices.js";
 import { api, params } from "./state.js";
 import { renderTable } from "./table.js";
-
-const missing = (v) => v === null || v === undefined;
 
 /* ---- drill-down ------------------------------------------------------------------------------- */
 function bucketQuery(p) {
@@ -228,89 +227,27 @@ function textPanel(title, text) {
 }
 
 /* ---- labels ----------------------------------------------------------------------------------- */
-// the label kinds asked about, as schemas/label.py declares them (api/label-kinds, read once)
-let labelKinds = [];
-async function loadLabelKinds() {
-  if (labelKinds.length) return;
-  const kinds = await api("label-kinds");
-  labelKinds = kinds.map((k) => ({
-    kind: k.kind,
-    title: k.question,
-    yes: k.keys ? k.keys[0] : null, // a custom evaluator past the fourth has buttons only
-    no: k.keys ? k.keys[1] : null,
-    yesText: k.yes_text,
-    noText: k.no_text,
-  }));
-}
-/* Store one label (POST api/labels), asking once for the reviewer's name when none is known; true when
-   it was saved (also the conversation view's "resolved" label). */
-export async function sendLabel(interactionId, kind, value, note = null) {
-  let reviewer = localStorage.getItem("groundwatch_reviewer") || "";
-  const send = async () =>
-    fetch("api/labels", {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ interaction_id: interactionId, kind, value, note, reviewer: reviewer || null }),
-    });
-  let response = await send();
-  if (response.status === 400 && !reviewer) {
-    reviewer = (window.prompt("Your name, recorded with your labels:") || "").trim();
-    if (!reviewer) return false;
-    localStorage.setItem("groundwatch_reviewer", reviewer);
-    response = await send();
-  }
-  if (!response.ok) {
-    status(`label not saved: ${response.status} ${await response.text()}`, true);
-    return false;
-  }
-  status(`labeled ${kind} = ${value}`);
-  return true;
-}
+// the label kinds the page asks about (labels.js), kept for the label keys
+let kinds = [];
 async function postLabel(interactionId, kind, value) {
   if (await sendLabel(interactionId, kind, value, $("label-note")?.value || null)) await loadInteraction();
 }
 function labelPanel(e, labels) {
-  const panel = el("div", { class: "panel", id: "label-panel" }, el("h3", {}, "Your label (keys in brackets)"));
-  for (const k of labelKinds) {
-    const mine = labels.filter((l) => l.kind === k.kind);
-    const given = mine.length
-      ? ` ${mine.map((l) => `${l.reviewer}: ${l.value ? k.yesText : k.noText}`).join(", ")}`
-      : " not labeled";
-    const button = (cls, value, text) =>
-      el(
-        "button",
-        {
-          type: "button",
-          class: cls,
-          "data-kind": k.kind,
-          "data-value": String(value),
-          onclick: () => postLabel(e.interaction_id, k.kind, value),
-        },
-        text,
-      );
-    panel.append(
-      el(
-        "p",
-        { class: "label-row" },
-        el("span", { class: "label-title" }, `${k.title} `),
-        button("label-yes", 1, k.yes ? `${k.yesText} [${k.yes}]` : k.yesText),
-        button("label-no", 0, k.no ? `${k.noText} [${k.no}]` : k.noText),
-        el("span", { class: "label-given" }, given),
-      ),
-    );
-  }
-  panel.append(
+  const onLabel = (kind, value) => postLabel(e.interaction_id, kind, value);
+  return el(
+    "div",
+    { class: "panel", id: "label-panel" },
+    el("h3", {}, "Your label (keys in brackets)"),
+    ...kinds.map((k) => labelRow(k, labels, onLabel, true)),
     el("p", {}, el("label", {}, "note ", el("input", { id: "label-note", type: "text", maxLength: 4000, size: 60 }))),
   );
-  return panel;
 }
 /* The label keys on an interaction's page (not while typing a note, not with a modifier). */
 export function labelKeys(event) {
   if (params().get("view") !== "interaction" || event.target.tagName === "INPUT") return;
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   const id = params().get("id");
-  for (const k of labelKinds) {
+  for (const k of kinds) {
     if (k.yes && event.key === k.yes) {
       event.preventDefault();
       postLabel(id, k.kind, 1);
@@ -416,7 +353,7 @@ function evidencePanel(e, named) {
 }
 
 export async function loadInteraction() {
-  await loadLabelKinds();
+  kinds = await labelKinds();
   const id = params().get("id") || "";
   const { evaluation: e, labels } = await api(`interactions/${encodeURIComponent(id)}`);
   $("interaction-title").textContent = `${e.app} / ${e.model} · ${e.interaction_id}`;

@@ -161,7 +161,9 @@ function placeMarkers(u, alerts) {
   }
 }
 
-function drawChart(def, overview, container) {
+/* One chart of the overview in `container`; a chart with nothing to draw goes to `fold` instead, saying
+   why (the charts a selection has no data for stay out of the way, folded under the others). */
+function drawChart(def, overview, container, fold) {
   const { times, columns, labels } = chartData(def, overview);
   const card = el(
     "div",
@@ -173,6 +175,7 @@ function drawChart(def, overview, container) {
   const empty = (text) => {
     card.append(el("div", { class: "empty" }, text));
     card.dataset.points = "0";
+    fold.append(card);
   };
   if (def.deadLetters && overview.slice) {
     empty("a dead letter carries no dimensions: clear the slice filter to see them");
@@ -277,6 +280,18 @@ export async function loadOverview() {
     "click a point to see its interactions",
   ].join(" · ");
   renderLegend(overview);
-  for (const def of chartDefs(state.options)) drawChart(def, overview, container);
+  const fold = el("div", { class: "charts-folded" });
+  for (const def of chartDefs(state.options)) drawChart(def, overview, container, fold);
+  if (fold.children.length) {
+    const titles = [...fold.querySelectorAll("h3")].map((h) => h.textContent).join(", ");
+    container.append(
+      el(
+        "details",
+        { id: "charts-empty" },
+        el("summary", {}, `${plural(fold.children.length, "chart")} with nothing to draw in this range: ${titles}`),
+        fold,
+      ),
+    );
+  }
   await renderBreakdown(r);
 }

@@ -22,19 +22,38 @@ export function setParams(update, push) {
   else history.replaceState(null, "", url);
 }
 
-export async function api(path, query) {
+/* An answer of the API that is not a success: its status and the server's reason. */
+export class ApiError extends Error {
+  constructor(path, status, reason) {
+    super(`${path}: ${status} ${reason}`);
+    this.status = status;
+  }
+}
+
+/* GET api/<path>?<query>, or with `body` a POST of it as JSON; the answer's JSON, or an ApiError. */
+export async function api(path, query, body) {
   const url = `api/${path}${query ? `?${query.toString()}` : ""}`;
-  const response = await fetch(url, { credentials: "same-origin" });
+  const init = { credentials: "same-origin" };
+  if (body !== undefined) {
+    Object.assign(init, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  }
+  const response = await fetch(url, init);
   if (!response.ok) {
     let reason = response.statusText;
     try {
-      const body = await response.json();
-      const details = body.details?.length ? `: ${body.details.map((d) => `${d.field} ${d.reason}`).join("; ")}` : "";
-      reason = body.error + details;
+      const answer = await response.json();
+      const details = answer.details?.length
+        ? `: ${answer.details.map((d) => `${d.field} ${d.reason}`).join("; ")}`
+        : "";
+      reason = answer.error + details;
     } catch {
       /* not JSON */
     }
-    throw new Error(`${path}: ${response.status} ${reason}`);
+    throw new ApiError(path, response.status, reason);
   }
   return response.json();
 }
