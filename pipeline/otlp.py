@@ -68,7 +68,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -571,7 +571,7 @@ def documents(attrs: dict[str, Any]) -> list[Passage]:
         if text:
             out.append(Passage(str(text), str(doc) if doc is not None else None))
         n += 1
-    if attrs.get("gen_ai.operation.name") == "retrieval":
+    if span_kind(attrs) == "retrieval":
         for item in _structured(attrs.get("gen_ai.retrieval.documents")):
             if isinstance(item, dict) and item.get("content"):
                 text, _ = content(item["content"])
@@ -675,13 +675,12 @@ def read_batch(request: dict[str, Any]) -> Batch:
         if found and trace:
             placed = (replace(p, start_ns=start, parent_id=parent) for p in found)
             passages.setdefault(trace, []).extend(placed)
-        if not _is_model_call(attrs):
-            if trace and span_id:
-                tool = tool_span(span_id, parent, name, attrs, item, start, end)
-                if tool is not None:
-                    tools.setdefault(trace, []).append(tool)
-                else:
-                    others.setdefault(trace, []).append(span_info(span_id, parent, name, start, attrs))
+        kind = span_kind(attrs)
+        if kind != "model":
+            if trace and span_id and kind == "tool":
+                tools.setdefault(trace, []).append(tool_span(span_id, parent, name, attrs, item, start, end))
+            elif trace and span_id:
+                others.setdefault(trace, []).append(span_info(span_id, parent, name, start, attrs, kind))
             continue
         if not (trace and span_id):
             unjoinable.append(CallError(trace, span_id, name, "a model-call span without trace and span ids"))
@@ -711,21 +710,33 @@ def read_batch(request: dict[str, Any]) -> Batch:
 
 
 MODEL_OPERATIONS = ("chat", "text_completion", "generate_content")
+AGENT_KINDS = {"invoke_agent", "AGENT", "agent", "workflow"}
+INPUT_MESSAGE_KEYS = ("gen_ai.prompt.", "gen_ai.input.messages", "llm.input_messages.")
+SpanKind = Literal["model", "tool", "agent", "retrieval", "other"]
 
 
-def _is_model_call(attrs: dict[str, Any]) -> bool:
-    """A model call's span: an OpenInference LLM span, a GenAI ``chat``-like operation, or a span with
-    input messages that no convention marks as something else (chain, agent, workflow and tool spans of
-    LangChain, LangGraph and agent SDKs carry the messages they were given; they are not model calls)."""
+def span_kind(attrs: dict[str, Any]) -> SpanKind:
+    """What a span is, by the conventions' kind attributes (OpenInference ``openinference.span.kind``,
+    GenAI ``gen_ai.operation.name``, OpenLLMetry ``traceloop.span.kind``), in this order: a model call
+    (an OpenInference LLM span, a GenAI ``chat``-like operation), a tool's execution (GenAI
+    ``execute_tool``, OpenInference TOOL, OpenLLMetry ``tool``), an agent (or a workflow), a retrieval
+    (GenAI ``retrieval``, OpenInference RETRIEVER); a span that no convention marks is a model call when
+    it carries input messages (chain, agent, workflow and tool spans of LangChain, LangGraph and the agent
+    SDKs carry the messages they were given, and are marked)."""
     kind = attrs.get("openinference.span.kind")
     operation = attrs.get("gen_ai.operation.name")
+    traceloop = attrs.get("traceloop.span.kind")
     if kind == "LLM" or operation in MODEL_OPERATIONS:
-        return True
-    if kind or operation or attrs.get("traceloop.span.kind"):
-        return False
-    return any(
-        k.startswith(("gen_ai.prompt.", "gen_ai.input.messages", "llm.input_messages.")) for k in attrs
-    )
+        return "model"
+    if operation == "execute_tool" or kind == "TOOL" or traceloop == "tool":
+        return "tool"
+    if {operation, kind, traceloop} & AGENT_KINDS:
+        return "agent"
+    if operation == "retrieval" or kind == "RETRIEVER":
+        return "retrieval"
+    if not (kind or operation or traceloop) and any(k.startswith(INPUT_MESSAGE_KEYS) for k in attrs):
+        return "model"
+    return "other"
 
 
 # ---- tool spans and the trace's other spans -----------------------------------------------------------
@@ -796,15 +807,9 @@ def _binary_result(item: dict[str, Any]) -> str | None:
 
 def tool_span(
     span_id: str, parent: str, name: str, attrs: dict[str, Any], item: dict[str, Any], start: int, end: int
-) -> ToolSpan | None:
-    """A tool execution's span (GenAI ``execute_tool``, OpenInference TOOL, OpenLLMetry ``tool``), else
-    None. Its status is an error when the span's status is, or it recorded an exception."""
-    if not (
-        attrs.get("gen_ai.operation.name") == "execute_tool"
-        or attrs.get("openinference.span.kind") == "TOOL"
-        or attrs.get("traceloop.span.kind") == "tool"
-    ):
-        return None
+) -> ToolSpan:
+    """What a tool execution's span (``span_kind`` tool) recorded. Its status is an error when the span's
+    status is, or it recorded an exception."""
     # each convention's attribute, the first one recorded (OpenLLMetry marks its tool spans both ways)
     tool_name = _any(attrs, "gen_ai.tool.name", "tool.name", "traceloop.entity.name") or (
         name.removeprefix("execute_tool ").removesuffix(".tool").strip()
@@ -833,18 +838,14 @@ def tool_span(
                     as_text(result), error, start, end, not_text)  # fmt: skip
 
 
-AGENT_KINDS = {"invoke_agent", "AGENT", "agent", "workflow"}
-
-
-def span_info(span_id: str, parent: str, name: str, start: int, attrs: dict[str, Any]) -> SpanInfo:
-    """What a trace's other span tells: its conversation ids, and whether it is an agent (and its
-    output, the answer it returned)."""
+def span_info(
+    span_id: str, parent: str, name: str, start: int, attrs: dict[str, Any], kind: SpanKind
+) -> SpanInfo:
+    """What a trace's other span (neither a model call nor a tool's: ``kind``) tells: its conversation
+    ids, and whether it is an agent (and its output, the answer it returned)."""
     ids = {k: str(attrs[k]) for k in CONVERSATION_KEYS if attrs.get(k)}
     name = str(attrs.get("gen_ai.agent.name") or name)
-    agent = bool(
-        {attrs.get("gen_ai.operation.name"), attrs.get("openinference.span.kind"),
-         attrs.get("traceloop.span.kind")} & AGENT_KINDS
-    )  # fmt: skip
+    agent = kind == "agent"
     output = ""
     if agent:
         outputs = _json_messages(attrs.get("gen_ai.output.messages"))

@@ -325,3 +325,28 @@ def test_a_later_turns_retrieved_passage_is_not_the_earlier_turns_context() -> N
     first, second = interactions
     assert [p.text for p in first.contexts] == []
     assert [(p.text, p.document) for p in second.contexts] == [("LATER TURN TEXT", "later.pdf")]
+
+
+def test_one_rule_says_what_a_span_is() -> None:
+    from pipeline.otlp import span_kind
+
+    cases = {
+        "model": [
+            {"openinference.span.kind": "LLM"}, {"gen_ai.operation.name": "chat"},
+            {"gen_ai.operation.name": "generate_content"}, {"gen_ai.input.messages": "[]"},
+            {"llm.input_messages.0.message.role": "user"},
+        ],
+        "tool": [
+            {"gen_ai.operation.name": "execute_tool"}, {"openinference.span.kind": "TOOL"},
+            {"traceloop.span.kind": "tool", "gen_ai.input.messages": "[]"},
+        ],
+        "agent": [
+            {"gen_ai.operation.name": "invoke_agent"}, {"openinference.span.kind": "AGENT"},
+            {"traceloop.span.kind": "workflow", "gen_ai.prompt.0.content": "hi"},
+        ],
+        "retrieval": [{"gen_ai.operation.name": "retrieval"}, {"openinference.span.kind": "RETRIEVER"}],
+        "other": [{}, {"openinference.span.kind": "CHAIN", "llm.input_messages.0.message.role": "user"}],
+    }  # fmt: skip
+    assert {kind: [span_kind(a) for a in attrs] for kind, attrs in cases.items()} == {
+        kind: [kind] * len(attrs) for kind, attrs in cases.items()
+    }
