@@ -13,6 +13,7 @@ from schemas.alert import Alert
 from schemas.errors import ConfigError
 from schemas.metrics import Metric, MetricKind, catalogue, pooled
 from schemas.safe_text import safe_text
+from schemas.utc import utc
 from schemas.window import WindowAggregate
 
 _AGO = re.compile(r"^(\d+)\s*([smhd])$")
@@ -38,7 +39,7 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
         ts = datetime.fromisoformat(text)
     except ValueError:
         raise ConfigError(f"--since: expected e.g. 30m, 2h, 7d or an ISO time, got {text!r}") from None
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    return utc(ts)
 
 
 def since_range(text: str | None) -> tuple[datetime, datetime]:

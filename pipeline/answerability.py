@@ -16,8 +16,8 @@ named in ``answerable_source``:
    unknown, so over-refusal could never be seen;
 4. otherwise ``unknown``: answerable is None.
 
-With the answer's refusal flag, the Trust-Eval cases (``pipeline.metrics.trust_eval``; Song et al., Trust-Eval, 2025) each
-interaction is in, as flags that are None outside the figure's denominator:
+With the answer's refusal flag, the Trust-Eval cases (``pipeline.metrics.trust_eval``; Song et al., 2025)
+each interaction is in, as flags that are None outside the figure's denominator:
 
 - ``over_refusal``: an answerable question, refused (its rate: 1 - answerable recall);
 - ``answered_unanswerable``: an unanswerable question, answered (its rate: 1 - reject recall);

@@ -12,6 +12,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from schemas.utc import utc
+
 
 class Clock(Protocol):
     def monotonic(self) -> float:
@@ -50,7 +52,7 @@ class ManualClock:
     and records each wait in ``slept``."""
 
     def __init__(self, start: datetime | None = None, monotonic: float = 0.0) -> None:
-        self._wall = (start or datetime(2026, 1, 1, tzinfo=UTC)).astimezone(UTC)
+        self._wall = utc(start or datetime(2026, 1, 1, tzinfo=UTC))
         self._monotonic = monotonic
         self.slept: list[float] = []
 
@@ -68,9 +70,23 @@ class ManualClock:
 
     def set(self, when: datetime) -> None:
         """Move to the wall time ``when`` (not earlier than now); the monotonic reading moves as far."""
-        self.advance((when.astimezone(UTC) - self._wall).total_seconds())
+        self.advance((utc(when) - self._wall).total_seconds())
 
     async def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
         self.advance(max(0.0, seconds))
         await asyncio.sleep(0)
+
+
+class Stopwatch:
+    """How long a piece of work took, on the process's own high-resolution counter
+    (``time.perf_counter``): a duration measured, never waited on, so it is real whatever clock the
+    worker runs on (a ``ManualClock`` does not move while the CPU works). The one way the pipeline and
+    the stream time their stages and writes."""
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+
+    def seconds(self) -> float:
+        """Seconds since the stopwatch was made."""
+        return time.perf_counter() - self._started

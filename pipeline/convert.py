@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from collections.abc import Mapping, Sequence
 
 from pipeline.citations import read_citations
+from pipeline.clock import Stopwatch
 from pipeline.evidence import evidence
 from pipeline.judges.base import Judge
 from pipeline.sentences import split_sentences
@@ -113,7 +113,7 @@ async def convert(
     """Split the interaction's texts into sentences and replace pronouns (see the module docstring).
     ``originals``: the values behind the placeholders of a masked interaction (``privacy.mode`` judge),
     carried to ``assemble``, which puts them back."""
-    started = time.perf_counter()
+    watch = Stopwatch()
     question = split_sentences(interaction.question, settings.split)
     citations = None
     if settings.citations.enabled:  # markers removed before the answer is split and judged
@@ -157,6 +157,6 @@ async def convert(
         ground_truth_sentences=ground_truth,
         refusal_texts=refusal_texts,
         calls=calls,
-        seconds=time.perf_counter() - started,
+        seconds=watch.seconds(),
         originals=dict(originals or {}),
     )

@@ -57,11 +57,11 @@ first call of pair 3 (ground truth), and the flags fill ``NliResult.answer_refus
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from pipeline.alternatives import exact_match, ground_truth_alternatives, same_answer
+from pipeline.clock import Stopwatch
 from pipeline.convert import batches
 from pipeline.evidence import evidence
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise, PremisePassage
@@ -460,7 +460,7 @@ async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) 
     ``judge``: a Judge, or ``pipeline.nli_grouping.nli_judge(judge, settings)`` to group the cases of
     concurrent interactions into shared prompts.
     """
-    started = time.perf_counter()
+    watch = Stopwatch()
     plan = _plan(converted, settings)
     outputs = await _judge_jobs(judge, plan)
     per_part: dict[tuple[PairName, int], list[HypothesisResult]] = {}
@@ -483,7 +483,7 @@ async def run_nli(converted: Converted, judge: EntailJudge, settings: Settings) 
         digest=converted.digest,
         pairs=_pair_results(converted, plan, per_part),
         calls=calls,
-        seconds=time.perf_counter() - started,
+        seconds=watch.seconds(),
         answer_refusal=answer_refusal,
         ground_truth_refusal=gt_refusal,
     )

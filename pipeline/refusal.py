@@ -16,11 +16,11 @@ in every caller with a text in that batch, as is a judge returning the wrong num
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipeline.call_shares import share_calls
+from pipeline.clock import Stopwatch
 from pipeline.judges.base import Judge
 from pipeline.refusal_phrases import may_refuse
 from pipeline.sentences import first_sentences
@@ -71,7 +71,7 @@ class RefusalClassifier:
         With ``pipeline.refusal_prefilter`` a text without a refusal cue (``may_refuse``: no word of
         negation, inability, lack or uncertainty, as in a name, a number or a date) is not a refusal and
         costs no judge call."""
-        started = time.perf_counter()
+        watch = Stopwatch()
         texts = self.texts(converted)
         by_slot: list[bool | None] = [None] * len(texts)
         judged = []
@@ -91,7 +91,7 @@ class RefusalClassifier:
             answer_refusal=by_slot[0],
             ground_truth_refusal=by_slot[1] if len(by_slot) > 1 else None,
             calls=calls,
-            seconds=time.perf_counter() - started,
+            seconds=watch.seconds(),
         )
 
     async def classify_texts(self, texts: Sequence[str]) -> tuple[list[bool], list[JudgeCall]]:

@@ -96,3 +96,7 @@ class LocalModelError(DependencyMissing, RuntimeError):
 
 class ConversationError(GroundwatchError, ValueError):
     """A conversation cannot be rolled up (it has no turns)."""
+
+
+class LocalStackError(GroundwatchError, RuntimeError):
+    """A part of the local stack (``groundwatch demo``: Tansu, the worker, a report) stopped or failed."""

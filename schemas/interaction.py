@@ -23,6 +23,7 @@ from schemas.tools import (
     read_messages,
     step_flags,
 )
+from schemas.utc import utc
 
 #: the roles a text turn of the history may have (tool traffic becomes ``Interaction.steps``)
 Role = Literal["system", "user", "assistant"]
@@ -142,7 +143,7 @@ def _now(info: ValidationInfo) -> datetime | None:
     if callable(now):
         now = now()
     if isinstance(now, datetime):
-        return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+        return utc(now)
     return None
 
 
@@ -354,7 +355,7 @@ class Interaction(BaseModel):
     @classmethod
     def _utc(cls, value: datetime, info: ValidationInfo) -> datetime:
         try:
-            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+            value = utc(value)
         except (OverflowError, ValueError) as exc:  # 0001-01-01T00:00:00+01:00 has no UTC time
             raise ValueError(f"timestamp {value.isoformat()} has no UTC time: {exc}") from exc
         now = _now(info)

@@ -14,7 +14,7 @@ the label's *condition* is that event as the person saw it. Agreement and the co
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -29,6 +29,7 @@ from schemas.label_kinds import LabelTarget as LabelTarget
 from schemas.label_kinds import label_target as label_target
 from schemas.label_kinds import label_targets as label_targets
 from schemas.results import CustomScore, PairName, Verdict
+from schemas.utc import utc
 
 
 class LabelSource(StrEnum):
@@ -113,7 +114,7 @@ class Label(BaseModel):
     def _utc(cls, value: datetime) -> datetime:
         if value.tzinfo is None:
             raise ValueError("labeled_at needs a time zone (e.g. 2026-11-24T10:00:00Z)")
-        return value.astimezone(UTC)
+        return utc(value)
 
     @property
     def weight(self) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import (
@@ -33,6 +33,7 @@ from pydantic import (
 from schemas.json_depth import json_depth_exceeds, value_depth_exceeds
 from schemas.json_input import json_value
 from schemas.settings import Limits
+from schemas.utc import utc
 from schemas.validation import problems
 
 #: a tool-call's arguments were a string that is not JSON: kept as the string
@@ -173,7 +174,7 @@ class ToolStep(BaseModel):
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is None:
             return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return utc(value)
 
     @property
     def arguments_text(self) -> str:

@@ -33,6 +33,7 @@ from groundwatch.local.tansu import TansuBroker, worker_env
 from groundwatch.replay import ReplayResult, replay
 from groundwatch.trend_report import Report
 from pipeline.net import free_port
+from schemas.errors import LocalStackError
 from schemas.settings import Settings, settings_from_env
 from streams.status import WorkerStatus, read_status
 
@@ -149,7 +150,7 @@ class LocalStack:
         last = -1
         while time.monotonic() < deadline:
             if self.worker is not None and not self.worker.alive():
-                raise RuntimeError(f"the worker stopped:\n{self.worker.tail()}")
+                raise LocalStackError(f"the worker stopped:\n{self.worker.tail()}")
             count = self.evaluations()
             if count != last and on_progress is not None:
                 on_progress(count)
@@ -172,7 +173,7 @@ class LocalStack:
         count = 0
         while time.monotonic() < deadline:
             if self.worker is not None and not self.worker.alive():
-                raise RuntimeError(f"the worker stopped:\n{self.worker.tail()}")
+                raise LocalStackError(f"the worker stopped:\n{self.worker.tail()}")
             status = self.worker.status() if self.worker else None
             count = status.counts.get(table, 0) if status else 0
             if count >= n:
@@ -229,5 +230,5 @@ def report_in_child(env: Mapping[str, str], cwd: Path, timeout_s: float = 300.0)
         timeout=timeout_s,
     )
     if out.returncode != 0:
-        raise RuntimeError(f"groundwatch report failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        raise LocalStackError(f"groundwatch report failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return Report.model_validate_json(out.stdout)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.errors import LocalStackError
 from streams.status import WorkerStatus, read_status
 
 READY_MARK = "[^Worker]: Ready"
@@ -47,7 +48,7 @@ class WorkerProcess:
 
     def ready(self) -> bool:
         if not self.alive():
-            raise RuntimeError(f"worker exited with code {self.proc.returncode}:\n{self.tail()}")
+            raise LocalStackError(f"worker exited with code {self.proc.returncode}:\n{self.tail()}")
         status = self.status()
         if status is None or status.pid != self.pid:  # not yet written by this worker
             return False

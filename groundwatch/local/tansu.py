@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pipeline.net import free_port
-from schemas.errors import DependencyMissing
+from schemas.errors import DependencyMissing, LocalStackError
 
 
 def tansu_binary() -> Path:
@@ -95,7 +95,7 @@ class TansuBroker:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"Tansu exited at start with code {self.process.returncode}")
+                raise LocalStackError(f"Tansu exited at start with code {self.process.returncode}")
             if _accepts(self.port):
                 return self
             time.sleep(0.02)

@@ -77,12 +77,12 @@ Every method returns one ``JudgeCall`` with judge "lexical", 0 tokens, 0 cost an
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.clock import Stopwatch
 from pipeline.judges.base import JudgeOutput, NliOutput, Premise
 from pipeline.judges.identity import LEXICAL_MODEL
 from pipeline.refusal_phrases import REFUSAL_OFF, refusal_match
@@ -606,12 +606,12 @@ class LexicalJudge:
     def __init__(self, options: LexicalOptions | None = None) -> None:
         self.options = options or LexicalOptions()
 
-    def _call(self, stage: Stage, started: float, items: int) -> JudgeCall:
+    def _call(self, stage: Stage, watch: Stopwatch, items: int) -> JudgeCall:
         return JudgeCall(
             stage=stage,
             judge=self.name,
             model=self.model,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
+            latency_ms=watch.seconds() * 1000.0,
             items=items,
         )
 
@@ -620,23 +620,23 @@ class LexicalJudge:
     ) -> JudgeOutput[list[str]]:
         """Return the sentences unchanged: a lexical judge cannot resolve pronouns, from earlier
         sentences or from a conversation's ``history`` (see the class docstring)."""
-        started = time.perf_counter()
-        return JudgeOutput(list(sentences), [self._call("pronouns", started, len(sentences))])
+        watch = Stopwatch()
+        return JudgeOutput(list(sentences), [self._call("pronouns", watch, len(sentences))])
 
     async def entail(
         self, premise: Premise, hypotheses: Sequence[str], *, ask_refusal: bool = False
     ) -> JudgeOutput[NliOutput]:
-        started = time.perf_counter()
+        watch = Stopwatch()
         index = PremiseIndex(premise.text, self.options, premise.question)
         results = [judge_hypothesis(h, index, self.options) for h in hypotheses]
         results = supporting_passages(results, premise, self.options)
         refusal = self.is_refusal(" ".join(hypotheses)) if ask_refusal else None
-        return JudgeOutput(NliOutput(results, refusal), [self._call("nli", started, len(hypotheses))])
+        return JudgeOutput(NliOutput(results, refusal), [self._call("nli", watch, len(hypotheses))])
 
     async def classify_refusals(self, texts: Sequence[str]) -> JudgeOutput[list[bool]]:
-        started = time.perf_counter()
+        watch = Stopwatch()
         flags = [self.is_refusal(t) for t in texts]
-        return JudgeOutput(flags, [self._call("refusal", started, len(texts))])
+        return JudgeOutput(flags, [self._call("refusal", watch, len(texts))])
 
     def is_refusal(self, text: str) -> bool:
         options = self.options

@@ -69,8 +69,7 @@ class PrioritySlots:
                 fut.set_result(None)  # the slot passes straight to this waiter
                 return
         self._free += 1
-        if self._free > self.limit:
-            raise RuntimeError("released more slots than were acquired")
+        assert self._free <= self.limit, "released more slots than were acquired"
 
     @asynccontextmanager
     async def slot(self, priority: int = DEFAULT_PRIORITY) -> AsyncIterator[None]:

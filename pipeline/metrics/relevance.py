@@ -27,9 +27,9 @@ import logging
 import os
 import re
 import threading
-import time
 from typing import Any, NamedTuple, Protocol
 
+from pipeline.clock import Stopwatch
 from schemas.errors import DependencyMissing
 from schemas.interaction import Interaction
 
@@ -125,10 +125,10 @@ class RelevanceScore(NamedTuple):
 
 async def score_relevance(scorer: RelevanceScorerLike, interaction: Interaction) -> RelevanceScore:
     """The interaction's relevance (module docstring): a failure is logged and returned, never raised."""
-    started = time.perf_counter()
+    watch = Stopwatch()
     try:
         value = await scorer.score(relevance_question(interaction), interaction.answer)
     except Exception as exc:
         log.warning("relevance of %s failed: %s", interaction.interaction_id, exc)
-        return RelevanceScore(None, time.perf_counter() - started, True)
-    return RelevanceScore(float(value), time.perf_counter() - started, False)
+        return RelevanceScore(None, watch.seconds(), True)
+    return RelevanceScore(float(value), watch.seconds(), False)

@@ -15,7 +15,7 @@ import hmac
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -23,6 +23,7 @@ import httpx
 from schemas.alert import Alert, Receiver
 from schemas.errors import ConfigError
 from schemas.settings import AlertSettings
+from schemas.utc import utc
 from streams.alerts.webhook import JSON, Outcome, Sleep, json_bytes, post_with_retries
 
 LEGACY = "webhook"  # the receiver GROUNDWATCH_ALERTS__WEBHOOK_URL becomes
@@ -34,7 +35,7 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
 
 
 def _iso(ts: datetime) -> str:
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return utc(ts).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def alertmanager_alert(alert: Alert, now: datetime, ttl: timedelta) -> dict[str, Any]:

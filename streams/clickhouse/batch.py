@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from pipeline.clock import Clock, SystemClock
+from pipeline.clock import Clock, Stopwatch, SystemClock
 from pipeline.paced_log import PacedLog
 from pipeline.retry import Backoff, retry
 from schemas.safe_text import safe_text
@@ -174,7 +173,7 @@ class DeadLetterRows:
             rows, done = self.batch.take()
             if not rows:
                 return 0
-            started, paced_from = time.perf_counter(), self.batch.clock.monotonic()
+            watch, paced_from = Stopwatch(), self.batch.clock.monotonic()
             try:
                 await self.insert(rows)
             except BaseException:
@@ -185,5 +184,5 @@ class DeadLetterRows:
                 callback()
             self.written += len(rows)
         if self.on_written is not None:
-            await self.on_written(len(rows), time.perf_counter() - started)
+            await self.on_written(len(rows), watch.seconds())
         return len(rows)

@@ -9,12 +9,11 @@ ClickHouse: a crash before that leaves the events unacked, so they are redeliver
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from pipeline.clock import Clock, SystemClock
+from pipeline.clock import Clock, Stopwatch, SystemClock
 from schemas.evaluation import Evaluation
 from schemas.settings import ClickHouseSettings
 from streams.clickhouse.batch import RowBatch
@@ -97,7 +96,7 @@ class EvaluationSink:
             paced_from = self.clock.monotonic()
             try:
                 before = await self.store.current_rows([e.interaction_id for e in rows])
-                started = time.perf_counter()
+                watch = Stopwatch()
                 try:
                     await self.store.insert_evaluations(rows)
                 except Exception:
@@ -120,7 +119,7 @@ class EvaluationSink:
                 callback()
             self.flushed_rows += len(rows)
             if self.on_written is not None:
-                self.on_written(list(rows), time.perf_counter() - started)
+                self.on_written(list(rows), watch.seconds())
         return len(rows)
 
     async def _isolate(

@@ -23,11 +23,22 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("groundwatch", "streams", "pipeline", "prompts", "schemas")  # top to bottom
 CLOCK = "pipeline/clock.py"
 MAX_FUNCTION_LINES = 60
-# what reads or waits on real time: only the clock may
+# what reads or waits on real time: only the clock may (pipeline/clock.py: Clock, Stopwatch)
 TIME_CALLS = {
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
-    ("time", "monotonic"), ("time", "time"), ("asyncio", "sleep"),
+    ("time", "monotonic"), ("time", "time"), ("time", "perf_counter"), ("time", "sleep"),
+    ("time", "monotonic_ns"), ("time", "time_ns"), ("time", "perf_counter_ns"),
+    ("asyncio", "sleep"), ("threading", "Timer"),
 }  # fmt: skip
+#: a timer on the event loop reads the loop's own (real) time
+LOOP_TIMERS = {"call_later", "call_at"}
+#: where real time is read on purpose, each with why the injected clock would be wrong there
+REAL_TIME = {
+    "streams/lifecycle.py": "the stop's deadline: a thread timer, which fires even when the loop is stuck",
+    "pipeline/nli_grouping.py": "an NLI group's linger: milliseconds of the loop's own time between requests",
+    "pipeline/refusal.py": "a refusal batch's linger: milliseconds of the loop's own time between requests",
+    "streams/clickhouse/migrations.py": "the wait for another worker's migration lock, before a clock exists",
+}
 
 
 def sources(*packages: str) -> Iterator[tuple[str, ast.Module]]:
@@ -143,22 +154,69 @@ def test_the_cycle_finder_finds_a_loop_and_only_a_loop() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def time_reads(tree: ast.Module) -> Iterator[tuple[int, str]]:
-    """Where a module reads real time or sleeps: ``datetime.now`` (called or passed along), ``from time
-    import monotonic``."""
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Local name -> what it is, for the modules and classes that read time: ``import time as t`` gives
+    ``t -> time``, ``from datetime import datetime as D`` gives ``D -> datetime``."""
+    known = {"time", "datetime", "asyncio", "threading", "date"}
+    names = {n: n for n in known}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if (node.value.id, node.attr) in TIME_CALLS:
-                yield node.lineno, f"{node.value.id}.{node.attr}"
-        elif isinstance(node, ast.ImportFrom) and node.module in {"time", "asyncio", "datetime"}:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in known:
+                    names[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.module == "datetime":
+            for a in node.names:
+                if a.name in ("datetime", "date"):
+                    names[a.asname or a.name] = a.name
+    return names
+
+
+def time_reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Where a module reads real time or waits on it: ``datetime.now`` (called or passed along, through
+    an alias or as ``datetime.datetime.now``), ``time.perf_counter``, ``time.sleep``, ``threading.Timer``,
+    a loop's ``call_later``/``call_at``, ``from time import monotonic``."""
+    aliases = _aliases(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            owner = node.value
+            if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name):
+                if aliases.get(owner.value.id) == "datetime":  # datetime.datetime.now
+                    owner = ast.Name(id=owner.attr)
+            if isinstance(owner, ast.Name):
+                what = (aliases.get(owner.id, owner.id), node.attr)
+                if what in TIME_CALLS:
+                    yield node.lineno, f"{what[0]}.{what[1]}"
+            if node.attr in LOOP_TIMERS:
+                yield node.lineno, f"loop.{node.attr}"
+        elif isinstance(node, ast.ImportFrom) and node.module in {"time", "asyncio", "datetime", "threading"}:
             for alias in node.names:
                 if (node.module, alias.name) in TIME_CALLS:
                     yield node.lineno, f"from {node.module} import {alias.name}"
 
 
-def retries_without_a_clock(tree: ast.Module) -> Iterator[tuple[int, str]]:
+def called(node: ast.Call) -> str | None:
+    """The name a call calls: ``f(...)``, ``m.f(...)``; a model's ``M.model_validate(...)`` and
+    ``M.model_construct(...)`` build an ``M``; ``M.model_validate_json`` decodes one."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        if func.attr in ("model_validate", "model_construct"):
+            inner = func.value
+            return (
+                inner.id
+                if isinstance(inner, ast.Name)
+                else inner.attr
+                if isinstance(inner, ast.Attribute)
+                else None
+            )
+        return func.attr
+    return None
+
+
+def retries_without_a_clock(tree: ast.AST) -> Iterator[tuple[int, str]]:
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "retry":
+        if isinstance(node, ast.Call) and called(node) == "retry":
             if not any(k.arg == "sleep" for k in node.keywords):
                 yield node.lineno, "retry(...) without sleep="
 
@@ -167,9 +225,13 @@ def test_time_is_read_from_the_clock_only() -> None:
     found = [
         f"{rel}:{line}: {what}"
         for rel, tree in sources("streams", "pipeline")
-        if rel != CLOCK
+        if rel != CLOCK and rel not in REAL_TIME
         for line, what in time_reads(tree)
     ]
+    unused = [
+        rel for rel, tree in sources("streams", "pipeline") if rel in REAL_TIME and not any(time_reads(tree))
+    ]
+    assert unused == [], "listed in REAL_TIME but reading no real time"
     found += [
         f"{rel}:{line}: {what}"
         for rel, tree in sources("streams", "pipeline")
@@ -182,14 +244,15 @@ def test_the_time_rule_sees_each_way_of_reading_time() -> None:
     code = ast.parse(
         "import asyncio, time\nfrom datetime import datetime\nfrom time import monotonic\n"
         "a = datetime.now()\nb = time.monotonic()\nsleep = asyncio.sleep\nretry(f, what='x')\n"
+        "import time as t\nimport datetime as dt\nimport threading\nfrom datetime import datetime as D\n"
+        "c = t.perf_counter()\nd = dt.datetime.now()\ne = D.utcnow()\nthreading.Timer(1, f)\n"
+        "loop.call_later(1, f)\nt.sleep(1)\nm.retry(f)\n"
     )
-    assert sorted(w for _, w in time_reads(code)) == [
-        "asyncio.sleep",
-        "datetime.now",
-        "from time import monotonic",
-        "time.monotonic",
-    ]
-    assert [w for _, w in retries_without_a_clock(code)] == ["retry(...) without sleep="]
+    assert sorted(w for _, w in time_reads(code)) == sorted([
+        "asyncio.sleep", "datetime.now", "from time import monotonic", "time.monotonic", "time.perf_counter",
+        "datetime.now", "datetime.utcnow", "threading.Timer", "loop.call_later", "time.sleep",
+    ])  # fmt: skip
+    assert [w for _, w in retries_without_a_clock(code)] == ["retry(...) without sleep="] * 2
 
 
 def clock_defaults(tree: ast.Module) -> Iterator[tuple[str, str]]:
@@ -237,11 +300,9 @@ def test_the_default_rule_sees_a_wall_clock_default() -> None:
 
 
 def calls_of(name: str, tree: ast.AST) -> set[int]:
-    return {
-        n.lineno
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
-    }
+    """The lines that build (or call) ``name``: ``name(...)``, ``x.name(...)``, ``name.model_validate(...)``
+    (decoding one from bytes, ``model_validate_json``, builds nothing new)."""
+    return {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and called(n) == name}
 
 
 def test_dead_letters_are_built_in_one_place() -> None:
@@ -253,25 +314,56 @@ def test_dead_letters_are_built_in_one_place() -> None:
     assert built - inside == set()
 
 
-def exception_classes() -> Iterator[tuple[str, str, type[BaseException]]]:
+def class_paths(
+    tree: ast.AST, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], ast.ClassDef]]:
+    """Every class with bases, nested ones too (in classes and functions), with its path of names."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            if node.bases:
+                yield (*prefix, node.name), node
+            yield from class_paths(node, (*prefix, node.name))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from class_paths(node, (*prefix, f"{node.name}()"))
+        elif not isinstance(node, ast.expr):
+            yield from class_paths(node, prefix)
+
+
+def exception_classes() -> Iterator[tuple[str, str, type[BaseException] | None]]:
+    """Each exception class (its module imported to see its bases' classes); a class inside a function
+    cannot be reached so: it is yielded with None when one of its bases is named like an error."""
     import importlib
 
     for rel, tree in sources(*LAYERS):
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.bases:
-                module = importlib.import_module(module_name(rel))
-                value = getattr(module, node.name, None)
-                if isinstance(value, type) and issubclass(value, BaseException):
-                    yield rel, node.name, value
+        for path, node in class_paths(tree):
+            if any(p.endswith("()") for p in path):
+                if any(ast.unparse(b).split(".")[-1].endswith(("Error", "Exception")) for b in node.bases):
+                    yield rel, ".".join(path), None
+                continue
+            value: object = importlib.import_module(module_name(rel))
+            for name in path:
+                value = getattr(value, name, None)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                yield rel, ".".join(path), value
 
 
 def test_every_error_raised_on_purpose_derives_from_groundwatch_error() -> None:
     from schemas.errors import GroundwatchError
 
     outside = [
-        f"{rel}: {name}" for rel, name, cls in exception_classes() if not issubclass(cls, GroundwatchError)
+        f"{rel}: {name}"
+        for rel, name, cls in exception_classes()
+        if cls is None or not issubclass(cls, GroundwatchError)
     ]
     assert outside == []
+
+
+def test_the_exception_rule_sees_nested_classes() -> None:
+    code = ast.parse(
+        "class A(Base):\n    class B(ValueError): ...\n"
+        "def f():\n    class C(RuntimeError): ...\n    class D: ...\n"
+    )
+    assert [".".join(p) for p, _ in class_paths(code)] == ["A", "A.B", "f().C"]
 
 
 def long_functions(tree: ast.Module) -> Iterator[tuple[int, str, int]]:
@@ -362,3 +454,46 @@ def test_the_json_rule_sees_aliases_attribute_calls_and_decoders() -> None:
         "json.loads",
         "orjson.loads",
     ]
+
+
+#: the one UTC helper (schemas/utc.py): a naive time read as UTC, an aware one converted
+UTC_HELPER = "schemas/utc.py"
+#: builtin exceptions a module may not raise on purpose (a GroundwatchError says what went wrong); a
+#: validator's ValueError and TypeError, the system's OSError, AssertionError and NotImplementedError may be
+BROAD_RAISES = {"Exception", "RuntimeError", "BaseException", "LookupError"}
+
+
+def utc_conversions(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """``x.astimezone(...)`` and ``x.replace(tzinfo=...)``: a UTC helper written inline."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "astimezone":
+                yield node.lineno, "astimezone"
+            elif node.func.attr == "replace" and any(k.arg == "tzinfo" for k in node.keywords):
+                yield node.lineno, "replace(tzinfo=...)"
+
+
+def broad_raises(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name) and target.id in BROAD_RAISES:
+                yield node.lineno, f"raise {target.id}"
+
+
+def test_one_utc_helper_and_no_broad_raise() -> None:
+    found = [
+        f"{rel}:{line}: {what}"
+        for rel, tree in sources(*LAYERS)
+        for line, what in [*(utc_conversions(tree) if rel != UTC_HELPER else ()), *broad_raises(tree)]
+    ]
+    assert found == []
+
+
+def test_the_utc_and_raise_rules_catch_planted_violations() -> None:
+    code = ast.parse(
+        "a = ts.astimezone(UTC)\nb = ts.replace(tzinfo=UTC)\nc = ts.replace(year=1)\n"
+        "raise RuntimeError('x')\nraise Exception\nraise ValueError('validator')\n"
+    )
+    assert [w for _, w in utc_conversions(code)] == ["astimezone", "replace(tzinfo=...)"]
+    assert [w for _, w in broad_raises(code)] == ["raise RuntimeError", "raise Exception"]
