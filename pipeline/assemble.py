@@ -8,7 +8,10 @@
   ``hallucination_threshold`` when set, else the judge kind's calibrated default) when the answer was
   given (it has at least one sentence), is known not to be a refusal, and the context pair was judged;
   otherwise None (no context, a refusal, or an unknown refusal flag).
-- ``grounded_precision`` and ``unsupported_claims`` from the context pair (``metrics.grounded``).
+- Statements: a statement of the context pair is entailed from the same operating threshold up, and an
+  unsupported claim under it (``pipeline.unsupported_claim_threshold`` when set), so a flagged answer
+  always names the statements that made it so (``at_threshold``); ``grounded_precision`` and
+  ``unsupported_claims`` from that pair (``metrics.grounded``).
 - Evidence and tools: ``evidence`` holds the tool-result passages judged beside the contexts
   (``pipeline.evidence``). ``no_evidence`` is True when the answer was given, is known not to be a
   refusal, has a factual statement (``pipeline.evidence.is_factual``) and there is no evidence at all (no
@@ -47,7 +50,15 @@ from pipeline.privacy.mask import restore_evaluation
 from pipeline.tool_arguments import ungrounded_arguments
 from schemas.evaluation import Evaluation, Outcome
 from schemas.interaction import Interaction, Passage
-from schemas.results import Converted, JudgeCall, NliResult, PairName, PairResult, RefusalResult
+from schemas.results import (
+    Converted,
+    JudgeCall,
+    NliResult,
+    PairName,
+    PairResult,
+    RefusalResult,
+    StatementVerdict,
+)
 from schemas.settings import Settings
 
 
@@ -55,6 +66,10 @@ def _pair(nli: NliResult | None, name: PairName) -> PairResult | None:
     if nli is None:
         return None
     return next((p for p in nli.pairs if p.pair == name), None)
+
+
+def _first_set(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _score(nli: NliResult | None, name: PairName) -> float | None:
@@ -173,18 +188,52 @@ def _call_totals(calls: list[JudgeCall]) -> dict[str, Any]:
     }
 
 
-def _hallucination(
-    converted: Converted, answer_refusal: bool | None, context_entailment: float | None, settings: Settings
-) -> bool | None:
-    """An answer that is not a refusal, entailed by its contexts under its app's threshold; None when
-    there is no answer, it may be a refusal, or the entailment is unknown."""
-    if not converted.answer_sentences or answer_refusal is not False or context_entailment is None:
-        return None
+def operating_threshold(converted: Converted, settings: Settings) -> float:
+    """The interaction's operating threshold of ``context_entailment`` (its app/model's, else the
+    judge kind's): its hallucination flag, and its statements' verdicts, are decided by it."""
     interaction = converted.interaction
-    threshold = settings.pipeline.threshold_for(
+    return settings.pipeline.threshold_for(
         "context_entailment", settings.judge.kind, interaction.app, interaction.model
     )
+
+
+def _hallucination(
+    converted: Converted, answer_refusal: bool | None, context_entailment: float | None, threshold: float
+) -> bool | None:
+    """An answer that is not a refusal, entailed by its contexts under ``threshold``; None when there is
+    no answer, it may be a refusal, or the entailment is unknown."""
+    if not converted.answer_sentences or answer_refusal is not False or context_entailment is None:
+        return None
     return context_entailment < threshold
+
+
+def at_threshold(pair: PairResult | None, threshold: float) -> PairResult | None:
+    """The context pair with each statement's verdict decided by its score and ``threshold``, as the
+    flag is: entailed from the threshold up, else the judge's own verdict when it was not entailed, else
+    not_stated (a judge with partial credit may call a statement entailed at 0.73). The scores stay, so
+    the pair's score and the flag do not move; a flagged answer's mean is under the threshold, so at
+    least one of its statements is."""
+    if pair is None:
+        return None
+
+    def decided(st: StatementVerdict) -> StatementVerdict:
+        verdict = (
+            "entailed"
+            if st.score >= threshold
+            else ("not_stated" if st.verdict == "entailed" else st.verdict)
+        )
+        if verdict == st.verdict:
+            return st
+        side = "at or over" if verdict == "entailed" else "under"
+        why = f"score {st.score:.3f} {side} the operating threshold {threshold:g}"
+        return st.model_copy(
+            update={"verdict": verdict, "reason": f"{st.reason} ({why})" if st.reason else why}
+        )
+
+    hypotheses = [
+        h.model_copy(update={"statements": [decided(st) for st in h.statements]}) for h in pair.hypotheses
+    ]
+    return pair.model_copy(update={"hypotheses": hypotheses})
 
 
 def _no_evidence(converted: Converted, answer_refusal: bool | None, passages: list[Passage]) -> bool | None:
@@ -202,8 +251,9 @@ def _citations(
 ) -> dict[str, Any]:
     """The Evaluation's pairs (the context pair's statements with their citations) and citation figures."""
     checked, figures = check_citations(context_pair, converted.citations, refusal)
+    context = checked if checked is not None else context_pair
     pairs = [
-        checked if p.pair == "context_answer" and checked is not None else p
+        context if p.pair == "context_answer" and context is not None else p
         for p in (nli.pairs if nli is not None else [])
     ]
     return {"pairs": pairs, **asdict(figures)}
@@ -226,9 +276,10 @@ def assemble(
     same = pipe.refusal_mode == "same"
     answer_refusal, gt_refusal = _refusal_flags(nli, refusal, same)
 
-    context_pair = _pair(nli, "context_answer")
+    threshold = operating_threshold(converted, settings)
+    context_pair = at_threshold(_pair(nli, "context_answer"), threshold)
     context_entailment = context_pair.score if context_pair is not None else None
-    hallucination = _hallucination(converted, answer_refusal, context_entailment, settings)
+    hallucination = _hallucination(converted, answer_refusal, context_entailment, threshold)
     passages = tool_passages(interaction, settings.tools)
     no_evidence = _no_evidence(converted, answer_refusal, passages)
 
@@ -251,7 +302,9 @@ def assemble(
         answer_refusal=answer_refusal,
         ground_truth_refusal=gt_refusal,
         grounded_precision=grounded_precision(scored, pipe.statement_weights),
-        unsupported_claims=unsupported_claims(scored, pipe.unsupported_claim_threshold),
+        unsupported_claims=unsupported_claims(
+            scored, _first_set(pipe.unsupported_claim_threshold, threshold)
+        ),
         hallucination=hallucination,
         relevance=relevance,
         **_citations(nli, context_pair, converted, answer_refusal),

@@ -87,8 +87,13 @@ class PipelineSettings(BaseModel):
             "code), it is used for every judge"
         ),
     )
-    unsupported_claim_threshold: float = Field(
-        0.5, ge=0, le=1, description="statement score under this = unsupported claim"
+    unsupported_claim_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="a statement scoring under this is an unsupported claim (and not entailed); None: the "
+        "interaction's operating threshold of context_entailment (threshold_for), the one its "
+        "hallucination flag uses, so a flagged answer always names the statements under it",
     )
     statement_weights: dict[str, NonNegativeFloat] = Field(
         default_factory=dict,

@@ -282,3 +282,30 @@ def test_app_thresholds_out_of_range_or_with_unknown_keys_are_refused_in_one_lin
         settings_from_env({"GROUNDWATCH_PIPELINE__APP_THRESHOLDS": value})
     line = describe_settings_error(caught.value)
     assert "GROUNDWATCH_PIPELINE__APP_THRESHOLDS" in line and reason in line and "\n" not in line
+
+
+def test_a_flagged_answer_names_the_statements_its_threshold_did_not_support() -> None:
+    """One operating threshold decides the flag and each statement's verdict: a partial-credit judge's
+    statement called entailed at 0.729 under the lexical 0.81 is not_stated and an unsupported claim, so
+    the flagged answer names it; over the threshold a statement is entailed whatever the judge wrote."""
+    s = make_settings().with_changes(judge={"kind": "lexical"})
+    statement = StatementVerdict(
+        statement="It covers two years.", verdict="entailed", score=0.729, reason="r"
+    )
+    over = StatementVerdict(statement="It covers defects.", verdict="not_stated", score=0.9)
+    hyp = HypothesisResult(hypothesis="It covers two years.", statements=[statement], score=0.729)
+    result = NliResult(
+        interaction_id="a1", pairs=[PairResult(pair="context_answer", hypotheses=[hyp], score=0.729)]
+    )
+    ev = assemble(converted(), result, refusal(), s, evaluated_at=EVALUATED_AT)
+    assert (ev.hallucination, ev.context_entailment) == (True, 0.729)
+    assert ev.unsupported_claims == ["It covers two years."]
+    [judged] = ev.pairs[0].hypotheses[0].statements
+    assert judged.verdict == "not_stated" and "under the operating threshold 0.81" in judged.reason
+    hyp2 = HypothesisResult(hypothesis="h", statements=[over], score=0.9)
+    result2 = NliResult(
+        interaction_id="a1", pairs=[PairResult(pair="context_answer", hypotheses=[hyp2], score=0.9)]
+    )
+    ev2 = assemble(converted(), result2, refusal(), s, evaluated_at=EVALUATED_AT)
+    assert ev2.hallucination is False and ev2.unsupported_claims == []
+    assert ev2.pairs[0].hypotheses[0].statements[0].verdict == "entailed"
