@@ -59,7 +59,7 @@ from schemas.results import (
     RefusalResult,
     StatementVerdict,
 )
-from schemas.settings import Settings
+from schemas.settings import PipelineSettings, Settings
 
 
 def _pair(nli: NliResult | None, name: PairName) -> PairResult | None:
@@ -68,8 +68,14 @@ def _pair(nli: NliResult | None, name: PairName) -> PairResult | None:
     return next((p for p in nli.pairs if p.pair == name), None)
 
 
-def _first_set(value: float | None, default: float) -> float:
-    return default if value is None else value
+def _units(scored: PairResult | None, pipe: PipelineSettings, threshold: float) -> dict[str, Any]:
+    """Grounded-unit precision and the unsupported claims (under ``pipeline.unsupported_claim_threshold``
+    when set, else the operating ``threshold``) of the scored context pair."""
+    under = threshold if pipe.unsupported_claim_threshold is None else pipe.unsupported_claim_threshold
+    return {
+        "grounded_precision": grounded_precision(scored, pipe.statement_weights),
+        "unsupported_claims": unsupported_claims(scored, under),
+    }
 
 
 def _score(nli: NliResult | None, name: PairName) -> float | None:
@@ -301,10 +307,7 @@ def assemble(
         answer_entails_ground_truth=_score(nli, "answer_ground_truth"),
         answer_refusal=answer_refusal,
         ground_truth_refusal=gt_refusal,
-        grounded_precision=grounded_precision(scored, pipe.statement_weights),
-        unsupported_claims=unsupported_claims(
-            scored, _first_set(pipe.unsupported_claim_threshold, threshold)
-        ),
+        **_units(scored, pipe, threshold),
         hallucination=hallucination,
         relevance=relevance,
         **_citations(nli, context_pair, converted, answer_refusal),

@@ -355,7 +355,7 @@ class Interaction(BaseModel):
     @classmethod
     def _utc(cls, value: datetime, info: ValidationInfo) -> datetime:
         try:
-            value = utc(value)
+            value = utc(value, clamp=False)
         except (OverflowError, ValueError) as exc:  # 0001-01-01T00:00:00+01:00 has no UTC time
             raise ValueError(f"timestamp {value.isoformat()} has no UTC time: {exc}") from exc
         now = _now(info)

@@ -30,7 +30,7 @@ after a later window's would be out of order, a firing left open); then it is gi
 log (it is no message, so it cannot be dead-lettered; rows that arrive for it later touch it again):
 when its read and insert work and only its alert rules kept failing, its aggregate is still written
 (no gap in the dashboard or in the later windows' rules), without its rules' transition; otherwise it
-is dropped from the pending windows. A round logs at most ``LOG_FAILURES_PER_ROUND`` windows'
+is dropped from the pending windows. A round logs at most ``rounds.LOG_FAILURES_PER_ROUND`` windows'
 failures one by one, then one line with how many more failed. When ClickHouse is unavailable
 (``streams.clickhouse.client.is_unavailable``: down, unreachable, a timeout; also the Kafka broker the
 alerts are published to) the batch is not split, its windows are not counted against
@@ -75,14 +75,12 @@ from schemas.utc import utc
 from schemas.window import WindowAggregate
 from streams.clickhouse.client import is_unavailable
 from streams.windows.aggregator import aggregate
+from streams.windows.rounds import BatchOutcome, RoundLog, run_round
 from streams.windows.tumbling import TumblingWindows, shift
 
 log = logging.getLogger(__name__)
 
 WindowKey = tuple[str, str, datetime]  # app, model, window start
-
-#: windows whose failure a round logs one by one; the rest are counted in one line at the round's end
-LOG_FAILURES_PER_ROUND = 5
 
 #: the aggregates a closer remembers (the latest written), to tell a close that changes nothing
 REMEMBERED_WINDOWS = 4096
@@ -209,8 +207,7 @@ class WindowCloser(Pausable):
         self._stopping = False  # finish() began: a round under way ends after its current batch
         self.paused = False  # ``pause``: a rebalance took the partitions; rounds wait for ``resume``
         self._finished = False  # finish() ended: nothing more is closed
-        self._unlogged = 0  # failures this round did not log one by one
-        self._logged = 0  # failures this round logged one by one
+        self._log = RoundLog()  # this round's failures, logged one by one up to a point
         self._outage: str | None = None  # why this round ended on an unavailable ClickHouse
         self._held: set[tuple[str, str]] = set()  # (app, model) with a window that failed this round
 
@@ -347,35 +344,26 @@ class WindowCloser(Pausable):
     async def _round(
         self, keys: list[WindowKey], budget_s: float | None, started: float | None = None
     ) -> tuple[list[WindowAggregate], list[WindowKey]]:
-        """Close ``keys`` in batches, oldest first. With ``budget_s``, a batch begins only while the time
-        the last batch took still fits in what is left of it; returns the windows closed and the keys
-        left. Without, a round ends early (its keys left) only when a stop begins. Either ends at once
-        when ClickHouse is unavailable."""
-        size = self.settings.close_batch
+        """Close ``keys`` in batches, oldest first (``streams.windows.rounds.run_round``); returns the
+        windows closed and the keys left."""
         begun = self.clock.monotonic() if started is None else started
         deadline = None if budget_s is None else begun + budget_s
-        last_batch = 0.0
-        out: list[WindowAggregate] = []
-        self._logged = self._unlogged = 0
+        self._log = RoundLog()
         self._held = set()
         self._outage = None
+
+        async def close(batch: list[WindowKey]) -> BatchOutcome[WindowAggregate, WindowKey]:
+            closed, go_on = await self._close_batch(batch, deadline)
+            return BatchOutcome(closed, [] if go_on else batch, go_on)
+
         try:
-            for i in range(0, len(keys), size):
-                now = self.clock.monotonic()
-                if budget_s is None and (self._stopping or self.paused):
-                    return out, keys[i:]
-                if budget_s is not None and now - begun + last_batch > budget_s:
-                    return out, keys[i:]
-                closed, go_on = await self._close_batch(keys[i : i + size], deadline)
-                out += closed
-                if not go_on:
-                    return out, keys[i:]
-                last_batch = self.clock.monotonic() - now
-            return out, []
+            done = await run_round(
+                keys, self.settings.close_batch, close, self.clock, budget_s=budget_s, begun=begun,
+                stopping=lambda: self._stopping or self.paused,
+            )  # fmt: skip
         finally:
-            if self._unlogged:
-                log.warning("windows: %d more windows failed to close this round (not logged one by one)",
-                            self._unlogged)  # fmt: skip
+            self._log.end("windows")
+        return done.closed, done.left
 
     async def _close_batch(
         self, keys: Sequence[WindowKey], deadline: float | None
@@ -566,11 +554,7 @@ class WindowCloser(Pausable):
         attempts = self.failures.get(key, 0) + 1
         self.failed += 1
         limit = self.settings.max_close_attempts
-        quiet = self._logged >= LOG_FAILURES_PER_ROUND  # counted in the round's last line instead
-        if quiet:
-            self._unlogged += 1
-        else:
-            self._logged += 1
+        quiet = not self._log.loud()  # past the round's first failures: counted in its last line instead
         if attempts < limit:
             self.failures[key] = attempts
             self._held.add((app, model))

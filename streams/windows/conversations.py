@@ -13,9 +13,9 @@ conversation metrics.
 
 One round at a time (a lock), in batches of ``conversations.close_batch`` (one read of turns, one of the
 stored rollups and one insert per app and model). A batch that fails stays open and is tried again at the
-next tick; a round logs at most ``LOG_FAILURES_PER_ROUND`` failed batches one by one, then one line with
-how many more. When ClickHouse is unavailable (``streams.clickhouse.client.is_unavailable``) the round
-ends at once with one line: every due conversation stays open for the next tick. The stop
+next tick; a round logs at most ``rounds.LOG_FAILURES_PER_ROUND`` failed batches one by one, then one
+line with how many more. When ClickHouse is unavailable (``streams.clickhouse.client.is_unavailable``) the
+round ends at once with one line: every due conversation stays open for the next tick. The stop
 (``finish(budget_s)``) works as the window closer's: a round under way ends after its batch, then one
 round closes the due conversations while its budget lasts; what is left is logged and rolled up at the
 next start (``reconcile``), and nothing closes after it. A conversation that gets a turn while it is
@@ -59,7 +59,8 @@ from schemas.touch import Touch
 from streams.clickhouse.client import is_unavailable
 from streams.clickhouse.conversations import Current, Written
 from streams.clickhouse.rows import evaluation_version
-from streams.windows.closer import LOG_FAILURES_PER_ROUND, FinalRound, Located, Owns, Pausable, why_left
+from streams.windows.closer import FinalRound, Located, Owns, Pausable, why_left
+from streams.windows.rounds import BatchOutcome, RoundLog, run_round
 from streams.windows.tumbling import utc
 
 log = logging.getLogger(__name__)
@@ -160,6 +161,7 @@ class ConversationCloser(Pausable):
         self._finished = False
         self._outage: str | None = None  # why the last round ended early: ClickHouse unavailable
         self._out_of_time = False  # ... or the stop's budget ran out
+        self._log = RoundLog()  # this round's failed batches, logged one by one up to a point
         #: interactions without a conversation_id whose row is not written yet, by id
         #: id -> its row (from the evaluation the sink wrote), or None: to read from its stored evaluation
         self._singles: dict[str, Written | None] = {}
@@ -264,57 +266,42 @@ class ConversationCloser(Pausable):
     async def _round(
         self, keys: list[ConversationKey], budget_s: float | None, started: float | None = None
     ) -> tuple[list[ConversationRollup], list[ConversationKey]]:
-        """Close ``keys`` in batches of ``close_batch``; returns the rollups written and the keys not
-        closed (those of failed batches and those never begun). With ``budget_s``, a batch begins only
-        while the time the last batch took still fits in what is left of it; without, the round ends
-        when a stop begins. Either ends at once when ClickHouse is unavailable (one line). A round logs
-        at most ``LOG_FAILURES_PER_ROUND`` failed batches one by one, then one line with how many more."""
-        size = self.settings.close_batch
-        begun = self.clock.monotonic() if started is None else started
-        last_batch = 0.0
-        out: list[ConversationRollup] = []
-        left: list[ConversationKey] = []
-        logged = unlogged = 0
+        """Close ``keys`` in batches of ``close_batch`` (``streams.windows.rounds.run_round``); returns the
+        rollups written and the keys not closed (those of failed batches and those never begun)."""
         self._outage = None
-        self._out_of_time = False
+        self._log = RoundLog()
         try:
-            for i in range(0, len(keys), size):
-                now = self.clock.monotonic()
-                if budget_s is None and (self._stopping or self.paused):
-                    return out, left + keys[i:]
-                if budget_s is not None and now - begun + last_batch > budget_s:
-                    self._out_of_time = True
-                    return out, left + keys[i:]
-                batch = keys[i : i + size]
-                try:
-                    out += await self._close_batch(batch)
-                except Exception as exc:
-                    self.failed += 1
-                    if is_unavailable(exc):
-                        self._outage = f"{type(exc).__name__}: {str(exc)[:300]}"
-                        log.warning(
-                            "conversations: closing %d due conversations failed, ClickHouse is unavailable: "
-                            "%s; they stay open and this round ends",
-                            len(keys) - i, self._outage,
-                        )  # fmt: skip
-                        return out, left + keys[i:]
-                    left += batch
-                    if logged < LOG_FAILURES_PER_ROUND:
-                        logged += 1
-                        log.warning(
-                            "conversations: closing %d failed (kept open; will retry): %s: %s",
-                            len(batch), type(exc).__name__, str(exc)[:500],
-                        )  # fmt: skip
-                    else:
-                        unlogged += 1
-                last_batch = self.clock.monotonic() - now
-            return out, left
+            done = await run_round(
+                keys, self.settings.close_batch, self._batch, self.clock, budget_s=budget_s,
+                begun=self.clock.monotonic() if started is None else started,
+                stopping=lambda: self._stopping or self.paused,
+            )  # fmt: skip
         finally:
-            if unlogged:
+            self._log.end("batches")
+        self._out_of_time = done.out_of_time
+        return done.closed, done.left
+
+    async def _batch(self, batch: list[ConversationKey]) -> BatchOutcome[ConversationRollup, ConversationKey]:
+        """One batch closed, or kept open when it fails (logged, up to the round's limit); ClickHouse
+        unavailable ends the round (one line)."""
+        try:
+            return BatchOutcome(await self._close_batch(batch))
+        except Exception as exc:
+            self.failed += 1
+            if is_unavailable(exc):
+                self._outage = f"{type(exc).__name__}: {str(exc)[:300]}"
                 log.warning(
-                    "conversations: %d more batches failed to close this round (not logged one by one)",
-                    unlogged,
+                    "conversations: closing a batch of %d due conversations failed, ClickHouse is "
+                    "unavailable: %s; they and the rest of the round stay open and the round ends",
+                    len(batch), self._outage,
                 )  # fmt: skip
+                return BatchOutcome([], batch, go_on=False)
+            if self._log.loud():
+                log.warning(
+                    "conversations: closing %d failed (kept open; will retry): %s: %s",
+                    len(batch), type(exc).__name__, str(exc)[:500],
+                )  # fmt: skip
+            return BatchOutcome([], batch)
 
     @property
     def singles_pending(self) -> int:
