@@ -17,44 +17,30 @@ partition of the touches topic its (app, model) keys to), so each drift is decid
 as stored. While ownership moves (a rebalance, a worker killed), the new owner reads the series' latest
 transition before it fires: an incident the last owner opened is carried on, not opened again.
 
-Notifications, however many workers: before sending, a worker claims the delivery (alert id + receiver)
-in the ``alert_deliveries`` ledger; only the earliest claim sends (``streams.clickhouse.leases``),
-with retries and backoff, and records the outcome there. A delivery that fails every retry is logged as
-an ERROR, counted (``delivery_failures``) and kept in the ledger with its last error. Requests carry
-the delivery id (``X-Groundwatch-Delivery``) and Alertmanager merges posts of the same labels, so the
-rare double send of two claims racing within one round trip is still one notification at those
-receivers (docs/alerts.md).
-
-Every delivery ends within its receiver's ``delivery_timeout_s``. At a stop (``aclose``) the deliveries
-in flight get ``stop_grace_s`` (a third of ``kafka.shutdown_timeout_s``) to finish; the rest are
-cancelled and their claims released, so the next worker sends them at once instead of after the lease.
+Notifications go through ``streams.alerts.delivery`` (one per receiver, claimed in a ledger, sent with
+retries, released at a stop).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
-
-import httpx
 
 from pipeline.clock import Clock, SystemClock
 from schemas.alert import Alert, AlertRules
 from schemas.settings import AlertSettings, Settings
 from schemas.utc import utc
 from schemas.window import WindowAggregate
+from streams.alerts.delivery import Deliveries
 from streams.alerts.judge_drift import JudgeDrift
 from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
 from streams.alerts.receivers import Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
 from streams.alerts.slices import slice_observations
 from streams.alerts.stats import EMPTY, observe
-from streams.alerts.webhook import Outcome
 from streams.clickhouse.labels import LabelStore
-from streams.clickhouse.leases import Claim, DeliveryLedger
+from streams.clickhouse.leases import DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import correct_threshold
 from streams.windows.tumbling import TumblingWindows
@@ -62,12 +48,6 @@ from streams.windows.tumbling import TumblingWindows
 log = logging.getLogger(__name__)
 
 Publish = Callable[[Alert, str], Awaitable[None]]
-
-
-def _log_failure(task: asyncio.Task[bool]) -> None:
-    """Done-callback of a delivery task: an exception (a bug or a ledger outage) is logged, not lost."""
-    if not task.cancelled() and task.exception() is not None:
-        log.error("alert delivery crashed", exc_info=task.exception())
 
 
 def _order(alert: Alert) -> tuple[datetime, bool]:
@@ -94,28 +74,25 @@ class AlertEngine:
         self.settings = settings
         self.windows = windows
         self.store = store
-        self.ledger = DeliveryLedger(store)  # who sends each notification
         self.publish = publish
-        self.targets = resolve(rules.receivers, settings) if targets is None else targets
         self.clock: Clock = clock or SystemClock()  # stamps transitions, leases, deliveries; their backoff
-        self.claimant = claimant or uuid.uuid4().hex  # this engine's name in the delivery ledger
-        self.stop_grace_s = stop_grace_s  # how long a stop waits for deliveries in flight (aclose)
+        receivers = resolve(rules.receivers, settings) if targets is None else targets
+        self.deliveries = Deliveries(
+            settings,
+            DeliveryLedger(store),
+            receivers,
+            self.clock,
+            claimant=claimant,
+            stop_grace_s=stop_grace_s,
+        )
         # rules on the judge's agreement with people's labels (streams.alerts.judge_drift)
         # (by default with the default settings: no environment read here)
         self.drift = drift or JudgeDrift(
             LabelStore(store).latest_labeled, correct_threshold(Settings.model_construct())
         )
         self.fired = 0  # transitions made (firing and resolved)
-        self.delivered = 0
-        self.delivery_failures = 0
-        self._http: httpx.AsyncClient | None = None
-        self._tasks: set[asyncio.Task[bool]] = set()
-        self._last_redeliver: datetime | None = None
-        self._sending: set[str] = set()  # delivery ids this engine is sending now (never two at once)
         # firing alert id -> when Alertmanager last heard of it, oldest first, within the last refresh period
         self._refreshed: dict[str, datetime] = {}
-        self._unsent: list[Claim] = []  # cancelled by the stop before an outcome: released by aclose
-        self._unrecorded: list[tuple[str, Outcome]] = []  # cancelled by the stop while recording it
 
     @classmethod
     def from_settings(
@@ -333,11 +310,9 @@ class AlertEngine:
         while now - at >= every:  # stops at the latest, refreshed now
             del self._refreshed[oldest]
             oldest, at = next(iter(self._refreshed.items()))
-        if self._http is None:
-            self._http = httpx.AsyncClient()
         for target in targets:
             outcome = await target.send(
-                self._http, latest, f"{latest.alert_id}|{target.name}", now, self.clock.sleep
+                self.deliveries.client(), latest, f"{latest.alert_id}|{target.name}", now, self.clock.sleep
             )
             if not outcome.ok:
                 log.warning(
@@ -351,123 +326,32 @@ class AlertEngine:
         await self.store.insert_alert(alert)  # then the table (the next evaluation reads it)
         self.fired += 1
         log.warning("ALERT %s", alert.message)
-        for target in self.targets:
-            self._spawn(self.notify(target, alert))
+        self.deliveries.send(alert)
+
+    # ---- notifications (streams.alerts.delivery) ----------------------------------------------------
+    @property
+    def targets(self) -> list[Target]:
+        return self.deliveries.targets
+
+    @property
+    def delivered(self) -> int:
+        return self.deliveries.delivered
+
+    @property
+    def delivery_failures(self) -> int:
+        return self.deliveries.delivery_failures
 
     async def redeliver_due(self) -> int:
-        """Every half lease (and at the first window after start): send the notifications a stopped
-        worker claimed or was about to claim and never recorded (``redeliver``)."""
-        now = self.clock.now()
-        lease = timedelta(seconds=self.settings.delivery_lease_s)
-        if self._last_redeliver is not None and now - self._last_redeliver < lease / 2:
-            return 0
-        self._last_redeliver = now
-        return await self.redeliver()
+        return await self.deliveries.redeliver_due()
 
     async def redeliver(self) -> int:
-        """Claim and send each transition of the last ``redeliver_hours`` whose notification to a
-        receiver has no outcome and no live claim; returns how many were started."""
-        if not self.targets:
-            return 0
-        now = self.clock.now()
-        by_name = {t.name: t for t in self.targets}
-        since = now - timedelta(hours=self.settings.redeliver_hours)
-        stale = now - timedelta(seconds=self.settings.delivery_lease_s)
-        pending = await self.ledger.undelivered(list(by_name), since, stale)
-        for alert, receiver in pending:
-            log.warning("alert %s: notifying %s again (no outcome recorded)", alert.alert_id, receiver)
-            self._spawn(self.notify(by_name[receiver], alert))
-        return len(pending)
-
-    def _spawn(self, work: Coroutine[Any, Any, bool]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(_log_failure)
+        return await self.deliveries.redeliver()
 
     async def notify(self, target: Target, alert: Alert) -> bool:
-        """Claim, send (with retries) and record one delivery; False when another worker sends it or
-        it failed (then logged and counted). A claim older than the lease without an outcome does not
-        stand in the way (its worker stopped). Cancelled (a stop) before its outcome is known, the
-        claim is released: the delivery is left to the next worker. One that raised (the ledger could
-        not be written) is sent by the next ``redeliver`` that finds it without an outcome or a live
-        claim, by this engine or another."""
-        delivery_id = f"{alert.alert_id}|{target.name}"
-        if delivery_id in self._sending:
-            return False
-        self._sending.add(delivery_id)
-        try:
-            return await self._notify(target, alert, delivery_id)
-        finally:
-            self._sending.discard(delivery_id)
-
-    async def _notify(self, target: Target, alert: Alert, delivery_id: str) -> bool:
-        now = self.clock.now()
-        claim = Claim(delivery_id, alert.alert_id, target.name, now)
-        outcome: Outcome | None = None
-        try:
-            # from its first await a claim row may exist: a cancellation does not stop the insert
-            stale_before = now - timedelta(seconds=self.settings.delivery_lease_s)
-            if not await self.ledger.claim(claim, self.claimant, stale_before):
-                log.info("delivery %s is another worker's", delivery_id)
-                return False
-            if self._http is None:
-                self._http = httpx.AsyncClient()
-            outcome = await target.send(self._http, alert, delivery_id, self.clock.now(), self.clock.sleep)
-            await self._record(delivery_id, outcome)
-        except asyncio.CancelledError:  # the stop (aclose) writes what is left to write, in one go
-            if outcome is None:
-                self._unsent.append(claim)
-            else:
-                self._unrecorded.append((delivery_id, outcome))
-            raise
-        if outcome.ok:
-            self.delivered += 1
-            return True
-        self.delivery_failures += 1
-        log.error(
-            "webhook delivery failed after %d attempts: %s to receiver %s (%s): %s; kept in alert_deliveries",
-            outcome.attempts, delivery_id, target.name, target.receiver.kind, outcome.error,
-        )  # fmt: skip
-        return False
-
-    async def _settle_cancelled(self) -> None:
-        unsent, self._unsent = self._unsent, []
-        if unsent:
-            log.warning(
-                "%d alert deliveries cancelled unsent %g s into the stop, their claims released for the "
-                "next worker: %s", len(unsent), self.stop_grace_s, ", ".join(c.delivery_id for c in unsent),
-            )  # fmt: skip
-            await self.ledger.release(unsent, self.claimant, self.clock.now())
-        unrecorded, self._unrecorded = self._unrecorded, []
-        for delivery_id, outcome in unrecorded:
-            await self._record(delivery_id, outcome)
-
-    async def _record(self, delivery_id: str, outcome: Outcome) -> None:
-        status = "delivered" if outcome.ok else "failed"
-        await self.ledger.finish(
-            delivery_id, self.claimant, status, outcome.attempts, outcome.error, self.clock.now()
-        )
+        return await self.deliveries.notify(target, alert)
 
     async def drain(self) -> None:
-        """Wait for the deliveries in flight."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.deliveries.drain()
 
     async def aclose(self) -> None:
-        """The stop: deliveries in flight get ``stop_grace_s`` to finish; the others are cancelled, their
-        claims released and the outcomes they were recording recorded (if that fails, their claims wait
-        out the lease)."""
-        if self._tasks:
-            _, pending = await asyncio.wait(list(self._tasks), timeout=self.stop_grace_s)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)  # at once: a cancelled notify awaits nothing more
-            try:  # one insert: bounded as every ClickHouse write (and the stop by kafka.shutdown_timeout_s)
-                await self._settle_cancelled()
-            except Exception as exc:
-                log.error("alert deliveries cancelled by the stop stay claimed until the lease ends: %r", exc)
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self.deliveries.aclose()

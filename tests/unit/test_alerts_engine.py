@@ -165,7 +165,7 @@ async def test_a_worker_that_stopped_mid_delivery_leaves_it_to_another(
         await store.insert_alert(alert)
     delivery = f"{fired.alert_id}|signed"
     assert await DeliveryLedger(store).claim(
-        Claim(delivery, fired.alert_id, "signed", clock.now()), crashed.claimant
+        Claim(delivery, fired.alert_id, "signed", clock.now()), crashed.deliveries.claimant
     )
     # the claim is live: only the transition nobody claimed is sent
     assert await survivor.redeliver() == 1
@@ -178,8 +178,10 @@ async def test_a_worker_that_stopped_mid_delivery_leaves_it_to_another(
     assert await survivor.redeliver() == 0
     assert [json.loads(b)["alert"]["alert_id"] for _, b in state.posts] == [other.alert_id, fired.alert_id]
     outcomes = {(d["delivery_id"], d["claimant"]): d["status"] for d in deliveries(store)}
-    assert outcomes[(delivery, crashed.claimant)] == "claimed"  # the stopped worker's claim stays as it was
-    assert outcomes[(delivery, survivor.claimant)] == "delivered"
+    assert (
+        outcomes[(delivery, crashed.deliveries.claimant)] == "claimed"
+    )  # the stopped worker's claim stays as it was
+    assert outcomes[(delivery, survivor.deliveries.claimant)] == "delivered"
 
 
 async def test_a_long_firing_alert_is_posted_to_alertmanager_again_before_its_ends_at(
