@@ -253,7 +253,6 @@ class JudgingPool:
         self.workers = workers
         self.here = here
         self.restarts = 0  # pools started again after a judging process died
-        self.remote_chunks = 0  # chunks the judging processes judged
         self._drained = asyncio.Event()  # this process found the queue empty
 
     async def judge(
@@ -290,8 +289,11 @@ class JudgingPool:
         self._drained.set()
 
     async def _judge_elsewhere(self, queue: deque[list[DatasetLine]], take: Take) -> None:
-        while queue and self.restarts <= self.MAX_RESTARTS:
+        while queue:
             if not await self._round(queue, take):
+                return
+            if self.restarts >= self.MAX_RESTARTS:  # this process judges what is left
+                log.warning("a judging process died again; this process judges the rest")
                 return
             self.restarts += 1
             log.warning(
@@ -348,7 +350,6 @@ class JudgingPool:
             take(chunk, [_failed(line, f"{type(error).__name__}: {error}") for line in chunk])
         else:
             take(chunk, future.result())
-            self.remote_chunks += 1
         return False
 
 
