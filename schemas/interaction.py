@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from schemas.citations import Citation
 from schemas.settings import Limits
+from schemas.tool_pairing import merge_given
 from schemas.tools import (
     InputMessage,
     ReadMessages,
@@ -323,7 +324,7 @@ class Interaction(BaseModel):
                 self.question = _check_len(
                     question, limits.max_question_chars, "question (the last user turn)"
                 )
-            self.steps = _merge_steps(self.steps, _mark_earlier_turns(read, self.question, given))
+            self.steps = merge_given(self.steps, _mark_earlier_turns(read, self.question, given))
             flags.extend(read.flags)
             self.messages = None
         elif not given:
@@ -466,14 +467,6 @@ def _mark_earlier_turns(read: ReadMessages, question: str, given: bool) -> list[
         earlier = at < max(last_user, last_reply)
         out.append(step.model_copy(update={"earlier_turn": True}) if earlier else step)
     return out
-
-
-def _merge_steps(given: list[ToolStep], read: list[ToolStep]) -> list[ToolStep]:
-    """The steps given directly, then those read from messages whose call_id none of them has."""
-    if not given:
-        return read
-    ids = {s.call_id for s in given if s.call_id is not None}
-    return [*given, *(s for s in read if s.call_id is None or s.call_id not in ids)]
 
 
 def _cap_flags(flags: list[str]) -> list[str]:

@@ -2,10 +2,12 @@
 
 Input ``messages`` may carry tool traffic in three shapes: OpenAI's chat format (an assistant turn's
 ``tool_calls``, ``tool`` turns with ``tool_call_id``), its legacy functions (an assistant's
-``function_call``, ``function`` turns with ``name``), and the OpenTelemetry GenAI semantic conventions'
-parts (``text``, ``tool_call``, ``tool_call_response``, in ``parts`` or in a list ``content``; a
-``tool_call_response`` may come in a turn of any role, as Pydantic AI writes them under ``user``).
-``read_messages`` turns them into the text turns of the conversation and a list of ``ToolStep``.
+``function_call``, ``function`` turns with ``name``), and content parts (``text``; the tool parts of
+``schemas.tool_pairing``: GenAI's ``tool_call`` and ``tool_call_response``, the Responses API's
+``function_call`` and ``function_call_output``; in ``parts`` or in a list ``content``; a result part may
+come in a turn of any role, as Pydantic AI writes them under ``user``). ``read_messages`` turns them into
+the text turns of the conversation and a list of ``ToolStep``, each result paired with its call by the
+rule of ``schemas.tool_pairing`` (the one the OpenTelemetry reader uses).
 
 What cannot be used as given is judged with what is there and named in the interaction's ``flags``
 (``FLAG_*`` below, each ``"<code>: <where>"``); a shape that cannot be read at all is refused, naming the
@@ -33,6 +35,19 @@ from pydantic import (
 from schemas.json_depth import json_depth_exceeds, value_depth_exceeds
 from schemas.json_input import json_value
 from schemas.settings import Limits
+from schemas.tool_pairing import (
+    CALL_ID_KEYS,
+    CALL_PARTS,
+    RESULT_PARTS,
+    TOOL_PARTS,
+    CallFound,
+    ResultFound,
+    StepPairing,
+    opt_str,
+    part_call,
+    part_call_id,
+    part_result,
+)
 from schemas.utc import utc
 from schemas.validation import problems
 
@@ -46,8 +61,6 @@ FLAG_ARGUMENTS_TRUNCATED = "tool_arguments_truncated"
 FLAG_RESULT_TRUNCATED = "tool_result_truncated"
 #: a tool result held parts that are not text (an image, a file): the text parts were kept
 FLAG_RESULT_NOT_TEXT = "tool_result_not_text"
-#: a tool result named a call id (or a function) no earlier call has: kept as a step of its own
-FLAG_RESULT_WITHOUT_CALL = "tool_result_without_call"
 #: a turn's content held parts that are not text: the text parts were kept
 FLAG_CONTENT_NOT_TEXT = "content_not_text"
 #: more steps than ``limits.max_steps``: the earliest were dropped
@@ -252,13 +265,16 @@ def step_flags(steps: Sequence[ToolStep], flags: Sequence[str] = (), max_depth: 
 
 class Part(BaseModel):
     """One part of a turn's content: OpenAI's ``{"type": "text", "text": ...}``, the GenAI semantic
-    conventions' ``text`` (``content``), ``tool_call`` (``id``, ``name``, ``arguments``) and
-    ``tool_call_response`` (``id``, ``response`` or ``result``); other types (images, files) are
-    kept aside and flagged, not read."""
+    conventions' ``text`` (``content``), a tool call (``tool_call``, ``function_call``: ``id``, ``name``,
+    ``arguments``) or a tool result (``tool_call_response``, ``function_call_output``, ``tool_result``:
+    the call's ``id``, the value under ``response``, ``result``, ``output`` or ``content``); other types
+    (images, files) are kept aside and flagged, not read."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    type: str = Field(min_length=1, description="text, tool_call, tool_call_response, or another type")
+    type: str = Field(
+        min_length=1, description="text, a tool part (schemas.tool_pairing.TOOL_PARTS), or another type"
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> Part:
@@ -267,15 +283,12 @@ class Part(BaseModel):
             text = extra.get("text", extra.get("content"))
             if not isinstance(text, str):
                 raise ValueError("a text part needs text (or content) as a string")
-        elif self.type == "tool_call":
-            name = extra.get("name")
-            if not isinstance(name, str) or not name:
-                raise ValueError("a tool_call part needs a name (a non-empty string)")
-            if extra.get("id") is not None and not isinstance(extra.get("id"), str):
-                raise ValueError("a tool_call part's id must be a string")
-        elif self.type == "tool_call_response":
-            if extra.get("id") is not None and not isinstance(extra.get("id"), str):
-                raise ValueError("a tool_call_response part's id must be a string")
+        elif self.type in CALL_PARTS and part_call(extra) is None:
+            raise ValueError(f"a {self.type} part needs a name (a non-empty string)")
+        if self.type in TOOL_PARTS:
+            for key in CALL_ID_KEYS:
+                if extra.get(key) is not None and not isinstance(extra.get(key), str):
+                    raise ValueError(f"a {self.type} part's {key} must be a string")
         return self
 
     def get(self, key: str) -> Any:
@@ -298,7 +311,7 @@ class FunctionCall(BaseModel):
     )
 
 
-class ToolCall(BaseModel):
+class ChatToolCall(BaseModel):
     """One entry of an assistant turn's ``tool_calls``: ``{"id", "type": "function", "function"}``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -329,7 +342,7 @@ class InputMessage(BaseModel):
     )
     parts: list[Part] | None = Field(None, description="the GenAI semantic conventions' parts")
     name: str | None = Field(None, description="the speaker's name; a function turn's function name")
-    tool_calls: list[ToolCall] | None = Field(None, description="an assistant turn's tool calls")
+    tool_calls: list[ChatToolCall] | None = Field(None, description="an assistant turn's tool calls")
     function_call: FunctionCall | None = Field(None, description="an assistant turn's legacy function call")
     tool_call_id: str | None = Field(None, description="a tool turn: the id of the call it answers")
     finish_reason: str | None = Field(None, description="the GenAI conventions' finish reason; not read")
@@ -429,66 +442,36 @@ def _result_text(content: str | list[Part] | None, where: str, flags: list[str])
     return "\n".join(texts) if texts else None
 
 
-def _response_text(part: Part) -> str | None:
-    value = part.get("response")
-    if value is None:
-        value = part.get("result")
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json_text(value)
-
-
-class _Pairing:
-    """The steps read so far, each result paired with its call: open calls by call id, and by name
-    for legacy functions (``read_messages``)."""
+class _Reader:
+    """The turns of a conversation read one by one: text turns kept, tool calls and results handed to
+    the pairing (``schemas.tool_pairing``)."""
 
     def __init__(self, out: ReadMessages) -> None:
         self.out = out
-        self.by_id: dict[str, int] = {}
-        self.pending_functions: list[int] = []
+        self.pairing = StepPairing()
 
-    def call(self, index: int, name: str, call_id: str | None, arguments: Any) -> None:
-        out = self.out
-        step = ToolStep.model_validate({"name": name, "call_id": call_id, "arguments": arguments})
-        out.steps.append((index, step))
-        if call_id is not None:
-            self.by_id[call_id] = len(out.steps) - 1
-        else:
-            self.pending_functions.append(len(out.steps) - 1)
+    def call(self, at: int, found: CallFound | None) -> None:
+        if found is not None:
+            self.pairing.call(found, at=at)
 
-    def answer(
-        self, index: int, call_id: str | None, name: str | None, result: str | None, where: str
-    ) -> None:
-        out, pending = self.out, self.pending_functions
-        slot: int | None = None
-        if call_id is not None and call_id in self.by_id:
-            slot = self.by_id.pop(call_id)
-        elif call_id is None and name is not None:
-            for j in range(len(pending) - 1, -1, -1):
-                if out.steps[pending[j]][1].name == name:
-                    slot = pending.pop(j)
-                    break
-        if slot is None:
-            out.flags.append(
-                f"{FLAG_RESULT_WITHOUT_CALL}: {where} (call id {call_id!r}) answers no earlier call"
-            )
-            step = ToolStep.model_validate({"name": name or "unknown", "call_id": call_id, "result": result})
-            out.steps.append((index, step))
-            return
-        at, step = out.steps[slot]
-        data = step.model_dump(exclude={"status"})
-        data["result"] = result
-        out.steps[slot] = (at, ToolStep.model_validate(data))
+    def answer(self, at: int, call_id: str | None, name: str | None, result: str | None, where: str) -> None:
+        self.pairing.result(ResultFound(call_id, name, result, where=where), at=at)
+
+    def result_part(self, at: int, part: Part, message: InputMessage, where: str) -> None:
+        extra = part.model_extra or {}
+        value = part_result(extra)
+        text = None if value is None else value if isinstance(value, str) else json_text(value)
+        call_id = part_call_id(extra) or message.tool_call_id
+        self.answer(at, call_id, opt_str(extra.get("name")) or message.name, text, where)
 
     def results_turn(self, i: int, message: InputMessage, where: str) -> None:
         """A ``tool`` or legacy ``function`` turn: its results, each answering its call."""
         if message.role == "function":
             self.answer(i, None, message.name, _result_text(message.content, where, self.out.flags), where)
             return
-        responses = [p for p in message.all_parts if p.type == "tool_call_response"]
+        responses = [p for p in message.all_parts if p.type in RESULT_PARTS]
         for part in responses:
-            self.answer(i, part.get("id") or message.tool_call_id, part.get("name") or message.name,
-                        _response_text(part), where)  # fmt: skip
+            self.result_part(i, part, message, where)
         if not responses:
             content = message.content if message.parts is None else message.parts
             result = _result_text(content, where, self.out.flags)
@@ -507,25 +490,25 @@ class _Pairing:
         for part in message.all_parts:
             if part.type == "text":
                 texts.append(part.text)
-            elif part.type == "tool_call":
-                self.call(i, str(part.get("name")), part.get("id"), part.get("arguments"))
+            elif part.type in CALL_PARTS:
+                self.call(i, part_call(part.model_extra or {}))
                 called = True
-            elif part.type == "tool_call_response":
-                self.answer(i, part.get("id"), part.get("name"), _response_text(part), where)
+            elif part.type in RESULT_PARTS:
+                self.result_part(i, part, message, where)
             else:
                 other.append(part.type)
         for tool_call in message.tool_calls or []:
-            self.call(i, tool_call.function.name, tool_call.id, tool_call.function.arguments)
+            self.call(i, CallFound(tool_call.id, tool_call.function.name, tool_call.function.arguments))
             called = True
         if message.function_call is not None:
-            self.call(i, message.function_call.name, None, message.function_call.arguments)
+            self.call(i, CallFound(None, message.function_call.name, message.function_call.arguments))
             called = True
         if other:
             self.out.flags.append(
                 f"{FLAG_CONTENT_NOT_TEXT}: {where} held {', '.join(sorted(set(other)))} parts"
             )
         text = "\n".join(t for t in texts if t)
-        only_results = not texts and any(p.type == "tool_call_response" for p in message.all_parts)
+        only_results = not texts and any(p.type in RESULT_PARTS for p in message.all_parts)
         if only_results or (message.role == "assistant" and not text):
             return None
         role = message.role
@@ -534,19 +517,22 @@ class _Pairing:
 
 
 def read_messages(messages: Sequence[InputMessage]) -> ReadMessages:
-    """The text turns and tool steps of a conversation, in order. A result is paired with the call of the
-    same id (legacy ``function`` turns: the latest unanswered call of that name); a result that pairs with
-    no call becomes a step of its own (status from its result) and is flagged; a call whose result never
-    came is a step with status ``no_result``. ``earlier_turn`` is left False here (the interaction sets it
-    once it knows which user turn is the question)."""
+    """The text turns and tool steps of a conversation, in order, each result paired with its call
+    (``schemas.tool_pairing.StepPairing``); a result that pairs with no call becomes a step of its own
+    (status from its result) and is flagged; a call whose result never came is a step with status
+    ``no_result``. ``earlier_turn`` is left False here (the interaction sets it once it knows which user
+    turn is the question)."""
     out = ReadMessages()
-    pairing = _Pairing(out)
+    reader = _Reader(out)
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if message.role in ("tool", "function"):
-            pairing.results_turn(i, message, where)
+            reader.results_turn(i, message, where)
             continue
-        turn = pairing.text_turn(i, message, where)
+        turn = reader.text_turn(i, message, where)
         if turn is not None:
             out.turns.append(turn)
+    pairing = reader.pairing
+    out.steps = [(s.at, ToolStep.model_validate(s.as_dict())) for s in pairing.steps]
+    out.flags.extend(pairing.flags())
     return out

@@ -18,9 +18,9 @@ until it is complete):
   ``tool_calls`` and ``tool`` turns, GenAI ``tool_call`` / ``tool_call_response`` parts, also under role
   ``user`` as Pydantic AI writes them), the outputs of the calls that only asked for tools, and the tool
   spans (GenAI ``execute_tool``, OpenInference TOOL, OpenLLMetry ``tool``; LangChain's serialised
-  ToolMessage and ``{"lc": 1, ...}`` form unwrapped), one step per call (``_Steps`` pairs them); a span's
-  error status or exception event makes its step an error; a call without a result has none
-  (``no_result``); a call before the question's turn is ``earlier_turn``;
+  ToolMessage and ``{"lc": 1, ...}`` form unwrapped), one step per call (``schemas.tool_pairing``
+  pairs them); a span's error status or exception event makes its step an error; a call without a
+  result has none (``no_result``); a call before the question's turn is ``earlier_turn``;
 - a call with neither text nor tool calls is an error with the reason (the worker dead-letters it);
 - the conversation id is ``gen_ai.conversation.id``, ``session.id`` or
   ``traceloop.association.properties.session_id`` of the call, else of the spans above it, else of any
@@ -61,9 +61,9 @@ interaction. A call that cannot be mapped is returned with the reason (the worke
 
 The package, by job: ``wire`` (the OTLP/JSON wire format, a request read into a ``Batch``),
 ``conventions`` (message content, tool parts and documents across GenAI, OpenInference and OpenLLMetry),
-``kinds`` (``span_kind``: what a span is), ``spans`` (tool spans and the trace's other spans), ``steps``
-(the tool steps of an answer, each result paired with its call), ``trace`` (a trace's interactions),
-``model`` (the shapes they share).
+``kinds`` (``span_kind``: what a span is), ``spans`` (tool spans and the trace's other spans), ``trace``
+(a trace's interactions, its steps paired by ``schemas.tool_pairing``, the rule the chat-message reader
+uses), ``model`` (the shapes they share).
 """
 
 from __future__ import annotations

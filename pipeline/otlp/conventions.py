@@ -15,11 +15,20 @@ from pipeline.otlp.model import (
     Passage,
     Record,
     Span,
-    ToolCall,
-    ToolResult,
 )
 from schemas.document_names import document_name
 from schemas.json_input import json_value
+from schemas.tool_pairing import (
+    CALL_PARTS,
+    RESULT_PARTS,
+    TOOL_PARTS,
+    CallFound,
+    ResultFound,
+    opt_str,
+    part_call,
+    part_call_id,
+    part_result,
+)
 from schemas.tools import json_text
 
 
@@ -61,12 +70,6 @@ def content(value: Any) -> tuple[str, tuple[str, ...]]:
     return "", ()
 
 
-#: content parts that are tool calls or tool results (read as steps, not counted as parts not judged)
-CALL_PARTS = ("tool_call", "function_call")
-RESULT_PARTS = ("tool_call_response", "function_call_output", "tool_result")
-TOOL_PARTS = frozenset(CALL_PARTS + RESULT_PARTS)
-
-
 def as_text(value: Any) -> str | None:
     """A tool result or argument as text: a string as it is, anything else as JSON (None stays None)."""
     if value is None or isinstance(value, str):
@@ -74,26 +77,8 @@ def as_text(value: Any) -> str | None:
     return json_text(value)
 
 
-def opt_str(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)
-
-
-def _openai_tool_call(item: Any) -> ToolCall | None:
-    """OpenAI's ``{"id", "type": "function", "function": {"name", "arguments"}}`` or a flat
-    ``{"id", "name", "arguments"}``."""
-    if not isinstance(item, dict):
-        return None
-    inner = item.get("function")
-    function: dict[str, Any] = inner if isinstance(inner, dict) else item
-    name = function.get("name")
-    if not name:
-        return None
-    return ToolCall(opt_str(item.get("id") or item.get("call_id")), str(name), function.get("arguments"))
-
-
-def _part_tools(value: Any) -> tuple[list[ToolCall], list[ToolResult]]:
-    """The tool calls and tool results among content parts (GenAI ``tool_call`` / ``tool_call_response``
-    with ``response`` or ``result``; the Responses API's ``function_call`` / ``function_call_output``)."""
+def _part_tools(value: Any) -> tuple[list[CallFound], list[ResultFound]]:
+    """The tool calls and tool results among content parts (``schemas.tool_pairing``'s part kinds)."""
     if isinstance(value, str):
         parts = _json_list(value)
         if parts is None:
@@ -101,20 +86,19 @@ def _part_tools(value: Any) -> tuple[list[ToolCall], list[ToolResult]]:
         value = parts
     if isinstance(value, dict):
         value = value.get("parts", value.get("content"))
-    calls: list[ToolCall] = []
-    results: list[ToolResult] = []
+    calls: list[CallFound] = []
+    results: list[ResultFound] = []
     for part in value if isinstance(value, list) else []:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
         if kind in CALL_PARTS:
-            found = _openai_tool_call(part)
+            found = part_call(part)
             if found is not None:
                 calls.append(found)
         elif kind in RESULT_PARTS:
-            result = next((part[k] for k in ("response", "result", "output", "content") if k in part), None)
-            call_id = opt_str(part.get("id") or part.get("call_id") or part.get("tool_call_id"))
-            results.append(ToolResult(call_id, opt_str(part.get("name")), as_text(result)))
+            name = opt_str(part.get("name"))
+            results.append(ResultFound(part_call_id(part), name, as_text(part_result(part))))
     return calls, results
 
 
@@ -126,18 +110,18 @@ def _message(role: Any, value: Any, fields: dict[str, Any] | None = None) -> Mes
     calls, results = _part_tools(value)
     fields = fields or {}
     for item in fields.get("tool_calls") or []:
-        found = _openai_tool_call(item)
+        found = part_call(item) if isinstance(item, dict) else None
         if found is not None:
             calls.append(found)
     if isinstance(fields.get("function_call"), dict):
-        found = _openai_tool_call(fields["function_call"])
+        found = part_call(fields["function_call"])
         if found is not None:
             calls.append(found)
     role_text = str(role or "")
     if role_text.strip().lower() in ("tool", "function", "ipython") and not results:
         result = text if text or not isinstance(value, (dict, list)) else as_text(value)
         call_id = opt_str(fields.get("tool_call_id") or fields.get("id"))
-        results.append(ToolResult(call_id, opt_str(fields.get("name")), result))
+        results.append(ResultFound(call_id, opt_str(fields.get("name")), result))
         text = ""
     return Message(role_text, text, other, tuple(calls), tuple(results))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.tool_pairing import CallFound, ResultFound, RunFound
+
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 #: span message roles -> the interaction's turn roles; other roles (tool, function) are not conversation
 ROLES = {
@@ -38,31 +40,12 @@ NO_CONTENT_IN_RECORDS = (
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """A tool call the model asked for (an assistant message's ``tool_calls``, a ``tool_call`` part)."""
-
-    call_id: str | None
-    name: str
-    arguments: Any
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """A tool's result as the model received it (a ``tool`` message, a ``tool_call_response`` part)."""
-
-    call_id: str | None
-    name: str | None
-    result: str | None
-    error: bool = False
-
-
-@dataclass(frozen=True)
 class Message:
     role: str
     text: str
     not_judged: tuple[str, ...] = ()  # the kinds of the parts that are not text nor tools (image_url...)
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_results: tuple[ToolResult, ...] = ()
+    tool_calls: tuple[CallFound, ...] = ()
+    tool_results: tuple[ResultFound, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +75,11 @@ class ToolSpan:
     start_ns: int
     end_ns: int
     not_text: str | None = None  # the kind of a result recorded as a value that is not text (``bytes``)
+
+    @property
+    def run(self) -> RunFound:
+        return RunFound(self.call_id, self.name, self.arguments, self.result, self.error,
+                        self.start_ns, self.end_ns, self.not_text)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.otlp.conventions import as_text, content, json_messages, opt_str
+from pipeline.otlp.conventions import as_text, content, json_messages
 from pipeline.otlp.kinds import SpanKind
 from pipeline.otlp.model import SpanInfo, ToolSpan
 from schemas.json_input import json_value
+from schemas.tool_pairing import opt_str
 
 # ---- tool spans and the trace's other spans -----------------------------------------------------------
 #: where the conversation id sits, in order of preference (the call's span, then its ancestors')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,14 +20,13 @@ from pipeline.otlp.model import (
     Message,
     Passage,
     SpanInfo,
-    ToolCall,
     ToolSpan,
 )
 from pipeline.otlp.spans import CONVERSATION_KEYS
-from pipeline.otlp.steps import Step, Steps
 from schemas.interaction import Interaction
 from schemas.settings import Limits
-from schemas.tools import FLAG_RESULT_NOT_TEXT, FLAG_RESULT_WITHOUT_CALL
+from schemas.tool_pairing import CallFound, PairedStep, StepPairing
+from schemas.tools import FLAG_RESULT_NOT_TEXT
 from schemas.validation import describe_validation_error
 
 
@@ -67,7 +66,7 @@ class _Read:
         return next((m.text for m in self.outputs if m.text.strip()), "")
 
     @property
-    def asked(self) -> list[ToolCall]:
+    def asked(self) -> list[CallFound]:
         return [c for m in self.outputs for c in m.tool_calls]
 
     @property
@@ -114,19 +113,22 @@ def _is_question(m: Message) -> bool:
 
 def _steps(
     final: _Read, asked: list[_Read], answers: list[_Read], tools: list[ToolSpan], trace: Trace
-) -> list[dict[str, Any]]:
+) -> StepPairing:
+    """The answer's steps, paired by ``schemas.tool_pairing``'s rule: the calls and results of its input
+    messages, the calls the trace's tool-only calls asked for (perhaps the same calls under other ids),
+    the tool spans, and the trace's other answers."""
     last_user = max((i for i, m in enumerate(final.inputs) if _is_question(m)), default=-1)
-    steps = Steps()
+    steps = StepPairing()
     for i, m in enumerate(final.inputs):
         for found in m.tool_calls:
-            steps.call(found, i < last_user)
+            steps.call(found, i < last_user, at=i)
         for result in m.tool_results:
-            steps.result(result, i < last_user)
+            steps.result(replace(result, where=f"input message {i}"), i < last_user, at=i)
     for read in asked:
         for found in read.asked:
-            steps.call(found, False, again=True)
+            steps.call(found, again=True)
     for tool in sorted(tools, key=lambda t: t.start_ns):
-        steps.span(tool)
+        steps.run(tool.run)
     answering = _agent_of(final.call, trace)
     for read in answers:  # another answer in the trace (a sub-agent's, a handoff's): a step, named by
         users = [m.text for m in read.inputs if _is_question(m)]  # its agent, else by its span
@@ -134,9 +136,11 @@ def _steps(
         name = agent.name if agent and agent != answering else read.call.name
         question = users[-1] if users else None
         steps.add(
-            Step(name, read.call.span_id, question, read.answer, start_ns=read.start_ns, end_ns=read.end_ns)
+            PairedStep(
+                name, read.call.span_id, question, read.answer, start_ns=read.start_ns, end_ns=read.end_ns
+            )
         )
-    return [{**step.as_dict(), "stray": step.stray, "not_text": step.not_text} for step in steps.steps]
+    return steps
 
 
 def _ancestors(span_id: str, trace: Trace) -> Iterator[SpanInfo]:
@@ -199,7 +203,7 @@ def _conversation_id(final: _Read, trace: Trace) -> str | None:
 def interaction(
     read: _Read,
     trace: Trace,
-    steps: list[dict[str, Any]],
+    steps: StepPairing,
     incomplete: bool,
     limits: Limits | None = None,
     passages: Sequence[Passage] = (),
@@ -247,25 +251,20 @@ def interaction(
         "ground_truth": _first("groundwatch.ground_truth", span_attrs, *record_attrs),
         "metadata": metadata,
     }
-    if steps:
-        fields["steps"] = [
-            {k: v for k, v in step.items() if k not in ("stray", "not_text")} for step in steps
-        ]
+    if steps.steps:
+        fields["steps"] = [step.as_dict() for step in steps.steps]
         if flags := _step_flags(steps):
             fields["flags"] = flags
     return Interaction.model_validate(fields, context={"limits": limits} if limits else None)
 
 
-def _step_flags(steps: list[dict[str, Any]]) -> list[str]:
+def _step_flags(steps: StepPairing) -> list[str]:
     """What the steps say could not be used as given: a result that matched no call, a tool span's result
     that is not text."""
-    flags = [
-        f"{FLAG_RESULT_WITHOUT_CALL}: steps[{i}] ({s['name']})" for i, s in enumerate(steps) if s["stray"]
-    ]
-    return flags + [
-        f"{FLAG_RESULT_NOT_TEXT}: steps[{i}] ({s['name']}) held {s['not_text']}"
-        for i, s in enumerate(steps)
-        if s["not_text"] and s["result"] is None
+    return steps.flags() + [
+        f"{FLAG_RESULT_NOT_TEXT}: steps[{i}] ({s.name}) held {s.not_text}"
+        for i, s in enumerate(steps.steps)
+        if s.not_text and s.result is None
     ]
 
 
@@ -316,7 +315,7 @@ def convert_trace(trace: Trace, incomplete: bool = False, limits: Limits | None 
         if read in answers or read in asked:
             continue
         try:  # (raises: it has no answer)
-            interaction(read, trace, [], incomplete)
+            interaction(read, trace, StepPairing(), incomplete)
         except (ValueError, ValidationError) as exc:
             errors.append(_error(read.call, exc))
     if not answers:

@@ -497,3 +497,51 @@ def test_the_utc_and_raise_rules_catch_planted_violations() -> None:
     )
     assert [w for _, w in utc_conversions(code)] == ["astimezone", "replace(tzinfo=...)"]
     assert [w for _, w in broad_raises(code)] == ["raise RuntimeError", "raise Exception"]
+
+
+#: the one pairing rule for tool calls and their results (chat messages and OpenTelemetry alike)
+PAIRING = "schemas/tool_pairing.py"
+
+
+def call_id_matches(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Where a call id decides something: compared (``==``, ``in``...) or used as a key (``x[call_id]``,
+    ``{s.call_id ...}``); reading one, passing it on or asking whether there is one (``is None``) is not
+    matching."""
+
+    def names_call_id(node: ast.AST) -> bool:
+        return any(
+            (isinstance(n, ast.Attribute) and n.attr in ("call_id", "tool_call_id"))
+            or (isinstance(n, ast.Name) and n.id in ("call_id", "tool_call_id"))
+            for n in ast.walk(node)
+        )
+
+    for node in ast.walk(tree):
+        presence = isinstance(node, ast.Compare) and all(isinstance(o, ast.Is | ast.IsNot) for o in node.ops)
+        if isinstance(node, ast.Compare) and not presence and names_call_id(node):
+            yield node.lineno, f"compares {ast.unparse(node)}"
+        elif isinstance(node, ast.Subscript) and names_call_id(node.slice):
+            yield node.lineno, f"keys {ast.unparse(node)}"
+        elif isinstance(node, ast.SetComp | ast.DictComp) and names_call_id(
+            node.elt if isinstance(node, ast.SetComp) else node.key
+        ):
+            yield node.lineno, f"collects {ast.unparse(node)[:60]}"
+
+
+def test_tool_results_are_paired_with_their_calls_by_one_rule() -> None:
+    found = [
+        f"{rel}:{line}: {what}"
+        for rel, tree in sources(*LAYERS)
+        if rel != PAIRING
+        for line, what in call_id_matches(tree)
+    ]
+    assert found == []
+    assert any(True for rel, tree in sources("schemas") if rel == PAIRING for _ in call_id_matches(tree))
+
+
+def test_the_pairing_rule_sees_a_second_pairing() -> None:
+    code = ast.parse(
+        "if call_id in self.by_id:\n    slot = self.by_id.pop(call_id)\n"
+        "step = steps[result.call_id]\nids = {s.call_id for s in given}\nsame = a.call_id == b.tool_call_id\n"
+        "found = ResultFound(call_id, name, text)\nx = step.call_id\nif m.tool_call_id is not None: pass\n"
+    )
+    assert [w.split()[0] for _, w in call_id_matches(code)] == ["compares", "keys", "collects", "compares"]

@@ -224,7 +224,9 @@ def test_a_tool_result_that_matches_no_call_and_a_result_under_role_user() -> No
     [step] = interaction.steps
     assert (step.name, step.call_id, step.result, step.earlier_turn) == ("unknown", "zz", "42 items", True)
     assert interaction.question == "Where is order 7?"
-    assert interaction.flags == ["tool_result_without_call: steps[0] (unknown)"]
+    assert interaction.flags == [
+        "tool_result_without_call: input message 0 (call id 'zz') answers no earlier call"
+    ]
 
 
 def test_groundwatch_otlp_fails_when_model_calls_give_no_interaction(

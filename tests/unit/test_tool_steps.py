@@ -75,12 +75,21 @@ def test_steps_survive_the_trip_between_stages_unchanged() -> None:
 
 
 def test_a_call_without_a_result_is_no_result_and_a_result_without_a_call_is_kept_and_flagged() -> None:
-    i = entered(event(messages=[ASK_REFUND, calls(call("c1", "search_kb", "{}")), tool("zz", "stray text")]))
+    answered = [calls(call("c1", "search_kb", "{}")), tool("c1", "Refunds take 14 days.")]
+    i = entered(event(messages=[ASK_REFUND, *answered, tool("zz", "stray text")]))
     assert [(s.name, s.call_id, s.result, s.status) for s in i.steps] == [
-        ("search_kb", "c1", None, "no_result"),
+        ("search_kb", "c1", "Refunds take 14 days.", "ok"),
         ("unknown", "zz", "stray text", "ok"),
     ]
-    assert i.flags == ["tool_result_without_call: messages[2] (call id 'zz') answers no earlier call"]
+    assert i.flags == ["tool_result_without_call: messages[3] (call id 'zz') answers no earlier call"]
+    # a result whose id no call has takes the open call (some SDKs record an item id on the call and the
+    # call id on the result), and its id
+    i = entered(event(messages=[ASK_REFUND, calls(call("c1", "search_kb", "{}")), tool("c9", "x")]))
+    assert [(s.name, s.call_id, s.result, s.status) for s in i.steps] == [("search_kb", "c9", "x", "ok")]
+    assert i.flags == []
+    i = entered(event(messages=[ASK_REFUND, calls(call("c1", "search_kb", "{}"))]))
+    [step] = i.steps
+    assert (step.name, step.call_id, step.result, step.status) == ("search_kb", "c1", None, "no_result")
 
 
 def test_arguments_that_are_not_json_are_kept_as_the_string_and_flagged() -> None:
