@@ -1,4 +1,5 @@
-"""Alert notifications: one per receiver for each transition, however many workers make it.
+"""Alert notifications: one per receiver for each transition, however many workers make it; and the
+refresh that keeps a firing alert alive at Alertmanager (``refresh``).
 
 Before sending, a worker claims the delivery (alert id + receiver) in the ``alert_deliveries`` ledger;
 only the earliest claim sends (``streams.clickhouse.leases``), with retries and backoff, and records the
@@ -66,12 +67,49 @@ class Deliveries:
         self._sending: set[str] = set()  # delivery ids this engine is sending now (never two at once)
         self._unsent: list[Claim] = []  # cancelled by the stop before an outcome: released by aclose
         self._unrecorded: list[tuple[str, Outcome]] = []  # cancelled by the stop while recording it
+        # firing alert id -> when Alertmanager last heard of it, oldest first, within the last refresh period
+        self._refreshed: dict[str, datetime] = {}
 
     def client(self) -> httpx.AsyncClient:
         """The HTTP client the receivers are posted with (made at the first post, closed by ``aclose``)."""
         if self._http is None:
             self._http = httpx.AsyncClient()
         return self._http
+
+    @property
+    def refreshes(self) -> bool:
+        """Whether any receiver is an Alertmanager, which needs its firing alerts posted again."""
+        return any(t.receiver.kind == "alertmanager" for t in self.targets)
+
+    async def refresh(self, latest: Alert | None) -> bool:
+        """Post a still-firing alert (a series' ``latest`` transition) to the Alertmanager receivers
+        again, every quarter of their ``firing_ttl_hours``, moving its endsAt forward, so Alertmanager
+        never resolves an incident groundwatch still has open (as Prometheus re-sends its active alerts).
+        Alertmanager merges the posts into one alert: no new notification. Not recorded in the ledger.
+        False when nothing was posted."""
+        targets = [t for t in self.targets if t.receiver.kind == "alertmanager"]
+        if not targets or latest is None or latest.state != "firing":
+            return False
+        now = self.clock.now()
+        every = timedelta(hours=min(t.receiver.firing_ttl_hours for t in targets)) / 4
+        last = self._refreshed.get(latest.alert_id)
+        if last is not None and now - last < every:
+            return False
+        self._refreshed.pop(latest.alert_id, None)
+        self._refreshed[latest.alert_id] = now  # oldest first: a refresh older than ``every`` is done again
+        oldest, at = next(iter(self._refreshed.items()))
+        while now - at >= every:  # stops at the latest, refreshed now
+            del self._refreshed[oldest]
+            oldest, at = next(iter(self._refreshed.items()))
+        for target in targets:
+            outcome = await target.send(
+                self.client(), latest, f"{latest.alert_id}|{target.name}", now, self.clock.sleep
+            )
+            if not outcome.ok:
+                log.warning(
+                    "alert %s: refreshing it in %s failed: %s", latest.alert_id, target.name, outcome.error
+                )
+        return True
 
     def send(self, alert: Alert) -> None:
         """Notify every receiver of a transition, in the background."""

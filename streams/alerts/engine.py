@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pipeline.clock import Clock, SystemClock
@@ -38,7 +39,7 @@ from streams.alerts.lifecycle import Rule, Slot, decide, history_needed
 from streams.alerts.receivers import Target, resolve
 from streams.alerts.rules import RuleEvaluator, load_rules
 from streams.alerts.slices import slice_observations
-from streams.alerts.stats import EMPTY, observe
+from streams.alerts.stats import EMPTY, Obs, observe
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.leases import DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
@@ -53,6 +54,40 @@ Publish = Callable[[Alert, str], Awaitable[None]]
 def _order(alert: Alert) -> tuple[datetime, bool]:
     """How ``ClickHouseStore.latest_alert`` orders a rule's transitions (the greatest is the latest)."""
     return alert.window_end, alert.state == "resolved"
+
+
+@dataclass
+class Series:
+    """What ``decide`` needs of one rule's series (app, model, slice) besides its windows: its latest
+    transition and when it last fired; ``made`` moves both on after a transition."""
+
+    latest: Alert | None
+    last_fired: datetime | None
+
+    @property
+    def open_alert(self) -> Alert | None:
+        return self.latest if self.latest is not None and self.latest.state == "firing" else None
+
+    def stands(self, window: WindowAggregate) -> bool:
+        """An older window closed again after a later transition: history stands, nothing is decided."""
+        return self.latest is not None and window.window_end < self.latest.window_end
+
+    def made(self, alert: Alert) -> None:
+        if self.latest is None or _order(alert) >= _order(self.latest):
+            self.latest = alert
+        if alert.state == "firing" and (self.last_fired is None or alert.window_end > self.last_fired):
+            self.last_fired = alert.window_end
+
+
+def _seen(by_start: dict[datetime, Obs]) -> Callable[[datetime], Obs]:
+    return lambda start: by_start.get(start, EMPTY)
+
+
+def slots(first: datetime, n: int, size_s: int, observed: Callable[[datetime], Obs]) -> list[Slot]:
+    """The ``n`` windows of ``size_s`` seconds from ``first`` as ``decide`` reads them, each with what
+    was observed in it (``EMPTY`` for a window with no traffic)."""
+    size = timedelta(seconds=size_s)
+    return [Slot(first + i * size, first + (i + 1) * size, observed(first + i * size)) for i in range(n)]
 
 
 class AlertEngine:
@@ -91,8 +126,6 @@ class AlertEngine:
             LabelStore(store).latest_labeled, correct_threshold(Settings.model_construct())
         )
         self.fired = 0  # transitions made (firing and resolved)
-        # firing alert id -> when Alertmanager last heard of it, oldest first, within the last refresh period
-        self._refreshed: dict[str, datetime] = {}
 
     @classmethod
     def from_settings(
@@ -115,42 +148,37 @@ class AlertEngine:
             rules, settings.alerts, windows, store, publish, clock=clock, stop_grace_s=grace, drift=drift
         )
 
-    async def slots(self, rule: Rule, window: WindowAggregate) -> list[Slot]:
-        """The windows ``decide`` reads for this rule, ending with ``window`` (empty slots included)."""
-        n = history_needed(rule)
-        start, _ = self.windows.last_k(window.window_start, n)
-        stored = await self.store.alert_windows(window.app, window.model, start, window.window_start)
-        by_start = {utc(w.window_start): w for w in stored}
-        size = timedelta(seconds=self.windows.size_seconds)
-        out = []
-        for i in range(n):
-            s = start + i * size
-            w = window if i == n - 1 else by_start.get(s)
-            out.append(Slot(s, s + size, observe(rule.metric, w) if w is not None else EMPTY))
-        return out
+    def _observed(self, rule: Rule, by_start: dict[datetime, WindowAggregate]) -> Callable[[datetime], Obs]:
+        def observed(start: datetime) -> Obs:
+            found = by_start.get(start)
+            return observe(rule.metric, found) if found is not None else EMPTY
+
+        return observed
+
+    async def _series(self, rule: Rule, app: str, model: str, slice_: str = "") -> Series:
+        last_fired = await self.store.last_alert_end(rule.name, app, model, slice_)
+        return Series(await self.store.latest_alert(rule.name, app, model, slice_), last_fired)
 
     async def evaluate(self, rule: Rule, window: WindowAggregate) -> Alert | None:
         """The transition this window makes for one rule (None: none, or already made)."""
-        latest = await self.store.latest_alert(rule.name, window.app, window.model)
-        if latest is not None and window.window_end < latest.window_end:
-            return None  # an older window closed again after a later transition: history stands
-        open_alert = latest if latest is not None and latest.state == "firing" else None
-        last_fired = await self.store.last_alert_end(rule.name, window.app, window.model)
+        series = await self._series(rule, window.app, window.model)
+        if series.stands(window):
+            return None
         if rule.judge_metric:
             size = timedelta(seconds=self.windows.size_seconds)
             alert = await self.drift.decide(
-                rule,
-                window.app,
-                window.model,
-                window.window_end,
-                size,
-                open_alert,
-                last_fired,
-                self.clock.now(),
-            )
+                rule, window.app, window.model, window.window_end, size, series.open_alert,
+                series.last_fired, self.clock.now(),
+            )  # fmt: skip
         else:
-            slots = await self.slots(rule, window)
-            alert = decide(rule, window.app, window.model, slots, open_alert, last_fired, self.clock.now())
+            n = history_needed(rule)
+            first, _ = self.windows.last_k(window.window_start, n)
+            stored = await self.store.alert_windows(window.app, window.model, first, window.window_start)
+            by_start = {utc(w.window_start): w for w in [*stored, window]}
+            found = slots(first, n, self.windows.size_seconds, self._observed(rule, by_start))
+            alert = decide(
+                rule, window.app, window.model, found, series.open_alert, series.last_fired, self.clock.now()
+            )
         if alert is None or await self.store.alert_exists(alert.alert_id):
             return None
         return alert
@@ -159,25 +187,21 @@ class AlertEngine:
         """The transitions this window makes for a rule with group_by, one lifecycle per slice
         (streams/alerts/slices.py)."""
         n = history_needed(rule)
-        start, _ = self.windows.last_k(window.window_start, n)
+        first, _ = self.windows.last_k(window.window_start, n)
         size = self.windows.size_seconds
         observed = await slice_observations(
-            self.store, rule, window.app, window.model, start, window.window_end, size
+            self.store, rule, window.app, window.model, first, window.window_end, size
         )
         made = []
         for name, by_start in sorted(observed.items()):
-            slots = [
-                Slot(s, s + timedelta(seconds=size), by_start.get(s, EMPTY))
-                for s in (start + timedelta(seconds=size * i) for i in range(n))
-            ]
-            latest = await self.store.latest_alert(rule.name, window.app, window.model, name)
-            if latest is not None and window.window_end < latest.window_end:
+            series = await self._series(rule, window.app, window.model, name)
+            if series.stands(window):
                 continue
-            open_alert = latest if latest is not None and latest.state == "firing" else None
-            last_fired = await self.store.last_alert_end(rule.name, window.app, window.model, name)
+            found = slots(first, n, size, _seen(by_start))
             alert = decide(
-                rule, window.app, window.model, slots, open_alert, last_fired, self.clock.now(), name
-            )
+                rule, window.app, window.model, found, series.open_alert, series.last_fired,
+                self.clock.now(), name,
+            )  # fmt: skip
             if (
                 alert is not None
                 and not await self.store.alert_exists(alert.alert_id)
@@ -237,30 +261,21 @@ class AlertEngine:
         n = history_needed(rule)
         start, _ = self.windows.last_k(run[0].window_start, n)
         stored = await self.store.alert_windows(app, model, start, run[-1].window_start)
-        by_start = {utc(w.window_start): w for w in stored} | {utc(w.window_start): w for w in run}
+        by_start = {utc(w.window_start): w for w in [*stored, *run]}
+        observed = self._observed(rule, by_start)
         made_ids = set(await self.store.alert_ids_since(rule.name, app, model, start))
+        series = Series(None, last_fired)
         latest = await self.store.latest_alert(rule.name, app, model)
-        if (
-            latest is not None
-            and latest.state == "firing"
-            and (last_fired is None or latest.window_end > last_fired)
-        ):
-            last_fired = latest.window_end
-        size = timedelta(seconds=self.windows.size_seconds)
+        if latest is not None:
+            series.made(latest)
         made = []
         for window in run:
-            if latest is not None and window.window_end < latest.window_end:
-                # an older window closed again after a later transition: history stands
+            if series.stands(window):
                 await self.refresh_firing(rule, window)
                 continue
             first, _ = self.windows.last_k(window.window_start, n)
-            slots = []
-            for i in range(n):
-                s = first + i * size
-                w = window if i == n - 1 else by_start.get(s)
-                slots.append(Slot(s, s + size, observe(rule.metric, w) if w is not None else EMPTY))
-            open_alert = latest if latest is not None and latest.state == "firing" else None
-            alert = decide(rule, app, model, slots, open_alert, last_fired, self.clock.now())
+            found = slots(first, n, self.windows.size_seconds, observed)
+            alert = decide(rule, app, model, found, series.open_alert, series.last_fired, self.clock.now())
             if alert is None or (alert.alert_id not in made_ids and not await self.opens(alert)):
                 await self.refresh_firing(rule, window)
                 continue
@@ -272,10 +287,7 @@ class AlertEngine:
                 await self.deliver(alert)
                 made_ids.add(alert.alert_id)
                 made.append(alert)
-            if latest is None or _order(alert) >= _order(latest):
-                latest = alert
-            if alert.state == "firing" and (last_fired is None or alert.window_end > last_fired):
-                last_fired = alert.window_end
+            series.made(alert)
         return made
 
     async def opens(self, alert: Alert) -> bool:
@@ -289,36 +301,11 @@ class AlertEngine:
         return latest is None or latest.state != "firing"
 
     async def refresh_firing(self, rule: Rule, window: WindowAggregate) -> bool:
-        """Post a still-firing alert to the Alertmanager receivers again, every quarter of their
-        ``firing_ttl_hours``, moving its endsAt forward, so Alertmanager never resolves an incident
-        groundwatch still has open (as Prometheus re-sends its active alerts). Alertmanager merges the
-        posts into one alert: no new notification. Not recorded in the ledger."""
-        targets = [t for t in self.targets if t.receiver.kind == "alertmanager"]
-        if not targets:
+        """Keep a still-firing alert of this rule alive at Alertmanager (``Deliveries.refresh``)."""
+        if not self.deliveries.refreshes:
             return False
         latest = await self.store.latest_alert(rule.name, window.app, window.model)
-        if latest is None or latest.state != "firing":
-            return False
-        now = self.clock.now()
-        every = timedelta(hours=min(t.receiver.firing_ttl_hours for t in targets)) / 4
-        last = self._refreshed.get(latest.alert_id)
-        if last is not None and now - last < every:
-            return False
-        self._refreshed.pop(latest.alert_id, None)
-        self._refreshed[latest.alert_id] = now  # oldest first: a refresh older than ``every`` is done again
-        oldest, at = next(iter(self._refreshed.items()))
-        while now - at >= every:  # stops at the latest, refreshed now
-            del self._refreshed[oldest]
-            oldest, at = next(iter(self._refreshed.items()))
-        for target in targets:
-            outcome = await target.send(
-                self.deliveries.client(), latest, f"{latest.alert_id}|{target.name}", now, self.clock.sleep
-            )
-            if not outcome.ok:
-                log.warning(
-                    "alert %s: refreshing it in %s failed: %s", latest.alert_id, target.name, outcome.error
-                )
-        return True
+        return await self.deliveries.refresh(latest)
 
     async def deliver(self, alert: Alert) -> None:
         if self.publish is not None:  # first: when it fails, nothing marks the transition as made

@@ -195,10 +195,11 @@ async def test_a_long_firing_alert_is_posted_to_alertmanager_again_before_its_en
     targets = resolve(receivers, make_settings().alerts, env={})
     engine = AlertEngine(RULES, make_settings().alerts, TumblingWindows(3600), store, targets=targets,
                          clock=clock, claimant="w")  # fmt: skip
-    engine._refreshed["resolved long ago"] = T0 - timedelta(days=1)
+    engine.deliveries._refreshed["resolved long ago"] = T0 - timedelta(days=1)
     made = await run(store, [engine], [5] * 8 + [20] * 5, clock)
     assert [a.state for a in made] == ["firing"]
-    assert list(engine._refreshed) == [made[0].alert_id]  # a refresh older than its period is forgotten
+    # a refresh older than its period is forgotten
+    assert list(engine.deliveries._refreshed) == [made[0].alert_id]
     posts = [json.loads(body)[0] for _, body in state.posts]
     assert len(posts) == 4  # the firing, then one refresh a window (hourly > 2 h / 4)
     ends = [datetime.fromisoformat(p["endsAt"].replace("Z", "+00:00")) for p in posts]
