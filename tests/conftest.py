@@ -10,6 +10,8 @@ import pytest
 from pipeline.custom_evaluators import install_spec
 from tests.fakes.openai_server import FakeOpenAIServer
 
+# the shared helpers' asserts explain a failure as they did in the test modules they were moved from
+pytest.register_assert_rewrite("tests.fixtures", "tests.browser.pages", "tests.contract.rag_recording")
 pytest_plugins = ["tests.fixtures.store", "tests.fixtures.receivers"]
 
 

@@ -22,6 +22,7 @@ from streams.clickhouse.leases import DeliveryLedger
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
+from tests.fixtures.wall_clock import recent
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
@@ -95,7 +96,7 @@ async def test_drift_fires_one_alertmanager_alert_and_the_recovery_resolves_it(
         for k in range(2)
     ]
     # event time: the last 30 hours, so the resolution's endsAt is in the past for Alertmanager too
-    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 30 * HOUR
+    start = recent(hours=30, start_of="hour")
     assert await close_windows(store, engines, start, [10] * 14) == []  # 5 %: the baseline
     assert ours(alertmanager) == []
     assert await close_windows(store, engines, start + 14 * HOUR, [40] * 3) == ["firing"]  # 20 %

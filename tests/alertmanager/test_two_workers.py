@@ -27,8 +27,10 @@ from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from pipeline.net import free_port
 from tests.chdb_http_server import ChdbHttpServer
+from tests.fixtures.receivers import WebhookReceiver
+from tests.fixtures.wall_clock import recent
 from tests.integration.helpers import deployment, jsonl
-from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED, WebhookReceiver
+from tests.integration.traffic import CONTEXT, GROUNDED, HALLUCINATED
 
 HOUR = timedelta(hours=1)
 PER_WINDOW = 60
@@ -105,7 +107,7 @@ def test_two_workers_notify_each_transition_once(
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULES.format(alertmanager=alertmanager, hook=hook.url), encoding="utf-8")
     # event time: hours in the past, so the resolution's endsAt is in the past for Alertmanager too
-    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 20 * HOUR
+    start = recent(hours=20, start_of="hour")
     records = traffic(start)
     with TansuBroker(log_path=tmp_path / "tansu.log") as broker, ChdbHttpServer(tmp_path / "chdb") as ch:
         dep = deployment(broker.url, tmp_path, extra_env={

@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser.conftest import SCREENSHOTS, DashboardSite
-from tests.browser.test_dashboard_browser import console_errors, open_view
+from tests.browser.pages import console_errors, open_view
 
 
 def after_onset(site: DashboardSite) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 from selenium.webdriver.common.by import By
 
 from tests.browser.conftest import SCREENSHOTS, DashboardSite
-from tests.browser.test_dashboard_browser import console_errors, count_of, open_view, wait_loaded
+from tests.browser.pages import console_errors, count_of, open_view, wait_loaded
 
 
 def citing(site: DashboardSite, *, after_bug: bool) -> list[dict[str, Any]]:

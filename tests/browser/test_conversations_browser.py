@@ -9,7 +9,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser.conftest import SCREENSHOTS, DashboardSite
-from tests.browser.test_dashboard_browser import console_errors, open_view, wait_loaded
+from tests.browser.pages import console_errors, open_view, wait_loaded
 
 
 def test_conversations_worst_first_then_one_in_order_and_back_from_a_turn(

@@ -14,30 +14,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from schemas.metrics import METRICS
 from tests.browser.conftest import CONVERSATION_ID, MIN_PER_CLASS, WINDOW_SECONDS, DashboardSite
-
-
-def open_view(driver: Any, url: str, view: str = "overview") -> None:
-    driver.get(url)
-    WebDriverWait(driver, 30).until(
-        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded")
-    )
-    loaded = driver.find_element(By.TAG_NAME, "body").get_attribute("data-loaded")
-    assert loaded == view, driver.find_element(By.ID, "status").text
-
-
-def count_of(text: str) -> int:
-    """A count as the page shows it (Intl.NumberFormat, en-US: 1,234)."""
-    assert text.replace(",", "").isdigit(), text
-    return int(text.replace(",", ""))
-
-
-def wait_loaded(driver: Any, view: str) -> None:
-    WebDriverWait(driver, 30).until(
-        lambda d: (
-            d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == view
-            and not d.execute_script("return window.groundwatch.loading")
-        )
-    )
+from tests.browser.pages import console_errors, count_of, open_view, wait_loaded
 
 
 def hours(site: DashboardSite, app: str | None = None, model: str | None = None) -> set[int]:
@@ -77,10 +54,6 @@ def test_the_overview_charts_every_metric_the_api_serves(site: DashboardSite, br
     assert folded and not set(folded) & set(drawn) and set(folded) | set(drawn) == set(ids)
     assert ids[: len(drawn)] == [i for i in ids if i in drawn]  # the drawn ones first
     assert browser.find_element(By.ID, "charts-empty").get_attribute("open") is None
-
-
-def console_errors(driver: Any) -> list[dict[str, Any]]:
-    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def test_overview_draws_every_window_of_every_series(site: DashboardSite, browser: Any) -> None:

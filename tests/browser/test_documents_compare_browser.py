@@ -10,7 +10,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from tests.browser.conftest import SCREENSHOTS, DashboardSite
-from tests.browser.test_dashboard_browser import console_errors, count_of, open_view, wait_loaded
+from tests.browser.pages import console_errors, count_of, open_view, wait_loaded
 
 
 def test_documents_page_ranks_documents_worst_first(site: DashboardSite, browser: Any) -> None:

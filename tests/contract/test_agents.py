@@ -21,7 +21,7 @@ from groundwatch import cli
 from groundwatch.local.stack import LocalStack
 from tests.contract import agent_app
 from tests.contract.conftest import agents_python, need
-from tests.contract.test_worker_otlp import produce
+from tests.contract.otlp_topics import produce
 from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script
 
 ROOT = Path(__file__).resolve().parents[2]

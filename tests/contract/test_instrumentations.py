@@ -4,11 +4,7 @@ OpenTelemetry's own encoder as OTLP/JSON, must give `groundwatch otlp` the expec
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,40 +13,14 @@ import pytest
 from groundwatch import cli
 from pipeline.otlp import NO_CONTENT, NO_CONTENT_IN_RECORDS
 from tests.contract import rag_app
-from tests.contract.conftest import need, openllmetry_054
+from tests.contract.rag_recording import ANSWER, record
 from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script
-
-ROOT = Path(__file__).resolve().parents[2]
-ANSWER = "The B7 battery is covered for 8 years or 100,000 miles."
-PACKAGES = {
-    "openinference": "openinference.instrumentation.openai",
-    "openllmetry": "opentelemetry.instrumentation.openai",
-    "openai-v2": "opentelemetry.instrumentation.openai_v2",
-}
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer(FakeConfig(script=Script(chat=lambda messages: ANSWER))) as fake:
         yield fake
-
-
-def record(server: FakeOpenAIServer, out: Path, name: str, mode: str, parts: bool = False) -> Path:
-    """Run the app instrumented with ``name`` in ``mode``; the directory of its traces and logs."""
-    package = PACKAGES.get(name.removesuffix("-0.54"))
-    path = [str(ROOT)]
-    if name == "openllmetry-0.54":
-        need("OpenLLMetry 0.54", (openllmetry_054() / "opentelemetry").is_dir())
-        path.insert(0, str(openllmetry_054()))
-    need(f"the {name} instrumentation", package is not None and importlib.util.find_spec(package) is not None)
-    need("the OpenTelemetry SDK", importlib.util.find_spec("opentelemetry.sdk") is not None)
-    argv = [sys.executable, "-m", "tests.contract.rag_app", "--instrumentation", name, "--mode", mode,
-            "--base-url", server.base_url, "--out", str(out)] + (["--parts"] if parts else [])  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
 
 
 def groundwatch_otlp(

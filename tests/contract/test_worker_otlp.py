@@ -8,27 +8,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from aiokafka import AIOKafkaProducer
-
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import wait_for
 from pipeline.otlp import NO_CONTENT_IN_RECORDS
-from streams.topics import bootstrap_servers, ensure_topics, topic_names
-from tests.contract.test_instrumentations import ANSWER, record
+from tests.contract.otlp_topics import produce
+from tests.contract.rag_recording import ANSWER, record
 from tests.fakes.openai_server import FakeConfig, FakeOpenAIServer, Script
-
-
-async def produce(stack: LocalStack, messages: list[tuple[str, str]]) -> None:
-    settings = stack.settings()
-    await ensure_topics(settings.kafka)
-    names = topic_names(settings.kafka)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers(settings.kafka.broker), acks="all")
-    await producer.start()
-    try:
-        for kind, line in messages:
-            await producer.send_and_wait(names.otlp if kind == "traces" else names.otlp_logs, line.encode())
-    finally:
-        await producer.stop()
 
 
 def test_traces_and_logs_of_real_instrumentations_through_a_worker(tmp_path: Path) -> None:

@@ -14,11 +14,12 @@ import json
 import signal
 import subprocess
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.supervise import spawn_worker
+from tests.fixtures.wall_clock import recent
 
 SAMPLE = Path(__file__).resolve().parents[2] / "groundwatch" / "data" / "sample_interactions.jsonl"
 SHUTDOWN_TIMEOUT_S = 15
@@ -38,7 +39,7 @@ def interactions(n: int, tag: str) -> list[str]:
     producer made it: sending one again sends the same time (one sent again with another time is
     another event: the time is in the tables' key)."""
     base = [json.loads(x) for x in SAMPLE.read_text().splitlines() if x.strip()]
-    made = datetime.now(UTC)
+    made = recent()  # the worker checks event times on its wall clock
     out = []
     for i in range(n):
         record = dict(base[i % len(base)])

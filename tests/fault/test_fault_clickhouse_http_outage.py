@@ -22,7 +22,7 @@ from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from pipeline.net import free_port
 from tests.chdb_http_server import ChdbHttpServer
-from tests.fault.test_fault_clickhouse_outage import interactions
+from tests.fault.sample_traffic import interactions
 from tests.integration.helpers import deployment, topic_of
 
 ENV = {

@@ -15,7 +15,6 @@ exactly once and counted once in the windows.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import subprocess
@@ -29,26 +28,15 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from groundwatch.local.stack import LocalStack
 from streams.topics import bootstrap_servers
+from tests.fault.sample_traffic import interactions
 from tests.system_parts import missing_part
 
-SAMPLE = Path(__file__).resolve().parents[2] / "groundwatch" / "data" / "sample_interactions.jsonl"
 ENV = {
     "GROUNDWATCH_JUDGE__KIND": "lexical",
     "GROUNDWATCH_CLICKHOUSE__BATCH_SECONDS": "0.5",
     "GROUNDWATCH_CLICKHOUSE__SINK_MAX_FAILURES": "2",  # the batch is split (bad-row search) early
     "GROUNDWATCH_WINDOW__TICK_SECONDS": "0.5",
 }
-
-
-def interactions(n: int, tag: str) -> list[str]:
-    base = [json.loads(x) for x in SAMPLE.read_text().splitlines() if x.strip()]
-    out = []
-    for i in range(n):
-        record = dict(base[i % len(base)])
-        record["id"] = f"{record.get('id') or record.get('interaction_id')}-{tag}{i}"
-        record.pop("interaction_id", None)
-        out.append(json.dumps(record))
-    return out
 
 
 def table_dirs(chdb: Path) -> list[Path]:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED
+from tests.integration.traffic import CONTEXT, GROUNDED, HALLUCINATED
 
 #: "flapping" hallucinates in every other run of this many windows (its rule fires and resolves again)
 FLAP = 40

@@ -12,8 +12,8 @@ import pytest
 from groundwatch.cli import main
 from streams.clickhouse.store import ClickHouseStore
 from tests.chdb_http_server import ChdbHttpServer
+from tests.fixtures.erase import erase_scenario, fill, rows_of
 from tests.settings_factory import make_settings
-from tests.unit.test_erase import erase_scenario, fill, rows_of
 
 
 @pytest.fixture()

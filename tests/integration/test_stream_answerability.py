@@ -16,8 +16,8 @@ from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from schemas.metrics import METRICS_BY_NAME, pooled
+from tests.fixtures.answerability import CONTEXT, PARITY_LINES
 from tests.integration.helpers import deployment
-from tests.unit.test_answerability import CONTEXT, PARITY_LINES
 
 SETTING = "GROUNDWATCH_PIPELINE__NO_EVIDENCE_UNANSWERABLE"
 OFFLINE = {

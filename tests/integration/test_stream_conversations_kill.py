@@ -9,7 +9,7 @@ import random
 import subprocess
 import sys
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,8 +17,9 @@ import pytest
 from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
+from tests.fixtures.wall_clock import recent
 from tests.integration.helpers import deployment, jsonl
-from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED
+from tests.integration.traffic import CONTEXT, GROUNDED
 
 CONVERSATIONS = 200
 
@@ -36,7 +37,7 @@ store.close()
 
 
 def turns(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    base = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    base = recent(hours=1)  # the workers close conversations and check event times on the wall clock
     records, want = [], {}
     for i in range(CONVERSATIONS):
         cid = f"conv-{i}"

@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -27,28 +25,13 @@ from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
 from schemas.latency import histogram, quantile
 from schemas.window import WindowAggregate
+from tests.fixtures.receivers import WebhookReceiver
 from tests.integration.helpers import REPO, deployment, jsonl, topic_of
+from tests.integration.traffic import GROUNDED, HALLUCINATED, synthetic
 
 SAMPLE = REPO / "groundwatch" / "data" / "sample_interactions.jsonl"
 N_SAMPLE = 40
 
-CONTEXT = (
-    "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was completed in 1889 and is "
-    "330 metres tall. It was designed by the company of Gustave Eiffel."
-)
-GROUNDED = [
-    ("When was the Eiffel Tower completed?", "The Eiffel Tower was completed in 1889."),
-    ("How tall is the Eiffel Tower?", "The Eiffel Tower is 330 metres tall."),
-    ("Who designed the Eiffel Tower?", "The tower was designed by the company of Gustave Eiffel."),
-]
-HALLUCINATED = [
-    (
-        "When was the Eiffel Tower completed?",
-        "The Eiffel Tower was completed in 1750 in Rome by Napoleon Bonaparte.",
-    ),
-    ("How tall is the Eiffel Tower?", "The Eiffel Tower is 95 feet tall and made of glass and marble."),
-    ("Who designed the Eiffel Tower?", "Leonardo da Vinci designed the tower for the Vatican museum."),
-]
 RULES = """
 rules:
   - name: hallucination-high
@@ -61,51 +44,11 @@ rules:
 """
 
 
-def synthetic(app: str, pairs: list[tuple[str, str]], n: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "interaction_id": f"{app}-{i}",
-            "app": app,
-            "model": "m1",
-            "question": pairs[i % len(pairs)][0],
-            "contexts": [CONTEXT],
-            "answer": pairs[i % len(pairs)][1],
-        }
-        for i in range(n)
-    ]
-
-
 MALFORMED = [
     "this is not json",
     json.dumps({"interaction_id": "no-answer", "question": "Where?"}),
     json.dumps({"interaction_id": "too-long", "question": "Q?", "answer": "x" * 60_000}),
 ]
-
-
-class WebhookReceiver:
-    """A Slack-style webhook on 127.0.0.1 that records what it is sent; its first answer is a 503."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.codes = [503]
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                receiver.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(receiver.codes.pop(0) if receiver.codes else 200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @dataclass

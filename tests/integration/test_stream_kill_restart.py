@@ -12,7 +12,7 @@ from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from tests.integration.helpers import deployment, jsonl, topic_of
-from tests.integration.test_stream_end_to_end import GROUNDED, HALLUCINATED, synthetic
+from tests.integration.traffic import GROUNDED, HALLUCINATED, synthetic
 
 N = 150
 

@@ -19,8 +19,8 @@ from groundwatch.local.tansu import TansuBroker
 from groundwatch.replay import replay
 from schemas.deadletter import DeadLetter
 from tests.fakes.openai_server import FakeOpenAIServer, failing_nli
+from tests.fixtures.privacy import holds_planted, planted_interaction
 from tests.integration.helpers import REPO, deployment, fake_judge, jsonl, topic_of
-from tests.unit.test_privacy import holds_planted, planted_interaction
 
 POISON = "zebra-poison"
 

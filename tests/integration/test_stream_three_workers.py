@@ -38,8 +38,9 @@ from schemas.touch import touch_key
 from streams.ownership import partition_of
 from tests.chdb_http_server import ChdbHttpServer
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fixtures.receivers import WebhookReceiver
 from tests.integration.helpers import deployment, fake_judge, jsonl
-from tests.integration.test_stream_end_to_end import CONTEXT, GROUNDED, HALLUCINATED, WebhookReceiver
+from tests.integration.traffic import CONTEXT, GROUNDED, HALLUCINATED
 
 HOUR = timedelta(hours=1)
 WINDOWS = 12

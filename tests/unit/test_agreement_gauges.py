@@ -13,12 +13,11 @@ from schemas.label import LabeledRow
 from streams.agreement_gauges import AgreementGauges
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures.labels import ev, label
 from tests.fixtures.store import store_with_window
 from tests.settings_factory import make_settings
-from tests.unit.test_label_store import ev, label
 
-# recent, so that the tables' TTL keeps the rows
-T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(days=1)
+T0 = datetime(2026, 11, 19, 12, 0, tzinfo=UTC)  # the store keeps its rows (no TTL); the clock is injected
 LATER = T0 + timedelta(hours=1)
 
 IDENTITY = {

@@ -24,12 +24,12 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.windows.tumbling import TumblingWindows
 from tests.fixtures import messages
 from tests.fixtures.receivers import Hook
-from tests.integration.chdb import fresh_chdb_url
+from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
-# recent event time: the tables' retention counts from fired_at and computed_at (the injected clock)
-T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
+# on a window boundary; the stores keep their rows (no TTL counting from fired_at and computed_at)
+T0 = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
 
 
 def deliveries(store: ClickHouseStore) -> list[dict[str, Any]]:
@@ -361,7 +361,7 @@ async def test_windows_closed_together_make_the_transitions_one_by_one_would(bat
     windows = [window(i, 100, bad) for i, bad in enumerate(rates)]
     made: dict[str, list[tuple[str, str, datetime]]] = {}
     for way in ("one by one", "together"):
-        s = ClickHouseStore.open_sync(make_settings(clickhouse={"url": fresh_chdb_url()}).clickhouse)
+        s = ClickHouseStore.open_sync(store_settings())
         clock = ManualClock(T0)
         published: list[Alert] = []
 

@@ -25,7 +25,7 @@ from tests.fixtures.messages import EVALUATED_AT
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
-T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
+T0 = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)  # on a window boundary
 OLD = ("openai", "gpt-judge-2025-01", "nli@v3")
 NEW = ("openai", "gpt-judge-2025-06", "nli@v4")
 

@@ -4,40 +4,22 @@ receiver payloads and secrets."""
 from __future__ import annotations
 
 import hmac
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from schemas.alert import Alert, AlertRule, BaselineRule, Receiver
+from schemas.alert import AlertRule, BaselineRule, Receiver
 from schemas.errors import ConfigError
-from streams.alerts.lifecycle import Slot, decide
 from streams.alerts.receivers import Target, alertmanager_alert, resolve, sign
 from streams.alerts.rules import load_rules
-from streams.alerts.stats import Obs
+from tests.fixtures.alerts import HOUR, T0, run
 from tests.settings_factory import make_settings
 
 
 def verify(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
     """What a receiver does with the two headers (constant-time comparison)."""
     return hmac.compare_digest(sign(secret, int(timestamp), body), signature)
-
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-HOUR = timedelta(hours=1)
-
-
-def run(rule: AlertRule | BaselineRule, counts: list[tuple[int, int]]) -> list[Alert]:
-    slots: list[Slot] = []
-    open_alert, last, made = None, None, []
-    for i, (bad, n) in enumerate(counts):
-        slots.append(Slot(T0 + i * HOUR, T0 + (i + 1) * HOUR, Obs(bad, n)))
-        alert = decide(rule, "a", "m", slots, open_alert, last, T0)
-        if alert is not None:
-            made.append(alert)
-            open_alert = alert if alert.state == "firing" else None
-            last = alert.window_end if alert.state == "firing" else last
-    return made
 
 
 def test_threshold_for_and_hysteresis() -> None:

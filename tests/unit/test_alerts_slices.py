@@ -24,7 +24,7 @@ from tests.fixtures import messages
 from tests.settings_factory import make_settings
 
 HOUR = timedelta(hours=1)
-T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - 48 * HOUR
+T0 = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)  # on a window boundary
 
 
 def evaluation(iid: str, at: datetime, version: str, bad: bool) -> Evaluation:

@@ -9,7 +9,6 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,14 +25,11 @@ from schemas.settings import WindowSettings
 from schemas.window import WindowAggregate
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.closer import WindowCloser
+from tests.fixtures.alerts import run
+from tests.fixtures.answerability import ANSWER, CONTEXT, GT_REFUSAL, PARITY_LINES, REFUSAL
 from tests.settings_factory import make_settings
-from tests.unit.test_alerts_lifecycle import run
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-CONTEXT = "The jack is stored under the rear seat of the car."
-GT_REFUSAL = "The manual does not provide information about this."
-ANSWER = "The jack is under the rear seat."
-REFUSAL = "The given context does not provide information about the spare tire."
 FIGURES = ("reject_recall", "reject_precision", "answerable_recall", "answerable_precision")
 
 
@@ -220,19 +216,6 @@ async def test_a_window_without_cases_is_undefined_not_zero(store: ClickHouseSto
 
 
 # ---- parity with groundwatch eval -------------------------------------------------------------------
-
-PARITY_LINES: list[dict[str, Any]] = [
-    {"id": "p1", "answer": ANSWER, "ground_truth": "Under the rear seat."},
-    {"id": "p2", "answer": REFUSAL, "ground_truth": "Under the rear seat."},
-    {"id": "p3", "answer": ANSWER, "ground_truth": GT_REFUSAL},
-    {"id": "p4", "answer": REFUSAL, "ground_truth": GT_REFUSAL},
-    {"id": "p5", "answer": REFUSAL, "ground_truth": GT_REFUSAL},
-    {"id": "p6", "answer": ANSWER, "ground_truth": "   "},  # blank truth, evidence: unknown
-    {"id": "p7", "answer": ANSWER, "contexts": []},  # no evidence: unanswerable
-    {"id": "p8", "answer": REFUSAL, "ground_truth": "Under the rear seat.", "labels": {"answerable": 0}},
-    {"id": "p9", "answer": " ", "ground_truth": "Under the rear seat."},  # no refusal flag: no case
-    {"id": "p10", "answer": ANSWER, "ground_truth": "Under the rear seat. | rear seat"},
-]
 
 
 def test_stream_window_and_eval_report_give_the_same_figures(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -17,9 +16,12 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from tests.fixtures.messages import EVALUATED_AT
 from tests.fixtures.store import store_settings
+from tests.fixtures.wall_clock import recent
 from tests.integration.chdb import fresh_chdb_url
 
-NOW = datetime.now(UTC) - timedelta(days=1)
+# recent: the command reads the labeled interactions since --since (90 days by default) before the wall
+# clock's now
+NOW = recent(days=1)
 OTHERS = {"other": {"hallucination": 0.2}}
 
 

@@ -23,10 +23,10 @@ from schemas.results import HypothesisResult, StatementVerdict
 from schemas.settings import CitationSettings, Limits, SplitSettings
 from streams.clickhouse.store import ClickHouseStore
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fixtures.dashboard import client_for
+from tests.fixtures.judges import judge_for
 from tests.fixtures.messages import T0
 from tests.settings_factory import make_settings
-from tests.unit.test_dashboard_api import client_for
-from tests.unit.test_llm_judge import judge_for
 
 EIFFEL = "The Eiffel Tower was completed in 1889 in Paris."
 COLOSSEUM = "The Colosseum in Rome was completed in 80 AD."

@@ -8,48 +8,18 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from groundwatch.commands import eval_cmd
-from pipeline.clock import ManualClock
-from pipeline.judges.lexical import LexicalJudge
-from pipeline.nli_grouping import nli_judge
-from pipeline.privacy.mask import PrivacyGuard
-from pipeline.refusal import RefusalClassifier
-from pipeline.sampling import Sampler
-from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
 from schemas.metrics import SCORED, pooled
-from schemas.settings import PrivacySettings, Settings
-from streams.acks import OrderedAcks
 from streams.clickhouse.store import ClickHouseStore
-from streams.context import new_context
-from streams.processors.convert import ConvertProcessor
-from streams.processors.join import JoinProcessor
-from streams.processors.judge import JudgeProcessor
-from streams.testing import Event, Topic
 from streams.windows.aggregator import WindowStats
-from tests.fixtures.messages import EVALUATED_AT, T0
-from tests.settings_factory import make_settings
+from tests.fixtures.citations import ANSWERS, cases, online
+from tests.fixtures.messages import T0
 
-CONTEXTS = [
-    {"text": "The Eiffel Tower was completed in 1889 in Paris.", "document": "eiffel.md"},
-    {"text": "The Colosseum in Rome was completed in 80 AD.", "document": "colosseum.md"},
-    {"text": "Big Ben's clock tower in London was completed in 1859.", "document": "bigben.md"},
-]
-ANSWERS = {
-    "right": "The Eiffel Tower was completed in 1889 [1]. The Colosseum was completed in 80 AD [2].",
-    "swapped": "The Eiffel Tower was completed in 1889 [2]. The Colosseum was completed in 80 AD [1].",
-    "off_by_one": "The Colosseum was completed in 80 AD [3]. Big Ben's tower was completed in 1859 [4].",
-    "uncited": "The Eiffel Tower was completed in 1889. Big Ben's tower was completed in 1859 [^3].",
-    "invented": "The Eiffel Tower was completed in 1925 [1]. It was painted gold in 1930 [1].",
-    "footnote": "The Eiffel Tower was completed in 1889.[^e]\n\n[^e]: eiffel.md",
-    "none": "The Eiffel Tower was completed in 1889. The Colosseum was completed in 80 AD.",
-    "refusal": "I don't know when they were built [1].",
-}
 FIGURES = (
     "citation_recall",
     "citation_precision",
@@ -58,71 +28,6 @@ FIGURES = (
     "dangling_citations",
     "dangling_citation",
 )
-
-
-def cases() -> list[Interaction]:
-    return [
-        Interaction.model_validate(
-            {
-                "id": name,
-                "timestamp": T0,
-                "app": "bot",
-                "model": "m",
-                "question": "When was it built?",
-                "contexts": CONTEXTS,
-                "answer": answer,
-            }
-        )
-        for name, answer in ANSWERS.items()
-    ]
-
-
-def settings() -> Settings:
-    return make_settings(judge={"kind": "lexical"}, kafka={"join_timeout_s": 10.0})
-
-
-async def online(interactions: list[Interaction]) -> list[Evaluation]:
-    """The worker's staged processors, each message handed on as the bytes it sent."""
-    ctx = new_context(settings(), app=None)  # type: ignore[arg-type]
-    for name in ctx.names.all():
-        ctx.topics[name] = Topic()
-    judge = LexicalJudge()
-
-    async def ready() -> Any:
-        return resources
-
-    resources = SimpleNamespace(
-        wait_ready=ready, judge=judge, nli_judge=nli_judge(judge, ctx.settings),
-        refusals=RefusalClassifier(judge, ctx.settings), relevance=None, custom=None, arguments=None,
-        sampler=Sampler.from_files(None, 1.0), privacy=PrivacyGuard(PrivacySettings()), store_open=None,
-    )  # fmt: skip
-    acked: list[tuple[str, int]] = []
-
-    async def feed(processor: Any, topic: str, values: list[bytes]) -> None:
-        for offset, value in enumerate(values):
-            event = Event.at(topic, offset, value, acked)
-            if isinstance(processor, JoinProcessor):  # holds parts until all are in
-                await processor.handle(event, processor.acks.track(event))
-            else:
-                await processor.handle(event)
-        if isinstance(processor, JoinProcessor):
-            await processor.pool.drain()
-
-    def sent(topic: str) -> list[bytes]:
-        out = ctx.topics[topic]
-        assert isinstance(out, Topic)
-        return list(out.sent)
-
-    names = ctx.names
-    convert = ConvertProcessor(ctx, resources)  # type: ignore[arg-type]
-    judged = JudgeProcessor(ctx, resources)  # type: ignore[arg-type]
-    join = JoinProcessor(ctx, resources, clock=ManualClock(EVALUATED_AT))  # type: ignore[arg-type]
-    join.acks = OrderedAcks()
-    await feed(convert, names.interactions, [i.model_dump_json().encode() for i in interactions])
-    await feed(judged, names.converted, sent(names.converted))
-    await feed(join, names.converted, sent(names.converted))
-    await feed(join, names.judged, sent(names.judged))
-    return [Evaluation.model_validate_json(v) for v in sent(names.evaluations)]
 
 
 async def offline(

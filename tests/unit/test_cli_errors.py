@@ -13,8 +13,8 @@ from groundwatch import cli
 from groundwatch.commands import worker_cmd
 from groundwatch.local.tansu import worker_env
 from pipeline.net import free_port
-from schemas.safe_text import uninstall_safe_logging
 from schemas.settings import settings_from_env
+from tests.fixtures.cli import one_line
 from tests.integration.chdb import fresh_chdb_url
 
 BAD_YAML = "rules:\n  - {name: r, metric: [\n"
@@ -27,21 +27,6 @@ def no_groundwatch_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("GROUNDWATCH_"):
             monkeypatch.delenv(name)
-
-
-def one_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """Run the command; it must end with exit code 2 and exactly one line on stderr, nothing on stdout."""
-    try:
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as exit_:  # argparse's own exit for a bad argument
-            code = exit_.code  # type: ignore[assignment]
-    finally:
-        uninstall_safe_logging()  # the worker installs it
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert (code, len(lines), captured.out) == (2, 1, ""), captured.err
-    return lines[0]
 
 
 # worker

@@ -30,7 +30,7 @@ from streams.windows.conversations import ConversationCloser
 from tests.fakes.openai_server import FakeOpenAIServer, content_words
 from tests.settings_factory import make_settings
 
-T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
+T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)  # on a window boundary
 LLM = ConversationSettings(judge="llm")
 
 #: a re-ask in other words (too few shared words for the lexical rule), a follow-up that shares many

@@ -17,7 +17,7 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.judge_quality import read_quality
-from tests.unit.test_conversations import T0, closers, deliver, ev
+from tests.fixtures.conversations import T0, closers, deliver, ev
 
 N = 24
 HOUR = T0 + timedelta(hours=1)

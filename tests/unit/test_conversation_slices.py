@@ -19,8 +19,8 @@ from streams.clickhouse.slices import SliceReader, conversation_metric_sql
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.compare import read_compare
 from streams.slices import read_breakdown
+from tests.fixtures.conversations import T0, closers, deliver, ev
 from tests.fixtures.store import store_settings
-from tests.unit.test_conversations import T0, closers, deliver, ev
 
 SPAN = {"start": T0, "end": T0 + timedelta(hours=1)}
 

@@ -20,9 +20,7 @@ from pipeline.conversations import (
     turn_of,
 )
 from schemas.conversation import ConversationTurn, marks_end
-from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
-from schemas.interaction import Interaction
 from schemas.metrics import METRICS_BY_NAME
 from schemas.settings import (
     ConversationSettings,
@@ -35,12 +33,10 @@ from streams.clickhouse.erase import erase
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import aggregate
-from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser, ConversationStore
+from tests.fixtures.conversations import T0, FailingTurns, closers, deliver, ev
 from tests.fixtures.store import store_settings
-
-#: inside the evaluations' retention, on a window boundary
-T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
+from tests.fixtures.wall_clock import recent
 
 
 def turn(iid: str, seconds: float, **kw: object) -> ConversationTurn:
@@ -163,41 +159,6 @@ def test_settings_refuse_unknown_keys_and_describe_each_field() -> None:
 # ---- on chDB -----------------------------------------------------------------------------------------------
 
 
-def ev(
-    iid: str, cid: str | None, seconds: float, *, question: str = "q?", answer: str = "a.",
-    refusal: bool = False, halluc: bool = False, end: bool = False, app: str = "a",
-) -> Evaluation:  # fmt: skip
-    ts = T0 + timedelta(seconds=seconds)
-    metadata = {"conversation_end": True} if end else {}
-    interaction = Interaction(
-        interaction_id=iid, timestamp=ts, app=app, model="m", conversation_id=cid, question=question,
-        answer=answer, metadata=metadata,
-    )  # fmt: skip
-    return Evaluation(
-        interaction_id=iid, timestamp=ts, app=app, model="m", conversation_id=cid, judge="lexical",
-        context_entailment=0.2 if halluc else 0.9, hallucination=halluc, answer_refusal=refusal,
-        interaction=interaction, input_tokens=3, cost_usd=0.01, evaluated_at=ts,
-    )  # fmt: skip
-
-
-def closers(
-    store: ClickHouseStore, clock: ManualClock, idle: float = 100
-) -> tuple[ConversationCloser, WindowCloser]:
-    rows = ConversationRows(store)
-    wset = WindowSettings(size_seconds=60, grace_seconds=0, idle_close_seconds=1e9)
-    windows = WindowCloser(wset, store, clock=clock, conversations=rows)
-    convs = ConversationCloser(ConversationSettings(idle_seconds=idle), wset, rows, windows, clock=clock)
-    return convs, windows
-
-
-async def deliver(
-    store: ClickHouseStore, convs: ConversationCloser, windows: WindowCloser, es: list[Evaluation]
-) -> None:
-    await store.insert_evaluations(es)
-    await windows.touch(es)
-    await convs.touch(es)
-
-
 async def test_a_conversation_closes_is_reopened_by_a_late_turn_and_counts_once(
     store: ClickHouseStore,
 ) -> None:
@@ -274,7 +235,7 @@ async def test_an_end_mark_closes_at_once_and_one_turn_interactions_count(store:
 
 
 async def test_an_interaction_without_a_conversation_gets_a_row_of_one_turn(store: ClickHouseStore) -> None:
-    clock = ManualClock(datetime.now(UTC))
+    clock = ManualClock(recent())
     convs, windows = closers(store, clock)
     rows = ConversationRows(store)
     first = ev("s1", None, 3).model_copy(update={"complete": False})
@@ -312,7 +273,7 @@ async def test_an_interaction_without_a_conversation_gets_a_row_of_one_turn(stor
 
 async def test_a_restart_rolls_up_what_the_last_worker_left_open(store: ClickHouseStore) -> None:
     # near the server's clock, which stamps a stored rollup's inserted_at (read by reconcile)
-    clock = ManualClock(datetime.now(UTC))
+    clock = ManualClock(recent())
     convs, windows = closers(store, clock)
     await deliver(store, convs, windows, [ev("r1", "c1", 1), ev("r2", "c1", 2)])
     # the worker dies before the conversation is due; a new one starts later with nothing in memory
@@ -337,7 +298,7 @@ async def test_a_complete_verdict_stored_after_the_rollup_is_rolled_up_at_the_ne
     """An incomplete evaluation of a turn is rolled up; the complete one replaces it in ``evaluations``
     (same turn count) and the worker dies before the conversation closes again: the next start rolls it
     up again with the complete verdict."""
-    clock = ManualClock(datetime.now(UTC))
+    clock = ManualClock(recent())
     convs, windows = closers(store, clock)
     incomplete = ev("t2", "c1", 2, end=True)
     incomplete = incomplete.model_copy(update={"complete": False})
@@ -358,7 +319,7 @@ async def test_a_complete_verdict_stored_after_the_rollup_is_rolled_up_at_the_ne
 async def test_a_worker_down_longer_than_the_lookback_still_rolls_up_what_it_left_open(
     store: ClickHouseStore,
 ) -> None:
-    clock = ManualClock(datetime.now(UTC))
+    clock = ManualClock(recent())
     convs, windows = closers(store, clock)
     await deliver(store, convs, windows, [ev("r1", "c1", 1), ev("r2", "c1", 2)])
     clock.advance(3 * 24 * 3600)  # down for three days, with a lookback of one
@@ -374,7 +335,7 @@ async def test_a_window_computed_while_a_rollup_is_written_is_recomputed_at_the_
     """A window round that reads the conversations while a rollup is being written (the timer beside the
     stop, or a second worker) is stamped after the rollup's close began but before it is stored; the
     worker dies before the window closes again: the next start recomputes it."""
-    clock = ManualClock(datetime.now(UTC) - timedelta(seconds=30))  # behind the server's clock
+    clock = ManualClock(recent(seconds=30))  # behind the server's clock
     convs, windows = closers(store, clock)
     await deliver(store, convs, windows, [ev("t1", "c1", 1), ev("t2", "c1", 2, end=True)])
     real_insert = convs.store.insert
@@ -520,35 +481,6 @@ def test_the_table_is_kept_as_long_as_the_evaluations() -> None:
         assert "toIntervalDay(9)" in s.client.command(f"SHOW CREATE TABLE {s.db}.evaluations")
     finally:
         s.close()
-
-
-class FailingTurns:
-    """A conversation store whose reads of turns fail with ``error`` (taking ``seconds`` on the clock)."""
-
-    def __init__(self, error: Exception, clock: ManualClock | None = None, seconds: float = 0.0) -> None:
-        self.error, self.clock, self.seconds = error, clock, seconds
-        self.reads = 0
-
-    async def turns(self, app: str, model: str, ids: object) -> dict[str, list[ConversationTurn]]:
-        self.reads += 1
-        if self.clock is not None:
-            self.clock.advance(self.seconds)
-        raise self.error
-
-    async def current(self, app: str, model: str, ids: object) -> dict[str, tuple[datetime, int, str]]:
-        return {}
-
-    async def insert(self, rows: object, written_at: datetime) -> None:
-        return None
-
-    async def unrolled(self, since: datetime) -> list[tuple[str, str, str, datetime, bool]]:
-        return []
-
-    async def last_stored(self) -> datetime | None:
-        return None
-
-    async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
-        return []
 
 
 def _due_closer(store: ConversationStore, clock: ManualClock) -> ConversationCloser:

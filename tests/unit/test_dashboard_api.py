@@ -7,7 +7,6 @@ import json
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -25,6 +24,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.dashboard.auth import require_credentials
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.dashboard import client_for
 from tests.fixtures.messages import EVALUATED_AT
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
@@ -77,15 +77,6 @@ async def store(store: ClickHouseStore) -> AsyncIterator[ClickHouseStore]:
               message="hallucination_rate 0.3 > 0.2", fired_at=T0 + MINUTE)
     )  # fmt: skip
     yield s
-
-
-async def client_for(
-    store: ClickHouseStore | None, settings: DashboardSettings | None = None, full: Settings | None = None
-) -> TestClient[Any, Any]:
-    app = root_app(lambda: store, settings or DashboardSettings(), full)
-    client = TestClient(TestServer(app, host="127.0.0.1"))
-    await client.start_server()
-    return client
 
 
 def window_range(minutes: int = 2) -> dict[str, str]:

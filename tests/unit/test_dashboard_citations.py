@@ -13,9 +13,9 @@ from schemas.evaluation import Evaluation
 from schemas.slice_filter import SliceFilter
 from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.documents import document_row, render_documents, worst_first
+from tests.fixtures.citations import ANSWERS, CONTEXTS, cases, online
+from tests.fixtures.dashboard import client_for
 from tests.fixtures.messages import T0
-from tests.unit.test_citations_parity import ANSWERS, CONTEXTS, cases, online
-from tests.unit.test_dashboard_api import client_for
 
 NAMES = [c["document"] for c in CONTEXTS]
 RANGE = {"start": T0.isoformat(), "end": (T0 + timedelta(hours=1)).isoformat()}

@@ -21,8 +21,8 @@ from streams.codec import dead_letter, encode
 from streams.context import new_context
 from streams.processors.dead_letters import DeadLetterRecorder
 from streams.resources import Resources as WorkerResources
+from streams.testing import Event, Stream
 from tests.settings_factory import make_settings
-from tests.unit.test_processors_dead_letters import Event, Stream
 
 
 class Store:

@@ -28,9 +28,10 @@ from streams.dashboard.compare import (
     two_sided_fisher,
 )
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.dashboard import client_for
 from tests.fixtures.store import store_settings
+from tests.fixtures.wall_clock import recent
 from tests.integration.chdb import fresh_chdb_url
-from tests.unit.test_dashboard_api import client_for
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 CONTEXTS = [
@@ -213,7 +214,7 @@ def test_report_documents_prints_the_ranking_worst_first(capsys: pytest.CaptureF
 
     url = fresh_chdb_url()
     s = ClickHouseStore.open_sync(store_settings(url))
-    now = datetime.now(UTC).replace(microsecond=0)
+    now = recent()  # report --documents reads the range that ends at the wall clock's now
     evals = [
         evaluation(f"r{k}", "m1", k, "Why?", m1_statements(k)).model_copy(update={"timestamp": now})
         for k in range(10)

@@ -9,8 +9,8 @@ from datetime import timedelta
 from schemas.evaluator_health import stage_outcomes
 from schemas.results import CustomScore
 from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures.dashboard import client_for
 from tests.fixtures.messages import T0, evaluation, interaction
-from tests.unit.test_dashboard_api import client_for
 
 
 async def test_each_evaluator_with_its_coverage_failures_by_kind_and_last_score(

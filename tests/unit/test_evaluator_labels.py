@@ -27,10 +27,10 @@ from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import InvalidMessage, dead_letter, decode
 from streams.judge_quality import read_quality
+from tests.fixtures.dashboard import client_for
 from tests.fixtures.messages import EVALUATED_AT
 from tests.fixtures.store import store_with_window
 from tests.integration.chdb import fresh_chdb_url
-from tests.unit.test_dashboard_api import client_for
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 LATER = T0 + timedelta(days=1)
@@ -301,7 +301,7 @@ def test_the_worker_refuses_a_rule_on_an_unknown_custom_metric_in_one_line(
 ) -> None:
     import os
 
-    from tests.unit.test_cli_errors import one_line
+    from tests.fixtures.cli import one_line
 
     for name in [n for n in os.environ if n.startswith("GROUNDWATCH_")]:
         monkeypatch.delenv(name)

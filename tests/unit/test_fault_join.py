@@ -6,151 +6,16 @@ store whose query can fail: everything between them is the worker's own code."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any
 
-from pipeline.clock import ManualClock
-from schemas.deadletter import DeadLetter
 from schemas.evaluation import Evaluation
-from schemas.interaction import Interaction, interaction_digest
-from schemas.results import (
-    Converted,
-    HypothesisResult,
-    JudgeResult,
-    NliResult,
-    PairResult,
-    RefusalResult,
-    StatementVerdict,
-)
-from streams.acks import OrderedAcks
-from streams.context import StreamContext, new_context
-from streams.processors.join import JoinProcessor
-from streams.testing import Event, Topic
-from tests.settings_factory import make_settings
-
-TIMEOUT_S = 10.0
-
-
-class Store:
-    """ClickHouse as the join asks it: ``has_complete``, unreachable while ``down``."""
-
-    def __init__(self, complete: set[str] | None = None) -> None:
-        self.down = False
-        self.complete = complete or set()
-        self.asked: list[str] = []
-        self.where: list[Any] = []
-
-    async def has_complete(self, interaction_id: str, where: Any = None) -> bool:
-        self.asked.append(interaction_id)
-        self.where.append(where)
-        if self.down:
-            raise ConnectionError("clickhouse unreachable")
-        return interaction_id in self.complete
-
-
-@dataclass
-class Rig:
-    ctx: StreamContext
-    join: JoinProcessor
-    clock: ManualClock
-    store: Store
-    acked: list[tuple[str, int]]
-    offsets: dict[str, int] = field(default_factory=dict)
-
-    def topic(self, name: str) -> Topic:
-        topic = self.ctx.topics[name]
-        assert isinstance(topic, Topic)
-        return topic
-
-    async def feed(self, topic: str, part: Any) -> None:
-        offset = self.offsets[topic] = self.offsets.get(topic, -1) + 1
-        event = Event.at(topic, offset, part.model_dump_json().encode(), self.acked)
-        await self.join.handle(event, self.join.acks.track(event))
-        await self.join.pool.drain()
-
-    async def expire(self, seconds: float) -> int:
-        self.clock.advance(seconds)
-        due = await self.join.expire_due()
-        await self.join.pool.drain()
-        return due
-
-    def evaluations(self) -> list[Evaluation]:
-        return [Evaluation.model_validate_json(v) for v in self.topic(self.ctx.names.evaluations).sent]
-
-    def letters(self) -> list[DeadLetter]:
-        return [DeadLetter.model_validate_json(v) for v in self.topic(self.ctx.names.deadletter).sent]
-
-    def committable(self, topic: str) -> int:
-        """The offset a commit of ``topic``'s partition may reach: one past its acked prefix."""
-        done = {o for t, o in self.acked if t == topic}
-        n = 0
-        while n in done:
-            n += 1
-        return n
-
-
-def rig(store: Store | None = None) -> Rig:
-    settings = make_settings(kafka={"join_timeout_s": TIMEOUT_S}, judge={"kind": "lexical"})
-    ctx = new_context(settings, app=None)  # type: ignore[arg-type]
-    for name in ctx.names.all():
-        ctx.topics[name] = Topic()
-    ctx.clock = ManualClock()
-    store = store or Store()
-
-    async def ready() -> Any:
-        return resources
-
-    resources = SimpleNamespace(wait_ready=ready, store_open=store, relevance=None, arguments=None)
-    clock = ManualClock()
-    join = JoinProcessor(ctx, resources, clock=clock)  # type: ignore[arg-type]
-    join.acks = OrderedAcks()
-    return Rig(ctx, join, clock, store, [])
+from schemas.interaction import Interaction
+from tests.fixtures.join import TIMEOUT_S, Store, feed_all, parts, rig
 
 
 def interaction(answer: str, iid: str = "same-id") -> Interaction:
     return Interaction(
         interaction_id=iid, question="Where is the key?", contexts=["By the door."], answer=answer
     )
-
-
-def parts(inter: Interaction, verdict: str) -> tuple[Converted, JudgeResult]:
-    """The two parts of one message, each statement being its own answer with ``verdict``."""
-    digest = interaction_digest(inter)
-    score = 1.0 if verdict == "entailed" else 0.0
-    statement = StatementVerdict(statement=inter.answer, verdict=verdict, score=score)  # type: ignore[arg-type]
-    pair = PairResult(
-        pair="context_answer",
-        hypotheses=[HypothesisResult(hypothesis=inter.answer, statements=[statement], score=score)],
-        score=score,
-    )
-    return (
-        Converted(
-            interaction=inter,
-            digest=digest,
-            question_sentences=[inter.question],
-            answer_sentences=[inter.answer],
-            ground_truth_sentences=[],
-        ),
-        JudgeResult(
-            interaction_id=inter.interaction_id,
-            digest=digest,
-            nli=NliResult(interaction_id=inter.interaction_id, digest=digest, pairs=[pair]),
-            refusal=RefusalResult(
-                interaction_id=inter.interaction_id,
-                digest=digest,
-                answer_refusal=False,
-                ground_truth_refusal=None,
-            ),
-        ),
-    )
-
-
-async def feed_all(r: Rig, *messages: tuple[Converted, JudgeResult]) -> None:
-    names = r.ctx.names
-    for index, topic in enumerate([names.converted, names.judged]):
-        for message in messages:
-            await r.feed(topic, message[index])
 
 
 # ---- no stuck partition ------------------------------------------------------------------------------

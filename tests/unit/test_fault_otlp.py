@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,18 +19,13 @@ from pipeline.otlp import read_batch
 from pipeline.privacy.detect import Span
 from pipeline.privacy.mask import Masker, PrivacyGuard
 from schemas.deadletter import DeadLetter
-from schemas.interaction import Interaction
 from schemas.settings import PrivacySettings
 from streams.acks import OrderedAcks, Ticket
-from streams.context import StreamContext, new_context
 from streams.processors.holding import HoldingProcessor
-from streams.processors.otlp import OtlpProcessor
 from streams.task_pool import TaskPool
 from streams.testing import Event, Stream, Topic
-from tests.settings_factory import make_settings
-from tests.unit.test_otlp_logs import DETAILS, kv, logs
-
-HOLD_S = 10.0
+from tests.fixtures.otlp import DETAILS, kv, logs
+from tests.fixtures.otlp_reader import HOLD_S, rig
 
 
 class GatedTopic(Topic):
@@ -45,43 +38,6 @@ class GatedTopic(Topic):
     async def send(self, *, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
         await self.gate.wait()
         return await super().send(key=key, value=value)
-
-
-@dataclass
-class Rig:
-    ctx: StreamContext
-    otlp: OtlpProcessor
-    acked: list[tuple[str, int]]
-
-    def sent(self, name: str) -> list[bytes]:
-        topic = self.ctx.topics[name]
-        assert isinstance(topic, Topic)
-        return topic.sent
-
-    def interactions(self) -> list[Interaction]:
-        return [Interaction.model_validate_json(v) for v in self.sent(self.ctx.names.interactions)]
-
-    def letters(self) -> list[DeadLetter]:
-        return [DeadLetter.model_validate_json(v) for v in self.sent(self.ctx.names.deadletter)]
-
-    def event(self, topic: str, offset: int, request: dict[str, Any]) -> Event:
-        return Event.at(topic, offset, json.dumps(request).encode(), self.acked)
-
-    async def handle(self, event: Event) -> None:
-        await self.otlp.handle(event, self.otlp.acks.track(event))
-        await asyncio.sleep(0)
-
-
-def rig(privacy: PrivacyGuard | None = None) -> Rig:
-    settings = make_settings(
-        kafka={"otlp_input": True, "otlp_logs_input": True, "otlp_hold_s": HOLD_S}, judge={"kind": "lexical"}
-    )
-    ctx = new_context(settings, app=None)  # type: ignore[arg-type]
-    for name in ctx.names.all():
-        ctx.topics[name] = Topic()
-    ctx.clock = ManualClock()
-    resources = SimpleNamespace(clock=ManualClock(), privacy=privacy or PrivacyGuard(settings.privacy))
-    return Rig(ctx, OtlpProcessor(ctx, resources, clock=ManualClock()), [])  # type: ignore[arg-type]
 
 
 def chat_span(trace: str, span: str, *extra: dict[str, Any], content: bool = True) -> dict[str, Any]:

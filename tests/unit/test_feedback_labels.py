@@ -137,7 +137,7 @@ async def test_end_user_labels_leave_the_review_queue_and_progress_alone() -> No
     store = ClickHouseStore.open_sync(store_settings())
     try:
         labels = LabelStore(store)
-        now = datetime.now(UTC).replace(microsecond=0)
+        now = NOW
         ids = [f"q{i}" for i in range(40)]
         await store.insert_evaluations(
             [

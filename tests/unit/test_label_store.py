@@ -9,33 +9,13 @@ import pytest
 
 from pipeline.review import REVIEW_FRACTION_SQL, SALT, drawn
 from pipeline.sampling import stable_fraction
-from schemas.evaluation import Evaluation
-from schemas.label import Label, LabelKind, LabelSource
+from schemas.label import LabelKind, LabelSource
 from schemas.settings import LabelsSettings, Settings
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from streams.judge_quality import read_quality
-from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.labels import LATER, T0, ev, label
 from tests.fixtures.store import store_with_window
-
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-LATER = T0 + timedelta(days=1)
-
-
-def ev(
-    iid: str, hallucination: bool, *, ctx: float | None = None, conversation: str | None = None
-) -> Evaluation:
-    return Evaluation(evaluated_at=EVALUATED_AT,
-        interaction_id=iid, timestamp=T0, app="a", model="m", judge="lexical", judge_model="lexical-v1",
-        conversation_id=conversation,
-        context_entailment=ctx if ctx is not None else (0.2 if hallucination else 0.9),
-        hallucination=hallucination, answer_refusal=False,
-    )  # fmt: skip
-
-
-def label(iid: str, value: int, reviewer: str = "ann", at: datetime = LATER, **kw: object) -> Label:
-    data = {"interaction_id": iid, "kind": "grounded", "value": value, "reviewer": reviewer, "labeled_at": at}
-    return Label.model_validate({**data, **kw})
 
 
 async def test_the_latest_label_of_a_reviewer_wins_and_others_stay(store: ClickHouseStore) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import SecretStr
 
 from pipeline.clock import ManualClock
 from pipeline.judges.base import Judge, Premise
@@ -13,26 +12,12 @@ from prompts import StatementAnswer
 from schemas.errors import JudgeError
 from schemas.settings import JudgeSettings
 from tests.fakes.openai_server import FakeOpenAIServer, Script, default_refusal, default_statements
+from tests.fixtures.judges import judge_for
 from tests.settings_factory import make_settings
 
 PREMISE = Premise(
     "The Eiffel Tower, completed in 1889, is 330 metres tall. It stands in Paris.", document="Guide"
 )
-
-
-def judge_for(fake: FakeOpenAIServer, **kw: object) -> LLMJudge:
-    settings = JudgeSettings.model_validate(
-        {
-            "base_url": fake.base_url,
-            "model": "gpt-4o-mini",
-            "api_key": SecretStr("sk-x"),
-            "backoff_base_s": 0.001,
-            "backoff_max_s": 0.01,
-            "max_retries": 2,
-            **kw,
-        }
-    )
-    return LLMJudge(settings)
 
 
 def st(verdict: str) -> StatementAnswer:

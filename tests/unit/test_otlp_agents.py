@@ -24,7 +24,7 @@ from pipeline.otlp_join import OtlpBuffer
 from schemas.interaction import Interaction
 from schemas.settings import Limits
 from streams.codec import decode
-from tests.unit.test_otlp_logs import kv
+from tests.fixtures.otlp import kv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "otlp_agents"
 RECORDED = sorted(p.stem for p in FIXTURES.glob("*.jsonl"))
@@ -259,7 +259,7 @@ def test_a_trace_around_a_whole_conversation_gives_one_interaction_a_turn(name: 
 
 
 async def test_the_worker_sends_one_interaction_a_trace_and_no_dead_letter_for_its_tool_only_call() -> None:
-    from tests.unit.test_fault_otlp import rig
+    from tests.fixtures.otlp_reader import rig
 
     r = rig()
     topic = r.ctx.names.otlp

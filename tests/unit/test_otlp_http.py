@@ -25,8 +25,8 @@ from streams.context import StreamContext, new_context
 from streams.dashboard.auth import auth_middleware
 from streams.dashboard.edges import EdgeRunner
 from streams.otlp_http import add_otlp_routes
+from streams.testing import Topic
 from tests.settings_factory import make_settings
-from tests.unit.test_fault_join import Topic
 
 TOKEN = "s3cret-token-of-the-test"
 TRACE, SPAN = bytes(range(16)), bytes(range(8))

@@ -9,42 +9,13 @@ from typing import Any
 from pipeline.clock import ManualClock
 from pipeline.otlp import NO_CONTENT, CallError, content, convert_trace, messages, read_batch
 from pipeline.otlp_join import OtlpBuffer
-
-TRACE, SPAN = "ab" * 16, "cd" * 8
-
-
-def value(v: Any) -> dict[str, Any]:
-    if isinstance(v, str):
-        return {"stringValue": v}
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, list):
-        return {"arrayValue": {"values": [value(x) for x in v]}}
-    return {"kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}}
-
-
-def kv(attrs: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": value(v)} for k, v in attrs.items()]
-
-
-RESOURCE = {"attributes": kv({"service.name": "support-bot"})}
+from tests.fixtures.otlp import DETAILS, RESOURCE, SPAN, TRACE, kv, logs
 
 
 def spans(*items: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
     out = [{"traceId": TRACE, "spanId": sid, "name": name, "startTimeUnixNano": "1795430001000000000",
             "attributes": kv(attrs)} for sid, name, attrs in items]  # fmt: skip
     return {"resourceSpans": [{"resource": RESOURCE, "scopeSpans": [{"spans": out}]}]}
-
-
-def logs(*records: tuple[str, dict[str, Any], Any]) -> dict[str, Any]:
-    out = [
-        {"traceId": TRACE, "spanId": SPAN, "eventName": event, "timeUnixNano": str(1_795_430_001 * 10**9 + n),
-         "attributes": kv(attrs), **({"body": value(body)} if body is not None else {})}
-        for n, (event, attrs, body) in enumerate(records)
-    ]  # fmt: skip
-    return {"resourceLogs": [{"resource": RESOURCE, "scopeLogs": [{"logRecords": out}]}]}
 
 
 CHAT = (SPAN, "chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.response.model": "gpt-4o-mini"})
@@ -62,24 +33,6 @@ EVENTS_130 = [
     ("gen_ai.user.message", {}, {"content": [{"type": "text", "text": "How long is its warranty?"}]}),
     ("gen_ai.choice", {}, {"index": 0, "message": {"role": "assistant", "content": "8 years."}}),
 ]
-DETAILS = (
-    "gen_ai.client.inference.operation.details",
-    {
-        "gen_ai.request.model": "gpt-4o-mini",
-        "gen_ai.system_instructions": [{"type": "text", "content": "Answer from the manual."}],
-        "gen_ai.input.messages": [
-            {
-                "role": "user",
-                "parts": [
-                    {"type": "text", "content": "How long is its warranty?"},
-                    {"type": "image_url", "url": "https://x/y.png"},
-                ],
-            },
-        ],
-        "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text", "content": "8 years."}]}],
-    },
-    None,
-)
 
 
 def read_all(*requests: dict[str, Any]) -> list[Any]:

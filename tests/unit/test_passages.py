@@ -12,9 +12,9 @@ from pipeline.judges.lexical import LexicalJudge
 from pipeline.judges.llm_judge import answer_passage
 from schemas.interaction import Interaction
 from tests.fakes.openai_server import FakeOpenAIServer, Script, default_statements
+from tests.fixtures.judges import judge_for
 from tests.settings_factory import make_settings
 from tests.unit.passage_fixture import interactions, split_settings, verdicts
-from tests.unit.test_llm_judge import judge_for
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lexical_verdicts.json"
 

@@ -24,45 +24,9 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.codec import dead_letter, decode, encode, stage_of
 from streams.privacy import letter_payload
 from tests.fixtures.messages import EVALUATED_AT
+from tests.fixtures.privacy import PLANTED, holds_planted, planted_interaction
 from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
-
-#: one value of every supported kind, each valid by its own checks (Luhn, IBAN checksum, SSN ranges)
-PLANTED = {
-    "EMAIL": "mira.kowalski@northwind-mail.com",
-    "PHONE": "+1 415-555-0199",
-    "CARD": "4539 1488 0343 6467",
-    "IBAN": "DE89 3704 0044 0532 0130 00",
-    "IP": "203.0.113.42",
-    "SSN": "219-09-9999",
-    "URL": "https://portal.northwind-mail.com/account/7731",
-}
-
-
-def planted_interaction(iid: str = "p-1") -> Interaction:
-    v = PLANTED
-    return Interaction.model_validate(
-        {
-            "interaction_id": iid,
-            "conversation_id": "conv-1",
-            "messages": [
-                {"role": "user", "content": f"Hi, I am {v['EMAIL']}."},
-                {"role": "assistant", "content": "Hello! How can I help?"},
-                {"role": "user", "content": f"Is my card {v['CARD']} linked to {v['EMAIL']}?"},
-            ],
-            "contexts": [
-                f"Account {v['EMAIL']}: card {v['CARD']}, IBAN {v['IBAN']}, phone {v['PHONE']}.",
-                f"Last login from {v['IP']}; SSN on file {v['SSN']}. Portal: {v['URL']}",
-            ],
-            "answer": f"Yes, card {v['CARD']} is linked to {v['EMAIL']}; call {v['PHONE']}. It is active.",
-            "ground_truth": f"The card {v['CARD']} belongs to {v['EMAIL']}.",
-            "metadata": {"user": v["EMAIL"], "tier": "gold"},
-        }
-    )
-
-
-def holds_planted(text: str) -> list[str]:
-    return [value for value in PLANTED.values() if value in text]
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from streams.codec import decode
 from streams.processors.convert import ConvertProcessor
 from streams.runner import run_bounded
 from streams.testing import Event, ManualClock, Stream, fake_context
+from tests.fixtures.bad_messages import CORPUS
 from tests.settings_factory import make_settings
-from tests.unit.test_fault_bad_messages import CORPUS
 
 SECRET = "jane.doe@example.com"
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)

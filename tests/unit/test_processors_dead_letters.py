@@ -9,37 +9,21 @@ from typing import Any
 
 import pytest
 
-from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
 from pipeline.privacy.mask import Masker, PrivacyGuard
 from pipeline.refusal import RefusalClassifier
-from pipeline.sampling import Sampler
 from schemas.deadletter import DeadLetter
 from schemas.errors import JudgeError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
-from schemas.results import Converted, JudgeResult
+from schemas.results import JudgeResult
 from schemas.settings import PrivacySettings
-from streams.context import StreamContext, new_context
-from streams.handoff import Handoff
 from streams.processors.base import Processor
 from streams.processors.convert import ConvertProcessor
 from streams.processors.evaluate import EvaluateProcessor
 from streams.processors.judge import JudgeProcessor
-from streams.runner import run_bounded
-from streams.testing import Event, Stream, Topic
-from tests.settings_factory import make_settings
-
-INTERACTION = Interaction(
-    interaction_id="i1", question="Where is the key?", contexts=["The key hangs by the door."],
-    answer="The key hangs by the front door. It opens the shed at the back of the garden.",
-    ground_truth="By the door.",
-)  # fmt: skip
-CONVERTED = Converted(
-    interaction=INTERACTION, question_sentences=["Where is the key?"],
-    ground_truth_sentences=["By the door."],
-    answer_sentences=["The key hangs by the front door.", "It opens the shed at the back of the garden."],
-)  # fmt: skip
+from streams.testing import Event
+from tests.fixtures.processors import CONVERTED, INTERACTION, context, resources, run
 
 
 def keyed(value: bytes) -> Event:
@@ -49,72 +33,6 @@ def keyed(value: bytes) -> Event:
 class FailingJudge:
     async def pronouns(self, *args: Any, **kwargs: Any) -> Any:
         raise JudgeError("HTTP 401: bad key")
-
-
-class Failing:
-    """Every resource a processor calls fails like a judge that gave up."""
-
-    def __getattr__(self, name: str) -> Any:
-        async def fail(*args: Any, **kwargs: Any) -> Any:
-            raise JudgeError("gave up")
-
-        return fail
-
-
-class RefusalFailing(LexicalJudge):
-    """The lexical judge but for refusal, which gives up."""
-
-    async def classify_refusals(self, texts: Any) -> Any:
-        raise JudgeError("refusal: gave up after 5 attempts")
-
-
-class RecordingSink:
-    """The ClickHouse sink's batch: rows it was handed, each written (its callback run) at once."""
-
-    def __init__(self) -> None:
-        self.rows: list[Evaluation] = []
-
-    async def add(self, evaluation: Evaluation, written: Any = None) -> None:
-        self.rows.append(evaluation)
-        if written is not None:
-            written()
-
-
-def resources() -> Any:
-    async def ready() -> Any:
-        return None
-
-    failing = Failing()
-    refusals = SimpleNamespace(classify=failing.classify)
-    # the fused processor's real Evaluator: NLI works, refusal gives up
-    settings = make_settings(pipeline={"pronoun_replacement": True, "refusal_prefilter": False})
-    evaluator = Evaluator(RefusalFailing(), settings)
-    return SimpleNamespace(
-        sink=RecordingSink(),
-        handoff=Handoff(100),
-        judging_only=False,  # the worker's first process: it writes what it judges
-        wait_ready=ready,
-        judge=failing,
-        nli_judge=failing,
-        refusals=refusals,
-        evaluator=evaluator,
-        relevance=None,
-        custom=None,  # no evaluators file
-        sampler=Sampler.from_files(None, 1.0),  # every interaction judged
-        privacy=PrivacyGuard(PrivacySettings()),  # privacy.mode off
-    )
-
-
-def context() -> tuple[StreamContext, Topic]:
-    ctx = new_context(make_settings(pipeline={"pronoun_replacement": True}), app=None)  # type: ignore[arg-type]
-    dead = ctx.topics[ctx.names.deadletter] = Topic()
-    for name in ctx.names.all():
-        ctx.topics.setdefault(name, Topic(name))
-    return ctx, dead
-
-
-async def run(processor: Processor[Any], events: list[Event]) -> None:
-    await run_bounded(Stream(events), processor.handle, 4, on_error=processor.on_error)
 
 
 GOOD = {"convert": INTERACTION, "nli": CONVERTED, "evaluate": INTERACTION}

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.answerability import answerability
 from pipeline.metrics.wilson import wilson_interval
@@ -20,14 +19,14 @@ from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.interaction import Interaction
 from schemas.metrics import METRICS, METRICS_BY_NAME, MetricKind, Over, pooled
-from schemas.settings import DashboardSettings
 from schemas.slices import BreakdownQuery, SliceTotals
 from streams.clickhouse.slices import SliceReader, metric_sql
 from streams.clickhouse.store import ClickHouseStore
-from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
+from tests.fixtures.dashboard import client_for
 from tests.fixtures.messages import EVALUATED_AT
 from tests.fixtures.store import store_settings
+from tests.fixtures.wall_clock import recent
 from tests.integration.chdb import fresh_chdb_url
 
 RATE = METRICS_BY_NAME["hallucination_rate"]
@@ -242,12 +241,6 @@ async def test_a_replayed_interaction_counts_once_where_its_current_row_is(store
     assert late == {"v9": 1}
 
 
-async def client_for(store: ClickHouseStore) -> TestClient[Any, Any]:
-    client = TestClient(TestServer(root_app(lambda: store, DashboardSettings()), host="127.0.0.1"))
-    await client.start_server()
-    return client
-
-
 async def test_the_api_breaks_down_explains_the_change_and_filters_by_slice(store: ClickHouseStore) -> None:
     client = await client_for(store)
     day1 = {"baseline_start": T0.isoformat(), "baseline_end": (T0 + DAY).isoformat()}
@@ -372,7 +365,7 @@ def test_report_by_a_dimension_and_what_changed(capsys: pytest.CaptureFixture[st
     s = ClickHouseStore.open_sync(store_settings(url))
     # the command's period ends at the wall clock's now: the traffic's second day moves to the day before
     # yesterday (a day before now is then past all of it, whatever the time of day)
-    shift = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - 2 * DAY - (T0 + DAY)
+    shift = recent(start_of="day", days=2) - (T0 + DAY)
     s.insert_evaluations_sync([e.model_copy(update={"timestamp": e.timestamp + shift}) for e in traffic()])
     s.close()
     since = (T0 + DAY + shift).isoformat()

@@ -16,9 +16,9 @@ from streams.clickhouse.migrations import apply_migrations, ddl_dir, load_migrat
 from streams.clickhouse.store import ClickHouseStore
 from streams.codec import decode
 from streams.processors.base import record_time
+from tests.fixtures.evaluations import NOW, T0, evaluation
 from tests.fixtures.store import store_settings
 from tests.integration.chdb import fresh_chdb_url
-from tests.unit.test_clickhouse_store import NOW, T0, evaluation
 
 MIGRATION = 11
 

@@ -177,7 +177,7 @@ def test_estimate_prices_the_call_a_real_run_sends(fake_openai: FakeOpenAIServer
 
 async def test_the_staged_join_asks_the_judge_too(fake_openai: FakeOpenAIServer) -> None:
     from pipeline.argument_judge import ArgumentJudge
-    from tests.unit.test_fault_join import feed_all, parts, rig
+    from tests.fixtures.join import feed_all, parts, rig
 
     r = rig()
     judge = llm_judge(fake_openai)

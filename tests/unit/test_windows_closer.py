@@ -15,14 +15,7 @@ from streams.alerts.engine import AlertEngine
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import TumblingWindows
-from tests.unit.test_clickhouse_store import NOW, evaluation
-
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def at(iid: str, seconds: float, ctx: float) -> object:
-    e = evaluation(iid, ctx=ctx)
-    return e.model_copy(update={"timestamp": T0 + timedelta(seconds=seconds)})
+from tests.fixtures.evaluations import NOW, T0, at, evaluation
 
 
 async def test_windows_close_by_watermark_and_count_replays_once(store: ClickHouseStore) -> None:
