@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from schemas.utc import utc
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -76,6 +79,37 @@ class ManualClock:
         self.slept.append(seconds)
         self.advance(max(0.0, seconds))
         await asyncio.sleep(0)
+
+
+async def wait_all(
+    clock: Clock, tasks: Iterable[asyncio.Future[T]], seconds: float
+) -> set[asyncio.Future[T]]:
+    """Wait until every task is done or ``seconds`` have passed on ``clock``, whichever comes first; the
+    tasks still running then (not cancelled: the caller decides). On a ``ManualClock`` the time passes
+    at once: a task gets a turn of the loop, not a real wait."""
+    pending = set(tasks)
+    if not pending:
+        return pending
+    timer: asyncio.Future[Any] = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        while pending and not timer.done():
+            racing: set[asyncio.Future[Any]] = {*pending, timer}
+            done, _ = await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            pending -= done
+    finally:
+        timer.cancel()
+    return pending
+
+
+async def within(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
+    """``work``'s result if it finishes within ``seconds`` on ``clock``; else it is cancelled and
+    ``TimeoutError`` raised (``asyncio.wait_for`` on the injected clock)."""
+    task = asyncio.ensure_future(work)
+    if await wait_all(clock, [task], seconds):
+        task.cancel()
+        await asyncio.wait([task])
+        raise TimeoutError(f"not done within {seconds:g} s")
+    return task.result()
 
 
 class Stopwatch:

@@ -41,7 +41,7 @@ import regex
 from pydantic import BaseModel, Field
 
 from pipeline.assemble import with_calls
-from pipeline.clock import SYSTEM_CLOCK, Clock
+from pipeline.clock import SYSTEM_CLOCK, Clock, wait_all, within
 from pipeline.evaluator_sandbox import EvaluatorSandbox
 from pipeline.judges.base import Judge
 from pipeline.llm.cache import cache_key
@@ -84,13 +84,15 @@ def install_from_settings(settings: EvaluatorsSettings) -> None:
         load_evaluators(settings.file, functions=False)
 
 
-def open_custom(settings: EvaluatorsSettings, judge: Judge | None) -> CustomEvaluators | None:
+def open_custom(
+    settings: EvaluatorsSettings, judge: Judge | None, clock: Clock = SYSTEM_CLOCK
+) -> CustomEvaluators | None:
     """The custom evaluators of ``evaluators.file`` (installed in the catalogue), or None without one
     (and then no custom metric is in the catalogue, whatever an earlier file installed)."""
     if settings.file is None:
         install_spec(None)
         return None
-    return CustomEvaluators(load_evaluators(settings.file), settings, judge)
+    return CustomEvaluators(load_evaluators(settings.file), settings, judge, clock=clock)
 
 
 def load_evaluators(path: Path, *, install: bool = True, functions: bool = True) -> LoadedEvaluators:
@@ -296,7 +298,7 @@ class CustomEvaluators:
         try:
             await asyncio.wait([core])
             if tasks and not core.cancelled() and core.exception() is None:
-                await asyncio.wait(tasks, timeout=self.settings.wait_after_core_s)
+                await wait_all(self.clock, tasks, self.settings.wait_after_core_s)
         finally:
             late = [task for task in tasks if not task.done()]
             for task in late:
@@ -385,7 +387,7 @@ class CustomEvaluators:
                 )
                 return _rubric_score(ev, prompt.output_model.model_validate_json(hit)), call
         try:
-            answer, call = await asyncio.wait_for(client.complete(prompt, stage="custom"), ev.timeout_s)
+            answer, call = await within(self.clock, ev.timeout_s, client.complete(prompt, stage="custom"))
         except TimeoutError:
             return self.missing(ev, f"timeout: the judge took over {ev.timeout_s:g} s"), None
         if cache is not None:

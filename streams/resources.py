@@ -207,7 +207,7 @@ class Resources(Service):
             self.relevance = RelevanceScorer()
             self.relevance.require()
         # your own evaluators (evaluators.file, read and checked before start by the worker command)
-        self.custom = open_custom(settings.evaluators, judge)
+        self.custom = open_custom(settings.evaluators, judge, self.clock)
         if self.custom is not None:
             self._stack.callback(self.custom.close)
         self.arguments = ArgumentJudge(judge, settings)

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pipeline.clock import SYSTEM_CLOCK, Clock
@@ -105,6 +106,15 @@ class Connection:
 
     async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.query_sync, sql, parameters)
+
+    def server_now_sync(self) -> datetime:
+        """The ClickHouse server's clock (UTC, milliseconds): what its rows' ``inserted_at`` are stamped
+        with, so a stamp compared with them is taken from it too, whatever the worker's clock says."""
+        [row] = self.query_sync("SELECT toUnixTimestamp64Milli(now64(3)) AS ms")
+        return datetime.fromtimestamp(int(row["ms"]) / 1000, tz=UTC)
+
+    async def server_now(self) -> datetime:
+        return await asyncio.to_thread(self.server_now_sync)
 
     def ping_sync(self) -> bool:
         """ClickHouse answers a query (tells a bad row from an outage)."""

@@ -40,14 +40,12 @@ With a conversation source (``conversations``: the ``conversations`` table), a w
 conversations whose last turn falls in it (schemas/metrics.py, the conversation metrics); the
 conversation closer touches a window again when it writes a conversation that counts there.
 
-A window's aggregate is stamped ``computed_at`` = the closer's clock *before* its rows are read, so a row
-stored while they are read (``inserted_at``, the ClickHouse server's clock) is never older than the
-aggregate and ``reconcile`` finds that window again after a restart. Against a remote ClickHouse this
-holds as long as the server's clock is not behind the worker's: a row landing within that skew after
-the read could be missed by ``reconcile`` (the timer finds it regardless while the worker runs, since the
-sink touches the window). Keep both clocks NTP-synchronised. No margin is subtracted: a margin would only
-be safe for a skew known in advance, and it makes the next start recompute every window closed within it
-of its last row.
+A window's aggregate is stamped ``computed_at`` = the ClickHouse server's clock (``server_now``, the
+clock its rows' ``inserted_at`` are stamped with) *before* its rows are read, so a row stored while they
+are read is never older than the aggregate and ``reconcile`` finds that window again after a restart.
+Both stamps come from the one server clock: a worker whose own clock is ahead or behind (skew between
+machines, a clock moved) neither misses a stale window nor recomputes fresh ones, and workers writing
+the same window order their rewrites on that one clock.
 
 The stop (``finish``): a timer round under way ends after its current window; then one final round
 closes every pending window, oldest first, for as long as its time budget lasts (a batch is begun only
@@ -111,6 +109,10 @@ class WindowStore(Protocol):
     async def insert_windows(self, windows: Sequence[WindowAggregate], computed_at: datetime) -> None: ...
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[WindowKey]: ...
+
+    async def server_now(self) -> datetime:
+        """The storage's own clock, the one its rows' ``inserted_at`` are stamped with."""
+        ...
 
 
 class ConversationSource(Protocol):
@@ -226,7 +228,7 @@ class WindowCloser(Pausable):
         """Mark the windows a crashed worker (or the last owner of their series) left unclosed: rows
         written after their aggregate. Their in-memory marks died with it; ClickHouse still knows.
         ``owns``: only the series it says this worker owns. Returns how many were marked."""
-        since = self.clock.now() - lookback
+        since = await self.store.server_now() - lookback  # (compared with the rows' inserted_at)
         stale = await self.store.stale_windows(self.settings.size_seconds, since)
         mine = [key for key in stale if owns is None or owns(key[0], key[1])]
         for key in mine:
@@ -381,8 +383,9 @@ class WindowCloser(Pausable):
         if not keys:
             return [], True
         touched = {key: self._dirty.get(key) for key in keys}
-        # stamped before the read: a row stored meanwhile is newer than the aggregate (``reconcile``)
-        computed_at = self.clock.now()
+        # stamped before the read, on the storage's clock: a row stored meanwhile is newer than the
+        # aggregate (``reconcile``), whatever the skew between this worker's clock and the server's
+        computed_at = await self.store.server_now()
         try:
             windows = await self.compute(keys)
         except Exception as exc:

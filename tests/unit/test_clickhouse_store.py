@@ -13,34 +13,14 @@ from pipeline.clock import ManualClock
 from schemas.alert import Alert
 from schemas.evaluation import Evaluation
 from schemas.results import HypothesisResult, PairResult, StatementVerdict
-from schemas.settings import ClickHouseSettings
+from schemas.settings import ClickHouseSettings, WindowSettings
 from streams.clickhouse.migrations import apply_migrations, ddl_dir
 from streams.clickhouse.sink import EvaluationSink
 from streams.clickhouse.store import ClickHouseStore
 from streams.windows.aggregator import WindowStats
+from streams.windows.closer import WindowCloser
+from tests.fixtures.evaluations import NOW, T0, evaluation
 from tests.fixtures.store import store_settings
-
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)  # event time; retention (TTL) counts from write time
-NOW = datetime.now(UTC)
-
-
-def evaluation(iid: str, *, complete: bool = True, at: datetime = NOW, ctx: float = 0.8) -> Evaluation:
-    pair = PairResult(
-        pair="context_answer",
-        score=ctx,
-        hypotheses=[
-            HypothesisResult(
-                hypothesis="h",
-                score=ctx,
-                statements=[StatementVerdict(statement="s", verdict="entailed", score=ctx)],
-            )
-        ],
-    )
-    return Evaluation(
-        interaction_id=iid, timestamp=T0, evaluated_at=at, app="a", model="m", judge="lexical",
-        context_entailment=ctx, hallucination=ctx < 0.5, answer_refusal=False, pairs=[pair],
-        complete=complete, missing=[] if complete else ["refusal"], judge_latency_ms=5.0,
-    )  # fmt: skip
 
 
 @pytest.fixture()
@@ -113,13 +93,28 @@ async def test_window_rewrite_replaces_and_alerts_dedupe(store: ClickHouseStore)
 
 
 async def test_stale_windows_are_those_written_after_their_aggregate(store: ClickHouseStore) -> None:
-    since = datetime.now(UTC) - timedelta(hours=1)
+    # the rows' inserted_at and the windows' computed_at are both on the ClickHouse server's clock
+    since = await store.server_now() - timedelta(hours=1)
     await store.insert_evaluations([evaluation("x")])
     stale = await store.stale_windows(60, since)
     assert stale == [("a", "m", T0)]
     agg = WindowStats().result(window_start=T0, window_end=T0 + timedelta(minutes=1), app="a", model="m")
-    await store.insert_window(agg, datetime.now(UTC) + timedelta(seconds=1))
+    await store.insert_window(agg, await store.server_now() + timedelta(seconds=1))
     assert await store.stale_windows(60, since) == []
+
+
+async def test_stale_windows_hold_with_the_workers_clock_a_year_off(store: ClickHouseStore) -> None:
+    """A closer whose clock is a year ahead of the server's (or behind it) stamps its aggregate on the
+    server's clock: the window it closed is not stale, and a row stored after it makes it stale again."""
+    settings = WindowSettings(size_seconds=60)
+    await store.insert_evaluations([evaluation("x")])
+    for offset in (timedelta(days=365), -timedelta(days=365)):
+        closer = WindowCloser(settings, store, clock=ManualClock(NOW + offset))
+        assert await closer.reconcile(timedelta(hours=1)) == 1
+        assert [w.window_start for w in await closer.close_due(final=True)] == [T0]
+        again = WindowCloser(settings, store, clock=ManualClock(NOW + offset))
+        assert await again.reconcile(timedelta(hours=1)) == 0
+        await store.insert_evaluations([evaluation(f"late{offset.days}")])
 
 
 async def test_sink_batches_by_size_and_age_and_acks_after_write(store: ClickHouseStore) -> None:

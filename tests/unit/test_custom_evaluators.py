@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pydantic import SecretStr
 
-from pipeline.clock import ManualClock
+from pipeline.clock import SYSTEM_CLOCK, Clock, ManualClock
 from pipeline.custom_evaluators import CustomEvaluators, install_from_settings, load_evaluators, open_custom
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
@@ -25,7 +25,6 @@ from schemas.alert import AlertRule, AlertRules
 from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
-from schemas.interaction import Interaction, Passage
 from schemas.metrics import MetricKind, alert_metric_names, catalogue, metric_named, pooled
 from schemas.results import CustomScore
 from schemas.settings import DashboardSettings, EvaluatorsSettings, JudgeSettings
@@ -35,12 +34,12 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.dashboard.api import root_app
 from streams.windows.aggregator import WindowStats
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fixtures.custom_evaluators import T0, interaction
 from tests.fixtures.messages import EVALUATED_AT
 from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
 from tests.unit.grafana_macros import QueryContext, expand
 
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "deploy" / "evaluators" / "evaluators.yaml"
@@ -52,8 +51,10 @@ def opened() -> Iterator[Callable[..., CustomEvaluators]]:
     """``opened(path, settings)``: the evaluators of a file, their subprocesses killed after the test."""
     made: list[CustomEvaluators] = []
 
-    def make(path: Path, settings: EvaluatorsSettings | None = None) -> CustomEvaluators:
-        made.append(CustomEvaluators(load_evaluators(path), settings or EvaluatorsSettings()))
+    def make(
+        path: Path, settings: EvaluatorsSettings | None = None, clock: Clock = SYSTEM_CLOCK
+    ) -> CustomEvaluators:
+        made.append(CustomEvaluators(load_evaluators(path), settings or EvaluatorsSettings(), clock=clock))
         return made[-1]
 
     yield make
@@ -65,20 +66,6 @@ def write(tmp_path: Path, text: str, name: str = "evaluators.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def interaction(i: int = 0, **kw: Any) -> Interaction:
-    data: dict[str, Any] = {
-        "interaction_id": f"i{i}",
-        "timestamp": T0 + timedelta(seconds=i),
-        "app": "bot",
-        "model": "m",
-        "question": "When does the store open?",
-        "contexts": [Passage(text="The store opens at 9 am.")],
-        "answer": "The store opens at 9 am.",
-        **kw,
-    }
-    return Interaction.model_validate(data)
 
 
 PATTERNS = """
@@ -418,18 +405,21 @@ async def test_an_evaluator_gets_a_copy_and_cannot_change_the_interaction_the_co
 async def test_a_call_cut_off_after_the_core_verdicts_kills_its_process_and_queues_nothing(
     tmp_path: Path, opened: Callable[..., CustomEvaluators]
 ) -> None:
-    """timeout_s (300) over wait_after_core_s (0): run_bounded cancels each spinning call, whose process
-    is killed; no call waits behind another, so a later well-behaved evaluator still scores."""
+    """timeout_s (300) over wait_after_core_s (30, on the injected clock: passed at once): run_bounded
+    cancels each spinning call, whose process is killed; no call waits behind another, so a later
+    well-behaved evaluator still scores."""
+    clock = ManualClock()
     custom = opened(
         python_file(tmp_path, "spins", timeout_s=300),
-        EvaluatorsSettings(python_processes=1, wait_after_core_s=0.0),
+        EvaluatorsSettings(python_processes=1, wait_after_core_s=30.0),
+        clock,
     )
     core: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     core.set_result(None)
     for i in range(5):
         scores, _ = await custom.run_bounded(interaction(i), core)
-        assert scores["fn"].reason == "timeout: not done 0 s after the core verdicts"
-    assert custom.failures["fn"] == 5
+        assert scores["fn"].reason == "timeout: not done 30 s after the core verdicts"
+    assert custom.failures["fn"] == 5 and clock.slept == [30.0] * 5
     pool = custom._sandboxes["fn"]._pool
     assert pool is not None and pool.active  # the pool serves on, with no cancelled call left in it
     (tmp_path / "ok").mkdir()
@@ -482,17 +472,18 @@ async def test_an_evaluators_failures_are_logged_once_a_minute_naming_it(
 
 
 async def test_the_core_verdicts_never_wait_on_a_hanging_evaluator(tmp_path: Path) -> None:
-    settings = make_settings(evaluators={"wait_after_core_s": 0.0})
+    settings = make_settings(evaluators={"wait_after_core_s": 30.0})  # (on a ManualClock: passed at once)
     text = python_file(tmp_path, "hangs", timeout_s=300).read_text() + (
         "  - {name: comp, version: '1', kind: pattern, field: answer, words: [store]}\n"
     )
-    custom = CustomEvaluators(load_evaluators(write(tmp_path, text)), settings.evaluators)
+    loaded = load_evaluators(write(tmp_path, text))
+    custom = CustomEvaluators(loaded, settings.evaluators, clock=ManualClock())
     evaluator = Evaluator(LexicalJudge(), settings, custom=custom)
     try:
         evaluation = await evaluator.evaluate(interaction())
         assert evaluation.complete and evaluation.context_entailment is not None
         assert evaluation.custom["fn"].score is None
-        assert evaluation.custom["fn"].reason.startswith("timeout: not done 0 s after the core verdicts")
+        assert evaluation.custom["fn"].reason.startswith("timeout: not done 30 s after the core verdicts")
     finally:
         await evaluator.aclose()
 
@@ -568,6 +559,23 @@ async def test_a_rubric_whose_judge_gives_up_is_missing_and_without_an_llm_judge
     custom = CustomEvaluators(load_evaluators(path), EvaluatorsSettings(), LexicalJudge())
     score = (await custom.run(interaction()))[0]["medical"]
     assert score.score is None and score.reason.startswith("no LLM judge")
+
+
+async def test_a_rubric_whose_judge_hangs_is_missing_at_its_timeout_on_the_injected_clock(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = write(tmp_path, RUBRIC.format(version="1", output="pass_fail"))
+    judge = llm_judge(fake_openai)
+    clock = ManualClock()
+    fake_openai.config.latency_ms = 2000.0  # (its timeout, 60 s on the clock, passes before it answers)
+    try:
+        custom = CustomEvaluators(load_evaluators(path), EvaluatorsSettings(), judge, clock=clock)
+        score = (await custom.run(interaction()))[0]["medical"]
+    finally:
+        fake_openai.config.latency_ms = 0.0
+        await judge.aclose()
+    assert score.score is None and score.reason == "timeout: the judge took over 60 s"
+    assert clock.slept == [60.0]
 
 
 async def test_the_evaluation_counts_the_rubrics_calls_tokens_and_cost(
@@ -928,7 +936,8 @@ async def test_the_staged_judge_processor_sends_the_custom_scores_even_when_its_
     letters under their own stages) leaves the scores in the JudgeResult the join receives."""
     from schemas.results import JudgeResult
     from streams.processors.judge import JudgeProcessor
-    from tests.unit.test_processors_dead_letters import CONVERTED, Event, context, resources, run
+    from streams.testing import Event
+    from tests.fixtures.processors import CONVERTED, context, resources, run
 
     ctx, dead = context()
     res = resources()
@@ -1038,7 +1047,7 @@ def test_a_worker_killed_with_sigkill_leaves_no_evaluator_process_behind(tmp_pat
         "import asyncio, sys\n"
         "from pipeline.custom_evaluators import CustomEvaluators, load_evaluators\n"
         "from schemas.settings import EvaluatorsSettings\n"
-        "from tests.unit.test_custom_evaluators import interaction\n"
+        "from tests.fixtures.custom_evaluators import interaction\n"
         f"custom = CustomEvaluators(load_evaluators(__import__('pathlib').Path({str(evaluators)!r})),\n"
         "                          EvaluatorsSettings(python_processes=2))\n"
         "async def main():\n"

@@ -22,7 +22,7 @@ from streams.clickhouse.store import ClickHouseStore
 from streams.codec import dead_letter, decode
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import MAX_TIME, MIN_TIME, TumblingWindows
-from tests.unit.test_clickhouse_store import evaluation
+from tests.fixtures.evaluations import evaluation
 
 FAILED_AT = datetime(2026, 11, 23, 12, tzinfo=UTC)  # a dead letter's failed_at
 
@@ -51,8 +51,9 @@ def test_implausible_timestamps_are_refused_with_the_reason(timestamp: object, r
         decode(raw(timestamp), Interaction, Limits(), now=NOW)
     assert "timestamp" in str(err.value) and reason in str(err.value)
     assert err.value.interaction_id == "t1"
-    letter = dead_letter(failed_at=FAILED_AT,
-        stage="validate", error=err.value, payload=raw(timestamp), source_topic="in")
+    letter = dead_letter(
+        failed_at=FAILED_AT, stage="validate", error=err.value, payload=raw(timestamp), source_topic="in"
+    )
     assert letter.stage == "validate" and reason in letter.error
 
 
@@ -123,6 +124,9 @@ class FlakyStore:
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         return []
+
+    async def server_now(self) -> datetime:
+        return datetime(2026, 11, 20, tzinfo=UTC)
 
 
 async def test_one_bad_window_never_blocks_the_others(caplog: pytest.LogCaptureFixture) -> None:

@@ -25,10 +25,10 @@ from streams.testing import Event, Message, fake_context
 from streams.touches import TouchSender, touches_of
 from streams.windows.closer import WindowCloser
 from streams.windows.tumbling import TumblingWindows
+from tests.fixtures.evaluations import evaluation
 from tests.settings_factory import make_settings
-from tests.unit.test_clickhouse_store import evaluation
 
-NOW = datetime.now(UTC).replace(microsecond=0)
+NOW = datetime(2026, 11, 20, 12, 34, 56, tzinfo=UTC)
 HOUR = TumblingWindows(3600)
 
 
@@ -108,7 +108,9 @@ async def test_two_owners_reconcile_disjoint_halves_of_the_stale_windows(store: 
     ]
     await store.insert_evaluations(rows)
     settings = WindowSettings(size_seconds=3600)
-    clock = ManualClock(NOW)
+    # the worker's clock a year ahead of the server's: reconcile looks back on the server's clock, the
+    # one the rows' inserted_at are stamped with
+    clock = ManualClock(NOW + timedelta(days=365))
     owners = [Ownership("t", lambda: 4), Ownership("t", lambda: 4)]
     owners[0].assign([0, 1])
     owners[1].assign([2, 3])
@@ -176,6 +178,9 @@ class HeldStore:
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[object]:
         return []
+
+    async def server_now(self) -> datetime:
+        return datetime(2026, 11, 20, tzinfo=UTC)
 
 
 async def test_a_revocation_lets_the_batch_under_way_end_and_begins_no_other() -> None:

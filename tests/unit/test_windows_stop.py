@@ -23,9 +23,9 @@ from streams.context import new_context
 from streams.resources import Resources as WorkerResources
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import ConversationCloser
+from tests.fixtures.conversations import FailingTurns
 from tests.fixtures.store import store_settings
 from tests.settings_factory import make_settings
-from tests.unit.test_conversations import FailingTurns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SIZE = 60
@@ -66,6 +66,9 @@ class SlowStore:
 
     async def stale_windows(self, size_seconds: int, since: datetime) -> list[tuple[str, str, datetime]]:
         return []
+
+    async def server_now(self) -> datetime:
+        return self.clock.now()
 
     def written(self) -> Counter[tuple[str, str, datetime]]:
         return Counter(key for batch in self.inserts for key in batch)
@@ -263,8 +266,8 @@ async def test_a_window_left_by_the_stop_is_recomputed_at_the_next_start() -> No
     """A row stored while the closer reads its window's rows (the sink flushes meanwhile) is newer than
     the aggregate: after a stop that leaves that window, the next start finds it (real chDB)."""
     from streams.clickhouse.store import ClickHouseStore
-    from tests.unit.test_windows_closer import T0 as W0
-    from tests.unit.test_windows_closer import at
+    from tests.fixtures.evaluations import T0 as W0
+    from tests.fixtures.evaluations import at
 
     store = ClickHouseStore.open_sync(store_settings())
     settings = WindowSettings(size_seconds=10, grace_seconds=0, idle_close_seconds=1000)
