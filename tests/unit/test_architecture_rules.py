@@ -545,3 +545,38 @@ def test_the_pairing_rule_sees_a_second_pairing() -> None:
         "found = ResultFound(call_id, name, text)\nx = step.call_id\nif m.tool_call_id is not None: pass\n"
     )
     assert [w.split()[0] for _, w in call_id_matches(code)] == ["compares", "keys", "collects", "compares"]
+
+
+def imports_of_test_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Imports of another test module (``tests.<dir>.test_*``): a shared helper belongs in a helper
+    module (``tests/fixtures/``, a directory's ``helpers``/``conftest``), not in a test."""
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "tests" and any(p.startswith("test_") for p in parts[1:]):
+                yield node.lineno, name
+                break
+
+
+def test_no_test_imports_another_test_module() -> None:
+    found = [
+        f"{rel}:{line}: {what}"
+        for rel, tree in sources("tests")
+        for line, what in imports_of_test_modules(tree)
+    ]
+    assert found == []
+
+
+def test_the_test_import_rule_sees_both_forms() -> None:
+    code = ast.parse(
+        "from tests.unit.test_a import helper\nfrom tests.unit import test_b\nimport tests.unit.test_c\n"
+        "from tests.fixtures.store import store_settings\nfrom tests.integration import helpers\n"
+    )
+    assert [w for _, w in imports_of_test_modules(code)] == [
+        "tests.unit.test_a", "tests.unit.test_b", "tests.unit.test_c",
+    ]  # fmt: skip
