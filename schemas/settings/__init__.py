@@ -34,6 +34,7 @@ from schemas.settings.source import NOT_SETTINGS
 from schemas.settings.split import SplitSettings
 from schemas.settings.thresholds import THRESHOLD_KIND, AppThresholds, Thresholds
 from schemas.settings.tools import ToolSettings
+from schemas.settings.topics import TopicMethod, TopicsSettings
 from schemas.settings.window import WindowSettings
 
 __all__ = [
@@ -70,6 +71,8 @@ __all__ = [
     "SplitSettings",
     "Thresholds",
     "ToolSettings",
+    "TopicMethod",
+    "TopicsSettings",
     "WindowSettings",
     "describe_settings_error",
     "setting_variables",

@@ -30,6 +30,7 @@ from schemas.settings.sampling import SamplingSettings
 from schemas.settings.source import CheckedEnvSource
 from schemas.settings.split import SplitSettings
 from schemas.settings.tools import ToolSettings
+from schemas.settings.topics import TopicsSettings
 from schemas.settings.window import WindowSettings
 
 
@@ -85,6 +86,9 @@ class Settings(BaseSettings):
         default_factory=ClickHouseSettings, description="ClickHouse connection, retention and sink"
     )
     window: WindowSettings = Field(default_factory=WindowSettings, description="tumbling windows")
+    topics: TopicsSettings = Field(
+        default_factory=TopicsSettings, description="topics discovered from the questions (docs/topics.md)"
+    )
     conversations: ConversationSettings = Field(
         default_factory=ConversationSettings, description="conversation rollups and their metrics"
     )

@@ -6,12 +6,8 @@ import sys
 
 import pytest
 
-from pipeline.metrics.relevance import (
-    RelevanceScorer,
-    RelevanceUnavailable,
-    last_user_message,
-    relevance_question,
-)
+from pipeline.embeddings import EmbeddingsUnavailable
+from pipeline.metrics.relevance import RelevanceScorer, last_user_message, relevance_question
 from schemas.interaction import Interaction
 
 
@@ -24,7 +20,7 @@ def test_last_user_message() -> None:
 
 async def test_missing_extra_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import now raises ImportError
-    with pytest.raises(RelevanceUnavailable, match="embeddings"):
+    with pytest.raises(EmbeddingsUnavailable, match="embeddings"):
         await RelevanceScorer().score("Where is Paris?", "Paris is in France.")
 
 

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from pipeline.embeddings import EmbeddingsUnavailable
 from pipeline.evaluator import Evaluator
 from pipeline.judges.lexical import LexicalJudge
-from pipeline.metrics.relevance import RelevanceScorer, RelevanceUnavailable, score_relevance
+from pipeline.metrics.relevance import RelevanceScorer, score_relevance
 from schemas.errors import DependencyMissing
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
@@ -58,6 +59,6 @@ async def test_score_relevance_reports_a_failure_without_raising() -> None:
 
 def test_a_missing_extra_is_a_dependency_error_before_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import now raises ImportError
-    with pytest.raises(RelevanceUnavailable, match="embeddings") as raised:
+    with pytest.raises(EmbeddingsUnavailable, match="embeddings") as raised:
         RelevanceScorer().require()
     assert isinstance(raised.value, DependencyMissing)

