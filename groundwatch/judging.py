@@ -37,6 +37,7 @@ from pipeline.evaluator import Evaluator
 from pipeline.judges.factory import open_judge
 from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.privacy.mask import Masked, PrivacyGuard
+from pipeline.topic_assignment import open_topics
 from schemas.errors import StageError
 from schemas.evaluation import Evaluation
 from schemas.settings import Settings
@@ -140,7 +141,10 @@ def _start(settings: Settings, concurrency: int) -> None:
     custom = open_custom(settings.evaluators, judge)
     if custom is not None:
         stack.callback(custom.close)
-    evaluator = Evaluator(judge, settings, relevance_scorer=relevance_scorer(settings), custom=custom)
+    topics = open_topics(settings.topics)
+    evaluator = Evaluator(
+        judge, settings, relevance_scorer=relevance_scorer(settings), custom=custom, topics=topics
+    )
     stack.push_async_callback(evaluator.aclose)
     _judging = _Judging(loop, stack, evaluator, PrivacyGuard(settings.privacy), concurrency)
     Finalize(_judging, _close, exitpriority=10)  # when the pool stops this process

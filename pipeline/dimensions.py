@@ -113,6 +113,14 @@ def extract(interaction: Interaction | None, settings: DimensionSettings) -> dic
     return out
 
 
+def topic_dimension(topic: str | None, label: str | None) -> dict[str, str]:
+    """The ``topic`` dimension: the topic's id and name (``t3: warning, light, message``; ``other``), none
+    where no topic was assigned."""
+    if topic is None:
+        return {}
+    return {"topic": topic if not label or label == topic else f"{topic}: {label}"}
+
+
 def evaluator_versions(custom: Mapping[str, Any]) -> dict[str, str]:
     """``custom.<name>.version`` -> the version each custom evaluator scored with (schemas.evaluators): a
     dimension, so a breakdown of ``custom.<name>`` by it shows a changed evaluator as a series of its own."""

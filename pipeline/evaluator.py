@@ -26,6 +26,7 @@ from pipeline.metrics.relevance import RelevanceScore, RelevanceScorerLike, scor
 from pipeline.nli import run_nli
 from pipeline.nli_grouping import NliGrouper, nli_judge
 from pipeline.refusal import RefusalClassifier
+from pipeline.topic_assignment import TopicAssigner, with_topic
 from schemas.errors import StageError
 from schemas.evaluation import Evaluation
 from schemas.interaction import Interaction
@@ -49,10 +50,13 @@ class Evaluator:
         relevance_scorer: RelevanceScorerLike | None = None,
         custom: CustomEvaluators | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        topics: TopicAssigner | None = None,
     ) -> None:
         """``custom``: your own evaluators (pipeline.custom_evaluators), run beside the core stages;
-        ``clock``: what stamps an Evaluation's ``evaluated_at``."""
+        ``clock``: what stamps an Evaluation's ``evaluated_at``; ``topics``: gives each Evaluation its
+        topic (pipeline.topic_assignment)."""
         self.clock = clock
+        self.topics = topics
         self.judge = judge
         self.settings = settings
         self.relevance_scorer = relevance_scorer
@@ -162,6 +166,7 @@ class Evaluator:
                 relevance=relevance.value, missing=[*missing, "relevance"] if relevance.failed else missing,
                 extra_seconds={"relevance": relevance.seconds},
             )  # fmt: skip
+        evaluation = await with_topic(self.topics, evaluation, converted.interaction.question)
         return Judged(await self.arguments.review(evaluation, converted.interaction), failures)
 
     async def aclose(self, *, cancel: bool = False) -> None:

@@ -29,6 +29,7 @@ from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
 from pipeline.sampling import Sampler
+from pipeline.topic_assignment import TopicAssigner, open_topics
 from schemas.errors import GroundwatchError
 from schemas.evaluation import Evaluation
 from schemas.safe_text import safe_text
@@ -91,6 +92,7 @@ class Resources(Service):
         # tools.argument_judge llm: the staged join's review of unsupported tool arguments
         self.arguments: ArgumentJudge | None = None
         self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
+        self.topics: TopicAssigner | None = None  # topics.model_file
         self.store: ClickHouseStore | None = None
         self._sink: EvaluationSink | None = None
         self._dead_letter_rows: DeadLetterRows | None = None
@@ -210,10 +212,17 @@ class Resources(Service):
         self.custom = open_custom(settings.evaluators, judge, self.clock)
         if self.custom is not None:
             self._stack.callback(self.custom.close)
+        # each interaction's topic by topics.model_file (pipeline.topic_assignment), in both topologies
+        self.topics = open_topics(settings.topics)
         self.arguments = ArgumentJudge(judge, settings)
         if settings.kafka.topology == "fused":
             self._evaluator = Evaluator(
-                judge, settings, relevance_scorer=self.relevance, custom=self.custom, clock=self.clock
+                judge,
+                settings,
+                relevance_scorer=self.relevance,
+                custom=self.custom,
+                clock=self.clock,
+                topics=self.topics,
             )
             self._stack.push_async_callback(self._evaluator.aclose)
 

@@ -63,6 +63,7 @@ from pipeline.judges.factory import open_judge
 from pipeline.metrics.bootstrap import RESAMPLES, Interval
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.report import EvalReport, build_report
+from pipeline.topic_assignment import open_topics
 from pipeline.topic_figures import figures, with_topics
 from schemas.conversation import ConversationFigures
 from schemas.errors import ConfigError
@@ -128,7 +129,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--topics",
         action="store_true",
         help="find the topics of the file's questions (docs/topics.md; the `embeddings` extra): each "
-        "evaluation line gets its topic and topic_label, the report each topic's volume and rates",
+        "evaluation line gets its topic and topic_label, the report each topic's volume and rates "
+        "(without it, GROUNDWATCH_TOPICS__MODEL_FILE assigns the topics of a model written before)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -263,7 +265,8 @@ async def run_eval(
         privacy = PrivacyGuard(settings.privacy)
         async with open_judge(settings) as judge:
             custom = open_custom(settings.evaluators, judge)
-            evaluator = Evaluator(judge, settings, relevance_scorer=scorer, custom=custom)
+            topics = open_topics(settings.topics)
+            evaluator = Evaluator(judge, settings, relevance_scorer=scorer, custom=custom, topics=topics)
             skipped = [masked_unjudged(privacy, evaluation) for evaluation in skipped]
             for evaluation in skipped:
                 written.write(evaluation, evaluation.model_dump_json())
@@ -292,6 +295,8 @@ async def run_eval(
     report = estimate_cmd.with_sampling(report, args, skipped)
     if getattr(args, "topics", False):
         rows, skipped, report = await _with_topics(rows, skipped, report, settings)
+    elif settings.topics.model_file is not None:  # each was assigned its topic by the model, as judged
+        report = report.model_copy(update={"topics": figures([e for _, e in rows])})
     if settings.conversations.enabled:
         where = conversations_path(args.out, getattr(args, "conversations", None))
         report = _with_conversations(report, settings, every, judged, where)

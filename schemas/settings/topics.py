@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,3 +49,9 @@ class TopicsSettings(BaseModel):
         3, ge=1, le=10, description="a topic is named by its this many most distinctive words (c-TF-IDF)"
     )
     seed: int = Field(0, ge=0, description="the random seed of the grouping (the same seed, the same topics)")
+    model_file: Path | None = Field(
+        None,
+        description="a topic model written by groundwatch topics: the worker and groundwatch eval give each "
+        "interaction its topic by it (its Evaluation's topic and topic_label, the slice dimension topic); "
+        "None: no topics assigned",
+    )

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Any
 
-from pipeline.dimensions import CardinalityGuard, evaluator_versions, extract
+from pipeline.dimensions import CardinalityGuard, evaluator_versions, extract, topic_dimension
 from schemas.evaluation import Evaluation
 from schemas.settings import DimensionSettings
 from schemas.utc import utc
@@ -54,7 +54,11 @@ class DimensionWriter:
             return [
                 self.guard.admit(
                     utc(e.timestamp).date(),
-                    {**extract(e.interaction, self.settings), **evaluator_versions(e.custom)},
+                    {
+                        **extract(e.interaction, self.settings),
+                        **topic_dimension(e.topic, e.topic_label),
+                        **evaluator_versions(e.custom),
+                    },
                 )
                 for e in evaluations
             ]

@@ -19,6 +19,7 @@ from pipeline.custom_evaluators import with_custom
 from pipeline.metrics.relevance import score_relevance
 from pipeline.privacy.mask import restore_interaction
 from pipeline.retry import Backoff, retry
+from pipeline.topic_assignment import with_topic
 from schemas.errors import InvalidMessage, JoinTimeout
 from schemas.evaluation import Evaluation
 from schemas.topics import TOPIC_MESSAGES
@@ -88,7 +89,13 @@ class JoinProcessor(HoldingProcessor):
         return with_custom(evaluation, entry.judged.custom, entry.judged.custom_calls)
 
     async def _core_evaluation(self, entry: Pending) -> Evaluation:
-        """The entry's Evaluation; relevance, when on, is scored here (a failure marks it missing)."""
+        """The entry's Evaluation with its topic (when topics are assigned)."""
+        assert entry.converted is not None
+        evaluation = await self._assembled(entry)
+        return await with_topic(self.resources.topics, evaluation, entry.converted.interaction.question)
+
+    async def _assembled(self, entry: Pending) -> Evaluation:
+        """The entry's verdicts assembled; relevance, when on, is scored here (a failure marks it missing)."""
         assert entry.converted is not None
         missing = list(entry.missing(self.need_refusal))
         scorer = self.resources.relevance

