@@ -287,3 +287,60 @@ def test_eval_assigns_the_topics_of_a_model_file_without_refitting(
     assert {r["topic"] for r in rows} == {t.id for t in model.topics}
     report = json.loads(out.read_text())
     assert sorted(t["interactions"] for t in report["topics"]) == [12, 12]
+
+
+async def test_a_failure_in_one_topic_fires_a_per_topic_alert_and_breaks_down_by_topic(store: object) -> None:
+    """The topic is a built-in dimension: a rule with group_by [topic] fires for the failing topic while
+    the app's overall rate stays under the threshold, and the breakdown by topic shows it."""
+    from datetime import timedelta
+
+    from pipeline.clock import ManualClock
+    from schemas.alert import AlertRule, AlertRules
+    from schemas.evaluation_row import EvalRow
+    from schemas.metrics import METRICS_BY_NAME
+    from schemas.slices import BreakdownQuery
+    from streams.alerts.engine import AlertEngine
+    from streams.clickhouse.slices import SliceReader
+    from streams.clickhouse.store import ClickHouseStore
+    from streams.windows.aggregator import aggregate
+    from streams.windows.tumbling import TumblingWindows
+    from tests.fixtures import messages
+    from tests.settings_factory import make_settings
+
+    assert isinstance(store, ClickHouseStore)
+    start = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+    rows = []
+    for topic, label, n, bad in (("t1", "tire, pressure", 90, 9), ("t2", "brake, squeal", 20, 14)):
+        for k in range(n):
+            interaction = messages.interaction(
+                interaction_id=f"{topic}-{k}", timestamp=start + timedelta(seconds=10 * len(rows)),
+                question="q", answer="a",
+            )  # fmt: skip
+            rows.append(
+                messages.evaluation(
+                    interaction, context_entailment=0.2 if k < bad else 0.9, hallucination=k < bad,
+                    answer_refusal=None,
+                ).model_copy(update={"topic": topic, "topic_label": label})
+            )  # fmt: skip
+    store.insert_evaluations_sync(rows)
+    rule = AlertRule(
+        name="halluc-by-topic", metric="hallucination_rate", op=">", threshold=0.3, windows=1,
+        min_interactions=10, resolve_for=1, cooldown_seconds=0, group_by=["topic"],
+    )  # fmt: skip
+    engine = AlertEngine(
+        AlertRules(rules=[rule]), make_settings().alerts, TumblingWindows(3600), store,
+        clock=ManualClock(start + timedelta(days=1)),
+    )  # fmt: skip
+    window = aggregate(
+        (EvalRow.from_evaluation(e) for e in rows), window_start=start, window_end=start + timedelta(hours=1),
+        app=rows[0].app, model=rows[0].model,
+    )  # fmt: skip
+    assert window.hallucination_rate is not None and window.hallucination_rate < rule.threshold  # 23/110
+    (alert,) = await engine.on_window(window)
+    assert alert.slice == "topic=t2: brake, squeal" and alert.value == pytest.approx(0.7)
+    query = BreakdownQuery(
+        start=start, end=start + timedelta(hours=1), metric="hallucination_rate", dimension="topic"
+    )
+    rate = METRICS_BY_NAME["hallucination_rate"]
+    totals = await SliceReader(store).totals(rate, "topic", query, query.start, query.end)
+    assert {t.value: t.interactions for t in totals} == {"t1: tire, pressure": 90, "t2: brake, squeal": 20}
