@@ -12,7 +12,8 @@ each question's source known.
   system (15 to 30 questions each).
 - **Stable ids**: a refit on a random 80 % of the questions (from the model of all of them): the share
   of questions whose topic id stays the same.
-- **Cost**: CPU seconds per question to embed (batches of 64) and to assign, a fit of 10,000 questions
+- **Cost**: CPU seconds per question to embed (batches of 64) and to assign, the worker's assignment
+  (one question in flight, and 128), a fit of 10,000 questions
   (the dev questions drawn with replacement, with a little noise so no two are equal), and the process's
   peak memory.
 
@@ -25,6 +26,7 @@ Questions are taken once each per source (NQ301 and DelucionQA repeat a question
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import resource
 import sys
@@ -39,6 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.embeddings import TextEncoder, Vectors
+from pipeline.topic_assignment import TopicAssigner
 from pipeline.topic_discovery import assign, fit_topics
 from schemas.settings import TopicsSettings
 from schemas.topic_model import OTHER
@@ -174,6 +177,27 @@ def stability(texts: list[str], vectors: Vectors, seeds: int) -> dict[str, Any]:
     return {"same_topic_after_refit": spread(same)}
 
 
+async def _concurrent(assigner: TopicAssigner, questions: list[str], at_once: int) -> None:
+    for i in range(0, len(questions), at_once):
+        await asyncio.gather(*(assigner.topic_of(q) for q in questions[i : i + at_once]))
+
+
+def worker_costs(encoder: TextEncoder, texts: list[str], vectors: Vectors) -> dict[str, float]:
+    """CPU a question of the worker's assignment (``TopicAssigner``): one question at a time, and 128 in
+    flight at once (the worker's default stage concurrency), which the assigner embeds in batches."""
+    model = fit_topics(texts, vectors, TopicsSettings(), FIXED_AT)
+    sample = texts[:320]
+    out = {}
+    for at_once in (1, 128):
+        assigner = TopicAssigner(model, encoder)
+        started = time.process_time()
+        asyncio.run(_concurrent(assigner, sample, at_once))
+        out[f"worker_cpu_ms_per_question_{at_once}_in_flight"] = (
+            (time.process_time() - started) / len(sample) * 1000
+        )
+    return out
+
+
 def costs(encoder: TextEncoder, texts: list[str], vectors: Vectors) -> dict[str, float]:
     sample = texts[:640]
     started = time.process_time()
@@ -218,7 +242,7 @@ def main() -> int:
         print(json.dumps(result))
     out["stability"] = stability(texts, vectors, args.seeds)
     print(json.dumps(out["stability"]))
-    out["costs"] = costs(encoder, texts, vectors)
+    out["costs"] = {**costs(encoder, texts, vectors), **worker_costs(encoder, texts, vectors)}
     print(json.dumps(out["costs"]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")

@@ -21,18 +21,56 @@ log = logging.getLogger(__name__)
 
 
 class TopicAssigner:
-    """``await assigner.topic_of(question)``: the question's topic by ``model``."""
+    """``await assigner.topic_of(question)``: the question's topic by ``model``.
 
-    def __init__(self, model: TopicModel, encoder: TextEncoder | None = None) -> None:
+    Questions are embedded in batches: the questions that arrive while a batch is being embedded (in a
+    thread) make the next one, up to ``batch_size``; a lone question goes at once. No timer: under load
+    the batches fill by themselves, and at rest nothing waits (one question: about 42 ms of CPU, in a
+    batch of 64 about 9 ms each, docs/topics.md)."""
+
+    def __init__(self, model: TopicModel, encoder: TextEncoder | None = None, batch_size: int = 64) -> None:
         self.model = model
         self.encoder = encoder or TextEncoder()
+        self.batch_size = batch_size
+        self._queue: list[tuple[str, asyncio.Future[Assigned]]] = []
+        self._drain: asyncio.Task[None] | None = None
 
-    def _assign(self, question: str) -> Assigned:
-        [found] = assign(self.model, self.encoder.encode([question]))
-        return found
+    def _assign(self, questions: list[str]) -> list[Assigned]:
+        return assign(self.model, self.encoder.encode(questions))
 
     async def topic_of(self, question: str) -> Assigned:
-        return await asyncio.to_thread(self._assign, question)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Assigned] = loop.create_future()
+        self._queue.append((question, future))
+        if self._drain is None or self._drain.done():
+            self._drain = loop.create_task(self._embed_queued())
+        return await future
+
+    async def _embed_queued(self) -> None:
+        while self._queue:
+            batch = [(q, f) for q, f in self._queue[: self.batch_size] if not f.done()]
+            del self._queue[: self.batch_size]
+            if not batch:
+                continue
+            try:
+                found = await asyncio.to_thread(self._assign, [q for q, _ in batch])
+            except Exception as exc:  # each caller hears of it (with_topic logs it and goes on)
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), assigned in zip(batch, found, strict=True):
+                if not future.done():
+                    future.set_result(assigned)
+
+    async def aclose(self) -> None:
+        """Stop embedding; the callers still waiting are cancelled."""
+        if self._drain is not None and not self._drain.done():
+            self._drain.cancel()
+            await asyncio.gather(self._drain, return_exceptions=True)
+        for _, future in self._queue:
+            future.cancel()
+        self._queue.clear()
 
 
 def read_model(path: Path) -> TopicModel:

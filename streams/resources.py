@@ -214,6 +214,8 @@ class Resources(Service):
             self._stack.callback(self.custom.close)
         # each interaction's topic by topics.model_file (pipeline.topic_assignment), in both topologies
         self.topics = open_topics(settings.topics)
+        if self.topics is not None:
+            self._stack.push_async_callback(self.topics.aclose)
         self.arguments = ArgumentJudge(judge, settings)
         if settings.kafka.topology == "fused":
             self._evaluator = Evaluator(

@@ -380,3 +380,50 @@ def test_groundwatch_topics_fits_the_questions_stored_in_a_range(
     assert "no stored question since" in one_line(
         capsys, "topics", "--clickhouse", url, "--app", "nobody", "--out", str(tmp_path / "x.json")
     )
+
+
+class CountingEncoder:
+    """Embeds a question by the subject its first word names (tire/brake/radio), counting the calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        rows = np.zeros((len(texts), 8), dtype=np.float32)
+        for i, text in enumerate(texts):
+            rows[i, ["tire", "brake", "radio"].index(text.split()[0])] = 1.0
+        return rows
+
+
+async def test_questions_that_arrive_together_are_embedded_in_batches_and_each_gets_its_own_topic() -> None:
+    import asyncio
+
+    from pipeline.topic_assignment import TopicAssigner
+
+    texts, vectors = synthetic()
+    model = fit_topics(texts, vectors, settings(), AT)
+    encoder = CountingEncoder()
+    assigner = TopicAssigner(model, encoder, batch_size=16)  # type: ignore[arg-type]
+    questions = [["tire", "brake", "radio"][i % 3] + f" question {i}" for i in range(100)]
+    found = await asyncio.gather(*(assigner.topic_of(q) for q in questions))
+    alone = [assign(model, encoder.encode([q]))[0] for q in questions]
+    assert [a.topic for a in found] == [a.topic for a in alone] and len({a.topic for a in found}) == 3
+    batches = encoder.calls[: -len(questions)]
+    assert sum(batches) == 100 and max(batches) == 16 and len(batches) < 100
+    await assigner.aclose()
+
+
+async def test_a_failing_encoder_leaves_the_topic_out_and_the_evaluation_stands() -> None:
+    from pipeline.topic_assignment import TopicAssigner, with_topic
+    from tests.fixtures import messages
+
+    class Broken:
+        def encode(self, texts: list[str]) -> np.ndarray:
+            raise ValueError("the model is gone")
+
+    texts, vectors = synthetic()
+    assigner = TopicAssigner(fit_topics(texts, vectors, settings(), AT), Broken())  # type: ignore[arg-type]
+    evaluation = messages.evaluation(messages.interaction(interaction_id="x", question="q", answer="a"))
+    assert await with_topic(assigner, evaluation, "tire question") == evaluation
+    assert await with_topic(None, evaluation, "tire question") == evaluation
