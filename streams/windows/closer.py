@@ -383,10 +383,10 @@ class WindowCloser(Pausable):
         if not keys:
             return [], True
         touched = {key: self._dirty.get(key) for key in keys}
-        # stamped before the read, on the storage's clock: a row stored meanwhile is newer than the
-        # aggregate (``reconcile``), whatever the skew between this worker's clock and the server's
-        computed_at = await self.store.server_now()
         try:
+            # stamped before the read, on the storage's clock: a row stored meanwhile is newer than the
+            # aggregate (``reconcile``), whatever the skew between this worker's clock and the server's
+            computed_at = await self.store.server_now()
             windows = await self.compute(keys)
         except Exception as exc:
             return await self._split(keys, exc, deadline)
