@@ -41,7 +41,7 @@ COMMANDS: dict[str, str] = {
     "export": "Write stored interactions with their labels and this judge's verdicts as eval JSONL.",
     "calibrate": "Choose decision thresholds from people's labels by grouped cross-validation.",
     "erase": "Delete one interaction's, conversation's or pseudonym's rows from every ClickHouse table.",
-    "topics": "Find the topics of a JSONL file's questions and write the topic model.",
+    "topics": "Find the topics of the questions of a JSONL file or of ClickHouse, and write the topic model.",
 }
 
 
