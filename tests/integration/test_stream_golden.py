@@ -20,9 +20,9 @@ from tests.integration.helpers import REPO
 GOLDEN = REPO / "tests" / "fixtures" / "golden_verdicts.json"
 #: recorded since the capture, beside the verdicts: each statement's supporting passage and the NLI
 #: prompt's version (v3 asks for the passage), the outcome, what tool calls add (the sample calls no
-#: tools), the custom evaluators' scores (the run configures none), and citations (no sample answer cites;
-#: the lexical judge names a lone passage that entails a statement anyway); the verdicts and scores themselves
-#: must not move
+#: tools), the custom evaluators' scores (the run configures none), citations (no sample answer cites;
+#: the lexical judge names a lone passage that entails a statement anyway), and the topic (the run assigns
+#: none); the verdicts and scores themselves must not move
 SINCE_CAPTURE = {
     "passage",
     "prompt_version",
@@ -51,6 +51,8 @@ SINCE_CAPTURE = {
     "answered_answerable",
     "justified_refusal",
     "justified_answer",
+    "topic",
+    "topic_label",
 }
 
 
