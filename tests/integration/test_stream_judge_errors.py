@@ -36,6 +36,9 @@ def test_judge_errors_go_to_deadletter_and_the_interaction_is_stored_incomplete(
         **fake_judge(fake.base_url, quick_retries=True),
         "GROUNDWATCH_KAFKA__JOIN_TIMEOUT_S": "4",
         "GROUNDWATCH_KAFKA__TOPOLOGY": topology,
+        # the windows close at the stop, once both rows are stored (an idle close while the bad one is
+        # still retried would leave its window's rewrite to a touch the stop may not read: the next start's)
+        "GROUNDWATCH_WINDOW__IDLE_CLOSE_SECONDS": "3600",
     }
     dep = deployment(broker.url, tmp_path_factory.mktemp(f"judge-errors-{topology}"), extra_env=env)
     records = [
