@@ -1,6 +1,6 @@
 """Topics assigned to a set of Evaluations, and each topic's figures: its volume, share and the rates
 people watch (hallucination, refusal, no evidence) with their 95 % Wilson intervals, pooled as a window
-pools its rows (``pipeline.report.catalogue_figures``). Used by ``groundwatch eval --topics``."""
+pools its rows (the catalogue's per-row values). Used by ``groundwatch eval --topics``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from datetime import datetime
 
 from pipeline.embeddings import TextEncoder
 from pipeline.metrics.wilson import wilson_interval
-from pipeline.report import catalogue_figures
 from pipeline.topic_discovery import assign, fit_topics
 from schemas.evaluation import Evaluation
+from schemas.evaluation_row import EvalRow
+from schemas.metrics import scored_values
 from schemas.settings import TopicsSettings
 from schemas.topic_model import OTHER, TopicFigures, TopicModel, TopicRate
 
@@ -19,16 +20,22 @@ from schemas.topic_model import OTHER, TopicFigures, TopicModel, TopicRate
 TOPIC_RATES = ("hallucination_rate", "answer_refusal_rate", "no_evidence_rate")
 
 
-def _rate(evaluations: Sequence[Evaluation], name: str) -> TopicRate:
-    value = catalogue_figures(evaluations).get(name)
-    flags = {
-        "hallucination_rate": [e.hallucination for e in evaluations],
-        "answer_refusal_rate": [e.answer_refusal for e in evaluations],
-        "no_evidence_rate": [e.no_evidence for e in evaluations],
-    }[name]
-    n = sum(1 for f in flags if f is not None)
-    bounds = wilson_interval(sum(1 for f in flags if f), n)
-    return TopicRate(value=value, low=bounds[0] if bounds else None, high=bounds[1] if bounds else None, n=n)
+def _rates(evaluations: Sequence[Evaluation]) -> dict[str, TopicRate]:
+    """The topic's rates from each row's catalogue values (``schemas.metrics.scored_values``, as a window
+    pools them): value and interval from the same rows."""
+    values: dict[str, list[float]] = {name: [] for name in TOPIC_RATES}
+    for e in evaluations:
+        for metric, value in scored_values(EvalRow.from_evaluation(e)):
+            if metric.name in values:
+                values[metric.name].append(value)
+    out = {}
+    for name, seen in values.items():
+        bounds = wilson_interval(sum(seen), len(seen))
+        out[name] = TopicRate(
+            value=sum(seen) / len(seen) if seen else None, low=bounds[0] if bounds else None,
+            high=bounds[1] if bounds else None, n=len(seen),
+        )  # fmt: skip
+    return out
 
 
 def figures(evaluations: Sequence[Evaluation]) -> list[TopicFigures]:
@@ -41,7 +48,7 @@ def figures(evaluations: Sequence[Evaluation]) -> list[TopicFigures]:
     return [
         TopicFigures(
             topic=t, label=by_topic[t][0].topic_label or OTHER, interactions=len(by_topic[t]),
-            share=len(by_topic[t]) / total, rates={r: _rate(by_topic[t], r) for r in TOPIC_RATES},
+            share=len(by_topic[t]) / total, rates=_rates(by_topic[t]),
         )
         for t in order
     ]  # fmt: skip
