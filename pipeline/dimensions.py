@@ -113,12 +113,15 @@ def extract(interaction: Interaction | None, settings: DimensionSettings) -> dic
     return out
 
 
-def topic_dimension(topic: str | None, label: str | None) -> dict[str, str]:
-    """The ``topic`` dimension: the topic's id and name (``t3: warning, light, message``; ``other``), none
-    where no topic was assigned."""
+def topic_dimension(topic: str | None, label: str | None, model: int | None = None) -> dict[str, str]:
+    """The ``topic`` dimension: the topic's id and name (``t3: warning, light, message``; ``other``), and
+    ``topic_model``: the version of the model that assigned it (``v2``); none where no topic was
+    assigned. A refit keeps a topic's id and may rename it: the id leads, so a slice filter or an alert
+    rule reads the same topic by it."""
     if topic is None:
         return {}
-    return {"topic": topic if not label or label == topic else f"{topic}: {label}"}
+    named = {"topic": topic if not label or label == topic else f"{topic}: {label}"}
+    return named | ({"topic_model": f"v{model}"} if model is not None else {})
 
 
 def evaluator_versions(custom: Mapping[str, Any]) -> dict[str, str]:

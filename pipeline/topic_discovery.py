@@ -29,7 +29,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.embeddings import Vectors
+from pipeline.embeddings import TextEncoder, Vectors
 from schemas.settings.topics import TopicsSettings
 from schemas.topic_model import OTHER, Topic, TopicModel
 
@@ -44,11 +44,13 @@ ASKING = frozenset(
 
 @dataclass(frozen=True)
 class Assigned:
-    """A question's topic: its id ('other' for none), its name and its cosine with the topic's centre."""
+    """A question's topic: its id ('other' for none), its name, its cosine with the topic's centre and the
+    version of the model that assigned it."""
 
     topic: str
     label: str
     similarity: float
+    version: int = 0
 
 
 def _kmeans(vectors: Vectors, settings: TopicsSettings, previous: TopicModel | None) -> Labels:
@@ -176,10 +178,24 @@ def fit_topics(
     )  # fmt: skip
 
 
+def discover(
+    texts: Sequence[str],
+    encoder: TextEncoder,
+    settings: TopicsSettings,
+    fitted_at: datetime,
+    previous: TopicModel | None = None,
+) -> tuple[TopicModel, list[Assigned]]:
+    """The topics of ``texts`` (embedded by ``encoder``) and each text's topic by them: what ``groundwatch
+    topics``, ``groundwatch eval --topics`` and the demo fit with."""
+    vectors = encoder.encode(texts)
+    model = fit_topics(texts, vectors, settings, fitted_at, previous)
+    return model, assign(model, vectors)
+
+
 def assign(model: TopicModel, vectors: Vectors) -> list[Assigned]:
     """Each question's topic by the model (module docstring)."""
     if not model.topics or len(vectors) == 0:
-        return [Assigned(OTHER, OTHER, 0.0) for _ in range(len(vectors))]
+        return [Assigned(OTHER, OTHER, 0.0, model.version) for _ in range(len(vectors))]
     centres = np.array([t.centre for t in model.topics], dtype=np.float32)
     similarity = vectors @ centres.T
     best = similarity.argmax(axis=1)
@@ -188,8 +204,8 @@ def assign(model: TopicModel, vectors: Vectors) -> list[Assigned]:
         value = float(similarity[row, column])
         topic = model.topics[column]
         out.append(
-            Assigned(topic.id, topic.label, value)
+            Assigned(topic.id, topic.label, value, model.version)
             if value >= model.min_similarity
-            else Assigned(OTHER, OTHER, value)
+            else Assigned(OTHER, OTHER, value, model.version)
         )
     return out

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from pipeline.embeddings import TextEncoder
 from pipeline.metrics.wilson import wilson_interval
-from pipeline.topic_discovery import assign, fit_topics
+from pipeline.topic_discovery import discover
 from schemas.evaluation import Evaluation
 from schemas.evaluation_row import EvalRow
 from schemas.metrics import scored_values
@@ -60,11 +60,9 @@ def with_topics(
     """The evaluations' questions (as stored: masked where privacy masks them) fitted into topics, and each
     evaluation with its topic. CPU work: call it in a thread from an event loop."""
     texts = [e.interaction.question if e.interaction is not None else "" for e in evaluations]
-    vectors = encoder.encode(texts)
-    model = fit_topics(texts, vectors, settings, fitted_at)
-    assigned = assign(model, vectors)
+    model, assigned = discover(texts, encoder, settings, fitted_at)
     updated = [
-        e.model_copy(update={"topic": a.topic, "topic_label": a.label})
+        e.model_copy(update={"topic": a.topic, "topic_label": a.label, "topic_model": model.version})
         for e, a in zip(evaluations, assigned, strict=True)
     ]
     return updated, model

@@ -164,3 +164,6 @@ class Evaluation(BaseModel):
         "None where topics were not assigned",
     )
     topic_label: str | None = Field(None, description="that topic's name, its most distinctive words")
+    topic_model: int | None = Field(
+        None, description="the version of the topic model that assigned it (TopicModel.version)"
+    )

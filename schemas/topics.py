@@ -15,6 +15,7 @@ from schemas.interaction import Interaction
 from schemas.label import Label
 from schemas.otlp import OtlpLogs, OtlpTraces
 from schemas.results import Converted, JudgeResult
+from schemas.topic_model import TopicModel
 from schemas.touch import Touch
 from schemas.window import WindowAggregate
 
@@ -33,6 +34,8 @@ class TopicMessages:
     otlp_logs: type[OtlpLogs] = OtlpLogs
     labels: type[Label] = Label
     touches: type[Touch] = Touch  # internal: work keyed to the partition that owns it
+    # internal: each refit's topic model (streams.topic_models), read whole by every process
+    topic_models: type[TopicModel] = TopicModel
 
     def by_topic(self) -> dict[str, type[BaseModel]]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -28,6 +28,7 @@ from pipeline.metrics.relevance import RelevanceScorer
 from pipeline.nli_grouping import EntailJudge, NliGrouper, nli_judge
 from pipeline.privacy.mask import PrivacyGuard
 from pipeline.refusal import RefusalClassifier
+from pipeline.retry import retry
 from pipeline.sampling import Sampler
 from pipeline.topic_assignment import TopicAssigner, open_topics
 from schemas.errors import GroundwatchError
@@ -45,6 +46,7 @@ from streams.handoff import Handoff
 from streams.loop_lag import watch_loop_lag
 from streams.ownership import Ownership, follow_assignment, topic_partitions
 from streams.status import WorkerStatus, write_status
+from streams.topic_models import TOPICS_KEY, TopicRefitter, follow_topic_models
 from streams.touches import TouchSender
 from streams.windows.closer import WindowCloser
 from streams.windows.conversations import At, ConversationCloser
@@ -92,7 +94,8 @@ class Resources(Service):
         # tools.argument_judge llm: the staged join's review of unsupported tool arguments
         self.arguments: ArgumentJudge | None = None
         self.relevance: RelevanceScorer | None = None  # pipeline.relevance=true
-        self.topics: TopicAssigner | None = None  # topics.model_file
+        self.topics: TopicAssigner | None = None  # topics.model_file, topics.refit_every
+        self.refitter: TopicRefitter | None = None  # topics.refit_every, this process writes ClickHouse
         self.store: ClickHouseStore | None = None
         self._sink: EvaluationSink | None = None
         self._dead_letter_rows: DeadLetterRows | None = None
@@ -149,6 +152,36 @@ class Resources(Service):
         lagged, running = self.ctx.metrics.loop_lagged, lambda: not self.should_stop
         await watch_loop_lag(SYSTEM_CLOCK, lagged, running=running)
 
+    @Service.task
+    async def _topic_models(self) -> None:
+        """Assign by the newest topic model on the topic_models topic (``streams.topic_models``), from the
+        start to the stop, in every process with topics on; a broker failure is retried."""
+        await self.wait_ready()
+        assigner = self.topics
+        if assigner is None:
+            return
+        kafka, topic = self.ctx.settings.kafka, self.ctx.names.topic_models
+        await retry(
+            lambda: follow_topic_models(kafka, topic, assigner), what="topics: reading the topic models",
+            sleep=self.clock.sleep, level=logging.WARNING,
+        )  # fmt: skip
+
+    @Service.task
+    async def _refit_topics(self) -> None:
+        """A refit when one is due and this worker owns it (``streams.topic_models``), looked at every
+        tenth of ``topics.refit_every`` (1 to 30 s), from the start to the stop."""
+        await self.wait_ready()
+        refitter = self.refitter
+        if refitter is None:
+            return
+        while not self.should_stop:
+            if not self.ownership.suspended:
+                try:
+                    await refitter.tick()
+                except Exception:  # a store or broker failure: the next look tries again
+                    log.exception("topics: the refit failed; will retry")
+            await self.clock.sleep(refitter.poll_seconds)
+
     async def on_start(self) -> None:
         settings = self.ctx.settings
         # the last flush, window close and alerts run while faust's producer is still up: the app sends
@@ -192,6 +225,12 @@ class Resources(Service):
             store.insert_dead_letter_rows, ch.dead_letter_batch_rows, ch.dead_letter_batch_seconds,
             clock=self.clock, on_written=self._dead_letters_written, insert_share=ch.insert_share,
         )  # fmt: skip
+        if self.topics is not None and settings.topics.refit_every is not None:
+            names = self.ctx.names
+            self.refitter = TopicRefitter(
+                settings.topics, self.topics, store, self.ownership,
+                lambda model: self.ctx.send(names.topic_models, TOPICS_KEY, model), self.clock,
+            )  # fmt: skip
         self._ready.set()
         await self.write_status()
         log.info("groundwatch resources ready (judge=%s, clickhouse=%s)", self.judge.name, store.describe())

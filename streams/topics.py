@@ -33,6 +33,9 @@ class TopicNames:
     # internal: windows keyed by (app, model), conversations by (app, model, conversation_id), so one
     # partition's owner closes each (schemas.touch.Touch, streams.ownership)
     touches: str
+    # internal: the topic models of the worker's refits, read from the start by every process
+    # (streams.topic_models)
+    topic_models: str
 
     def all(self) -> list[str]:
         return [
@@ -46,6 +49,7 @@ class TopicNames:
             self.otlp_logs,
             self.labels,
             self.touches,
+            self.topic_models,
         ]
 
 

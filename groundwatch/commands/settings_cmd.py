@@ -9,6 +9,7 @@ import argparse
 import json
 import types
 import typing
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ def type_name(annotation: Any) -> str:
         return f"{origin.__name__}[{', '.join(type_name(a) for a in args)}]"
     if annotation is type(None):
         return "none"
+    if annotation is timedelta:
+        return "duration (seconds, or ISO 8601: P1D)"
     return getattr(annotation, "__name__", str(annotation))
 
 
@@ -53,6 +56,8 @@ def _plain(value: Any) -> Any:
         return value.get_secret_value()
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, timedelta):  # in seconds, as the variable takes it
+        return round(value.total_seconds())
     return value
 
 

@@ -24,7 +24,7 @@ from groundwatch.store_access import add_clickhouse_argument
 from pipeline.dataset import LineError, read_dataset
 from pipeline.embeddings import TextEncoder
 from pipeline.privacy.mask import PrivacyGuard
-from pipeline.topic_discovery import assign, fit_topics
+from pipeline.topic_discovery import discover
 from schemas.errors import ConfigError
 from schemas.settings import Settings
 from schemas.topic_model import OTHER, TopicModel
@@ -123,9 +123,8 @@ def run(args: argparse.Namespace) -> int:
         texts, settings = store_questions(args)
     encoder = TextEncoder()
     encoder.require()
-    vectors = encoder.encode(texts)
-    model = fit_topics(texts, vectors, settings.topics, datetime.now(UTC), earlier)
-    counts = Counter(a.topic for a in assign(model, vectors))
+    model, assigned = discover(texts, encoder, settings.topics, datetime.now(UTC), earlier)
+    counts = Counter(a.topic for a in assigned)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(model.model_dump_json(indent=1) + "\n", encoding="utf-8")
     print("\n".join(table(model, counts)), file=sys.stderr)

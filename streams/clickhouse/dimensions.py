@@ -56,7 +56,7 @@ class DimensionWriter:
                     utc(e.timestamp).date(),
                     {
                         **extract(e.interaction, self.settings),
-                        **topic_dimension(e.topic, e.topic_label),
+                        **topic_dimension(e.topic, e.topic_label, e.topic_model),
                         **evaluator_versions(e.custom),
                     },
                 )
