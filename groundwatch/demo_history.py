@@ -27,6 +27,13 @@ own and two others of the sample, its own first or second) and cites its own one
 From ``citation_bug`` on its citation renderer is off by one: every answer cites the passage after its
 own, so its miscited rate steps up and the demo's rule on ``miscited_rate`` fires while its answers, and
 so its hallucination rate, stay as they were (the markers are removed before an answer is judged).
+``wiki-qa / alpha`` fails on one subject only (``SeriesPlan.refuses_subject``): from ``subject_outage`` on
+(its music index goes missing) it refuses nine in ten of its questions about music (``SUBJECT``: the
+question names an album, a song, a band, a singer, music or a musician), "I'm sorry, I can't find ...";
+its other answers stay as they were, so its overall refusal rate moves little while the rate of the topic
+holding its music questions (``groundwatch topics``, docs/topics.md) rises and the demo's per-topic rule
+fires. Its refused records
+carry the label a reviewer would give them (``answer_refusal``: 1).
 Deterministic for a seed.
 """
 
@@ -35,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -59,10 +67,11 @@ class SeriesPlan:
     max_turns: int = 1  # > 1: conversations of 2 to max_turns turns
     unresolved_after_onset: float | None = None  # share of conversations ending on a bad answer from onset
     cites: bool = False  # answers cite their passage by number; off by one from citation_bug on
+    refuses_subject: bool = False  # refuses most questions about SUBJECT from subject_outage on
 
 
 PLANS: tuple[SeriesPlan, ...] = (
-    SeriesPlan("wiki-qa", "alpha", "wiki-qa", 0.25, 0.08),
+    SeriesPlan("wiki-qa", "alpha", "wiki-qa", 0.25, 0.08, refuses_subject=True),
     SeriesPlan(
         "wiki-qa", "beta", "wiki-qa", 0.30, 0.08, bad_share_after_onset=0.75, v2_share_after_onset=0.7
     ),
@@ -73,6 +82,11 @@ PLANS: tuple[SeriesPlan, ...] = (
 )
 CITED_PASSAGES = 3  # passages a citing answer is given: its own, first or second, and others of the sample
 SYSTEM_PROMPT = "You are the support agent. Search the knowledge base before you answer."
+#: the subject one series stops answering (``refused_on_subject``): questions about music
+SUBJECT = re.compile(r"\b(?:albums?|songs?|band|singer|music|musician)\b", re.IGNORECASE)
+SUBJECT_NAME = "music"
+SUBJECT_REFUSAL = "I'm sorry, I can't find anything about that in the music sources I have."
+SUBJECT_REFUSED_OF_TEN = 9  # of every ten of its subject's questions after the outage, this many refused
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,8 @@ class History:
     tool_agent: tuple[str, str] | None = None  # (app, model) of the tool-calling agent
     citation_bug: datetime | None = None  # when the citing app's citations start pointing one passage off
     citing: tuple[str, str] | None = None  # (app, model) of the app answering with citations
+    subject_outage: datetime | None = None  # when one series starts refusing questions about SUBJECT
+    subject_failing: tuple[str, str] | None = None  # (app, model) of that series
 
     def conversations(self) -> int:
         """How many conversations (with a conversation_id) the interactions hold: the rows the worker
@@ -187,15 +203,16 @@ def simulate(
     onset_fraction: float = 0.65,
     outage_fraction: float = 0.8,
     citation_bug_fraction: float = 0.5,
+    subject_outage_fraction: float = 0.55,
     now: datetime | None = None,
     seed: int = 7,
 ) -> History:
     """``events`` interactions over the ``days`` before ``now`` (see the module docstring)."""
-    fractions = (onset_fraction, outage_fraction, citation_bug_fraction)
+    fractions = (onset_fraction, outage_fraction, citation_bug_fraction, subject_outage_fraction)
     if events < 1 or days <= 0 or not all(0 < f < 1 for f in fractions):
         raise ValueError(
-            "events >= 1, days > 0 and onset_fraction, outage_fraction, citation_bug_fraction within "
-            "(0, 1) are required"
+            "events >= 1, days > 0 and onset_fraction, outage_fraction, citation_bug_fraction, "
+            "subject_outage_fraction within (0, 1) are required"
         )
     rng = random.Random(seed)
     end = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
@@ -203,6 +220,7 @@ def simulate(
     onset = start + (end - start) * onset_fraction
     outage = start + (end - start) * outage_fraction
     bug = start + (end - start) * citation_bug_fraction
+    subject_outage = start + (end - start) * subject_outage_fraction
     pools = _pools(records)
     stamped: list[tuple[datetime, str]] = []
     for plan in PLANS:
@@ -212,11 +230,12 @@ def simulate(
         if plan.cites:  # its own generator too, for the same reason
             stamped += _citing(plan, pools, events, start, end, bug, random.Random(seed * 7919 + 35))
             continue
-        stamped += _single_turn(plan, pools, events, (start, end), onset, outage, rng)
+        stamped += _single_turn(plan, pools, events, (start, end), (onset, outage, subject_outage), rng)
     stamped.sort(key=lambda pair: pair[0])
     drifting = next((p.app, p.model) for p in PLANS if p.bad_share_after_onset is not None)
     agent = next(((p.app, p.model) for p in PLANS if p.tool), None)
     citing = next(((p.app, p.model) for p in PLANS if p.cites), None)
+    failing = next(((p.app, p.model) for p in PLANS if p.refuses_subject), None)
     return History(
         lines=[line for _, line in stamped],
         start=start,
@@ -227,7 +246,14 @@ def simulate(
         tool_agent=agent,
         citation_bug=bug if citing else None,
         citing=citing,
+        subject_outage=subject_outage if failing else None,
+        subject_failing=failing,
     )
+
+
+def refused_on_subject(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` answered with ``SUBJECT_REFUSAL`` and labeled as the refusal it is."""
+    return {**record, "answer": SUBJECT_REFUSAL, "labels": {"answer_refusal": 1}}
 
 
 def _single_turn(
@@ -235,13 +261,16 @@ def _single_turn(
     pools: dict[tuple[str, bool], list[dict[str, Any]]],
     events: int,
     span: tuple[datetime, datetime],
-    onset: datetime,
-    outage: datetime,
+    moments: tuple[datetime, datetime, datetime],
     rng: random.Random,
 ) -> list[tuple[datetime, str]]:
     """A single-turn series over ``span``: from ``onset`` on, ``v2_share_after_onset`` of it served with
-    prompt v2 (drawn bad with ``bad_share_after_onset``); drawn from the generator the series share."""
+    prompt v2 (drawn bad with ``bad_share_after_onset``); drawn from the generator the series share. From
+    ``subject_outage`` on, a series that ``refuses_subject`` refuses ``SUBJECT_REFUSED_OF_TEN`` in ten of
+    its questions about it (counted, not drawn: the shared generator's draws stay as they were)."""
     start, end = span
+    onset, outage, subject_outage = moments
+    on_subject = 0
     out: list[tuple[datetime, str]] = []
     count = max(1, round(events * plan.share))
     for i, when in enumerate(_times(rng, count, start, (end - start).total_seconds())):
@@ -250,6 +279,11 @@ def _single_turn(
         pool = pools.get((plan.source_app, rng.random() < bad)) or pools.get((plan.source_app, False)) or []
         if pool:
             record = _planned_record(rng, plan, rng.choice(pool), i, when, v2=v2, outage=outage)
+            about = SUBJECT.search(str(record.get("question")))
+            if plan.refuses_subject and when >= subject_outage and about:
+                on_subject += 1
+                if on_subject % 10 < SUBJECT_REFUSED_OF_TEN:
+                    record = refused_on_subject(record)
             out.append((when, json.dumps(record, ensure_ascii=False)))
     return out
 

@@ -5,7 +5,9 @@ chDB (and, for ``--judge local``, the local llama.cpp judge server, which the wo
 bundled sample traffic (real records, see groundwatch/data/README.md), waits until every interaction is in
 ClickHouse, prints the figures per app/model and the alerts that fired, stops the broker and worker, and
 serves the built-in dashboard over the demo's data until Ctrl-C (``--no-serve`` ends there). The traffic
-is simulated history (groundwatch/demo_history.py): two weeks of hourly windows with a drift.
+is simulated history (groundwatch/demo_history.py): two weeks of hourly windows with a drift. With the
+``embeddings`` extra, topics are fitted first on the questions of the history's first part (as
+``groundwatch topics`` does) and the worker assigns each interaction its topic by them.
 """
 
 from __future__ import annotations
@@ -18,18 +20,23 @@ import shlex
 import signal
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tqdm import tqdm
 
 from groundwatch.commands.arg_types import port_number, positive_float, positive_int
-from groundwatch.demo_history import PLANS, History, simulate, stamp_file
+from groundwatch.commands.topics_cmd import file_questions
+from groundwatch.commands.topics_cmd import table as topics_table
+from groundwatch.demo_history import PLANS, SUBJECT_NAME, History, simulate, stamp_file
 from groundwatch.local.stack import LocalStack
 from groundwatch.local.tansu import tansu_binary
 from groundwatch.trend_report import Report, render
 from pipeline.custom_evaluators import install_from_settings
+from pipeline.embeddings import EmbeddingsUnavailable, TextEncoder
 from pipeline.net import free_port
+from pipeline.topic_discovery import discover
 from schemas.errors import ConfigError
 from schemas.label import LabelSource
 
@@ -174,7 +181,45 @@ def _stack_env(args: argparse.Namespace) -> dict[str, str]:
         "GROUNDWATCH_WINDOW__GRACE_SECONDS": str(max(1, args.window_seconds // 10)),
         # the replay ends in seconds: its last conversations close 3 s after their last turn arrived
         "GROUNDWATCH_CONVERSATIONS__QUIET_SECONDS": "3",
+        # the bundled sample holds about 280 distinct questions: a dozen topics of about 20 each
+        "GROUNDWATCH_TOPICS__MAX_TOPICS": "12",
     }
+
+
+def fit_topics(stack: LocalStack, plan: History) -> Path | None:
+    """Topics for the worker to assign (``topics.model_file``): fitted on the questions of the history up
+    to the subject outage (the first part of it: what ``groundwatch topics --since`` would have fitted
+    then), written to ``topics.json`` in the work directory. A model file of the caller's own is used as it
+    is; without the embeddings extra the demo runs without topics and says so. Returns the model's path
+    (None: no topics)."""
+    settings = stack.settings()
+    if settings.topics.model_file is not None:
+        _say(f"topics: the worker assigns them by {settings.topics.model_file}")
+        return settings.topics.model_file
+    encoder = TextEncoder()
+    try:
+        encoder.require()
+    except EmbeddingsUnavailable:
+        _say("topics: off (they need the embeddings extra: make embeddings, or pip install it)")
+        return None
+    until = plan.subject_outage or plan.end
+    path = stack.workdir / "topics-fit.jsonl"
+    path.write_text(
+        "".join(
+            f"{line}\n"
+            for line in plan.lines
+            if datetime.fromisoformat(json.loads(line)["timestamp"]) < until
+        ),
+        encoding="utf-8",
+    )
+    texts, _ = file_questions(path, settings)
+    model, assigned = discover(texts, encoder, settings.topics, datetime.now(UTC))
+    out = stack.workdir / "topics.json"
+    out.write_text(model.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    stack.extra_env["GROUNDWATCH_TOPICS__MODEL_FILE"] = str(out)
+    _say(f"topics fitted on the questions before {until:%Y-%m-%d %H:%M} (as groundwatch topics does): {out}")
+    print("\n".join(topics_table(model, Counter(a.topic for a in assigned))), flush=True)
+    return out
 
 
 def _replay_and_wait(stack: LocalStack, plan: History, timeout: float, window_seconds: int) -> Report:
@@ -250,6 +295,12 @@ def _announce(plan: History, args: argparse.Namespace) -> None:
             f"{plan.tool_agent[0]} / {plan.tool_agent[1]} is a tool-calling agent (search_kb); its knowledge "
             f"base starts returning empty results at {plan.kb_outage:{stamp}}"
         )
+    if plan.subject_failing and plan.subject_outage:
+        _say(
+            f"{plan.subject_failing[0]} / {plan.subject_failing[1]} loses its {SUBJECT_NAME} index at "
+            f"{plan.subject_outage:{stamp}}: it refuses most questions about {SUBJECT_NAME} and answers the "
+            "rest as before (its overall refusal rate moves little; the topic holding them rises)"
+        )
     if plan.citing and plan.citation_bug:
         _say(
             f"{plan.citing[0]} / {plan.citing[1]} answers with citations ([1], [2]); from "
@@ -283,6 +334,7 @@ def run(args: argparse.Namespace) -> int:
     local = args.judge in ("local", "cascade")
     _say(f"work directory {workdir}")
     _announce(plan, args)
+    fit_topics(stack, plan)
     _say("starting the Tansu broker on 127.0.0.1 and the worker (embedded chDB)")
     if local:
         _say(

@@ -90,3 +90,34 @@ def test_with_citation_refuses_a_position_whose_next_passage_is_missing() -> Non
         with_citation(record, others, CITED_PASSAGES, off_by_one=False)  # [4] would name no passage
     with pytest.raises(ValueError):
         with_citation(record, others[:1], 1, off_by_one=False)
+
+
+def test_one_series_refuses_its_music_questions_from_the_outage_and_nothing_else_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """wiki-qa / alpha refuses nine in ten of its questions about music from the subject outage on, labeled
+    as the refusals they are; its other questions, its earlier ones and every other series are as a
+    history without the outage holds them (their draws are not touched)."""
+    from dataclasses import replace
+
+    records = _sample()
+    history = simulate(records, 3000, now=NOW)
+    assert history.subject_failing == ("wiki-qa", "alpha") and history.subject_outage is not None
+    rows = [json.loads(line) for line in history.lines]
+    refused = [r for r in rows if r["answer"] == demo_history.SUBJECT_REFUSAL]
+    assert refused and all(r["labels"] == {"answer_refusal": 1} for r in refused)
+    assert {(r["app"], r["model"]) for r in refused} == {history.subject_failing}
+    assert all(demo_history.SUBJECT.search(r["question"]) for r in refused)
+    assert all(datetime.fromisoformat(r["timestamp"]) >= history.subject_outage for r in refused)
+    on_subject = [
+        r for r in rows
+        if (r["app"], r["model"]) == history.subject_failing and demo_history.SUBJECT.search(r["question"])
+        and datetime.fromisoformat(r["timestamp"]) >= history.subject_outage
+    ]  # fmt: skip
+    assert len(refused) == len(on_subject) - (len(on_subject) + 1) // 10  # all but every tenth
+    plans = tuple(replace(p, refuses_subject=False) for p in demo_history.PLANS)
+    monkeypatch.setattr(demo_history, "PLANS", plans)
+    without = [json.loads(line) for line in simulate(records, 3000, now=NOW).lines]
+    changed = [(a, b) for a, b in zip(rows, without, strict=True) if a != b]
+    assert len(changed) == len(refused)
+    assert all(a["id"] == b["id"] and a["question"] == b["question"] for a, b in changed)

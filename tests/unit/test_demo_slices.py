@@ -45,9 +45,9 @@ def test_prompt_v2_carries_the_drift_and_retriever_does_not() -> None:
     assert all(r["metadata"]["source"] for r in rows)  # the sample's own metadata is kept
 
 
-def test_the_demo_rules_group_by_prompt_version_and_by_tool() -> None:
+def test_the_demo_rules_group_by_prompt_version_by_tool_and_by_topic() -> None:
     rules = load_rules(DATA / "demo_alert_rules.yaml")
-    assert [r.group_by for r in rules.rules if r.group_by] == [["prompt_version"], ["tool"]]
+    assert [r.group_by for r in rules.rules if r.group_by] == [["prompt_version"], ["tool"], ["topic"]]
     check_group_by(rules, DimensionSettings())
 
 
