@@ -18,6 +18,7 @@
     GET /api/slices/...           dimensions, breakdown, what changed, one slice's overview (slices_api.py)
     GET /api/documents            per context document, worst first (insights_api.py)
     GET /api/compare              two slices side by side (insights_api.py)
+    GET /api/topics               each topic's share and rates against the period before (topics_api.py)
 
 Query parameters are validated by the models in schemas/dashboard.py: a bad one is a 400 naming the
 field and the reason. The same application is mounted at /dashboard/ on the worker's web server and
@@ -68,6 +69,7 @@ from streams.dashboard.http import (
 from streams.dashboard.insights_api import add_routes as add_insight_routes
 from streams.dashboard.queries import DashboardQueries
 from streams.dashboard.slices_api import add_routes as add_slice_routes
+from streams.dashboard.topics_api import add_routes as add_topic_routes
 
 log = logging.getLogger(__name__)
 
@@ -325,6 +327,7 @@ def dashboard_app(
     app.router.add_get("/api/label-kinds", label_kinds)
     add_slice_routes(app)
     add_insight_routes(app)
+    add_topic_routes(app)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)
     return app
 

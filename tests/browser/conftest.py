@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from groundwatch.commands.demo_cmd import fit_topics
 from groundwatch.demo_history import History, simulate
 from groundwatch.local.stack import LocalStack
 from pipeline.net import free_port
@@ -101,9 +102,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardSite]:
         "GROUNDWATCH_LABELS__MIN_PER_CLASS": str(MIN_PER_CLASS),
         "GROUNDWATCH_KAFKA__WEB_PORT": str(port),
         "GROUNDWATCH_CONVERSATIONS__QUIET_SECONDS": "3",  # the replay's last conversations close soon
+        "GROUNDWATCH_TOPICS__MAX_TOPICS": "12",  # as the demo: the sample's ~280 distinct questions
     }
     workdir = tmp_path_factory.mktemp("dashboard-stack")
-    with LocalStack(workdir, env=env, window_seconds=WINDOW_SECONDS) as stack:
+    stack = LocalStack(workdir, env=env, window_seconds=WINDOW_SECONDS)
+    # topics as the demo fits them, on the questions before the subject outage (the embeddings extra is
+    # part of the test environment)
+    assert fit_topics(stack, history) is not None
+    with stack:
         stack.replay(history.lines)
         stack.wait_for_evaluations(len(history.lines), timeout_s=600)
         stack.wait_for_conversations(history.conversations(), timeout_s=600)

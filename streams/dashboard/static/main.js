@@ -12,6 +12,7 @@ import { loadQuality, loadReview } from "./quality.js";
 import { go, onOptions, registerView, route } from "./router.js";
 import { upgradeSliceAddress } from "./slices.js";
 import { state } from "./state.js";
+import { loadTopics } from "./topics.js";
 
 window.groundwatch = state; // read by the browser tests
 
@@ -22,6 +23,7 @@ registerView("alerts", loadAlerts);
 registerView("quality", loadQuality);
 registerView("review", loadReview);
 registerView("documents", loadDocuments);
+registerView("topics", loadTopics);
 registerView("conversations", loadConversations);
 registerView("conversation", loadConversation);
 registerView("compare", loadCompare);

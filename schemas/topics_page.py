@@ -1,0 +1,91 @@
+"""The dashboard's Topics page (``GET /api/topics``): each topic of a range (the built-in ``topic``
+dimension, docs/topics.md) with its volume, share and rates against the period before, a sparkline, and
+its worst interactions; the topics that are new or growing first (``pipeline.topic_trends``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.slice_filter import SliceFilter
+from schemas.slices import SliceQuery
+
+#: the rates a topic is shown with, in the catalogue's names (schemas/metrics.py)
+TOPIC_METRICS = (
+    "hallucination_rate",
+    "answer_refusal_rate",
+    "no_evidence_rate",
+    "conversation_unresolved_rate",
+)
+#: the rates a sparkline draws (computed per interaction, so per bucket from the evaluations)
+SPARK_METRICS = ("hallucination_rate", "answer_refusal_rate")
+#: the most buckets a sparkline has
+SPARK_POINTS = 28
+
+
+class TopicsQuery(SliceQuery):
+    examples: int = Field(3, ge=0, le=20, description="worst interactions returned per topic")
+
+
+class Proportion(BaseModel):
+    """A proportion in one period with its 95 % Wilson interval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None = Field(description="events / n (None: n is 0)")
+    low: float | None = Field(description="the interval's lower end")
+    high: float | None = Field(description="its upper end")
+    n: int = Field(description="the denominator")
+
+
+class TopicChange(BaseModel):
+    """A proportion now and in the period before, and whether it moved beyond chance."""
+
+    model_config = ConfigDict(frozen=True)
+
+    now: Proportion
+    before: Proportion
+    rose: bool = Field(description="the interval now lies wholly above the interval before")
+    fell: bool = Field(description="the interval now lies wholly below the interval before")
+
+
+class TopicExample(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    interaction_id: str
+    app: str
+    model: str
+    timestamp: datetime
+    question: str = Field(description="its question as stored (masked where privacy masks it)")
+    hallucination: int | None
+    answer_refusal: int | None
+    no_evidence: int | None
+
+
+class TopicRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    topic: str = Field(description="the topic dimension's value: its id and name ('t3: tire, pressure')")
+    interactions: int = Field(description="interactions in the range")
+    interactions_before: int = Field(description="interactions in the period before")
+    share: TopicChange = Field(description="its share of the interactions, now and before")
+    status: str = Field(description="'new' (none before), 'growing' (share rose), 'shrinking', or ''")
+    rates: dict[str, TopicChange] = Field(description="each of TOPIC_METRICS, now and before")
+    spark: dict[str, list[float | None]] = Field(
+        description="each of SPARK_METRICS per bucket of the range (None: no denominator in the bucket)"
+    )
+    models: list[str] = Field(description="the topic model versions that assigned its interactions (v1, v2)")
+    examples: list[TopicExample] = Field(description="its worst interactions, worst first")
+
+
+class TopicsPage(BaseModel):
+    start: datetime
+    end: datetime
+    before_start: datetime = Field(description="the period before: as long as the range, ending at its start")
+    slice: SliceFilter
+    step_seconds: int = Field(description="a sparkline bucket")
+    t: list[int] = Field(description="each sparkline bucket's start (Unix seconds)")
+    interactions: int = Field(description="interactions in the range (with a topic or not)")
+    without_topic: int = Field(description="of those, interactions no topic was assigned to")
+    topics: list[TopicRow] = Field(description="new and growing topics first, then by volume")

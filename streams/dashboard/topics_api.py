@@ -1,0 +1,61 @@
+"""The Topics page's endpoint (docs/topics.md):
+
+    GET /api/topics    each topic of a range with its share and rates against the period before (as long
+                       as the range, ending at its start), a sparkline and its worst interactions
+                       (start, end, app, model*, slice*, examples)
+
+The figures are the ``topic`` dimension's slices (``SliceReader.totals``, as the Breakdown computes them),
+so a topic's rate here is its rate in the Breakdown by topic; ``pipeline.topic_trends`` says what rose.
+"""
+
+from __future__ import annotations
+
+import math
+
+from aiohttp import web
+
+from pipeline.dimensions import NONE
+from pipeline.topic_trends import Totals, sparklines, topic_rows
+from schemas.metrics import named
+from schemas.topics_page import SPARK_POINTS, TOPIC_METRICS, TopicsPage, TopicsQuery
+from streams.clickhouse.slices import SliceReader
+from streams.clickhouse.topic_rows import TOPIC, TopicReader
+from streams.dashboard.http import json_response, parse_query, queries_of
+
+
+def spark_step(span_seconds: float, window_seconds: int | None) -> int:
+    """A sparkline bucket: whole windows, at most SPARK_POINTS of them over the range."""
+    window = max(1, window_seconds or 60)
+    return window * max(1, math.ceil(span_seconds / SPARK_POINTS / window))
+
+
+async def topics(request: web.Request) -> web.Response:
+    q = parse_query(request, TopicsQuery, lists=("models",), repeated=("slice",))
+    queries = queries_of(request)
+    slices, reader = SliceReader(queries.store), TopicReader(queries.store)
+    before = q.model_copy(update={"start": q.start - (q.end - q.start), "end": q.start})
+    now_totals: Totals = {m: await slices.totals(named(m), TOPIC, q, q.start, q.end) for m in TOPIC_METRICS}
+    before_totals: Totals = {
+        m: await slices.totals(named(m), TOPIC, q, before.start, before.end) for m in TOPIC_METRICS
+    }
+    step = spark_step((q.end - q.start).total_seconds(), await queries.window_seconds())
+    first = int(q.start.timestamp()) // step * step
+    t = list(range(first, int(q.end.timestamp()), step))
+    spark_rows = await reader.spark_rows(q, step)
+    models: dict[str, list[str]] = {}
+    for row in spark_rows:
+        models.setdefault(str(row["value"]), [])
+        models[str(row["value"])] = sorted(set(models[str(row["value"])]) | set(row["models"]))
+    volume = {s.value: s.interactions for s in now_totals[TOPIC_METRICS[0]]}
+    page = TopicsPage(
+        start=q.start, end=q.end, before_start=before.start, slice=q.slice, step_seconds=step, t=t,
+        interactions=sum(volume.values()), without_topic=volume.get(NONE, 0),
+        topics=topic_rows(
+            now_totals, before_totals, sparklines(spark_rows, t), models, await reader.examples(q), len(t)
+        ),
+    )  # fmt: skip
+    return json_response(page)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/api/topics", topics)

@@ -1,0 +1,92 @@
+"""The Topics page: the one rule of a move (pipeline/topic_trends.py) and ``GET /api/topics`` on real chDB,
+a topic failing in the range against the period before, a topic new in it, one that stayed as it was."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pipeline.dimensions import topic_dimension
+from pipeline.topic_trends import change, proportion
+from streams.clickhouse.store import ClickHouseStore
+from tests.fixtures import messages
+from tests.fixtures.dashboard import client_for
+
+START = datetime(2026, 11, 10, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+def test_a_proportion_moved_only_when_its_intervals_part() -> None:
+    assert change(proportion(30, 40), proportion(2, 40)).rose
+    assert not change(proportion(4, 40), proportion(2, 40)).rose  # within chance
+    assert change(proportion(2, 40), proportion(30, 40)).fell
+    nothing = change(proportion(0, 0), proportion(2, 40))
+    assert nothing.now.value is None and not nothing.rose and not nothing.fell
+    assert proportion(7.6, 5).value == 1.0  # a rounded sum is kept within its n
+
+
+def test_the_topic_dimension_names_the_topic_and_the_model_that_assigned_it() -> None:
+    assert topic_dimension("t2", "film, actor", 3) == {"topic": "t2: film, actor", "topic_model": "v3"}
+    assert topic_dimension("other", "other", 3) == {"topic": "other", "topic_model": "v3"}
+    assert topic_dimension(None, None, 3) == {}
+
+
+def rows(day: datetime, topic: str, label: str, n: int, refused: int, offset: int) -> list[object]:
+    out = []
+    for k in range(n):
+        interaction = messages.interaction(
+            interaction_id=f"{topic}-{day:%d}-{k}", timestamp=day + timedelta(minutes=5 * k + offset),
+            question=f"{label} question {k}",
+            answer="I'm sorry, I can't find that." if k < refused else "Yes.",
+        )  # fmt: skip
+        out.append(
+            messages.evaluation(interaction, answer_refusal=k < refused).model_copy(
+                update={"topic": topic, "topic_label": label, "topic_model": 1 if day < START + DAY else 2}
+            )
+        )
+    return out
+
+
+@pytest.fixture()
+async def topics_store(store: ClickHouseStore) -> ClickHouseStore:
+    before, now = START, START + DAY
+    evaluations = [
+        *rows(before, "t1", "tire, pressure", 40, 2, 0),
+        *rows(before, "t2", "film, actor", 40, 1, 1),
+        *rows(now, "t1", "tire, pressure", 40, 2, 0),
+        *rows(now, "t2", "film, actor", 40, 30, 1),
+        *rows(now, "t3", "invoice, refund", 30, 0, 2),
+        messages.evaluation(
+            messages.interaction(interaction_id="untopiced", timestamp=now + timedelta(hours=3))
+        ),
+    ]
+    store.insert_evaluations_sync(evaluations)  # type: ignore[arg-type]
+    return store
+
+
+async def test_the_topics_page_shows_what_rose_what_is_new_and_the_worst_first(
+    topics_store: ClickHouseStore,
+) -> None:
+    client = await client_for(topics_store)
+    try:
+        params = {"start": (START + DAY).isoformat(), "end": (START + 2 * DAY).isoformat()}
+        response = await client.get("/dashboard/api/topics", params=params)
+        assert response.status == 200, await response.text()
+        page = await response.json()
+        bad = await client.get("/dashboard/api/topics", params={**params, "examples": "99"})
+        assert bad.status == 400 and "examples" in await bad.text()
+    finally:
+        await client.close()
+    assert page["interactions"] == 111 and page["without_topic"] == 1
+    by = {t["topic"]: t for t in page["topics"]}
+    assert list(by) == ["t3: invoice, refund", "t1: tire, pressure", "t2: film, actor"]  # new first
+    new, tires, films = by["t3: invoice, refund"], by["t1: tire, pressure"], by["t2: film, actor"]
+    assert new["status"] == "new" and new["interactions_before"] == 0
+    refusal = films["rates"]["answer_refusal_rate"]
+    assert refusal["rose"] and refusal["now"]["value"] == 0.75 and refusal["before"]["value"] == 0.025
+    assert not tires["rates"]["answer_refusal_rate"]["rose"] and tires["status"] == ""
+    assert films["examples"][0]["answer_refusal"] == 1 and films["examples"][0]["question"].startswith("film")
+    assert len(films["examples"]) == 3 and films["models"] == ["v2"]
+    assert all(len(t["spark"]["answer_refusal_rate"]) == len(page["t"]) for t in page["topics"])
+    assert max(v for v in films["spark"]["answer_refusal_rate"] if v is not None) == 1.0
