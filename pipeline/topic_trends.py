@@ -13,11 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.dimensions import NONE
+from pipeline.metrics.agreement import Agreement, corrected_rate
 from pipeline.metrics.wilson import wilson_interval
 from schemas.slices import SliceTotals
 from schemas.topics_page import (
+    CORRECTED_TOPIC_RATES,
     SPARK_METRICS,
     TOPIC_METRICS,
+    CorrectedFigure,
     Proportion,
     TopicChange,
     TopicExample,
@@ -65,6 +68,13 @@ def _status(interactions: int, before: int, share: TopicChange) -> str:
     return "growing" if share.rose else "shrinking" if share.fell else ""
 
 
+def corrected(now: Proportion, agreement: Agreement | None, min_per_class: int) -> CorrectedFigure:
+    """A rate corrected with the judge's agreement with people's labels (``corrected_rate``)."""
+    flagged = round((now.value or 0.0) * now.n)
+    found = corrected_rate(flagged, now.n, agreement, min_per_class=min_per_class)
+    return CorrectedFigure(value=found.corrected, low=found.low, high=found.high, note=found.note)
+
+
 def sparklines(
     rows: Sequence[Mapping[str, Any]], t: Sequence[int]
 ) -> dict[str, dict[str, list[float | None]]]:
@@ -90,9 +100,13 @@ def topic_rows(
     models: Mapping[str, list[str]],
     examples: Mapping[str, list[TopicExample]],
     buckets: int,
+    agreements: Mapping[str, Agreement] | None = None,
+    min_per_class: int = 1,
 ) -> list[TopicRow]:
-    """Every topic of the period (the interactions without one left out): new and growing first, then by
-    volume."""
+    """Every topic of the period (the interactions without one left out): new and growing first, then
+    those with a rate that rose, then by volume. ``agreements``: per rate of CORRECTED_TOPIC_RATES, the
+    judge's agreement with people's labels it is corrected with."""
+    agreed = agreements or {}
     volume, volume_before = _volume(now), _volume(before)
     total, total_before = sum(volume.values()), sum(volume_before.values())
     rows = []
@@ -105,8 +119,18 @@ def topic_rows(
                 topic=value, interactions=count, interactions_before=volume_before.get(value, 0), share=share,
                 status=_status(count, volume_before.get(value, 0), share),
                 rates={m: change(_rate(now, m, value), _rate(before, m, value)) for m in TOPIC_METRICS},
+                corrected={
+                    m: corrected(_rate(now, m, value), agreed.get(m), min_per_class)
+                    for m in CORRECTED_TOPIC_RATES
+                },
                 spark=spark.get(value) or {m: [None] * buckets for m in SPARK_METRICS},
                 models=sorted(models.get(value, [])), examples=examples.get(value, []),
             )
         )  # fmt: skip
-    return sorted(rows, key=lambda r: (r.status not in ("new", "growing"), -r.interactions, r.topic))
+    return sorted(
+        rows,
+        key=lambda r: (
+            r.status not in ("new", "growing"), not any(c.rose for c in r.rates.values()), -r.interactions,
+            r.topic,
+        ),
+    )  # fmt: skip

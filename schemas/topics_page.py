@@ -18,6 +18,8 @@ TOPIC_METRICS = (
     "no_evidence_rate",
     "conversation_unresolved_rate",
 )
+#: the rates corrected for the judge's errors where labels allow (a label kind corrects each)
+CORRECTED_TOPIC_RATES = ("hallucination_rate", "answer_refusal_rate")
 #: the rates a sparkline draws (computed per interaction, so per bucket from the evaluations)
 SPARK_METRICS = ("hallucination_rate", "answer_refusal_rate")
 #: the most buckets a sparkline has
@@ -50,6 +52,17 @@ class TopicChange(BaseModel):
     fell: bool = Field(description="the interval now lies wholly below the interval before")
 
 
+class CorrectedFigure(BaseModel):
+    """A topic's rate corrected for the judge's errors (Rogan-Gladen), or why it is not."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None = Field(description="the corrected rate (None: not corrected, see note)")
+    low: float | None = Field(description="its 95 % interval's lower end (traffic's and labels' uncertainty)")
+    high: float | None = Field(description="its upper end")
+    note: str = Field(description="why there is no figure, or what to know about it ('' when none)")
+
+
 class TopicExample(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -72,6 +85,11 @@ class TopicRow(BaseModel):
     share: TopicChange = Field(description="its share of the interactions, now and before")
     status: str = Field(description="'new' (none before), 'growing' (share rose), 'shrinking', or ''")
     rates: dict[str, TopicChange] = Field(description="each of TOPIC_METRICS, now and before")
+    corrected: dict[str, CorrectedFigure] = Field(
+        description="each of CORRECTED_TOPIC_RATES over the range corrected with the judge's sensitivity "
+        "and specificity on the labeled interactions of the range (of the page's app and model; the "
+        "judge's errors taken as the same in every topic)"
+    )
     spark: dict[str, list[float | None]] = Field(
         description="each of SPARK_METRICS per bucket of the range (None: no denominator in the bucket)"
     )
@@ -88,4 +106,6 @@ class TopicsPage(BaseModel):
     t: list[int] = Field(description="each sparkline bucket's start (Unix seconds)")
     interactions: int = Field(description="interactions in the range (with a topic or not)")
     without_topic: int = Field(description="of those, interactions no topic was assigned to")
-    topics: list[TopicRow] = Field(description="new and growing topics first, then by volume")
+    topics: list[TopicRow] = Field(
+        description="new and growing topics first, then those with a rate that rose, then by volume"
+    )

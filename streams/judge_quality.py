@@ -20,6 +20,7 @@ from pipeline.judge_quality import (
     judge_quality,
     with_corrected,
 )
+from pipeline.metrics.agreement import Agreement
 from schemas.dashboard import CorrectedLine, Overview, Series
 from schemas.label import KIND_OF_RATE, LabeledRow
 from schemas.settings import Settings
@@ -27,6 +28,8 @@ from streams.clickhouse.labels import LabelStore
 
 #: the overview's rates drawn with a corrected line beside them (api/overview, ``Series.corrected``)
 CORRECTED_RATES = ("hallucination_rate",)
+#: the app and model the labeled rows of every app and model are pooled under (``pooled_agreements``)
+POOLED = "*"
 
 
 class QualityReport(BaseModel):
@@ -91,6 +94,23 @@ async def read_quality(
         judges=judges,
         apps=apps,
     )
+
+
+async def pooled_agreements(
+    labels: LabelStore, settings: Settings, start: datetime, end: datetime, app: str | None, model: str | None
+) -> dict[str, Agreement]:
+    """Per catalogue rate a label kind corrects: the judge's agreement with people's labels over the
+    period's labeled interactions (of ``app`` and ``model`` when given), every app and model pooled, as
+    a slice's rate is corrected (the Topics page: the judge's errors taken as the same in every slice)."""
+    rows = [
+        r.model_copy(update={"app": POOLED, "model": POOLED})
+        for r in await labels.labeled_rows(start, end, app, model)
+    ]
+    return {
+        b.rate_metric: b.agreement
+        for b in _blocks(rows, settings, per_identity=False)
+        if b.rate_metric is not None and b.agreement is not None
+    }
 
 
 def _line(block: QualityBlock | None, metric: str, series: Series, min_per_class: int) -> CorrectedLine:

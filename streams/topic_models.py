@@ -63,6 +63,7 @@ class TopicRefitter:
         self.publish = publish
         self.clock = clock
         self.tried_at: datetime | None = None  # the last attempt's time: a failed one waits refit_every
+        self._said_too_few = False
         self.refits = 0
 
     @property
@@ -93,9 +94,12 @@ class TopicRefitter:
             stored_questions, self.store, now - s.refit_over, now, None, s.refit_max_questions
         )
         if len(texts) < 2 * s.min_topic_size:
-            log.info("topics: a refit needs %d stored questions, %d since %s; trying again in %s",
-                     2 * s.min_topic_size, len(texts), now - s.refit_over, s.refit_every)  # fmt: skip
+            if not self._said_too_few:  # said once: without a model this is looked at every poll
+                log.info("topics: a fit needs %d stored questions, %d since %s; looking again later",
+                         2 * s.min_topic_size, len(texts), now - s.refit_over)  # fmt: skip
+            self._said_too_few = True
             return None
+        self._said_too_few = False
         previous = self.assigner.model
         try:
             model = await refit(texts, s, previous, now)

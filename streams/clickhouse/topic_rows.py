@@ -36,12 +36,17 @@ def spark_sql(db: str, condition: str) -> str:
 
 
 def examples_sql(db: str, condition: str) -> str:
-    """Each topic's worst ``{examples}`` interactions (``WORST_FIRST``), with their stored question."""
-    return (
+    """Each topic's worst ``{examples}`` interactions (``WORST_FIRST``) with their stored question, one
+    interaction a question (traffic repeats its questions: the worst of each)."""
+    worst = (
         f"SELECT {dimension_sql('dim')} AS value, interaction_id, app, model, timestamp, "
         "JSONExtractString(payload, 'interaction', 'question') AS question, hallucination, answer_refusal, "
-        f"no_evidence FROM {db}.evaluations FINAL WHERE {where(condition)} AND mapContains(dimensions, "
-        f"{{dim:String}}) ORDER BY {WORST_FIRST} LIMIT {{examples:UInt32}} BY value"
+        f"no_evidence, context_entailment FROM {db}.evaluations FINAL WHERE {where(condition)} "
+        f"AND mapContains(dimensions, {{dim:String}}) ORDER BY {WORST_FIRST} LIMIT 1 BY value, question"
+    )
+    return (
+        "SELECT value, interaction_id, app, model, timestamp, question, hallucination, answer_refusal, "
+        f"no_evidence FROM ({worst}) ORDER BY {WORST_FIRST} LIMIT {{examples:UInt32}} BY value"
     )
 
 

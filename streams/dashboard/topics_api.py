@@ -18,9 +18,11 @@ from pipeline.dimensions import NONE
 from pipeline.topic_trends import Totals, sparklines, topic_rows
 from schemas.metrics import named
 from schemas.topics_page import SPARK_POINTS, TOPIC_METRICS, TopicsPage, TopicsQuery
+from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.slices import SliceReader
 from streams.clickhouse.topic_rows import TOPIC, TopicReader
-from streams.dashboard.http import json_response, parse_query, queries_of
+from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
+from streams.judge_quality import pooled_agreements
 
 
 def spark_step(span_seconds: float, window_seconds: int | None) -> int:
@@ -47,11 +49,15 @@ async def topics(request: web.Request) -> web.Response:
         models.setdefault(str(row["value"]), [])
         models[str(row["value"])] = sorted(set(models[str(row["value"])]) | set(row["models"]))
     volume = {s.value: s.interactions for s in now_totals[TOPIC_METRICS[0]]}
+    settings = request.app[SETTINGS_KEY]
+    model = q.models[0] if len(q.models) == 1 else None
+    agreements = await pooled_agreements(LabelStore(queries.store), settings, q.start, q.end, q.app, model)
     page = TopicsPage(
         start=q.start, end=q.end, before_start=before.start, slice=q.slice, step_seconds=step, t=t,
         interactions=sum(volume.values()), without_topic=volume.get(NONE, 0),
         topics=topic_rows(
-            now_totals, before_totals, sparklines(spark_rows, t), models, await reader.examples(q), len(t)
+            now_totals, before_totals, sparklines(spark_rows, t), models, await reader.examples(q), len(t),
+            agreements, settings.labels.min_per_class,
         ),
     )  # fmt: skip
     return json_response(page)

@@ -94,7 +94,7 @@ async def test_only_the_owner_refits_and_too_few_questions_wait_a_whole_period(
     refit, published = refitter(store, clock)
     with caplog.at_level(logging.INFO, logger="streams.topic_models"):
         assert await refit.tick() is None and refit.tried_at == NOW
-    assert "needs 10 stored questions, 9" in caplog.text
+    assert "a fit needs 10 stored questions, 9" in caplog.text
     assert refit.poll_seconds == 30.0 and not refit.due()
     clock.advance(30)  # without a model, a first fit is looked for at every poll
     assert refit.due() and published == []

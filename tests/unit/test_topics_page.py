@@ -9,6 +9,8 @@ import pytest
 
 from pipeline.dimensions import topic_dimension
 from pipeline.topic_trends import change, proportion
+from schemas.label import Label
+from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.store import ClickHouseStore
 from tests.fixtures import messages
 from tests.fixtures.dashboard import client_for
@@ -37,7 +39,7 @@ def rows(day: datetime, topic: str, label: str, n: int, refused: int, offset: in
     for k in range(n):
         interaction = messages.interaction(
             interaction_id=f"{topic}-{day:%d}-{k}", timestamp=day + timedelta(minutes=5 * k + offset),
-            question=f"{label} question {k}",
+            question=f"{label} question {k % 5}",  # traffic repeats its questions
             answer="I'm sorry, I can't find that." if k < refused else "Yes.",
         )  # fmt: skip
         out.append(
@@ -62,6 +64,15 @@ async def topics_store(store: ClickHouseStore) -> ClickHouseStore:
         ),
     ]
     store.insert_evaluations_sync(evaluations)  # type: ignore[arg-type]
+    # reviewers agree with every refusal flag of the range's film and tire questions they labeled
+    labeled = [e for e in evaluations if e.topic in ("t1", "t2") and e.timestamp >= now][:60]  # type: ignore[attr-defined]
+    await LabelStore(store).insert(
+        [
+            Label(interaction_id=e.interaction_id, kind="answer_refusal", value=int(bool(e.answer_refusal)),  # type: ignore[attr-defined]
+                  reviewer="ann", labeled_at=now + 2 * DAY)
+            for e in labeled
+        ]
+    )  # fmt: skip
     return store
 
 
@@ -80,13 +91,20 @@ async def test_the_topics_page_shows_what_rose_what_is_new_and_the_worst_first(
         await client.close()
     assert page["interactions"] == 111 and page["without_topic"] == 1
     by = {t["topic"]: t for t in page["topics"]}
-    assert list(by) == ["t3: invoice, refund", "t1: tire, pressure", "t2: film, actor"]  # new first
+    # new first, then what rose, then by volume
+    assert list(by) == ["t3: invoice, refund", "t2: film, actor", "t1: tire, pressure"]
     new, tires, films = by["t3: invoice, refund"], by["t1: tire, pressure"], by["t2: film, actor"]
     assert new["status"] == "new" and new["interactions_before"] == 0
     refusal = films["rates"]["answer_refusal_rate"]
     assert refusal["rose"] and refusal["now"]["value"] == 0.75 and refusal["before"]["value"] == 0.025
     assert not tires["rates"]["answer_refusal_rate"]["rose"] and tires["status"] == ""
     assert films["examples"][0]["answer_refusal"] == 1 and films["examples"][0]["question"].startswith("film")
-    assert len(films["examples"]) == 3 and films["models"] == ["v2"]
+    assert len({x["question"] for x in films["examples"]}) == 3 and films["models"] == ["v2"]
     assert all(len(t["spark"]["answer_refusal_rate"]) == len(page["t"]) for t in page["topics"])
     assert max(v for v in films["spark"]["answer_refusal_rate"] if v is not None) == 1.0
+    # the judge agreed with every label: each rate corrected is the rate flagged, within an interval
+    fixed = films["corrected"]["answer_refusal_rate"]
+    assert fixed["value"] == pytest.approx(0.75) and fixed["low"] < 0.75 < fixed["high"]
+    assert tires["corrected"]["answer_refusal_rate"]["value"] == pytest.approx(0.05)
+    unlabeled = films["corrected"]["hallucination_rate"]  # no grounded labels: a note, no figure
+    assert unlabeled["value"] is None and "label" in unlabeled["note"]

@@ -5,7 +5,7 @@
    listed above the table. A click on a topic filters the whole page to it (the slice filter, slices.js).
    It reads the page's range, app, models and slice filter. */
 import { $, el } from "./dom.js";
-import { fmt, iso, missing, plural } from "./format.js";
+import { dateRange, fmt, iso, missing, plural } from "./format.js";
 import { go } from "./router.js";
 import { filterText, sliceTerms, termKey } from "./slices.js";
 import { api, currentRange, params } from "./state.js";
@@ -55,16 +55,26 @@ function sparkline(spark) {
   return chart;
 }
 
-function rateCell(change) {
+/* A rate with its interval, ▲ (▼) where it rose (fell) beyond chance against the period before, and the
+   rate corrected for the judge's errors below it where labels allow (else why not, on hover). */
+function rateCell(change, fixed) {
   const now = change.now;
   if (missing(now.value)) return "–";
   const text = `${fmt(now.value, "pct")} [${fmt(now.low, "pct")}, ${fmt(now.high, "pct")}]`;
   const before = missing(change.before.value) ? "none before" : `${fmt(change.before.value, "pct")} before`;
+  const note = fixed && missing(fixed.value) && fixed.note ? `; not corrected: ${fixed.note}` : "";
   return el(
     "span",
-    { title: `n = ${fmt(now.n, "int")}; ${before} (n = ${fmt(change.before.n, "int")})` },
+    { title: `n = ${fmt(now.n, "int")}; ${before} (n = ${fmt(change.before.n, "int")})${note}` },
     text,
     change.rose ? el("strong", { class: "rose" }, " ▲") : change.fell ? el("span", { class: "fell" }, " ▼") : "",
+    fixed && !missing(fixed.value)
+      ? el(
+          "span",
+          { class: "corrected", title: "corrected for the judge's errors on the labeled interactions (Rogan-Gladen)" },
+          `corrected ${fmt(fixed.value, "pct")} [${fmt(fixed.low, "pct")}, ${fmt(fixed.high, "pct")}]`,
+        )
+      : "",
   );
 }
 
@@ -131,10 +141,16 @@ export async function loadTopics() {
   for (const t of sliceTerms()) q.append("slice", t);
   const body = await api("topics", q);
   const assigned = body.interactions - body.without_topic;
+  const models = p.getAll("model");
+  const scope = [
+    p.get("app") ? `app ${p.get("app")}` : "",
+    models.length ? `${models.length > 1 ? "models" : "model"} ${models.join(", ")}` : "",
+    sliceTerms().length ? filterText(body.slice) : "",
+  ].filter(Boolean);
   $("topics-summary").textContent = [
-    `${plural(body.topics.length, "topic")} (${filterText(body.slice)})`,
+    `${plural(body.topics.length, "topic")} (${scope.join("; ") || "all traffic"})`,
     `${fmt(assigned, "int")} of ${plural(body.interactions, "interaction")} with a topic`,
-    `against ${iso(body.before_start).slice(0, 16).replace("T", " ")} – the range's start`,
+    `against the period before: ${dateRange(body.before_start, body.start)}`,
   ].join(" · ");
   $("topics-movers-box").replaceChildren(body.topics.length ? movers(body) : "");
   renderTable($("topics-table"), {
@@ -147,7 +163,7 @@ export async function loadTopics() {
         label,
         title: "the rate over the range with its 95 % interval; ▲ above its interval in the period before",
         num: true,
-        cell: (t) => rateCell(t.rates[metric]),
+        cell: (t) => rateCell(t.rates[metric], t.corrected[metric]),
         sort: (t) => t.rates[metric].now.value,
       })),
       {
