@@ -37,6 +37,7 @@ from typing import Any, Literal
 import pebble
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.child_process import die_with_parent
 from schemas.errors import GroundwatchError
 from schemas.interaction import Interaction
 
@@ -79,7 +80,7 @@ _FUNCTIONS: dict[str, Callable[[Interaction], Any]] = {}
 def _start_child(folder: str, memory_mb: int) -> None:
     """A child's set-up: killed with its parent (a worker killed with ``kill -9`` leaves no evaluator
     spinning), the evaluators file's folder importable, SIGINT ignored, its memory capped."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -88,19 +89,6 @@ def _start_child(folder: str, memory_mb: int) -> None:
 
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def _die_with_parent() -> None:
-    """Linux: the kernel sends this process SIGKILL when its parent dies (``PR_SET_PDEATHSIG``). Strictly,
-    when the parent's thread that started it ends: the first children start in the thread that calls
-    ``EvaluatorSandbox.start`` (the worker's event loop, a command's main thread), their replacements
-    in the pool's own thread, both as long-lived as the pool."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _function(spec: str) -> Callable[[Interaction], Any]:

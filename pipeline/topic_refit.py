@@ -13,6 +13,7 @@ from datetime import datetime
 
 import pebble
 
+from pipeline.child_process import die_with_parent
 from schemas.errors import GroundwatchError
 from schemas.settings import TopicsSettings
 from schemas.topic_model import TopicModel
@@ -39,7 +40,9 @@ async def refit(
 ) -> TopicModel:
     """The topics of ``texts`` from ``previous`` (a first fit without one), fitted in a child process;
     RefitFailed says why there is none. A cancellation kills the child."""
-    pool = pebble.ProcessPool(max_workers=1, context=multiprocessing.get_context("spawn"))
+    pool = pebble.ProcessPool(
+        max_workers=1, initializer=die_with_parent, context=multiprocessing.get_context("spawn")
+    )
     try:
         future = pool.schedule(
             _fit,

@@ -27,6 +27,7 @@ from typing import IO
 
 import httpx
 
+from pipeline.child_process import die_with_parent
 from pipeline.clock import Clock, SystemClock
 from pipeline.net import free_port
 from schemas.errors import LocalModelError
@@ -173,19 +174,6 @@ def ensure_local_model(settings: JudgeSettings, spec: ModelSpec = QWEN_CODER_1_5
 
 
 # ---------------------------------------------------------------------- the llama.cpp server
-def _die_with_parent() -> None:
-    """In the child, before exec (Linux): SIGKILL it when groundwatch dies, so no server is orphaned.
-
-    Not SIGTERM: uvicorn's graceful shutdown waits for the request in flight, and a CPU generation whose
-    client is gone kept an orphaned server busy for half an hour here."""
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
 def _open_log(path: Path) -> IO[bytes]:
     path.parent.mkdir(parents=True, exist_ok=True)
     return open(path, "wb")  # closed by LocalModelServer.stop()
@@ -237,7 +225,7 @@ class LocalModelServer:
             *cmd,
             stdout=self._log,
             stderr=asyncio.subprocess.STDOUT,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
         try:
             await self._wait_ready()

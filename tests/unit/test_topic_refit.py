@@ -6,10 +6,16 @@ killed and tried again later; a model read twice or an older one changes nothing
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from groundwatch.local.supervise import wait_for
 from pipeline.clock import ManualClock
 from pipeline.embeddings import TextEncoder
 from pipeline.topic_assignment import TopicAssigner
@@ -124,3 +130,72 @@ async def test_a_refit_past_its_timeout_is_killed_and_the_worker_goes_on(
         assert await refit.tick() is None
     assert "failed: still running after 0.05 s" in caplog.text
     assert published == [] and refit.assigner.model is None and refit.tried_at == NOW
+
+
+REFIT_SCRIPT = """
+import asyncio
+from datetime import UTC, datetime
+from pipeline.topic_refit import refit
+from schemas.settings import TopicsSettings
+texts = [f"question {i} about the tire pressure of car {i}" for i in range(4000)]
+asyncio.run(refit(texts, TopicsSettings(), None, datetime.now(UTC)))
+"""
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and stat[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def spawned(pid: int) -> list[int]:
+    """The pool's worker among ``pid``'s children (not multiprocessing's resource tracker)."""
+    out = []
+    for child in children_of(pid):
+        try:
+            args = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"multiprocessing.spawn" in args or b"spawn_main" in args:
+            out.append(child)
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time ``pid`` has used (user + system), 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
+def test_a_worker_killed_mid_refit_leaves_no_refit_process_behind() -> None:
+    """kill -9 of the process refitting: its child, busy importing the encoder and embedding (not waiting
+    on its pipe, where it would see its parent go), is killed with it."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    parent = subprocess.Popen([sys.executable, "-c", REFIT_SCRIPT], env=env, cwd=repo)
+    try:
+        wait_for(lambda: bool(spawned(parent.pid)), 60, "the refit's child process")
+        children = children_of(parent.pid)
+        wait_for(lambda: any(cpu_seconds(c) > 3.0 for c in spawned(parent.pid)), 120, "the refit at work")
+    finally:
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+    wait_for(lambda: all(gone(pid) for pid in children), 30, "the refit's child processes to end")
