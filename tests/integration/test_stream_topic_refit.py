@@ -1,18 +1,24 @@
 """Topics in a deployed worker, on a real Tansu broker and chDB: a worker with ``topics.refit_every`` and no
 model file fits the topics of the questions it stored, sends the model to the ``topic_models`` topic, and
 its judging process (``kafka.processes`` 2: the evaluator runs there, not where the refit ran) assigns the
-interactions that come after by it; those judged before keep no topic."""
+interactions that come after by it; those judged before keep no topic. A message on that topic that is
+not a topic model is skipped."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaProducer
+
 from groundwatch.local.stack import LocalStack
+from groundwatch.local.supervise import wait_for
 from groundwatch.local.tansu import TansuBroker
+from streams.topics import bootstrap_servers
 from tests.fixtures.wall_clock import recent
 from tests.integration.helpers import deployment, jsonl, topic_of
 
@@ -48,6 +54,20 @@ def records(batch: str, per_subject: int) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+async def send(broker_url: str, topic: str, value: bytes) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers(broker_url))
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, value, key=b"topics")
+    finally:
+        await producer.stop()
+
+
+def models(dep: LocalStack) -> list[dict[str, Any]]:
+    """The topic models on the deployment's topic_models topic (its other messages left out)."""
+    return [m for m in topic_of(dep, "topic_models", idle_s=2.0) if "topics" in m]
+
+
 def stored_dimensions(dep: LocalStack) -> dict[str, dict[str, str]]:
     """Each stored interaction's dimensions, read by a child process (chDB: one process per path)."""
     out = subprocess.run(
@@ -70,9 +90,12 @@ def test_a_worker_fits_topics_on_what_it_stored_and_its_judging_process_assigns_
     worker = dep.start_worker()
     try:
         worker.wait_ready()
+        asyncio.run(send(dep.broker_url, dep.prefix + "topic_models", b'{"version": "not a model"}'))
         dep.replay(jsonl(records("before", 8)))
         dep.wait_for_evaluations(24, timeout_s=180)
-        [model] = topic_of(dep, "topic_models", expect=1, idle_s=45.0)
+        # the first fit: looked for every 30 s, then a child process embeds and fits (slower under load)
+        wait_for(lambda: len(models(dep)) == 1, 240, "the first topic model on topic_models", interval=2.0)
+        [model] = models(dep)
         dep.replay(jsonl(records("after", 4)))
         dep.wait_for_evaluations(36, timeout_s=180)
     finally:
