@@ -113,6 +113,10 @@ def extract(interaction: Interaction | None, settings: DimensionSettings) -> dic
     return out
 
 
+#: the built-in dimensions of topics: the topic's id and name, and the version of the model that assigned it
+TOPIC, TOPIC_MODEL = "topic", "topic_model"
+
+
 def topic_dimension(topic: str | None, label: str | None, model: int | None = None) -> dict[str, str]:
     """The ``topic`` dimension: the topic's id and name (``t3: warning, light, message``; ``other``), and
     ``topic_model``: the version of the model that assigned it (``v2``); none where no topic was
@@ -120,8 +124,8 @@ def topic_dimension(topic: str | None, label: str | None, model: int | None = No
     rule reads the same topic by it."""
     if topic is None:
         return {}
-    named = {"topic": topic if not label or label == topic else f"{topic}: {label}"}
-    return named | ({"topic_model": f"v{model}"} if model is not None else {})
+    named = {TOPIC: topic if not label or label == topic else f"{topic}: {label}"}
+    return named | ({TOPIC_MODEL: f"v{model}"} if model is not None else {})
 
 
 def evaluator_versions(custom: Mapping[str, Any]) -> dict[str, str]:

@@ -9,7 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from schemas.slice_filter import COLUMNS as SLICE_COLUMNS
 
 #: dimensions every evaluation carries beside the configured metadata paths (pipeline/dimensions.py)
-BUILTIN_DIMENSIONS: tuple[str, ...] = ("answer_length", "has_ground_truth", "turn", "tool", "topic")
+BUILTIN_DIMENSIONS: tuple[str, ...] = (
+    "answer_length", "has_ground_truth", "turn", "tool", "topic", "topic_model",
+)  # fmt: skip
 _DIMENSION_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
 
@@ -24,7 +26,7 @@ class DimensionSettings(BaseModel):
         description="metadata paths stored as dimensions of each evaluation (a dot reaches into a nested "
         "object: customer.tier); an interaction without one has no value for it. The built-ins "
         "answer_length, has_ground_truth, turn and tool (the tools called) are always stored, and topic "
-        "where topics are assigned (topics.model_file)",
+        "and topic_model (the version of the topic model) where topics are assigned (docs/topics.md)",
     )
     max_values_per_day: int = Field(
         100,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.dimensions import TOPIC, TOPIC_MODEL
 from schemas.metrics import named
 from schemas.topics_page import SPARK_METRICS, TopicExample, TopicsQuery
 from schemas.utc import utc
 from streams.clickhouse.slices import dimension_sql, metric_sql, sliced, where
 from streams.clickhouse.store import ClickHouseStore
 
-TOPIC = "topic"
 #: worst first: an answer hallucinated, stated without evidence or refused, then the least entailed
 WORST_FIRST = (
     "greatest(ifNull(hallucination, 0), ifNull(no_evidence, 0), ifNull(answer_refusal, 0)) DESC, "
@@ -30,7 +30,7 @@ def spark_sql(db: str, condition: str) -> str:
     return (
         "SELECT toUnixTimestamp(toStartOfInterval(timestamp, toIntervalSecond({step:UInt32}))) AS t, "
         f"{dimension_sql('dim')} AS value, {', '.join(parts)}, "
-        "groupUniqArrayIf(dimensions['topic_model'], mapContains(dimensions, 'topic_model')) AS models "
+        f"groupUniqArrayIf(dimensions['{TOPIC_MODEL}'], mapContains(dimensions, '{TOPIC_MODEL}')) AS models "
         f"FROM {db}.evaluations FINAL WHERE {where(condition)} GROUP BY t, value"
     )
 

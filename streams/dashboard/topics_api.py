@@ -14,13 +14,13 @@ import math
 
 from aiohttp import web
 
-from pipeline.dimensions import NONE
+from pipeline.dimensions import NONE, TOPIC
 from pipeline.topic_trends import Totals, sparklines, topic_rows
 from schemas.metrics import named
 from schemas.topics_page import SPARK_POINTS, TOPIC_METRICS, TopicsPage, TopicsQuery
 from streams.clickhouse.labels import LabelStore
 from streams.clickhouse.slices import SliceReader
-from streams.clickhouse.topic_rows import TOPIC, TopicReader
+from streams.clickhouse.topic_rows import TopicReader
 from streams.dashboard.http import SETTINGS_KEY, json_response, parse_query, queries_of
 from streams.judge_quality import pooled_agreements
 
