@@ -53,6 +53,7 @@ SINCE_CAPTURE = {
     "justified_answer",
     "topic",
     "topic_label",
+    "topic_model",
 }
 
 
