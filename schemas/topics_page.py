@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from schemas.dashboard import TimeRange
 from schemas.slice_filter import SliceFilter
 from schemas.slices import SliceQuery
+from schemas.utc import utc
 
 #: the rates a topic is shown with, in the catalogue's names (schemas/metrics.py)
 TOPIC_METRICS = (
@@ -28,6 +30,31 @@ SPARK_POINTS = 28
 
 class TopicsQuery(SliceQuery):
     examples: int = Field(3, ge=0, le=20, description="worst interactions returned per topic")
+    baseline_start: datetime | None = Field(
+        None,
+        description="the period compared against (ISO 8601), inclusive; default: as long as the range, "
+        "ending at its start",
+    )
+    baseline_end: datetime | None = Field(None, description="its end (ISO 8601), exclusive")
+
+    @field_validator("baseline_start", "baseline_end")
+    @classmethod
+    def _baseline_utc(cls, value: datetime | None) -> datetime | None:
+        return utc(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _baseline(self) -> TopicsQuery:
+        if (self.baseline_start is None) != (self.baseline_end is None):
+            raise ValueError("baseline_start and baseline_end go together")
+        if self.baseline_start is not None and self.baseline_end is not None:
+            TimeRange(start=self.baseline_start, end=self.baseline_end)  # the same checks as the range's
+        return self
+
+    def baseline(self) -> tuple[datetime, datetime]:
+        """The period compared against: the one given, or the range's length before its start."""
+        if self.baseline_start is not None and self.baseline_end is not None:
+            return self.baseline_start, self.baseline_end
+        return self.start - (self.end - self.start), self.start
 
 
 class Proportion(BaseModel):
@@ -100,7 +127,10 @@ class TopicRow(BaseModel):
 class TopicsPage(BaseModel):
     start: datetime
     end: datetime
-    before_start: datetime = Field(description="the period before: as long as the range, ending at its start")
+    before_start: datetime = Field(
+        description="the period compared against (by default as long as the range, ending at its start)"
+    )
+    before_end: datetime = Field(description="its end")
     slice: SliceFilter
     step_seconds: int = Field(description="a sparkline bucket")
     t: list[int] = Field(description="each sparkline bucket's start (Unix seconds)")

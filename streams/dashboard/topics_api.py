@@ -1,8 +1,9 @@
 """The Topics page's endpoint (docs/topics.md):
 
-    GET /api/topics    each topic of a range with its share and rates against the period before (as long
-                       as the range, ending at its start), a sparkline and its worst interactions
-                       (start, end, app, model*, slice*, examples)
+    GET /api/topics    each topic of a range with its share and rates against a baseline period (by
+                       default as long as the range, ending at its start), a sparkline and its worst
+                       interactions (start, end, app, model*, slice*, examples, baseline_start,
+                       baseline_end)
 
 The figures are the ``topic`` dimension's slices (``SliceReader.totals``, as the Breakdown computes them),
 so a topic's rate here is its rate in the Breakdown by topic; ``pipeline.topic_trends`` says what rose.
@@ -35,10 +36,10 @@ async def topics(request: web.Request) -> web.Response:
     q = parse_query(request, TopicsQuery, lists=("models",), repeated=("slice",))
     queries = queries_of(request)
     slices, reader = SliceReader(queries.store), TopicReader(queries.store)
-    before = q.model_copy(update={"start": q.start - (q.end - q.start), "end": q.start})
+    before_start, before_end = q.baseline()
     now_totals: Totals = {m: await slices.totals(named(m), TOPIC, q, q.start, q.end) for m in TOPIC_METRICS}
     before_totals: Totals = {
-        m: await slices.totals(named(m), TOPIC, q, before.start, before.end) for m in TOPIC_METRICS
+        m: await slices.totals(named(m), TOPIC, q, before_start, before_end) for m in TOPIC_METRICS
     }
     step = spark_step((q.end - q.start).total_seconds(), await queries.window_seconds())
     first = int(q.start.timestamp()) // step * step
@@ -53,7 +54,8 @@ async def topics(request: web.Request) -> web.Response:
     model = q.models[0] if len(q.models) == 1 else None
     agreements = await pooled_agreements(LabelStore(queries.store), settings, q.start, q.end, q.app, model)
     page = TopicsPage(
-        start=q.start, end=q.end, before_start=before.start, slice=q.slice, step_seconds=step, t=t,
+        start=q.start, end=q.end, before_start=before_start, before_end=before_end, slice=q.slice,
+        step_seconds=step, t=t,
         interactions=sum(volume.values()), without_topic=volume.get(NONE, 0),
         topics=topic_rows(
             now_totals, before_totals, sparklines(spark_rows, t), models, await reader.examples(q), len(t),

@@ -51,3 +51,21 @@ def test_topics_page_marks_the_topic_whose_refusals_rose_and_filters_to_it(
     assert parse_qs(urlparse(browser.current_url).query)["slice"] == [f"topic:{topic}"]
     assert topic in browser.find_element(By.ID, "slice-chip").text
     assert console_errors(browser) == []
+
+
+def test_topics_over_all_data_compare_its_second_half_with_its_first(
+    site: DashboardSite, browser: Any
+) -> None:
+    """All data has nothing before it: the page compares the range's halves (the outage falls in the
+    second), as the Breakdown does, so the music topics' refusals rose there too."""
+    open_view(browser, f"{site.url}?view=topics&range=data&app=wiki-qa&model=alpha", view="topics")
+    summary = browser.find_element(By.ID, "topics-summary").text
+    rows = browser.find_elements(By.CSS_SELECTOR, "#topics-table tbody tr[data-topic]")
+    risen = [
+        r.get_attribute("data-topic") or ""
+        for r in rows
+        if "▲" in r.find_elements(By.TAG_NAME, "td")[REFUSAL_COLUMN].text
+    ]
+    assert any(re.search(r"\b(album|song|band|music)\b", t) for t in risen), (summary, risen)
+    assert all(r.get_attribute("data-topic") for r in rows) and " against " in summary
+    assert console_errors(browser) == []

@@ -87,9 +87,22 @@ async def test_the_topics_page_shows_what_rose_what_is_new_and_the_worst_first(
         page = await response.json()
         bad = await client.get("/dashboard/api/topics", params={**params, "examples": "99"})
         assert bad.status == 400 and "examples" in await bad.text()
+        half = await client.get("/dashboard/api/topics", params={**params, "baseline_start": params["start"]})
+        assert half.status == 400 and "go together" in await half.text()
+        itself = await client.get(
+            "/dashboard/api/topics",
+            params={**params, "baseline_start": params["start"], "baseline_end": params["end"]},
+        )
+        against_itself = await itself.json()
     finally:
         await client.close()
     assert page["interactions"] == 111 and page["without_topic"] == 1
+    assert page["before_start"].startswith("2026-11-10T00:00:00")  # the day before the range
+    assert page["before_end"].startswith("2026-11-11T00:00:00")
+    # the range against itself: nothing new, nothing rose
+    assert not any(
+        t["status"] or any(c["rose"] for c in t["rates"].values()) for t in against_itself["topics"]
+    )
     by = {t["topic"]: t for t in page["topics"]}
     # new first, then what rose, then by volume
     assert list(by) == ["t3: invoice, refund", "t2: film, actor", "t1: tire, pressure"]

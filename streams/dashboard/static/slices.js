@@ -49,7 +49,7 @@ function sliceQuery(r) {
 
 /* The two periods "what changed" compares: the range against an earlier one of its length, or (halves)
    the range's first half against its second, the default for "all data", before which nothing is stored. */
-function periodsOf(r, cmp) {
+export function periodsOf(r, cmp) {
   if (cmp === "halves") {
     const mid = Math.floor((r.start + (r.end - r.start) / 2) / 60) * 60;
     return { base: { start: r.start, end: mid }, cur: { start: mid, end: r.end } };

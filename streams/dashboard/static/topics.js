@@ -1,13 +1,13 @@
 /* Topics page (api/topics): what the traffic is about, each topic (the topic dimension, docs/topics.md)
-   with its share and rates over the range against the period before (as long, ending where it starts),
-   ▲ where a rate's 95 % interval now lies wholly above its interval before; a sparkline of its
+   with its share and rates over the range against the period before (as long, ending where it starts;
+   for "all data", its second half against its first), ▲ where a rate's 95 % interval now lies wholly above its interval before; a sparkline of its
    hallucination and refusal rates; its worst interactions. New and growing topics come first and are
    listed above the table. A click on a topic filters the whole page to it (the slice filter, slices.js).
    It reads the page's range, app, models and slice filter. */
 import { $, el } from "./dom.js";
 import { dateRange, fmt, iso, missing, plural } from "./format.js";
 import { go } from "./router.js";
-import { filterText, sliceTerms, termKey } from "./slices.js";
+import { filterText, periodsOf, sliceTerms, termKey } from "./slices.js";
 import { api, currentRange, params } from "./state.js";
 import { renderTable } from "./table.js";
 
@@ -133,9 +133,15 @@ function movers(body) {
 }
 
 export async function loadTopics() {
-  const r = currentRange();
   const p = params();
-  const q = new URLSearchParams({ start: iso(r.start), end: iso(r.end) });
+  // all data has nothing before it: its second half against its first, as the Breakdown compares it
+  const { base, cur } = periodsOf(currentRange(), currentRange().range === "data" ? "halves" : "previous");
+  const q = new URLSearchParams({
+    start: iso(cur.start),
+    end: iso(cur.end),
+    baseline_start: iso(base.start),
+    baseline_end: iso(base.end),
+  });
   if (p.get("app")) q.set("app", p.get("app"));
   for (const m of p.getAll("model")) q.append("model", m);
   for (const t of sliceTerms()) q.append("slice", t);
@@ -150,7 +156,7 @@ export async function loadTopics() {
   $("topics-summary").textContent = [
     `${plural(body.topics.length, "topic")} (${scope.join("; ") || "all traffic"})`,
     `${fmt(assigned, "int")} of ${plural(body.interactions, "interaction")} with a topic`,
-    `against the period before: ${dateRange(body.before_start, body.start)}`,
+    `${dateRange(body.start, body.end)} against ${dateRange(body.before_start, body.before_end)}`,
   ].join(" · ");
   $("topics-movers-box").replaceChildren(body.topics.length ? movers(body) : "");
   renderTable($("topics-table"), {
