@@ -49,7 +49,7 @@ def test_topic_names_and_bootstrap() -> None:
     names = topic_names(KafkaSettings(topic_prefix="p."))
     assert names.all() == [
         "p.interactions", "p.converted", "p.judged", "p.evaluations", "p.alerts", "p.deadletter", "p.otlp",
-        "p.otlp_logs", "p.labels", "p.touches"
+        "p.otlp_logs", "p.labels", "p.touches", "p.topic_models"
     ]  # fmt: skip
     assert bootstrap_servers("kafka://h1:9092;kafka://h2:9093") == "h1:9092,h2:9093"
     assert bootstrap_servers("h:1") == "h:1"
