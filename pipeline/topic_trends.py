@@ -9,7 +9,7 @@ share of the interactions rose); a topic with no interactions before is ``new``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pipeline.dimensions import NONE
@@ -97,7 +97,7 @@ def topic_rows(
     now: Totals,
     before: Totals,
     spark: Mapping[str, dict[str, list[float | None]]],
-    models: Mapping[str, list[str]],
+    models: Mapping[str, Collection[str]],
     examples: Mapping[str, list[TopicExample]],
     buckets: int,
     agreements: Mapping[str, Agreement] | None = None,

@@ -45,10 +45,9 @@ async def topics(request: web.Request) -> web.Response:
     first = int(q.start.timestamp()) // step * step
     t = list(range(first, int(q.end.timestamp()), step))
     spark_rows = await reader.spark_rows(q, step)
-    models: dict[str, list[str]] = {}
+    models: dict[str, set[str]] = {}  # per topic, the model versions that assigned it in the range
     for row in spark_rows:
-        models.setdefault(str(row["value"]), [])
-        models[str(row["value"])] = sorted(set(models[str(row["value"])]) | set(row["models"]))
+        models.setdefault(str(row["value"]), set()).update(row["models"])
     volume = {s.value: s.interactions for s in now_totals[TOPIC_METRICS[0]]}
     settings = request.app[SETTINGS_KEY]
     model = q.models[0] if len(q.models) == 1 else None
