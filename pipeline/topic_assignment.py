@@ -1,4 +1,5 @@
-"""Each interaction's topic by a topic model (``topics.model_file``, written by ``groundwatch topics``):
+"""Each interaction's topic by a topic model (``topics.model_file``, written by ``groundwatch topics``, or
+the newest refit the worker read, ``streams.topic_models``):
 its question embedded (``pipeline.embeddings``, in a thread) and assigned to the nearest topic
 (``pipeline.topic_discovery.assign``). One rule for both topologies: the evaluator and the staged join
 call ``with_topic`` on the Evaluation they assembled. A failure is logged and leaves the topic out; it

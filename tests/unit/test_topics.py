@@ -427,3 +427,23 @@ async def test_a_failing_encoder_leaves_the_topic_out_and_the_evaluation_stands(
     evaluation = messages.evaluation(messages.interaction(interaction_id="x", question="q", answer="a"))
     assert await with_topic(assigner, evaluation, "tire question") == evaluation
     assert await with_topic(None, evaluation, "tire question") == evaluation
+
+
+async def test_a_question_asked_again_is_not_embedded_again_until_the_model_changes() -> None:
+    from pipeline.topic_assignment import TopicAssigner
+
+    texts, vectors = synthetic()
+    model = fit_topics(texts, vectors, settings(), AT)
+    encoder = CountingEncoder()
+    assigner = TopicAssigner(model, encoder, remembered=2)  # type: ignore[arg-type]
+    first = await assigner.topic_of("tire question")
+    assert await assigner.topic_of("tire question") == first and encoder.calls == [1]
+    await assigner.topic_of("brake question")
+    await assigner.topic_of("radio question")  # the oldest remembered ("tire") is forgotten
+    await assigner.topic_of("tire question")
+    assert encoder.calls == [1, 1, 1, 1]
+    refit = model.model_copy(update={"version": 2, "fitted_at": AT.replace(year=2027)})
+    assert assigner.use(refit) and not assigner.use(model)  # an older model changes nothing
+    again = await assigner.topic_of("tire question")  # a new model: embedded again, assigned by it
+    assert encoder.calls == [1, 1, 1, 1, 1] and again.version == 2
+    await assigner.aclose()
